@@ -1,0 +1,263 @@
+"""The claim catalog.
+
+A *claim* is one checkable statement of a paper: a proposition, an equation, an error order, a
+number in a table.  It is registered once, with the decorator :func:`claim`, in the paper's module
+under ``theory/``; pytest (``tests/test_claims.py``) and ``attnlab verify`` both read this catalog,
+so they can never disagree.
+
+A check is a function of no arguments that returns an :class:`Evidence`, built with
+:func:`holds_if` (for claims expected to hold) or :func:`erratum_if` (for claims whose printed form
+fails and whose corrected form holds).  It may raise :class:`Skip` when an optional dependency or
+data set is missing.  Any other exception becomes the verdict ``error``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import math
+import pkgutil
+import time
+import traceback
+from typing import Any, Callable, Iterable
+
+PAPERS = ("efa", "bidir", "fenchel", "kernel")
+PAPER_TITLES = {
+    "efa": "Exponential Family Attention",
+    "bidir": "Bidirectional Attention as a Mixture of Continuous Word Experts",
+    "fenchel": "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions",
+    "kernel": "Kernel Multimodal Continuous Attention",
+}
+METHODS = ("sympy", "mpmath", "cvxpy", "float64", "torch", "training")
+TIERS = ("fast", "slow")
+EXPECTED = ("holds", "erratum")
+# Verdicts a run can produce.  `fails`: the statement (or, for an erratum, the corrected statement)
+# does not hold.  `skipped`: the check could not run.  `error`: the check itself raised.
+VERDICTS = ("holds", "erratum", "fails", "skipped", "error")
+
+# Packages that make up the catalog: every module below them is imported to register its claims.
+CLAIM_PACKAGES = ("theory",)
+
+
+class Skip(Exception):
+    """Raised by a check that cannot run here (missing optional dependency or data)."""
+
+
+@dataclasses.dataclass
+class Evidence:
+    """What a check found.
+
+    verdict      one of VERDICTS
+    measured     the measured value(s): a number, a dict of numbers, or a short string
+    tolerance    the tolerance the measurement is held to (number or short string)
+    explanation  one line saying what was compared and how
+    data         anything else worth keeping in the JSON report (reference values, per-case values)
+    """
+
+    verdict: str
+    measured: Any = None
+    tolerance: Any = None
+    explanation: str = ""
+    data: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+def holds_if(ok: bool, measured: Any = None, tolerance: Any = None, explanation: str = "",
+             **data) -> Evidence:
+    """Evidence for a claim expected to hold: verdict `holds` if `ok` else `fails`."""
+    return Evidence("holds" if bool(ok) else "fails", measured, tolerance, explanation, data)
+
+
+def erratum_if(printed_holds: bool, corrected_holds: bool, measured: Any = None,
+               tolerance: Any = None, explanation: str = "", **data) -> Evidence:
+    """Evidence for an erratum: the check evaluated the printed form AND the corrected form.
+
+    verdict `erratum` when the printed form fails and the corrected form holds; `holds` when the
+    printed form turned out to hold (the erratum was wrong, which the test must flag); `fails` when
+    the corrected form fails too.
+    """
+    if bool(printed_holds):
+        verdict = "holds"
+    elif bool(corrected_holds):
+        verdict = "erratum"
+    else:
+        verdict = "fails"
+    data = dict(data, printed_holds=bool(printed_holds), corrected_holds=bool(corrected_holds))
+    return Evidence(verdict, measured, tolerance, explanation, data)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    reference: str
+    statement: str
+    method: str
+    tier: str
+    expected: str
+    check: Callable[[], Evidence]
+    corrected: str = ""          # for errata: the corrected statement that the check shows holds
+    requires: tuple = ()         # importable module names the check needs (else `skipped`)
+
+    def missing_requirements(self) -> list[str]:
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+
+_REGISTRY: dict[str, Claim] = {}
+
+
+def _validate(value, allowed, name):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "fast",
+          expected: str = "holds", corrected: str = "", requires: Iterable[str] = ()):
+    """Register the decorated zero-argument function as the check of claim `id`.
+
+    `id` is ``<paper>.<label>`` and is stable forever.  For ``expected="erratum"`` give the
+    corrected statement in `corrected` and build the evidence with :func:`erratum_if`.
+    """
+    paper = id.split(".", 1)[0]
+    _validate(paper, PAPERS, "claim id prefix (paper)")
+    if "." not in id or not id.split(".", 1)[1]:
+        raise ValueError(f"claim id must be '<paper>.<label>', got {id!r}")
+    _validate(method, METHODS, "method")
+    _validate(tier, TIERS, "tier")
+    _validate(expected, EXPECTED, "expected")
+    if expected == "erratum" and not corrected:
+        raise ValueError(f"claim {id}: an erratum needs the corrected statement (corrected=...)")
+
+    def deco(fn: Callable[[], Evidence]):
+        if id in _REGISTRY and _REGISTRY[id].check.__qualname__ != fn.__qualname__:
+            raise ValueError(f"claim id {id!r} registered twice")
+        _REGISTRY[id] = Claim(id, paper, reference, statement, method, tier, expected, fn,
+                              corrected, tuple(requires))
+        return fn
+
+    return deco
+
+
+_discovered = False
+
+
+def discover() -> None:
+    """Import every module under CLAIM_PACKAGES so that their claims register."""
+    global _discovered
+    if _discovered:
+        return
+    for pkg_name in CLAIM_PACKAGES:
+        pkg = importlib.import_module(pkg_name)
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg_name + "."):
+            importlib.import_module(info.name)
+    _discovered = True
+
+
+def all_claims(paper: str | None = None, tier: str = "all") -> list[Claim]:
+    """Claims of the catalog, sorted by id, filtered by paper and tier ('fast', 'slow', 'all')."""
+    discover()
+    if paper is not None:
+        _validate(paper, PAPERS, "paper")
+    _validate(tier, TIERS + ("all",), "tier")
+    out = [c for c in _REGISTRY.values()
+           if (paper is None or c.paper == paper) and (tier == "all" or c.tier == tier)]
+    return sorted(out, key=lambda c: c.id)
+
+
+def get_claim(claim_id: str) -> Claim:
+    discover()
+    try:
+        return _REGISTRY[claim_id]
+    except KeyError:
+        raise KeyError(claim_id) from None
+
+
+@dataclasses.dataclass
+class Record:
+    """One claim, run: the claim's metadata plus the evidence and the time it took."""
+
+    claim: Claim
+    evidence: Evidence
+    seconds: float
+
+    @property
+    def verdict(self) -> str:
+        return self.evidence.verdict
+
+    @property
+    def ok(self) -> bool:
+        """The verdict equals the expected one (a skipped claim is not a disagreement)."""
+        return self.verdict == self.claim.expected or self.verdict == "skipped"
+
+    def to_json(self) -> dict:
+        c, e = self.claim, self.evidence
+        return {
+            "id": c.id, "paper": c.paper, "reference": c.reference, "statement": c.statement,
+            "corrected": c.corrected or None, "method": c.method, "tier": c.tier,
+            "expected": c.expected, "verdict": e.verdict, "measured": jsonable(e.measured),
+            "tolerance": jsonable(e.tolerance), "seconds": round(self.seconds, 4),
+            "explanation": e.explanation, "data": jsonable(e.data),
+        }
+
+
+def run_claim(c: Claim) -> Record:
+    """Run one claim's check; never raises (a raising check gives verdict `error`)."""
+    t0 = time.perf_counter()
+    missing = c.missing_requirements()
+    if missing:
+        ev = Evidence("skipped", explanation=f"optional dependency not installed: {', '.join(missing)}")
+        return Record(c, ev, time.perf_counter() - t0)
+    try:
+        ev = c.check()
+        if not isinstance(ev, Evidence):
+            raise TypeError(f"check of {c.id} returned {type(ev).__name__}, not Evidence")
+    except Skip as exc:
+        ev = Evidence("skipped", explanation=str(exc))
+    except Exception as exc:  # noqa: BLE001 -- a broken check must not end the run
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        ev = Evidence("error", explanation=last, data={"traceback": traceback.format_exc()})
+    return Record(c, ev, time.perf_counter() - t0)
+
+
+def jsonable(x: Any) -> Any:
+    """Convert numpy/torch scalars and arrays, tuples and non-finite floats into JSON-safe values."""
+    if x is None or isinstance(x, (bool, str, int)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else repr(x)
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if hasattr(x, "tolist"):  # numpy / torch
+        return jsonable(x.tolist())
+    if hasattr(x, "item"):
+        return jsonable(x.item())
+    try:
+        return jsonable(float(x))
+    except Exception:  # noqa: BLE001
+        return str(x)
+
+
+def format_value(x: Any, width: int = 30) -> str:
+    """Short human-readable form of a measured value or tolerance for the table."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, dict):
+        s = ", ".join(f"{k}={format_value(v)}" for k, v in x.items())
+    elif isinstance(x, (list, tuple)):
+        s = "[" + ", ".join(format_value(v) for v in x) + "]"
+    elif hasattr(x, "item") and getattr(x, "ndim", 0) == 0:
+        return format_value(x.item())
+    else:
+        s = str(x)
+    return s if len(s) <= width else s[: width - 1] + "…"

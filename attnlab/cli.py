@@ -1,0 +1,248 @@
+"""The `attnlab` command line.  Heavy modules are imported inside the commands, so `--help` is instant."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from attnlab import __version__
+from attnlab.registry import COMPARE, FIGURES, RUN
+
+PAPERS = ("efa", "bidir", "fenchel", "kernel")  # kept in sync with catalog.PAPERS by a test
+TIERS = ("fast", "slow", "all")
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line to stderr, exit code 2."""
+
+
+def _choice(value: str, allowed, what: str) -> str:
+    if value not in allowed:
+        raise UsageError(f"unknown {what} {value!r}; valid: {', '.join(allowed)}")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="attnlab",
+        description="Check, compute and reproduce four papers on attention as statistical inference "
+                    "(efa, bidir, fenchel, kernel).")
+    p.add_argument("--version", action="version", version=f"attnlab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    q = sub.add_parser("list", help="list the claims without running them")
+    q.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
+    q.add_argument("--tier", default="all", help="fast | slow | all (default all)")
+    q.add_argument("--json", metavar="FILE", help="write the list as JSON ('-' for stdout)")
+
+    v = sub.add_parser("verify", help="run the claims and print verdicts")
+    v.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
+    v.add_argument("--claim", nargs="+", metavar="ID", help="claim ids to run")
+    v.add_argument("--tier", default="fast", help="fast | slow | all (default fast)")
+    v.add_argument("--json", metavar="FILE", help="write the records as JSON ('-' for stdout)")
+
+    c = sub.add_parser("compare", help="exact against approximate solutions on an instance",
+                       add_help=False)
+    c.add_argument("target", nargs="?", help=", ".join(COMPARE))
+    c.add_argument("rest", nargs=argparse.REMAINDER)
+
+    r = sub.add_parser("run", help="run an experiment (see `attnlab run NAME --help`)", add_help=False)
+    r.add_argument("target", nargs="?", help=", ".join(RUN))
+    r.add_argument("rest", nargs=argparse.REMAINDER)
+
+    s = sub.add_parser("results", help="our numbers (mean ± 95%% CI over seeds) beside the paper's")
+    s.add_argument("paper", help=f"one of {', '.join(PAPERS)}")
+    s.add_argument("--json", metavar="FILE", help="write rows as JSON ('-' for stdout)")
+    s.add_argument("--config", choices=("quick", "full"), help="only this config")
+    s.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
+
+    f = sub.add_parser("figures", help="render the papers' figures into paper_figures/")
+    f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
+    f.add_argument("--only", nargs="+", metavar="NAME", help="figure names to render")
+    f.add_argument("--out", default=None, help="output folder (default: the paper_figures package folder)")
+
+    d = sub.add_parser("data", help="locate and checksum the real data sets")
+    d.add_argument("names", nargs="*", help="data set names (default: all)")
+    return p
+
+
+def _write_json(obj, dest: str) -> None:
+    from attnlab.catalog import jsonable
+
+    text = json.dumps(jsonable(obj), indent=2) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+    else:
+        from attnlab.experiment import atomic_write_text
+
+        atomic_write_text(dest, text)
+
+
+def _select(args) -> list:
+    from attnlab import catalog
+
+    tier = _choice(args.tier, TIERS, "tier")
+    paper = _choice(args.paper, PAPERS, "paper") if args.paper else None
+    if getattr(args, "claim", None):
+        out = []
+        for cid in args.claim:
+            try:
+                out.append(catalog.get_claim(cid))
+            except KeyError:
+                ids = [c.id for c in catalog.all_claims()]
+                near = [i for i in ids if i.split(".")[0] == cid.split(".")[0]] or ids
+                raise UsageError(f"unknown claim id {cid!r}; valid ids ({len(ids)}): {', '.join(near)}"
+                                 " (see `attnlab list`)") from None
+        return out
+    return catalog.all_claims(paper=paper, tier=tier)
+
+
+def cmd_list(args) -> int:
+    claims = _select(args)
+    if args.json:
+        _write_json([{"id": c.id, "paper": c.paper, "reference": c.reference, "statement": c.statement,
+                      "corrected": c.corrected or None, "method": c.method, "tier": c.tier,
+                      "expected": c.expected, "requires": list(c.requires)} for c in claims], args.json)
+        if args.json == "-":
+            return 0
+    from attnlab.report import claims_table
+
+    print(claims_table(claims))
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from attnlab import catalog
+    from attnlab.report import ProgressLine, records_table, summary_line
+
+    claims = _select(args)
+    to_stdout = args.json == "-"
+    out = sys.stderr if to_stdout else sys.stdout
+    prog = ProgressLine(len(claims), stream=sys.stderr)
+    records = []
+    for c in claims:
+        prog.start(c.id)
+        rec = catalog.run_claim(c)
+        prog.done(rec)
+        records.append(rec)
+    prog.close()
+    print(records_table(records), file=out)
+    print(summary_line(records), file=out)
+    if args.json:
+        _write_json([r.to_json() for r in records], args.json)
+    return 0 if all(r.ok for r in records) else 1
+
+
+def _dispatch(table: dict, target: str | None, rest: list[str], what: str) -> int:
+    import importlib
+
+    if not target or target in ("-h", "--help"):
+        print(f"usage: attnlab {what} NAME [options]   (attnlab {what} NAME --help)\n"
+              f"names: {', '.join(table)}")
+        return 0 if target else 2
+    _choice(target, table, f"{what} target")
+    mod_name, func = table[target].split(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == mod_name or mod_name.startswith(exc.name + ".")):
+            raise UsageError(f"`attnlab {what} {target}` is not available in this version "
+                             f"(module {mod_name} is missing)") from None
+        raise
+    return int(getattr(mod, func)(list(rest)) or 0)
+
+
+def cmd_results(args) -> int:
+    from pathlib import Path
+
+    from attnlab.experiment import results_root
+    from attnlab.results import format_table, summarize
+
+    _choice(args.paper, PAPERS, "paper")
+    rows = summarize(args.paper, Path(results_root(args)), config=args.config)
+    if args.json:
+        _write_json(rows, args.json)
+        if args.json == "-":
+            return 0
+    print(format_table(rows) if rows else f"no results for {args.paper} under {results_root(args)}")
+    return 0
+
+
+def cmd_figures(args) -> int:
+    import importlib
+    from pathlib import Path
+
+    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(FIGURES)
+    n = 0
+    for paper in papers:
+        try:
+            mod = importlib.import_module(FIGURES[paper])
+        except ModuleNotFoundError:
+            print(f"{paper}: no figures module yet", file=sys.stderr)
+            continue
+        figs = getattr(mod, "FIGURES", {})
+        if args.only:
+            unknown = [x for x in args.only if x not in figs and not args.paper is None]
+            names = [x for x in args.only if x in figs]
+            if args.paper and unknown:
+                raise UsageError(f"unknown figure(s) {', '.join(unknown)} for {paper}; valid: {', '.join(figs)}")
+        else:
+            names = list(figs)
+        out = Path(args.out) if args.out else Path(mod.__file__).resolve().parent
+        for name in names:
+            print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
+            for path in figs[name](out) or []:
+                print(path)
+                n += 1
+    print(f"{n} file(s) written", file=sys.stderr)
+    return 0
+
+
+def cmd_data(args) -> int:
+    from experiments.data import DATASETS, DataError, locate
+
+    names = args.names or list(DATASETS)
+    bad = 0
+    for name in names:
+        _choice(name, DATASETS, "data set")
+        try:
+            path = locate(name, verify=True)
+            print(f"{name:28s} ok       {path}")
+        except DataError as exc:
+            bad += 1
+            print(f"{name:28s} MISSING  {exc}")
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "list":
+            return cmd_list(args)
+        if args.command == "verify":
+            return cmd_verify(args)
+        if args.command == "compare":
+            return _dispatch(COMPARE, args.target, args.rest, "compare")
+        if args.command == "run":
+            return _dispatch(RUN, args.target, args.rest, "run")
+        if args.command == "results":
+            return cmd_results(args)
+        if args.command == "figures":
+            return cmd_figures(args)
+        if args.command == "data":
+            return cmd_data(args)
+    except UsageError as exc:
+        print(f"attnlab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("attnlab: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""The experiment contract (DESIGN.md): shared flags, seeds, devices, progress, checkpoints and
+atomic results records.  Every `attnlab run <experiment>` builds on this module.
+
+A runner looks like::
+
+    def main(argv):
+        p = experiment_parser("efa-synthetic", "Table 1 (left) ...")
+        p.add_argument(...)                       # experiment-specific flags
+        args = p.parse_args(argv)
+        for ctx in contexts(args, "efa-synthetic", config=CONFIG_QUICK if args.quick else CONFIG):
+            if ctx.done():                        # record already there: skip (resume at run level)
+                continue
+            state = ctx.load_checkpoint()          # resume inside a run (None when fresh)
+            ...train, calling ctx.save_checkpoint({...}) once per epoch...
+            ctx.write_record([metric_row(setting, model, metric, value), ...])
+        return 0
+
+Records are written to ``<results-dir>/<experiment>/<quick|full>/<tag>seed<k>.json`` (default
+results dir: ``./results``, or ``$ATTNLAB_RESULTS``); checkpoints go to ``$ATTNLAB_RUNS`` or
+``./runs`` (not committed) and are removed once the record is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+# --------------------------------------------------------------------------- atomic writes
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to `path` atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    from attnlab.catalog import jsonable
+
+    return atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+# --------------------------------------------------------------------------- arguments
+def parse_seeds(text: str) -> list[int]:
+    """'5' -> [0..4]; '0,3,7' -> [0, 3, 7]; '2-5' -> [2, 3, 4, 5]."""
+    text = str(text).strip()
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        elif "-" in text[1:]:
+            a, b = text.split("-", 1)
+            seeds = list(range(int(a), int(b) + 1))
+        else:
+            n = int(text)
+            if n < 1:
+                raise ValueError
+            seeds = list(range(n))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seeds must be a count N >= 1 (seeds 0..N-1), a list '0,3,7' or a range '2-5'; got {text!r}"
+        ) from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"--seeds gave no seeds: {text!r}")
+    return seeds
+
+
+def experiment_parser(name: str, description: str, default_seeds: int = 5) -> argparse.ArgumentParser:
+    """An argparse parser with the flags every experiment shares."""
+    p = argparse.ArgumentParser(prog=f"attnlab run {name}", description=description)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--seed", type=int, help="run this one seed")
+    g.add_argument("--seeds", type=parse_seeds, default=None,
+                   help=f"seeds to run: a count N (0..N-1), a list 0,3,7 or a range 2-5 (default {default_seeds})")
+    p.add_argument("--device", choices=DEVICES, default="auto", help="auto = cuda when available")
+    p.add_argument("--quick", action="store_true",
+                   help="reduced config (about a minute on a 2-core CPU); used by CI")
+    p.add_argument("--resume", action="store_true",
+                   help="resume an interrupted run from its last checkpoint")
+    p.add_argument("--force", action="store_true", help="re-run seeds whose record already exists")
+    p.add_argument("--results-dir", default=None,
+                   help="where records go (default $ATTNLAB_RESULTS or ./results)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(_default_seeds=default_seeds)
+    return p
+
+
+def seeds_of(args) -> list[int]:
+    if getattr(args, "seed", None) is not None:
+        return [args.seed]
+    if getattr(args, "seeds", None):
+        return list(args.seeds)
+    return list(range(getattr(args, "_default_seeds", 5)))
+
+
+def resolve_device(name: str) -> str:
+    """'auto' -> 'cuda' when available else 'cpu'; 'cuda' without a GPU is a ValueError."""
+    if name not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {name!r}")
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but torch.cuda.is_available() is False; use --device cpu")
+    return name
+
+
+def device_description(device: str) -> str:
+    import torch
+
+    if device == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(0)}"
+    return f"cpu:{platform.processor() or platform.machine()} x{os.cpu_count()}"
+
+
+def results_root(args=None) -> Path:
+    d = getattr(args, "results_dir", None) if args is not None else None
+    return Path(d or os.environ.get("ATTNLAB_RESULTS") or "results")
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("ATTNLAB_RUNS") or "runs")
+
+
+# --------------------------------------------------------------------------- provenance
+def git_revision() -> str | None:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        if out.returncode != 0:
+            return None
+        rev = out.stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions(names: Iterable[str] = ("numpy", "scipy", "torch", "cvxpy", "sympy", "mpmath",
+                                               "scikit-learn", "pandas")) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = version(n)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------- progress
+class Progress:
+    """Progress for long loops: 'name  12/100  loss=0.53  ETA 1m03s' on stderr, at most ~2 lines/s."""
+
+    def __init__(self, total: int, name: str = "", enabled: bool = True, min_interval: float = 0.5):
+        self.total, self.name, self.enabled = int(total), name, enabled
+        self.min_interval = min_interval
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self.i = 0
+
+    def update(self, i: int | None = None, **stats) -> None:
+        self.i = self.i + 1 if i is None else i
+        now = time.perf_counter()
+        if not self.enabled or (now - self._last < self.min_interval and self.i < self.total):
+            return
+        self._last = now
+        el = now - self.t0
+        eta = el / max(self.i, 1) * (self.total - self.i)
+        s = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())
+        print(f"  {self.name} {self.i}/{self.total}  {s}  elapsed {_fmt_t(el)}  ETA {_fmt_t(eta)}",
+              file=sys.stderr, flush=True)
+
+
+def _fmt_t(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+# --------------------------------------------------------------------------- one run
+def metric_row(setting: str, model: str, metric: str, value: float) -> dict:
+    return {"setting": str(setting), "model": str(model), "metric": str(metric), "value": float(value)}
+
+
+class RunContext:
+    """One (experiment, config, tag, seed) run: its record path, checkpoints, and record writing."""
+
+    def __init__(self, experiment: str, seed: int, device: str, quick: bool, config: dict,
+                 args=None, tag: str = "", substitute: str | None = None):
+        self.experiment, self.seed, self.device = experiment, int(seed), device
+        self.config_name = "quick" if quick else "full"
+        self.config, self.tag, self.substitute = dict(config), tag, substitute
+        self.args = args
+        self.force = bool(getattr(args, "force", False))
+        self.resume = bool(getattr(args, "resume", False))
+        self.verbose = not bool(getattr(args, "quiet", False))
+        stem = f"{tag + '-' if tag else ''}seed{self.seed}"
+        self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
+        self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
+        self.t0 = time.perf_counter()
+
+    def done(self) -> bool:
+        """A record for this run already exists (and --force was not given)."""
+        if self.record_path.exists() and not self.force:
+            if self.verbose:
+                print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
+            return True
+        return False
+
+    def progress(self, total: int, name: str = "") -> Progress:
+        return Progress(total, name or f"{self.experiment} seed {self.seed}", enabled=self.verbose)
+
+    def save_checkpoint(self, state: dict) -> None:
+        atomic_torch_save(self.checkpoint_path, state)
+
+    def load_checkpoint(self) -> dict | None:
+        """The last checkpoint when --resume was given and one exists, else None."""
+        if not self.resume or not self.checkpoint_path.exists():
+            return None
+        import torch
+
+        if self.verbose:
+            print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
+        return torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
+
+    def write_record(self, metrics: list[dict], extra: dict | None = None) -> Path:
+        rec = {
+            "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
+            "seed": self.seed, "device": self.device, "device_name": device_description(self.device),
+            "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
+            "wall_seconds": round(time.perf_counter() - self.t0, 3),
+            "git_revision": git_revision(), "versions": package_versions(),
+            "command": "attnlab run " + " ".join([self.experiment] + sys.argv[2:] if sys.argv[1:2] == ["run"] else [self.experiment]),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        if extra:
+            rec["extra"] = extra
+        path = atomic_write_json(self.record_path, rec)
+        if self.checkpoint_path.exists():
+            self.checkpoint_path.unlink()
+        return path
+
+
+def contexts(args, experiment: str, config: dict, tag: str = "",
+             substitute: str | None = None) -> Iterator[RunContext]:
+    """One RunContext per requested seed."""
+    device = resolve_device(getattr(args, "device", "auto"))
+    for s in seeds_of(args):
+        yield RunContext(experiment, s, device, bool(getattr(args, "quick", False)), config, args,
+                         tag, substitute)

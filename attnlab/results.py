@@ -1,0 +1,107 @@
+"""`attnlab results <paper>`: our mean ± 95% CI over seeds beside the paper's number.
+
+Records come from :mod:`attnlab.experiment` (``results/<experiment>/<config>/*.json``); the papers'
+numbers from ``experiments/paper_numbers/<paper>.py``, a dict ``PAPER_NUMBERS`` keyed by
+``(experiment, setting, model, metric)``.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+ROW_KEYS = ("experiment", "setting", "model", "metric", "paper", "ours_mean", "ours_ci95",
+            "n_seeds", "device", "config")
+
+
+def ci95(values: list[float]) -> float | None:
+    """Half-width of the 95% Student-t confidence interval of the mean (None for one value)."""
+    n = len(values)
+    if n < 2:
+        return None
+    from scipy import stats
+
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n))
+
+
+def load_records(root: Path, paper: str) -> list[dict]:
+    recs = []
+    if not root.exists():
+        return recs
+    for p in sorted(root.glob(f"{paper}-*/*/*.json")):
+        try:
+            recs.append(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"unreadable results record {p}: {exc}") from None
+    return recs
+
+
+def paper_numbers(paper: str) -> dict:
+    try:
+        mod = importlib.import_module(f"experiments.paper_numbers.{paper}")
+    except ModuleNotFoundError:
+        return {}
+    return dict(getattr(mod, "PAPER_NUMBERS", {}))
+
+
+def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
+    """Rows with ROW_KEYS (+ `diff`, `substitute`): one per (experiment, setting, model, metric,
+    config, device) we ran, plus one per paper number we have not run (ours = None)."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    subst: dict[tuple, str | None] = {}
+    for r in load_records(root, paper):
+        if config and r.get("config") != config:
+            continue
+        dev = r.get("device_name") or r.get("device")
+        for m in r.get("metrics", []):
+            key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"], dev)
+            groups[key].append(float(m["value"]))
+            subst[key] = r.get("substitute")
+    numbers = paper_numbers(paper)
+    rows, seen = [], set()
+    for key in sorted(groups):
+        exp, setting, model, metric, cfg, dev = key
+        vals = groups[key]
+        mean = sum(vals) / len(vals)
+        ref = numbers.get((exp, setting, model, metric))
+        seen.add((exp, setting, model, metric))
+        rows.append({
+            "experiment": exp, "setting": setting, "model": model, "metric": metric,
+            "paper": ref, "ours_mean": mean, "ours_ci95": ci95(vals), "n_seeds": len(vals),
+            "device": dev, "config": cfg, "diff": None if ref is None else mean - ref,
+            "substitute": subst[key],
+        })
+    for (exp, setting, model, metric), ref in sorted(numbers.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if (exp, setting, model, metric) not in seen:
+            rows.append({"experiment": exp, "setting": setting, "model": model, "metric": metric,
+                         "paper": ref, "ours_mean": None, "ours_ci95": None, "n_seeds": 0,
+                         "device": None, "config": None, "diff": None, "substitute": None})
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    def f(x, nd=4):
+        if x is None:
+            return "-"
+        if isinstance(x, float):
+            return f"{x:.{nd}g}"
+        return str(x)
+
+    head = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",
+            "config", "device")
+    body = []
+    for r in rows:
+        ours = "-" if r["ours_mean"] is None else (
+            f(r["ours_mean"]) + ("" if r["ours_ci95"] is None else f" ± {f(r['ours_ci95'], 2)}"))
+        exp = r["experiment"] + (" [substitute]" if r.get("substitute") else "")
+        body.append((exp, r["setting"], r["model"], r["metric"], f(r["paper"]), ours, f(r["diff"], 3),
+                     str(r["n_seeds"]), f(r["config"]), f(r["device"])))
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    return "\n".join(lines)

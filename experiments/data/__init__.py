@@ -1,0 +1,193 @@
+"""The data layer: find each real data set, verify its checksums, and read it.
+
+Search order for data set NAME (a folder of files, laid out as in the offline bundle):
+  1. an explicit path given by the caller (a runner's ``--data PATH``): the folder holding the
+     files, or for one-file data sets the file itself;
+  2. ``$ATTNLAB_DATA/<folder>`` (``ATTNLAB_DATA`` is a folder laid out like the bundle);
+  3. the offline bundle ``../shared/data/<folder>``, seen from the project root (or from the
+     current directory).
+
+Every file is checked against the md5 of its uncompressed content.  A missing or corrupt file is a
+:class:`DataError` naming the file, the official download page and how to point attnlab at it.
+Nothing is read at import time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import os
+from pathlib import Path
+
+ENV_VAR = "ATTNLAB_DATA"
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class DataError(FileNotFoundError):
+    """A data file is missing or does not match its checksum."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFile:
+    name: str      # file name inside the data set's folder
+    md5: str       # md5 of the uncompressed content
+    rows: int      # data rows, header excluded
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    name: str
+    folder: str            # folder name inside the bundle / ATTNLAB_DATA
+    files: tuple
+    page: str              # official download page
+    description: str
+    substitute_for: str | None = None   # set when this set stands in for the paper's data
+
+    def file(self, fname: str) -> DataFile:
+        for f in self.files:
+            if f.name == fname:
+                return f
+        raise ValueError(f"data set {self.name!r} has no file {fname!r}; files: "
+                         + ", ".join(f.name for f in self.files))
+
+
+_UCR = "https://www.cs.ucr.edu/~eamonn/time_series_data_2018/"
+
+
+def _ucr(name, md5s, rows):
+    return tuple(DataFile(f"{name}_{split}.tsv.gz", m, r) for split, m, r in zip(("TRAIN", "TEST"), md5s, rows))
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in [
+    Dataset("movielens-100k", "movielens-100k",
+            (DataFile("u.data.gz", "6e47046882bad158b0efbb84cd5cb987", 100000),),
+            "https://grouplens.org/datasets/movielens/100k/",
+            "MovieLens 100K ratings (user_id, item_id, rating, timestamp); gzip of ml-100k/u.data"),
+    Dataset("instacart", "instacart",
+            (DataFile("data_train_final.csv.gz", "8fe213a4fe98291edfcf3197c90e9d63", 275345),
+             DataFile("data_test_final.csv.gz", "80893da5ef64aff6a21c4f920ba0a42a", 16066)),
+            "https://www.kaggle.com/c/instacart-market-basket-analysis",
+            "Instacart baskets as preprocessed by the EFA authors (63 products, >= 10 per order)"),
+    Dataset("us-cities", "us-cities",
+            (DataFile("all_cities.csv", "951305bad74d00b978a13409dcf7439f", 47),
+             DataFile("all_cities_lat_lon.csv", "60869d9a6f6c7fff74bc651db5373ef7", 47)),
+            "https://www.kaggle.com/datasets/sudalairajkumar/daily-temperature-of-major-cities",
+            "the EFA temperature experiment's city list and coordinates (no temperatures)"),
+    Dataset("auto-mpg", "auto-mpg",
+            (DataFile("auto-mpg.csv", "a84bbe082e411f11506702f33932566b", 398),),
+            "https://archive.ics.uci.edu/dataset/9/auto+mpg", "UCI Auto MPG (CSV)"),
+    Dataset("ucr-forda", "ucr", _ucr("FordA", ("db406ac589d2e4cf8bce4da0874dd52e",
+                                              "6076f15c16b4db5ec022abfe1d63b1bf"), (3601, 1320)),
+            _UCR, "UCR FordA (length 500, 2 classes)"),
+    Dataset("ucr-ecg200", "ucr", _ucr("ECG200", ("e3291dc12d2dfab1eadf12ba34dfb1e5",
+                                                "f17a1b7d459b04ac68affdf8092ee785"), (100, 100)),
+            _UCR, "UCR ECG200 (length 96, 2 classes)"),
+    Dataset("ucr-ecg5000", "ucr", _ucr("ECG5000", ("f5e8fbb47167d3e8d28ea0182171bc99",
+                                                  "e01aec3f88b72ba73a4a60cb4e9dcfcf"), (500, 4500)),
+            _UCR, "UCR ECG5000 (length 140, 5 classes)"),
+    Dataset("ucr-gestures", "ucr",
+            _ucr("AllGestureWiimoteX", ("7681119dc502fc98a226cf585152685f", "735e2c87d1cb9a08f519c95d1704e5f3"), (300, 700))
+            + _ucr("AllGestureWiimoteY", ("66e59061bedd09853dc088b39f400e7c", "e28592ad09751ebed05f1975e1ac4c72"), (300, 700))
+            + _ucr("AllGestureWiimoteZ", ("11d322b5b171b0c02dcbd93159450ac1", "b7533c4373974dc502155ec651970e77"), (300, 700)),
+            _UCR, "UCR AllGestureWiimote X/Y/Z (variable length <= 500, NaN-padded, 10 classes)",
+            substitute_for="uWaveGestureLibrary (UCR), used by the kernel paper's Table 3"),
+    Dataset("colorado-monthly-met", "colorado-monthly-met",
+            (DataFile("stations.csv", "e51a1ba8a29eb901cf74df93afdb3039", 376),
+             DataFile("temperatures.csv.gz", "ca8d4c25d2767e2851706c5581f086d2", 178842)),
+            "https://www.image.ucar.edu/Data/US.monthly.met/CO.shtml",
+            "monthly min/max temperatures at 376 Colorado stations, 1895-1997",
+            substitute_for="Kaggle 'Daily Temperature of Major Cities' (city_temperature.csv), EFA Sec 5.4"),
+    Dataset("movie-review-sentences", "movie-review-sentences",
+            (DataFile("sentences.tsv.gz", "704331b0de9f33845fb9d288c74932ac", 10605),),
+            "https://github.com/cjhutto/vaderSentiment",
+            "10,605 Rotten Tomatoes review sentences with mean human sentiment (VADER gold standard)",
+            substitute_for="IMDB movie-review sentiment (kernel paper, Table 4)"),
+]}
+
+
+def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, Path]]:
+    out = []
+    if path is not None:
+        p = Path(path).expanduser()
+        out.append(("explicit path", p.parent if p.is_file() else p))
+    env = os.environ.get(ENV_VAR)
+    if env:
+        out.append((f"${ENV_VAR}", Path(env).expanduser() / ds.folder))
+    for base in (_PROJECT_ROOT, Path.cwd()):
+        out.append(("offline bundle", base.parent / "shared" / "data" / ds.folder))
+    return out
+
+
+_VERIFIED: dict[tuple, bool] = {}
+
+
+def md5_uncompressed(path: Path) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    h = hashlib.md5()
+    with opener(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _how_to(ds: Dataset, fname: str) -> str:
+    return (f"download it from {ds.page}, then either pass its path to the runner (--data PATH), "
+            f"or set {ENV_VAR}=FOLDER with the file at FOLDER/{ds.folder}/{fname}")
+
+
+def locate(name: str, path: str | os.PathLike | None = None, verify: bool = True) -> Path:
+    """The folder holding all files of data set `name`, checksums verified."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}; valid: {', '.join(DATASETS)}")
+    ds = DATASETS[name]
+    tried = []
+    for origin, folder in _candidates(ds, path):
+        if all((folder / f.name).is_file() for f in ds.files):
+            if verify:
+                for f in ds.files:
+                    verify_file(ds, folder / f.name)
+            return folder
+        tried.append(f"{folder} ({origin})")
+        if origin == "explicit path":
+            missing = [f.name for f in ds.files if not (folder / f.name).is_file()]
+            raise DataError(f"data set {name!r}: {', '.join(missing)} not found in {folder}; "
+                            + _how_to(ds, missing[0]))
+    missing = ds.files[0].name
+    raise DataError(f"data set {name!r}: file {missing} not found (looked in: {'; '.join(tried)}); "
+                    + _how_to(ds, missing))
+
+
+def verify_file(ds: Dataset, p: Path) -> None:
+    f = ds.file(p.name)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if _VERIFIED.get(key):
+        return
+    got = md5_uncompressed(p)
+    if got != f.md5:
+        raise DataError(f"data set {ds.name!r}: {p} is corrupt or a different version "
+                        f"(md5 of uncompressed content {got}, expected {f.md5}); " + _how_to(ds, p.name))
+    _VERIFIED[key] = True
+
+
+def data_file(name: str, fname: str, path: str | os.PathLike | None = None, verify: bool = True) -> Path:
+    """Path of one file of data set `name` (checksum verified)."""
+    ds = DATASETS.get(name)
+    if ds is None:
+        raise ValueError(f"unknown data set {name!r}; valid: {', '.join(DATASETS)}")
+    ds.file(fname)
+    if path is not None and Path(path).is_file():
+        p = Path(path)
+        if p.name != fname:
+            raise DataError(f"data set {name!r}: expected a file named {fname}, got {p}")
+        if verify:
+            verify_file(ds, p)
+        return p
+    return locate(name, path, verify) / fname
+
+
+def read_table(name: str, fname: str, path: str | os.PathLike | None = None, **read_kw):
+    """Read one file of data set `name` with pandas (`read_kw` go to pandas.read_csv)."""
+    import pandas as pd
+
+    return pd.read_csv(data_file(name, fname, path), **read_kw)

@@ -1,0 +1,1 @@
+"""Torch modules that the experiments train and the theory claims check."""

@@ -1,0 +1,59 @@
+"""The command line: exit codes, JSON output, error messages."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.cli import main
+
+
+def test_unknown_claim_exits_2(capsys):
+    assert main(["verify", "--claim", "no.such.claim"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown claim id 'no.such.claim'" in err and "attnlab list" in err
+
+
+@pytest.mark.parametrize("argv,word", [(["verify", "--tier", "bogus"], "tier"),
+                                       (["verify", "--paper", "xx"], "paper"),
+                                       (["list", "--paper", "xx"], "paper"),
+                                       (["results", "xx"], "paper"),
+                                       (["run", "no-such-experiment"], "run target"),
+                                       (["compare", "no-such"], "compare target")])
+def test_bad_input_exits_2(argv, word, capsys):
+    assert main(argv) == 2
+    assert word in capsys.readouterr().err
+
+
+def test_verify_json_stdout(capsys):
+    rc = main(["verify", "--claim", "fenchel.sec5.gaussian-grid", "--json", "-"])
+    out = capsys.readouterr().out
+    rows = json.loads(out)
+    assert rc == 0 and rows[0]["id"] == "fenchel.sec5.gaussian-grid" and rows[0]["verdict"] == "holds"
+    for k in ("id", "paper", "reference", "statement", "method", "tier", "expected", "verdict",
+              "measured", "tolerance", "seconds", "explanation"):
+        assert k in rows[0]
+
+
+def test_verify_exits_1_on_disagreement(monkeypatch, capsys):
+    from attnlab import catalog
+    from attnlab.catalog import Claim, holds_if
+
+    c = Claim("fenchel.test.broken", "fenchel", "r", "s", "float64", "fast", "holds",
+              lambda: holds_if(False, 1.0, 0.0), "", ())
+    monkeypatch.setitem(catalog._REGISTRY, c.id, c)
+    assert main(["verify", "--claim", c.id]) == 1
+
+
+def test_list_json(capsys):
+    assert main(["list", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"id", "method", "tier", "expected"} <= set(rows[0])
+
+
+def test_help_is_fast_and_light():
+    code = ("import sys, attnlab.cli as c\n"
+            "heavy = [m for m in ('torch', 'cvxpy', 'sympy', 'scipy', 'numpy', 'pandas') if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "", f"`attnlab --help` would import {out.strip()}"

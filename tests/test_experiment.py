@@ -1,0 +1,54 @@
+"""The experiment contract helpers: seeds, devices, atomic records, resume, summaries."""
+import argparse
+import json
+
+import pytest
+
+from attnlab import experiment as E
+from attnlab.results import ci95, summarize
+
+
+def test_parse_seeds():
+    assert E.parse_seeds("3") == [0, 1, 2]
+    assert E.parse_seeds("0,3,7") == [0, 3, 7]
+    assert E.parse_seeds("2-4") == [2, 3, 4]
+    for bad in ("0", "x", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--seeds"):
+            E.parse_seeds(bad)
+
+
+def test_resolve_device():
+    assert E.resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="device must be one of"):
+        E.resolve_device("tpu")
+
+
+def test_atomic_write_leaves_no_temp(tmp_path):
+    p = E.atomic_write_json(tmp_path / "a" / "r.json", {"x": 1.5})
+    assert json.loads(p.read_text()) == {"x": 1.5}
+    assert [q.name for q in p.parent.iterdir()] == ["r.json"]
+
+
+def test_records_resume_and_summary(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = E.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seeds", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path / "res"),
+                         "--quiet", "--resume"])
+    for ctx in E.contexts(args, "efa-demo", {"lr": 0.1}):
+        assert not ctx.done()
+        assert ctx.load_checkpoint() is None
+        ctx.save_checkpoint({"epoch": 1})
+        assert ctx.load_checkpoint() == {"epoch": 1}
+        ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0 + ctx.seed)])
+        assert not ctx.checkpoint_path.exists()
+        assert ctx.done()
+    rows = summarize("efa", tmp_path / "res")
+    r = [r for r in rows if r["model"] == "EFA"][0]
+    assert r["n_seeds"] == 3 and r["ours_mean"] == pytest.approx(2.0) and r["config"] == "quick"
+    assert r["ours_ci95"] == pytest.approx(ci95([1.0, 2.0, 3.0]))
+
+
+def test_ci95_student_t():
+    # n = 2, sd = sqrt(0.5): t_{0.975,1} = 12.7062 -> 12.7062 * 0.5
+    assert ci95([1.0, 2.0]) == pytest.approx(12.7062047 * 0.5, rel=1e-6)
+    assert ci95([1.0]) is None
