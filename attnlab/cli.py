@@ -173,27 +173,30 @@ def cmd_figures(args) -> int:
     from pathlib import Path
 
     papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(FIGURES)
-    n = 0
+    available = {}
     for paper in papers:
-        try:
-            mod = importlib.import_module(FIGURES[paper])
-        except ModuleNotFoundError:
-            print(f"{paper}: no figures module yet", file=sys.stderr)
-            continue
-        figs = getattr(mod, "FIGURES", {})
-        if args.only:
-            unknown = [x for x in args.only if x not in figs and not args.paper is None]
-            names = [x for x in args.only if x in figs]
-            if args.paper and unknown:
-                raise UsageError(f"unknown figure(s) {', '.join(unknown)} for {paper}; valid: {', '.join(figs)}")
-        else:
-            names = list(figs)
-        out = Path(args.out) if args.out else Path(mod.__file__).resolve().parent
-        for name in names:
-            print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
-            for path in figs[name](out) or []:
-                print(path)
-                n += 1
+        for mod_name in FIGURES[paper]:
+            try:
+                mod = importlib.import_module(mod_name)
+            except ModuleNotFoundError as exc:
+                if exc.name == mod_name:
+                    continue
+                raise
+            for name, fn in getattr(mod, "FIGURES", {}).items():
+                available[name] = (paper, fn, Path(mod.__file__).resolve().parent)
+    if args.only:
+        unknown = [x for x in args.only if x not in available]
+        if unknown:
+            raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
+    names = args.only or list(available)
+    n = 0
+    for name in names:
+        paper, fn, folder = available[name]
+        out = Path(args.out) if args.out else folder
+        print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
+        for path in fn(out) or []:
+            print(path)
+            n += 1
     print(f"{n} file(s) written", file=sys.stderr)
     return 0
 

@@ -34,10 +34,7 @@ RUN = {
     "fenchel-ot-vit": "experiments.fenchel.ot_vit:main",
 }
 
-# attnlab figures [--paper P]: one module per paper with FIGURES = {name: render(outdir) -> [paths]}
-FIGURES = {
-    "efa": "paper_figures.efa",
-    "bidir": "paper_figures.bidir",
-    "fenchel": "paper_figures.fenchel",
-    "kernel": "paper_figures.kernel",
-}
+# attnlab figures [--paper P]: modules with FIGURES = {name: render(outdir) -> [paths]}; per paper
+# one for the theory figures and one for the experiments' figures.
+FIGURES = {p: [f"paper_figures.{p}", f"paper_figures.{p}_experiments"]
+           for p in ("efa", "bidir", "fenchel", "kernel")}

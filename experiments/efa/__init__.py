@@ -1,0 +1,1 @@
+"""Experiments of the efa paper: one runner module per `attnlab run efa-<name>`."""

@@ -1,0 +1,1 @@
+"""Experiments of the kernel paper: one runner module per `attnlab run kernel-<name>`."""
