@@ -1,0 +1,431 @@
+"""Continuous attention densities and the context vector c = E_p[V(T)], batched and differentiable.
+
+Kernel Multimodal Continuous Attention (Moreno et al., NeurIPS 2022), Sec. 3 (Eqs. 1-6), Sec. 5
+(Eq. 8, Lemma 5.3, Cor 5.5, Algorithm 1), App. A (Gaussian mixture), App. E.1 (max shift), App. E.4
+(softplus); closed forms of the unimodal baselines from Martins et al. (continuous softmax/sparsemax).
+
+CONVENTIONS (stable API)
+- A grid t is a strictly increasing 1-D tensor [G]; integrals are the trapezoid rule on it
+  (numerics.quadrature.trapezoid).  On R pass a truncated grid (numerics.quadrature.real_line_grid)
+  wide enough that the density vanishes at its ends; on [a, b] pass uniform_grid(a, b, G).
+- Every density returned here is w.r.t. LEBESGUE measure on the grid: for a base measure Q with
+  Lebesgue density q0 it is p(t) q0(t), where p is the paper's density w.r.t. Q.  Hence for any
+  g: E_p[g] = trapezoid(g * density, t), and `expected_basis` / `context_vector` take it directly.
+- Leading dims [...] are batch dims (batch, heads, ...) and broadcast; parameters such as mu, sigma2
+  have shape [...]; kernel scores f have shape [..., G].
+- Base measure: `q0=None` means q0 = 1 (Lebesgue: uniform on [a, b]); otherwise a tensor [G] or
+  [..., G] of q0 on the grid (e.g. the standard normal pdf on R).  `kernel_softmax` takes log_q0.
+- Kernel families return (density, normalizer).  Three maps of kernel scores exist for alpha in (1, 2]
+  and they are NOT the same function of their input:
+    kernel_deformed(f_tilde)          Algorithm 1: p = exp_{2-alpha}(f_tilde)/Z, Z = int exp_{2-alpha}(f_tilde) dQ
+    kernel_deformed_threshold(f)      Eq. 2 / Eq. 4: p = exp_{2-alpha}(f - tau), tau solved so int p dQ = 1
+    kernel_deformed_max_shift(f)      the released code: p ∝ exp_{2-alpha}(f - max_grid f), normalized
+  Lemma 5.3 links the first two exactly: kernel_deformed(f_tilde) == kernel_deformed_threshold(
+  f_tilde / Z^{alpha-1}) with tau = log_alpha Z = A_alpha(f).  The third differs: its support is always
+  {f > max f - 1/(alpha-1)} (for alpha = 2, within 1 of the max), i.e. the exact map applied to a
+  rescaled score (a data-dependent temperature).  For alpha -> 1 (kernel softmax) the max shift is
+  exact and invisible.
+- Everything is differentiable by autograd; thresholds found by bisection get their gradient from
+  one final differentiable Newton step (implicit-function theorem), so d tau/d f is exact.
+
+FUNCTIONS
+    gaussian_rbf(t, centers, widths)                     Psi [N, G], psi_n = N(t; mu_n, sigma_n^2)
+    ridge_value_coefficients(H, positions, centers, widths, lam)   B [..., D, N]  (Eq. 6)
+    value_function(B, Psi)                               V [..., D, G] = B Psi
+    expected_basis(density, t, Psi)                      E_p[psi] [..., N]
+    context_vector(density, t, Psi, B)                   c = B E_p[psi]  [..., D]      (Eq. 1)
+    gaussian_density(t, mu, sigma2, domain=None)         continuous softmax (truncated to domain)
+    truncated_parabola_radius(mu, sigma2, domain=None)   support half-width r of continuous sparsemax
+    truncated_parabola_density(t, mu, sigma2, domain=None)
+    gaussian_mixture_density(t, weights, mu, sigma2, domain=None)
+    gaussian_rbf_expectation / truncated_parabola_rbf_expectation / gaussian_mixture_rbf_expectation
+                                                         closed-form E_p[psi] [..., N] (domain R or [a, b])
+    kernel_softmax(f, t, log_q0=None)                    (density, log Z)   kernel exponential family (Eq. 8)
+    kernel_deformed(f_tilde, t, alpha, q0=None)          (density, Z)       Algorithm 1
+    kernel_deformed_threshold(f, t, alpha, q0=None)      (density, tau)     Eq. 2 with tau solved
+    kernel_deformed_max_shift(f, t, alpha, q0=None)      (density, Z)       reference-code convention
+    kernel_deformed_softplus(f_tilde, t, alpha, rho, q0=None)  (density, Z) Eq. 20 in Algorithm 1
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from numerics.deformed_exp import check_alpha, exp_2ma, exp_rho_beta
+from numerics.quadrature import trapezoid, trapezoid_weights
+
+__all__ = ["gaussian_rbf", "ridge_value_coefficients", "value_function", "expected_basis",
+           "context_vector", "gaussian_density", "truncated_parabola_radius",
+           "truncated_parabola_density", "gaussian_mixture_density", "gaussian_rbf_expectation",
+           "truncated_parabola_rbf_expectation", "gaussian_mixture_rbf_expectation",
+           "kernel_softmax", "kernel_deformed", "kernel_deformed_threshold",
+           "kernel_deformed_max_shift", "kernel_deformed_softplus", "escort_weights"]
+
+_SQRT2 = math.sqrt(2.0)
+_SQRT2PI = math.sqrt(2.0 * math.pi)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+def _tensor(x, like=None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    dt = like.dtype if isinstance(like, torch.Tensor) else torch.float64
+    dev = like.device if isinstance(like, torch.Tensor) else None
+    return torch.as_tensor(x, dtype=dt, device=dev)
+
+
+def _positive_tensor(x, name, like=None) -> torch.Tensor:
+    x = _tensor(x, like)
+    if not bool(torch.all(torch.isfinite(x) & (x > 0))):
+        raise ValueError(f"{name} must be finite and > 0 everywhere")
+    return x
+
+
+def _domain(domain):
+    if domain is None:
+        return None
+    if isinstance(domain, str) and domain.upper() == "R":
+        return None
+    try:
+        a, b = (float(v) for v in domain)
+    except (TypeError, ValueError):
+        raise ValueError(f"domain must be None/'R' or a pair (a, b); got {domain!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b) and b > a):
+        raise ValueError(f"domain (a, b) must be finite with b > a; got {domain!r}")
+    return a, b
+
+
+def _std_pdf(x):
+    return torch.exp(-0.5 * x * x) / _SQRT2PI
+
+
+def _ndtr(x):
+    return torch.special.ndtr(x)
+
+
+def _q0_on_grid(q0, t, like):
+    if q0 is None:
+        return torch.ones_like(t, dtype=like.dtype)
+    q0 = _tensor(q0, like).to(like.dtype)
+    if q0.shape[-1] != t.shape[0]:
+        raise ValueError(f"q0 must have last dim {t.shape[0]} (the grid); got shape {tuple(q0.shape)}")
+    if bool(torch.any(q0 < 0)):
+        raise ValueError("q0 (base density on the grid) must be >= 0")
+    return q0
+
+
+def _check_scores(f, t, name="f"):
+    if not isinstance(f, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor of shape [..., G]")
+    if f.shape[-1] != t.shape[0]:
+        raise ValueError(f"{name} must have last dim G={t.shape[0]} (the grid); got {tuple(f.shape)}")
+
+
+# --------------------------------------------------------------------------------------------
+# value function V = B Psi (Sec. 3, Eq. 6; App. F)
+def gaussian_rbf(t, centers, widths) -> torch.Tensor:
+    """Psi [N, G]: psi_n(t) = N(t; mu_n, sigma_n^2), normalized Gaussian pdfs (widths = sigma_n)."""
+    t = _tensor(t)
+    c = _tensor(centers, t).to(t.dtype)
+    s = _positive_tensor(widths, "widths", t).to(t.dtype)
+    c, s = torch.broadcast_tensors(c, s)
+    if c.ndim != 1:
+        raise ValueError("centers and widths must be 1-D (N,)")
+    return _std_pdf((t[None, :] - c[:, None]) / s[:, None]) / s[:, None]
+
+
+def ridge_value_coefficients(H, positions, centers, widths, lam: float = 0.01) -> torch.Tensor:
+    """Eq. 6: B* = argmin ||B F - H||_F^2 + lam ||B||_F^2 = H F^T (F F^T + lam I_N)^{-1},
+    F_{nl} = psi_n(t_l).  H: [..., D, L] observations at `positions` [L]; returns B [..., D, N]."""
+    if float(lam) < 0:
+        raise ValueError(f"lam (ridge penalty) must be >= 0; got {lam!r}")
+    H = _tensor(H)
+    pos = _tensor(positions, H).to(H.dtype)
+    F = gaussian_rbf(pos, centers, widths).to(H.dtype)          # [N, L]
+    if H.shape[-1] != F.shape[1]:
+        raise ValueError(f"H's last dim ({H.shape[-1]}) must equal len(positions) ({F.shape[1]})")
+    A = F @ F.T + float(lam) * torch.eye(F.shape[0], dtype=H.dtype, device=H.device)
+    # B = H F^T A^{-1}  <=>  A B^T = F H^T  (A symmetric): solve instead of inverting
+    G = torch.linalg.solve(A, F)                                  # A^{-1} F  [N, L]
+    return H @ G.T
+
+
+def value_function(B, Psi) -> torch.Tensor:
+    """V(t) = B Psi(t): [..., D, G]."""
+    return _tensor(B, Psi) @ Psi
+
+
+def expected_basis(density, t, Psi) -> torch.Tensor:
+    """E_p[psi_n] = int psi_n(t) density(t) dt by the trapezoid rule: [..., N] (Algorithm 1, step 2)."""
+    _check_scores(density, t, "density")
+    if Psi.shape[-1] != t.shape[0]:
+        raise ValueError(f"Psi must have last dim G={t.shape[0]}; got {tuple(Psi.shape)}")
+    w = trapezoid_weights(t).to(density.dtype)
+    # sum_g Psi[n, g] w_g density[..., g]: one matmul, linear in G and N
+    return (density * w) @ Psi.transpose(-1, -2).to(density.dtype)
+
+
+def context_vector(density, t, Psi, B) -> torch.Tensor:
+    """c = E_p[V(T)] = B E_p[Psi(T)]: [..., D] (Eq. 1; Algorithm 1, step 3).  B: [D, N] or [..., D, N]."""
+    r = expected_basis(density, t, Psi)
+    B = _tensor(B, r).to(r.dtype)
+    if B.shape[-1] != r.shape[-1]:
+        raise ValueError(f"B's last dim ({B.shape[-1]}) must equal the number of basis functions ({r.shape[-1]})")
+    return (B @ r.unsqueeze(-1)).squeeze(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# continuous softmax: Gaussian (alpha = 1, f = theta^T (t, t^2))
+def gaussian_density(t, mu, sigma2, domain=None) -> torch.Tensor:
+    """N(t; mu, sigma2) on R, or renormalized to [a, b] (the Eq. 2 solution with S = [a, b])."""
+    t = _tensor(t)
+    mu = _tensor(mu, t)
+    sigma2 = _positive_tensor(sigma2, "sigma2", t)
+    s = torch.sqrt(sigma2)[..., None]
+    p = _std_pdf((t - mu[..., None]) / s) / s
+    dom = _domain(domain)
+    if dom is not None:
+        a, b = dom
+        mass = _ndtr((b - mu) / s[..., 0]) - _ndtr((a - mu) / s[..., 0])
+        p = p * ((t >= a) & (t <= b)).to(p.dtype) / mass[..., None]
+    return p
+
+
+def gaussian_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.Tensor:
+    """Closed form E_p[psi_n], p = N(mu, sigma2) (truncated to [a, b] if given): [..., N].
+    On R: N(mu; mu_n, sigma2 + sigma_n^2)."""
+    mu = _tensor(mu)
+    sigma2 = _positive_tensor(sigma2, "sigma2", mu)
+    c = _tensor(centers, mu).to(mu.dtype)
+    s2 = _positive_tensor(widths, "widths", mu).to(mu.dtype) ** 2
+    m, v = mu[..., None], sigma2[..., None]
+    tot = v + s2
+    out = _std_pdf((m - c) / torch.sqrt(tot)) / torch.sqrt(tot)
+    dom = _domain(domain)
+    if dom is None:
+        return out
+    a, b = dom
+    # N(t; mu, v) N(t; c, s2) = N(mu; c, v + s2) N(t; m*, v*)
+    vs = v * s2 / tot
+    ms = (m * s2 + c * v) / tot
+    sd = torch.sqrt(vs)
+    part = _ndtr((b - ms) / sd) - _ndtr((a - ms) / sd)
+    sig = torch.sqrt(sigma2)
+    mass = _ndtr((b - mu) / sig) - _ndtr((a - mu) / sig)
+    return out * part / mass[..., None]
+
+
+# --------------------------------------------------------------------------------------------
+# continuous sparsemax: truncated parabola (alpha = 2), p = [(r^2 - (t - mu)^2)/(2 sigma2)]_+
+def _parabola_mass(r, mu, sigma2, a, b):
+    lo = torch.maximum(mu - r, torch.full_like(r, a))
+    hi = torch.minimum(mu + r, torch.full_like(r, b))
+    hi = torch.maximum(hi, lo)
+    m = (r * r * (hi - lo) - ((hi - mu) ** 3 - (lo - mu) ** 3) / 3) / (2 * sigma2)
+    return m, hi - lo
+
+
+def truncated_parabola_radius(mu, sigma2, domain=None, iters: int = 200) -> torch.Tensor:
+    """Support half-width r of continuous sparsemax: p = [(r^2 - (t-mu)^2)/(2 sigma2)]_+ with
+    int_S p = 1.  On R: r = (3 sigma2 / 2)^{1/3} (so lambda = -r^2/(2 sigma2) = -1/2 (3/(2 sigma))^{2/3}).
+    On [a, b]: r solved by bisection (mass is increasing in r), then one differentiable Newton step."""
+    mu = _tensor(mu)
+    sigma2 = _positive_tensor(sigma2, "sigma2", mu)
+    dom = _domain(domain)
+    if dom is None:
+        return (1.5 * sigma2) ** (1.0 / 3.0)
+    a, b = dom
+    with torch.no_grad():
+        mu_d, s2_d = mu.detach() * torch.ones_like(sigma2), sigma2.detach() * torch.ones_like(mu)
+        R0 = torch.maximum((a - mu_d).abs(), (b - mu_d).abs())
+        lo = torch.zeros_like(R0)
+        hi = torch.sqrt(R0 ** 2 + 2 * s2_d / (b - a)) * 1.001 + 1e-12
+        for _ in range(iters):
+            mid = 0.5 * (lo + hi)
+            m, _ = _parabola_mass(mid, mu_d, s2_d, a, b)
+            big = m > 1
+            hi = torch.where(big, mid, hi)
+            lo = torch.where(big, lo, mid)
+            if bool(torch.all(hi - lo <= 1e-15 * (1 + hi))):
+                break
+        r0 = 0.5 * (lo + hi)
+    m, width = _parabola_mass(r0, mu, sigma2, a, b)
+    # d mass / d r = r |support| / sigma2 (the integrand vanishes at moving ends)
+    return r0 - (m - 1) / (r0 * width / sigma2)
+
+
+def truncated_parabola_density(t, mu, sigma2, domain=None) -> torch.Tensor:
+    """Continuous sparsemax density on the grid: [(r^2 - (t - mu)^2)/(2 sigma2)]_+ (0 off the domain)."""
+    t = _tensor(t)
+    mu = _tensor(mu, t)
+    sigma2 = _positive_tensor(sigma2, "sigma2", t)
+    r = truncated_parabola_radius(mu, sigma2, domain)
+    p = torch.relu((r[..., None] ** 2 - (t - mu[..., None]) ** 2) / (2 * sigma2[..., None]))
+    dom = _domain(domain)
+    if dom is not None:
+        p = p * ((t >= dom[0]) & (t <= dom[1])).to(p.dtype)
+    return p
+
+
+def _gauss_interval_moments(c, s, lo, hi):
+    """int_lo^hi (t - c)^k N(t; c, s^2) dt for k = 0, 1, 2 (finite lo <= hi)."""
+    L, H = (lo - c) / s, (hi - c) / s
+    pL, pH = _std_pdf(L), _std_pdf(H)
+    m0 = _ndtr(H) - _ndtr(L)
+    m1 = s * (pL - pH)
+    m2 = s * s * (m0 + L * pL - H * pH)
+    return m0, m1, m2
+
+
+def truncated_parabola_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.Tensor:
+    """Closed form E_p[psi_n] for the truncated parabola (on R or [a, b]) via Gaussian interval
+    moments (as quati's integrate_psi / integrate_t_times_psi / integrate_t2_times_psi): [..., N]."""
+    mu = _tensor(mu)
+    sigma2 = _positive_tensor(sigma2, "sigma2", mu)
+    r = truncated_parabola_radius(mu, sigma2, domain)
+    c = _tensor(centers, mu).to(mu.dtype)
+    s = _positive_tensor(widths, "widths", mu).to(mu.dtype)
+    m, v, r = mu[..., None], sigma2[..., None], r[..., None]
+    lo, hi = m - r, m + r
+    dom = _domain(domain)
+    if dom is not None:
+        lo = torch.clamp(lo, min=dom[0])
+        hi = torch.maximum(torch.clamp(hi, max=dom[1]), lo)
+    m0, m1, m2 = _gauss_interval_moments(c, s, lo, hi)
+    d = c - m          # (t - mu) = (t - c) + d
+    return (r * r * m0 - (m2 + 2 * d * m1 + d * d * m0)) / (2 * v)
+
+
+# --------------------------------------------------------------------------------------------
+# Gaussian mixture (App. A; Farinhas et al.)
+def _check_mixture(weights, mu, sigma2):
+    w = _tensor(weights)
+    mu = _tensor(mu, w)
+    sigma2 = _positive_tensor(sigma2, "sigma2", w)
+    if bool(torch.any(w < 0)) or not torch.allclose(w.sum(-1), torch.ones((), dtype=w.dtype), atol=1e-9):
+        raise ValueError("weights must be nonnegative and sum to 1 over the last dim (components)")
+    return w, mu, sigma2
+
+
+def gaussian_mixture_density(t, weights, mu, sigma2, domain=None) -> torch.Tensor:
+    """sum_k pi_k N(t; mu_k, sigma2_k) (renormalized to [a, b] if given); params [..., K] -> [..., G]."""
+    t = _tensor(t)
+    w, mu, sigma2 = _check_mixture(weights, mu, sigma2)
+    s = torch.sqrt(sigma2)[..., None]
+    comp = _std_pdf((t - mu[..., None]) / s) / s                     # [..., K, G]
+    p = (w[..., None] * comp).sum(-2)
+    dom = _domain(domain)
+    if dom is not None:
+        a, b = dom
+        mass = (w * (_ndtr((b - mu) / s[..., 0]) - _ndtr((a - mu) / s[..., 0]))).sum(-1)
+        p = p * ((t >= a) & (t <= b)).to(p.dtype) / mass[..., None]
+    return p
+
+
+def gaussian_mixture_rbf_expectation(weights, mu, sigma2, centers, widths, domain=None):
+    """Closed form E_p[psi_n] = sum_k pi_k N(mu_k; mu_n, sigma_k^2 + sigma_n^2) (or truncated): [..., N]."""
+    w, mu, sigma2 = _check_mixture(weights, mu, sigma2)
+    e = gaussian_rbf_expectation(mu, sigma2, centers, widths, domain)          # [..., K, N]
+    dom = _domain(domain)
+    if dom is None:
+        return (w[..., None] * e).sum(-2)
+    a, b = dom
+    sig = torch.sqrt(sigma2)
+    mass = _ndtr((b - mu) / sig) - _ndtr((a - mu) / sig)                       # [..., K]
+    return (w[..., None] * mass[..., None] * e).sum(-2) / (w * mass).sum(-1)[..., None]
+
+
+# --------------------------------------------------------------------------------------------
+# kernel exponential family (Eq. 8) and kernel deformed exponential family (Sec. 5.2)
+def kernel_softmax(f, t, log_q0=None):
+    """Kernel exponential family on the grid: density = q0 exp(f - A(f)), A = log int q0 e^f.
+    Returns (density [..., G], A [...]); computed with the max shift of App. E.1 (exact for alpha=1)."""
+    t = _tensor(t)
+    _check_scores(f, t)
+    g = f if log_q0 is None else f + _tensor(log_q0, f).to(f.dtype)
+    m = g.max(-1, keepdim=True).values.detach()
+    e = torch.exp(g - m)
+    Z = trapezoid(e, t)
+    A = torch.log(Z) + m[..., 0]
+    return e / Z[..., None], A
+
+
+def kernel_deformed(f_tilde, t, alpha: float, q0=None):
+    """Algorithm 1: density = q0 exp_{2-alpha}(f_tilde)/Z, Z = int q0 exp_{2-alpha}(f_tilde) (no shift).
+    Returns (density [..., G], Z [...]).  Z = 0 (f_tilde <= -1/(alpha-1) on the whole grid) is an error."""
+    check_alpha(alpha)
+    t = _tensor(t)
+    _check_scores(f_tilde, t, "f_tilde")
+    u = exp_2ma(f_tilde, alpha) * _q0_on_grid(q0, t, f_tilde)
+    Z = trapezoid(u, t)
+    if bool(torch.any(Z <= 0)):
+        raise ValueError("f_tilde gives an empty support (Z = 0): need 1 + (alpha-1) f_tilde > 0 "
+                         "somewhere on the grid (Cor 5.5)")
+    return u / Z[..., None], Z
+
+
+def kernel_deformed_max_shift(f, t, alpha: float, q0=None):
+    """The reference implementation's convention (App. E.1 'subtract the max'): density ∝
+    q0 exp_{2-alpha}(f - max_grid f), normalized by the trapezoid rule.  NOT the same map as
+    `kernel_deformed` (see the module docstring): its support is {f > max f - 1/(alpha-1)}."""
+    _check_scores(f, _tensor(t))
+    return kernel_deformed(f - f.max(-1, keepdim=True).values, t, alpha, q0)
+
+
+def kernel_deformed_softplus(f_tilde, t, alpha: float, rho: float, q0=None):
+    """Algorithm 1 with the softplus-smoothed exp_{rho, 2-alpha} of Def. E.4 (Eq. 20): (density, Z)."""
+    check_alpha(alpha)
+    t = _tensor(t)
+    _check_scores(f_tilde, t, "f_tilde")
+    u = exp_rho_beta(f_tilde, rho, 2.0 - alpha) * _q0_on_grid(q0, t, f_tilde)
+    Z = trapezoid(u, t)
+    return u / Z[..., None], Z
+
+
+def escort_weights(f, tau, alpha: float):
+    """exp_{2-alpha}(f - tau)^{2-alpha} = d exp_{2-alpha}(x)/dx at x = f - tau (indicator for alpha=2)."""
+    x = 1.0 + (alpha - 1.0) * (f - tau)
+    if alpha == 2.0:
+        return (x > 0).to(f.dtype)
+    return torch.relu(x) ** ((2.0 - alpha) / (alpha - 1.0))
+
+
+def kernel_deformed_threshold(f, t, alpha: float, q0=None, iters: int = 200):
+    """Eq. 2 / Eq. 4 (regularized prediction map with Tsallis Omega_alpha): density =
+    q0 exp_{2-alpha}(f - tau) with the threshold tau = A_alpha(f) solved so that the trapezoid integral
+    is 1.  tau by bisection (the mass is decreasing in tau), then one differentiable Newton step so
+    autograd gives the implicit derivative.  Returns (density [..., G], tau [...]).
+
+    Lemma 5.3: for Z = int q0 exp_{2-alpha}(f_tilde), kernel_deformed_threshold(f_tilde/Z^{alpha-1})
+    equals kernel_deformed(f_tilde), with tau = log_alpha Z."""
+    a = check_alpha(alpha)
+    t = _tensor(t)
+    _check_scores(f, t)
+    q = _q0_on_grid(q0, t, f)
+    w = trapezoid_weights(t).to(f.dtype)
+
+    def mass(tau, ff):
+        return (exp_2ma(ff - tau[..., None], a) * q * w).sum(-1)
+
+    with torch.no_grad():
+        fd = f.detach()
+        Qm = (q * w).sum(-1) * torch.ones(fd.shape[:-1], dtype=f.dtype, device=f.device)
+        if bool(torch.any(Qm <= 0)):
+            raise ValueError("q0 has zero mass on the grid")
+        # exp_{2-alpha}(f - tau) = 1/Qm at f - tau = log_{2-alpha}(1/Qm): brackets mass = 1
+        shift = ((1.0 / Qm) ** (a - 1.0) - 1.0) / (a - 1.0)
+        lo = fd.min(-1).values - shift - 1e-12       # mass(lo) >= 1
+        hi = fd.max(-1).values - shift + 1e-12       # mass(hi) <= 1
+        for _ in range(iters):
+            mid = 0.5 * (lo + hi)
+            big = mass(mid, fd) > 1
+            lo = torch.where(big, mid, lo)
+            hi = torch.where(big, hi, mid)
+            if bool(torch.all(hi - lo <= 4e-16 * (1 + hi.abs()))):
+                break
+        tau0 = 0.5 * (lo + hi)
+    slope = (escort_weights(f.detach(), tau0[..., None], a) * q * w).sum(-1)   # -d mass/d tau
+    tau = tau0 + (mass(tau0, f) - 1.0) / slope
+    return exp_2ma(f - tau[..., None], a) * q, tau

@@ -1,0 +1,132 @@
+"""Deformed (beta-)exponentials and logarithms, the alpha-division and the softplus smoothing.
+
+Kernel Multimodal Continuous Attention, Eq. 5, Lemma 5.3, App. E.1 and Def. E.4 (Eq. 20):
+
+    exp_beta(t)      = [1 + (1 - beta) t]_+^{1/(1 - beta)}     (beta != 1),   exp(t) for beta = 1
+    log_beta(t)      = (t^{1 - beta} - 1)/(1 - beta)          (t > 0, beta != 1), log t for beta = 1
+    x (/)_alpha y    = [x^{1-alpha} - y^{1-alpha} + 1]_+^{1/(1-alpha)}   (alpha-division, App. E.1)
+    exp_{rho,beta}(t)= [rho^{-1} log(1 + exp(rho [1 + (1 - beta) t]))]^{1/(1 - beta)}   (Eq. 20)
+
+The attention density map is exp_{2-alpha} for Tsallis index alpha in (1, 2] (beta = 2 - alpha):
+exp_{2-alpha}(t) = [1 + (alpha - 1) t]_+^{1/(alpha - 1)}; alpha = 2 is sparsemax (exp_0 = relu(1 + t)).
+Note: Lemma 5.3 uses log_alpha (index alpha), which is NOT the inverse of exp_{2-alpha}; the inverse is
+log_{2-alpha}.
+
+All functions take torch tensors (differentiable) or floats/numpy arrays (via torch, returned as
+tensors) and an `mp_*` twin in mpmath for high-precision references.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["check_alpha", "exp_beta", "log_beta", "exp_2ma", "log_alpha", "alpha_division",
+           "exp_rho_beta", "mp_exp_beta", "mp_log_beta", "mp_exp_rho_beta", "mp_alpha_division"]
+
+
+def check_alpha(alpha: float, name: str = "alpha") -> float:
+    """The paper assumes the Tsallis index 1 < alpha <= 2 throughout."""
+    a = float(alpha)
+    if not (math.isfinite(a) and 1.0 < a <= 2.0):
+        raise ValueError(f"{name} must lie in (1, 2]; got {alpha!r}")
+    return a
+
+
+def _t(x):
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
+
+
+def exp_beta(t, beta: float) -> torch.Tensor:
+    """beta-exponential, Eq. 5.  For beta < 1 it is 0 where 1 + (1 - beta) t <= 0 (sparse support)."""
+    t = _t(t)
+    beta = float(beta)
+    if beta == 1.0:
+        return torch.exp(t)
+    if beta > 1.0:
+        raise ValueError(f"beta must be <= 1 here (fat-tailed beta > 1 is not used by the paper); got {beta}")
+    base = torch.relu(1.0 + (1.0 - beta) * t)
+    e = 1.0 / (1.0 - beta)
+    return base if e == 1.0 else base ** e
+
+
+def exp_2ma(t, alpha: float) -> torch.Tensor:
+    """exp_{2-alpha}(t) = [1 + (alpha - 1) t]_+^{1/(alpha-1)}, the kernel deformed density map."""
+    return exp_beta(t, 2.0 - check_alpha(alpha))
+
+
+def log_beta(t, beta: float) -> torch.Tensor:
+    """beta-logarithm (t > 0): (t^{1-beta} - 1)/(1 - beta), log t for beta = 1."""
+    t = _t(t)
+    if bool(torch.any(t <= 0)):
+        raise ValueError("log_beta is defined for t > 0 only")
+    beta = float(beta)
+    if beta == 1.0:
+        return torch.log(t)
+    return (t ** (1.0 - beta) - 1.0) / (1.0 - beta)
+
+
+def log_alpha(z, alpha: float) -> torch.Tensor:
+    """log_alpha Z = (Z^{1-alpha} - 1)/(1 - alpha): the deformed log-normalizer A_alpha of Lemma 5.3."""
+    return log_beta(z, check_alpha(alpha))
+
+
+def alpha_division(x, y, alpha: float) -> torch.Tensor:
+    """x (/)_alpha y = [x^{1-alpha} - y^{1-alpha} + 1]_+^{1/(1-alpha)}, with
+    log_alpha x - log_alpha y = log_alpha(x (/)_alpha y) where the bracket is positive (App. E.1)."""
+    a = check_alpha(alpha)
+    x, y = _t(x), _t(y)
+    return torch.relu(x ** (1 - a) - y ** (1 - a) + 1.0) ** (1.0 / (1 - a))
+
+
+def exp_rho_beta(t, rho: float, beta: float) -> torch.Tensor:
+    """Softplus-smoothed beta-exponential, Def. E.4 / Eq. 20; -> exp_beta(t) as rho -> infinity,
+    with 0 <= exp_{rho,0}(t) - exp_0(t) <= ln 2 / rho (sup attained at t = -1)."""
+    t = _t(t)
+    rho, beta = float(rho), float(beta)
+    if not (math.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a finite number > 0; got {rho!r}")
+    if not beta < 1.0:
+        raise ValueError(f"beta must be < 1 for the softplus smoothing; got {beta!r}")
+    # softplus(x) = log(1 + e^x) computed stably by torch
+    base = torch.nn.functional.softplus(rho * (1.0 + (1.0 - beta) * t)) / rho
+    e = 1.0 / (1.0 - beta)
+    return base if e == 1.0 else base ** e
+
+
+# ---- mpmath twins (high-precision references) -------------------------------------------------
+
+def mp_exp_beta(t, beta):
+    import mpmath as mp
+
+    beta = mp.mpf(beta)
+    if beta == 1:
+        return mp.exp(t)
+    base = 1 + (1 - beta) * t
+    return mp.mpf(0) if base <= 0 else base ** (1 / (1 - beta))
+
+
+def mp_log_beta(t, beta):
+    import mpmath as mp
+
+    beta = mp.mpf(beta)
+    if t <= 0:
+        raise ValueError("log_beta is defined for t > 0 only")
+    return mp.log(t) if beta == 1 else (t ** (1 - beta) - 1) / (1 - beta)
+
+
+def mp_alpha_division(x, y, alpha):
+    import mpmath as mp
+
+    a = mp.mpf(alpha)
+    b = x ** (1 - a) - y ** (1 - a) + 1
+    return mp.mpf(0) if b <= 0 else b ** (1 / (1 - a))
+
+
+def mp_exp_rho_beta(t, rho, beta):
+    import mpmath as mp
+
+    rho, beta = mp.mpf(rho), mp.mpf(beta)
+    x = rho * (1 + (1 - beta) * t)
+    sp = x + mp.log1p(mp.exp(-x)) if x > 0 else mp.log1p(mp.exp(x))
+    return (sp / rho) ** (1 / (1 - beta))

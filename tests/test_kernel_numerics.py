@@ -1,0 +1,194 @@
+"""Unit tests of the continuous-attention numerics (quadrature, densities, context vector)."""
+import math
+
+import pytest
+import torch
+
+from numerics import continuous_attention as ca
+from numerics.deformed_exp import alpha_division, exp_2ma, exp_rho_beta, log_alpha, log_beta
+from numerics.kernel_family import gaussian_kernel, kernel_expansion, laplace_kernel
+from numerics.quadrature import (real_line_grid, real_line_trapezoid, trapezoid, trapezoid_weights,
+                                 uniform_grid)
+
+D64 = torch.float64
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------- quadrature
+def test_trapezoid_exact_for_linear_and_matches_torch():
+    t = uniform_grid(-1.0, 2.0, 7)
+    y = torch.stack([3 * t + 1, t ** 2])
+    out = trapezoid(y, t)
+    assert abs(out[0].item() - 7.5) < 1e-14
+    assert torch.allclose(out, torch.trapezoid(y, t), atol=1e-14)
+
+
+def test_trapezoid_nonuniform_weights_sum_to_length():
+    t = torch.tensor([0.0, 0.1, 0.5, 0.7, 2.0], dtype=D64)
+    assert abs(trapezoid_weights(t).sum().item() - 2.0) < 1e-15
+
+
+def test_trapezoid_dim_argument_and_batch():
+    t = uniform_grid(0, 1, 11)
+    y = torch.rand(3, 11, 4, generator=_gen(), dtype=D64)
+    assert torch.allclose(trapezoid(y, t, dim=1), torch.trapezoid(y, t, dim=1))
+
+
+def test_real_line_trapezoid_normal_pdf_poisson_error():
+    # h sum phi(kh) - 1 = 2 sum_k exp(-2 pi^2 k^2 / h^2): the exact Poisson-summation error
+    h = 1.0
+    val = real_line_trapezoid(lambda x: torch.exp(-x * x / 2) / math.sqrt(2 * math.pi), h, 12.0)
+    exact = 2 * sum(math.exp(-2 * math.pi ** 2 * k ** 2 / h ** 2) for k in range(1, 5))
+    assert abs((val.item() - 1) - exact) < 1e-15
+
+
+def test_grid_validation_errors():
+    with pytest.raises(ValueError, match="G"):
+        uniform_grid(0, 1, 1)
+    with pytest.raises(ValueError, match="b > a"):
+        uniform_grid(1, 0, 5)
+    with pytest.raises(ValueError, match="h"):
+        real_line_grid(-1.0, 3.0)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        trapezoid_weights(torch.tensor([0.0, 0.0, 1.0], dtype=D64))
+    with pytest.raises(ValueError, match="shift"):
+        real_line_grid(0.1, 3.0, shift=1.0)
+
+
+# ---------------------------------------------------------------- deformed exponentials
+def test_deformed_exp_log_inverse_and_sparsemax():
+    x = torch.linspace(-0.5, 2, 11, dtype=D64)
+    for a in (1.25, 1.5, 2.0):
+        y = exp_2ma(x, a)
+        assert torch.allclose(log_beta(y, 2 - a), x, atol=1e-12)
+    assert torch.equal(exp_2ma(torch.tensor([-2.0, -1.0, 0.5], dtype=D64), 2.0),
+                       torch.tensor([0.0, 0.0, 1.5], dtype=D64))
+    with pytest.raises(ValueError, match=r"alpha must lie in \(1, 2\]"):
+        exp_2ma(x, 1.0)
+
+
+def test_alpha_division_identity():
+    x, y = torch.tensor(2.3, dtype=D64), torch.tensor(0.7, dtype=D64)
+    for a in (1.5, 2.0):
+        d = alpha_division(x, y, a)
+        assert abs((log_alpha(x, a) - log_alpha(y, a) - log_alpha(d, a)).item()) < 1e-13
+
+
+def test_softplus_gap_is_ln2_over_rho():
+    x = torch.linspace(-3, 1, 4001, dtype=D64)
+    for rho in (1.0, 5.0, 10.0):
+        gap = (exp_rho_beta(x, rho, 0.0) - exp_2ma(x, 2.0)).max().item()
+        assert abs(gap - math.log(2) / rho) < 1e-12
+
+
+# ---------------------------------------------------------------- closed forms vs quadrature
+@pytest.mark.parametrize("domain", [None, (0.0, 1.0)])
+def test_unimodal_closed_forms_match_quadrature(domain):
+    mu = torch.tensor([0.3, 0.6], dtype=D64)
+    s2 = torch.tensor([0.05, 0.4], dtype=D64)
+    cen = torch.linspace(0, 1, 4, dtype=D64)
+    wid = torch.tensor([0.1, 0.2, 0.3, 0.5], dtype=D64)
+    t = real_line_grid(2e-4, 8.0) if domain is None else uniform_grid(0, 1, 20001)
+    Psi = ca.gaussian_rbf(t, cen, wid)
+    for dens, cf in ((ca.gaussian_density, ca.gaussian_rbf_expectation),
+                     (ca.truncated_parabola_density, ca.truncated_parabola_rbf_expectation)):
+        p = dens(t, mu, s2, domain)
+        assert torch.allclose(trapezoid(p, t), torch.ones(2, dtype=D64), atol=1e-6)
+        err = (ca.expected_basis(p, t, Psi) - cf(mu, s2, cen, wid, domain)).abs().max().item()
+        assert err < 1e-6, (dens.__name__, err)
+
+
+def test_truncated_parabola_radius_on_R():
+    s2 = torch.tensor([0.1, 1.0], dtype=D64)
+    r = ca.truncated_parabola_radius(torch.zeros(2, dtype=D64), s2)
+    assert torch.allclose(2 * r ** 3 / (3 * s2), torch.ones(2, dtype=D64))
+
+
+def test_mixture_closed_form():
+    t = real_line_grid(1e-3, 10.0)
+    w = torch.tensor([0.3, 0.7], dtype=D64)
+    mu = torch.tensor([0.0, 1.0], dtype=D64)
+    s2 = torch.tensor([0.2, 0.05], dtype=D64)
+    cen, wid = torch.linspace(-1, 2, 5, dtype=D64), torch.full((5,), 0.3, dtype=D64)
+    p = ca.gaussian_mixture_density(t, w, mu, s2)
+    got = ca.expected_basis(p, t, ca.gaussian_rbf(t, cen, wid))
+    assert torch.allclose(got, ca.gaussian_mixture_rbf_expectation(w, mu, s2, cen, wid), atol=1e-12)
+    with pytest.raises(ValueError, match="sum to 1"):
+        ca.gaussian_mixture_density(t, torch.tensor([0.3, 0.3], dtype=D64), mu, s2)
+
+
+# ---------------------------------------------------------------- kernel families
+def _kernel_scores(batch=3, seed=0, scale=3.0, offset=1.0):
+    t = uniform_grid(0, 1, 401)
+    K = gaussian_kernel(t, torch.linspace(0, 1, 10, dtype=D64), 10.0)
+    gam = torch.rand(batch, 10, generator=_gen(seed), dtype=D64) * 2 * scale - scale + offset
+    return t, K, gam
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
+def test_lemma_5_3_algorithm1_equals_threshold_map(alpha):
+    t, K, gam = _kernel_scores()
+    ft = kernel_expansion(gam, K)
+    p1, Z = ca.kernel_deformed(ft, t, alpha)
+    p2, tau = ca.kernel_deformed_threshold(ft / Z[:, None] ** (alpha - 1), t, alpha)
+    assert (p1 - p2).abs().max().item() < 1e-12
+    assert (tau - log_alpha(Z, alpha)).abs().max().item() < 1e-12
+    assert torch.allclose(trapezoid(p2, t), torch.ones(3, dtype=D64), atol=1e-13)
+
+
+def test_max_shift_is_a_different_map():
+    t, K, gam = _kernel_scores()
+    ft = kernel_expansion(gam, K)
+    p1, _ = ca.kernel_deformed(ft, t, 2.0)
+    p3, _ = ca.kernel_deformed_max_shift(ft, t, 2.0)
+    assert (p1 - p3).abs().max().item() > 1e-2
+    # its support is {f > max f - 1}
+    supp = p3 > 0
+    assert torch.equal(supp, ft > ft.max(-1, keepdim=True).values - 1)
+
+
+def test_kernel_softmax_normalizes_and_shift_invariant():
+    t, K, gam = _kernel_scores()
+    f = kernel_expansion(gam, K)
+    p, A = ca.kernel_softmax(f, t)
+    p2, A2 = ca.kernel_softmax(f + 7.0, t)
+    assert torch.allclose(trapezoid(p, t), torch.ones(3, dtype=D64), atol=1e-14)
+    assert torch.allclose(p, p2, atol=1e-13) and torch.allclose(A2 - A, torch.full_like(A, 7.0))
+
+
+def test_gradients_gradcheck_threshold_and_context():
+    t, K, gam = _kernel_scores(batch=2)
+    cen, wid = torch.linspace(0, 1, 4, dtype=D64), torch.full((4,), 0.2, dtype=D64)
+    Psi = ca.gaussian_rbf(t, cen, wid)
+    B = torch.randn(3, 4, generator=_gen(1), dtype=D64)
+    g = gam.clone().requires_grad_()
+    for alpha in (1.5, 2.0):
+        assert torch.autograd.gradcheck(
+            lambda x: ca.context_vector(ca.kernel_deformed_threshold(kernel_expansion(x, K), t, alpha)[0],
+                                        t, Psi, B), (g,))
+    assert torch.autograd.gradcheck(
+        lambda x: ca.context_vector(ca.kernel_softmax(kernel_expansion(x, K), t)[0], t, Psi, B), (g,))
+
+
+def test_ridge_value_function_recovers_basis_combination():
+    pos = torch.linspace(0, 1, 50, dtype=D64)
+    cen, wid = torch.linspace(0, 1, 6, dtype=D64), torch.full((6,), 0.2, dtype=D64)
+    Btrue = torch.randn(2, 6, generator=_gen(2), dtype=D64)
+    H = Btrue @ ca.gaussian_rbf(pos, cen, wid)
+    B = ca.ridge_value_coefficients(H, pos, cen, wid, lam=0.0)
+    assert torch.allclose(B, Btrue, atol=1e-6)
+
+
+def test_laplace_kernel_and_shape_errors():
+    t = uniform_grid(0, 1, 5)
+    K = laplace_kernel(t, t, 0.5)
+    assert torch.allclose(torch.diagonal(K), torch.ones(5, dtype=D64))
+    with pytest.raises(ValueError, match="inducing"):
+        kernel_expansion(torch.ones(3, dtype=D64), K)
+    with pytest.raises(ValueError, match="last dim"):
+        ca.kernel_softmax(torch.ones(4, dtype=D64), t)
+    with pytest.raises(ValueError, match="empty support"):
+        ca.kernel_deformed(torch.full((5,), -3.0, dtype=D64), t, 2.0)
