@@ -1,0 +1,275 @@
+"""Claims of "Bidirectional Attention as a Mixture of Continuous Word Experts" (`bidir.*`), part 1:
+the model equivalences of Sec. 2 (Lemma 1, Theorem 2, multi-head and multi-layer forms, CBOW and
+the Sec. 4 objective as special cases).
+
+Spec: ../shared/spec/bidirectional_attention.md, §1 (models, the equivalence recipe §1.9) and §2.1-2.4.
+Every check runs on the torch modules of experiments/models/bidir.py in float64.  The random
+instance is the spec's recipe: |V| = 7, S = 5, p = 6, d = 4, d_w = 3, all weights N(0, 1) except
+W' (x 0.3); a batch of random sentences covering every masked position.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.catalog import claim, holds_if
+
+# Sizes of the spec's recipe (§1.9).
+V, S, P_DIM, D_DIM, D_W = 7, 5, 6, 4, 3
+TOL = 1e-10          # the spec's tolerance for the float64 identities
+
+
+def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int = 40,
+                    init_std: float = 1.0, **kw):
+    """(model, x, m, b, tokens): a random BidirAttentionMLM with the recipe's sizes and a batch of
+    masked sentences; m runs over every position (batch must be >= S)."""
+    import torch
+
+    from experiments.models.bidir import BidirAttentionMLM, mask_sentences
+
+    g = torch.Generator().manual_seed(int(seed))
+    model = BidirAttentionMLM(kw.pop("vocab_size", V), kw.pop("seq_len", S), kw.pop("p", P_DIM),
+                              d=kw.pop("d", D_DIM), d_w=kw.pop("d_w", D_W), heads=heads,
+                              layers=layers, init_std=init_std, generator=g, **kw)
+    tokens = torch.randint(0, model.vocab_size, (batch, model.seq_len), generator=g)
+    m = torch.arange(batch) % model.seq_len
+    x = mask_sentences(tokens, m, model.vocab_size)
+    b = tokens[torch.arange(batch), m]
+    return model, x, m, b, tokens
+
+
+@claim("bidir.lemma1.explicit-loss",
+       reference="Lemma 1 (Sec. 2.1), proof App. C",
+       statement="With W^l = W''+W''W', W^KQ = W^K^T W^Q, W^LOV = W^l W^O^T W^V, g = W^l c_{|V|+1}, "
+                 "D = W^l P^T, the MLM loss equals -sum_j theta chi_b/sum theta + log sum_k "
+                 "exp(sum_j theta chi_k/sum theta), and theta(j,m)/sum_j theta is row m of the "
+                 "attention matrix.",
+       method="torch")
+def _lemma1():
+    import torch
+
+    from experiments.models.bidir import CBOWMoE
+
+    devs = dict(loss=0.0, theta_vs_attention=0.0)
+    for seed in range(3):
+        model, x, m, b, _ = random_instance(seed=seed)
+        moe = CBOWMoE.from_attention(model)
+        with torch.no_grad():
+            l_attn = model.loss(x, m, b, reduction="none")
+            l_lemma = moe.lemma1_loss(x, m, b)
+            A = model.attention_weights(x, m)[0][:, 0]                    # (B,S,S)
+            row_m = A[torch.arange(len(m)), m]
+            theta = moe.gate(x, m)[:, 0]
+        devs["loss"] = max(devs["loss"], float((l_attn - l_lemma).abs().max()))
+        devs["theta_vs_attention"] = max(devs["theta_vs_attention"], float((row_m - theta).abs().max()))
+    ok = all(v < TOL for v in devs.values())
+    return holds_if(ok, measured=devs, tolerance=TOL,
+                    explanation="3 random instances (|V|=7,S=5,p=6,d=4,d_w=3), 40 masked sentences "
+                                "each: max |L_MLM(attention) - L(Lemma 1)| and max |theta/sum theta - A[m,:]|, float64")
+
+
+@claim("bidir.thm2.moe-logits",
+       reference="Theorem 2 (Sec. 2.2); decompositions of h_j and of the similarity, Sec. 2.2",
+       statement="softmax(F) with F = sum_j pi_j f_j, f_j = W^LOV (X_bar C+P)^T e_j + g + D e_m, "
+                 "pi = softmax(h), h_j = e_j^T (X_bar C+P) W^KQ (c_{|V|+1}+P^T e_m)/sqrt(d_w), equals "
+                 "the attention prediction; sum_j pi_j = 1; expert m reads c_{|V|+1}; sqrt(d_w) h_j is "
+                 "the sum of the four token/position terms.",
+       method="torch")
+def _thm2():
+    import math
+
+    import torch
+
+    from experiments.models.bidir import CBOWMoE
+
+    devs = dict(logits=0.0, probs=0.0, gate_sum=0.0, expert_m=0.0, four_terms=0.0)
+    for seed in range(3):
+        model, x, m, b, _ = random_instance(seed=seed)
+        moe = CBOWMoE.from_attention(model)
+        with torch.no_grad():
+            logits, F = model(x, m), moe(x, m)
+            pi, f, h = moe.gate(x, m)[:, 0], moe.experts(x, m)[:, 0], moe.gate_logits(x, m)[:, 0]
+            n = torch.arange(len(m))
+            C, P, KQ, LOV, cm = moe.C, moe.P, moe.W_KQ[0], moe.W_LOV[0], moe.C[V]
+            f_m = (cm + P[m]) @ LOV.T + moe.g + moe.D.T[m]                     # expert m from c_mask
+            Cx = C[x]                                                          # e_j^T X_bar C
+            four = (Cx @ KQ @ cm + torch.einsum("bsp,pq,bq->bs", Cx, KQ, P[m])
+                    + (P @ KQ @ cm)[None, :] + (P @ KQ @ P[m].T).T)
+        devs["logits"] = max(devs["logits"], float((logits - F).abs().max()))
+        devs["probs"] = max(devs["probs"], float((logits.softmax(1) - F.softmax(1)).abs().max()))
+        devs["gate_sum"] = max(devs["gate_sum"], float((pi.sum(1) - 1).abs().max()))
+        devs["expert_m"] = max(devs["expert_m"], float((f[n, m] - f_m).abs().max()))
+        devs["four_terms"] = max(devs["four_terms"], float((math.sqrt(D_W) * h - four).abs().max()))
+    ok = all(v < TOL for v in devs.values())
+    return holds_if(ok, measured=devs, tolerance=TOL,
+                    explanation="3 random instances x 40 masked sentences, float64: max deviations of "
+                                "logits, probabilities, sum pi - 1, f_m vs W^LOV(c_mask+P_m)+g+De_m, and "
+                                "sqrt(d_w) h_j vs its four-term expansion")
+
+
+@claim("bidir.thm2.gate-independent-of-b",
+       reference="Sec. 2.2 (\"the weights do not depend on the center token b\"; footnote 2)",
+       statement="The MoE gate pi(X_bar) depends on the masked sentence only, not on the masked "
+                 "(true) token b.",
+       method="torch")
+def _gate_b():
+    import torch
+
+    from experiments.models.bidir import CBOWMoE, mask_sentences
+
+    model, _, _, _, tokens = random_instance(seed=5, batch=10)
+    moe = CBOWMoE.from_attention(model)
+    m = torch.arange(10) % S
+    # (i) every choice of b at position m gives the same gate, bit for bit
+    gates = []
+    for bb in range(V):
+        t = tokens.clone()
+        t[torch.arange(10), m] = bb
+        with torch.no_grad():
+            gates.append(moe.gate(mask_sentences(t, m, V), m))
+    max_gate_change = max(float((gt - gates[0]).abs().max()) for gt in gates)
+    # (ii) d pi / d c_b = 0 when b does not occur in the masked sentence, and pi does not read
+    # W^LOV; the loss does depend on w_b = W^LOV_b (a control showing the target enters).
+    x = mask_sentences(tokens, m, V)
+    zero_grad, loss_grad = 0.0, 0.0
+    for i in range(10):
+        present = set(int(v) for v in x[i])
+        absent = [k for k in range(V) if k not in present]
+        if not absent:
+            continue
+        bb = absent[0]
+        moe.zero_grad()
+        pi = moe.gate(x[i:i + 1], m[i:i + 1])
+        (pi * torch.arange(1, S + 1, dtype=pi.dtype)).sum().backward()
+        gl = 0.0 if moe.W_LOV.grad is None else float(moe.W_LOV.grad.abs().max())   # None: unused
+        zero_grad = max(zero_grad, float(moe.C.grad[bb].abs().max()), gl)
+        moe.zero_grad()
+        moe.loss(x[i:i + 1], m[i:i + 1], torch.tensor([bb])).backward()
+        loss_grad = max(loss_grad, float(moe.W_LOV.grad[0, bb].abs().max()))
+    ok = max_gate_change == 0.0 and zero_grad == 0.0 and loss_grad > 1e-6
+    return holds_if(ok, measured=dict(max_gate_change_over_b=max_gate_change,
+                                      max_grad_pi_wrt_c_b_and_W_LOV=zero_grad,
+                                      loss_grad_wrt_w_b=loss_grad),
+                    tolerance="exactly 0 (gate); loss gradient > 1e-6 (control)",
+                    explanation="gate for all |V| choices of the true token b (identical masked "
+                                "sentence); autograd of pi w.r.t. c_b (b absent) and W^LOV, against the "
+                                "loss gradient w.r.t. w_b as a control that the target does enter")
+
+
+@claim("bidir.sec2-2.multi-head-stacked-moe",
+       reference="Sec. 2.2 (multi-head attention = stacked MoE)",
+       statement="With H concat-then-project heads, F = sum_i sum_j pi^i_j f^i_j, f^i_j = "
+                 "W^LOV_i (X_bar C+P)^T e_j + g/H + D e_m/H, W^LOV_i = W^l W^{O_i}^T W^{V_i}, "
+                 "W^KQ_i = W^{K_i}^T W^{Q_i}, equals the attention logits.",
+       method="torch")
+def _multihead():
+    import torch
+
+    from experiments.models.bidir import CBOWMoE
+
+    per = {}
+    for H in (2, 3):
+        worst_l, worst_loss = 0.0, 0.0
+        for seed in range(3):
+            model, x, m, b, _ = random_instance(heads=H, seed=seed)
+            moe = CBOWMoE.from_attention(model)
+            with torch.no_grad():
+                worst_l = max(worst_l, float((model(x, m) - moe(x, m)).abs().max()))
+                worst_loss = max(worst_loss, float((model.loss(x, m, b, "none") - moe.loss(x, m, b, "none")).abs().max()))
+        per[f"H={H}"] = dict(logits=worst_l, loss=worst_loss)
+    worst = max(max(v.values()) for v in per.values())
+    return holds_if(worst < TOL, measured=per, tolerance=TOL,
+                    explanation="H in {2,3}, 3 random instances x 40 masked sentences: max |logits - F| "
+                                "and max |loss difference|, float64")
+
+
+@claim("bidir.sec2-2.multi-layer-mixture-of-moes",
+       reference="Sec. 2.2 (multi-layer = \"mixture of MoEs\"; explicit form derived, spec §1.7)",
+       statement="An L-layer linear attention MLM equals a mixture of MoEs: layer l mixes CBOW "
+                 "experts L_{l,i} h_k with gates pi_{jk} from query position j, and the last layer is "
+                 "the CBOW MoE of Theorem 2 over the previous layer's outputs.",
+       method="torch")
+def _multilayer():
+    import torch
+
+    from experiments.models.bidir import MixtureOfMoEs
+
+    per = {}
+    for H, L in ((1, 2), (2, 2), (2, 3)):
+        worst = 0.0
+        for seed in range(3):
+            # N(0, 0.5^2) weights keep 3-layer logits O(10): the check is on absolute deviations.
+            model, x, m, b, _ = random_instance(heads=H, layers=L, seed=seed, init_std=0.5)
+            mix = MixtureOfMoEs.from_attention(model)
+            with torch.no_grad():
+                lo, F = model(x, m), mix(x, m)
+            worst = max(worst, float((lo - F).abs().max()))
+        per[f"H={H},L={L}"] = dict(logits=worst, logit_scale=float(lo.abs().max()))
+    worst = max(v["logits"] for v in per.values())
+    return holds_if(worst < TOL, measured=per, tolerance=TOL,
+                    explanation="(H,L) in {(1,2),(2,2),(2,3)}, weights N(0,0.5^2), 3 instances x 40 "
+                                "sentences: max |attention logits - mixture-of-MoEs logits|, float64")
+
+
+@claim("bidir.sec2-2.cbow-special-case",
+       reference="Sec. 2.2 (CBOW as an MoE with a fixed gate; exact reduction derived, spec §1.5)",
+       statement="With W^KQ = 0, P = 0, g = 0, D = 0, c_{|V|+1} = 0 and W^LOV = S/(S-1) W_cbow, the "
+                 "attention MoE equals CBOW with a whole-sentence window; for any window w the "
+                 "omega-weighted average equals the window mean of c_{a_j} followed by W.",
+       method="torch")
+def _cbow_special():
+    import torch
+
+    from experiments.models.bidir import CBOW, CBOWMoE
+
+    g = torch.Generator().manual_seed(11)
+    cbow = CBOW(V, P_DIM, window=None, init_std=1.0, generator=g)
+    _, x, m, b, tokens = random_instance(seed=11)
+    C = torch.cat([cbow.C.detach(), torch.zeros(1, P_DIM, dtype=torch.float64)])   # c_mask = 0
+    moe = CBOWMoE(C, torch.zeros(S, P_DIM, dtype=torch.float64),
+                  torch.zeros(P_DIM, P_DIM, dtype=torch.float64), S / (S - 1) * cbow.W.detach(),
+                  torch.zeros(V, dtype=torch.float64), torch.zeros(V, S, dtype=torch.float64), D_W)
+    with torch.no_grad():
+        d_whole = float((moe(x, m) - cbow(x, m)).abs().max())
+        d_window = 0.0
+        for w in (1, 2, 3):
+            cb = CBOW(V, P_DIM, window=w, generator=g)
+            ref = []
+            for i in range(len(m)):
+                js = [j for j in range(S) if 1 <= abs(j - int(m[i])) <= w]
+                ref.append(cb.C[tokens[i, js]].mean(0) @ cb.W.T)
+            d_window = max(d_window, float((cb(x, m) - torch.stack(ref)).abs().max()))
+        # masking does not change CBOW: the unmasked sentence gives the same logits
+        d_mask = float((cbow(x, m) - cbow(tokens, m)).abs().max())
+    devs = dict(whole_sentence=d_whole, window_mean=d_window, masked_vs_unmasked=d_mask)
+    return holds_if(max(devs.values()) < 1e-12, measured=devs, tolerance=1e-12,
+                    explanation="random CBOW (|V|=7, p=6) against its MoE reduction on 40 masked "
+                                "sentences; explicit window means for w in {1,2,3}, float64")
+
+
+@claim("bidir.sec4.eq1-is-lemma1",
+       reference="App. G.2, Eq. (1)",
+       statement="Without residual connections and positional encodings the MLM loss is Eq. (1): "
+                 "logits_k = w_k^T sum_j (tau_{a_j}/sum_s tau_{a_s}) c_{a_j}, tau_j = "
+                 "exp(c_j^T W^KQ c_{|V|+1}/sqrt(d_w)), the sum including the mask position.",
+       method="torch")
+def _eq1():
+    import torch
+
+    from experiments.models.bidir import AttentionCBOW, moe_parameters
+
+    worst = 0.0
+    for seed in range(3):
+        model, x, m, b, _ = random_instance(seed=seed, positional=False, residual=False)
+        q = moe_parameters(model)
+        att = AttentionCBOW(V, P_DIM, d_w=D_W)
+        with torch.no_grad():
+            att.W.copy_(q.W_LOV[0])
+            att.C.copy_(q.C)
+            att.WQ.copy_(model.WQ[0][0])
+            att.WK.copy_(model.WK[0][0])
+            worst = max(worst, float((att(x, m) - model(x, m)).abs().max()),
+                        float((att.loss(x, m, b, "none") - model.loss(x, m, b, "none")).abs().max()))
+    return holds_if(worst < TOL, measured=worst, tolerance=TOL,
+                    explanation="attention MLM with positional=False, residual=False against "
+                                "AttentionCBOW (Eq. 1) with W = W''W'W^O^T W^V: max |logit or loss "
+                                "difference| over 3 instances x 40 sentences, float64")
