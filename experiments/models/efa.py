@@ -1,0 +1,840 @@
+"""Exponential Family Attention (EFA; Wibisono & Wang 2025) and its latent factor ("FM") baselines.
+
+The modules here are the ones the EFA experiments train and the ones the `efa.*` theory claims check.
+
+Models
+------
+- :class:`EFACategorical`  the self-attention model of categorical sequences (Sec 2.1, Eq. (1)):
+  for every target position i the sequence is copied with x_i replaced by [MASK] (per-target
+  masking, done for all targets at once by a batched replication, no loop over positions), the
+  copy goes through the attention layers, and column i gives the logits  delta^T X'_ii.
+- :class:`EFAValue`  the exponential-family value part (Sec 2.2): columns
+  [beta_bar_{x_j}; delta_bar_{x_j}; g(tau_j); lambda_1(y_j)] + p_bar_j with lambda_1([MASK]) at the
+  target (x_i stays visible), attention, and kappa_i = lambda_2(Y'_ii) is the raw output of an
+  exponential family of :mod:`numerics.expfam` (Gaussian with known sigma^2, Poisson v1, Poisson v2,
+  Bernoulli, Categorical).
+- :class:`EFA`  the joint model of Eq. (2): the sum of the two (their parameters theta_1, theta_2 are
+  disjoint, Sec 5.1.1).
+- :class:`FMCategorical`, :class:`FMValue`, :class:`FMAttributes`  the latent factor models of
+  Props 1, 3 and 2 (Sec 4, spec section 1.5), with ``normalization='paper'`` (the printed 1/(I-1))
+  or ``'code'`` (what the authors' code computed).
+
+Common arguments (all constructors)
+-----------------------------------
+direction   'bidirectional' (M = 0, Remarks 4/5: models p(x_i | x_{-i}); a pseudo-likelihood) or
+            'unidirectional' (the causal mask M of Eq. (1), Remark 3).
+attention   'softmax' (Eq. (1)) or 'linear' (no softmax; Sec 3.3 and Props 2, 3).
+convention  'paper': the literal Eq. (1) -- scores S[j, i] = (W^Q x_j).(W^K x_i) scaled by 1/width
+            (1/K, not 1/sqrt K), softmax over j for each output column i (column-wise), no biases,
+            no output projection, no residual; several heads each have full-width W^Q, W^K, W^V and
+            their outputs add up.
+            'standard': the usual multi-head attention the authors' Keras code used --
+            q_i.k_j / sqrt(head_dim), softmax over j for each output i, biases, heads of width
+            width/heads concatenated and projected back (W^O), residual connection.
+            Any of ``orientation`` ('column' | 'row'), ``scale`` (a float, 'width' or 'sqrt_head'),
+            ``bias``, ``out_proj``, ``residual`` overrides the convention's default.
+heads, layers, head_dim, layer_norm, ffn_hidden
+            multi-head / multi-layer (Remarks 2, 8); post-residual LayerNorm and a ReLU feed-forward
+            block (residual) after each attention layer, as in the temperature models.
+positional  learned positional embeddings P (Sec 2.1) / P_bar (Sec 2.2); off for sets (Sec 3.1).
+max_len     the largest sequence length I (rows of P).
+
+Call convention (all models)
+----------------------------
+Inputs are batches: ``x`` (B, I) long item ids in [0, D); ``y`` (B, I) values; ``tau`` (B, I, tau_dim)
+attributes; ``valid`` (B, I) bool, False at padding (padding is excluded as context and as target;
+default: all valid); ``targets`` (B, T) long target positions (default: all I positions, T = I).
+
+- ``forward(...)`` / ``natural_params(...)``: the raw outputs per target -- logits (B, T, D) for the
+  categorical part; kappa (B, T) (or (B, T, C) for a categorical value family) for the value part.
+  ``family.natural(out)`` maps a raw output to the canonical natural parameter.
+- ``loglik(...)``: (B, T) log p(target | context), 0 where the target is padding.
+- ``nll(...)`` (alias ``loss``): the mean negative log-likelihood over valid targets, i.e. minus the
+  per-target average of Eq. (3) (with the base measure log h included; it does not depend on theta).
+- ``code_loss(...)`` (value models): the mean of the loss the authors' code minimised (MSE,
+  Poisson without factorials).
+- ``predict_mean(...)`` (value models): E[y_target | context].
+
+Attention weights are reported with rows = output (target) position i and columns = context
+position j, whatever the convention (for 'paper' that is the transpose of Eq. (1)'s matrix).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from numerics import expfam
+
+__all__ = ["AttentionLayer", "AttentionStack", "EFACategorical", "EFAValue", "EFA",
+           "FMCategorical", "FMValue", "FMAttributes", "replicate_targets", "gather_targets",
+           "all_targets"]
+
+DIRECTIONS = ("bidirectional", "unidirectional")
+ATTENTIONS = ("softmax", "linear")
+CONVENTIONS = ("paper", "standard")
+NORMALIZATIONS = ("paper", "code")
+
+
+def _choice(value, allowed, name):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}")
+    return value
+
+
+def _posint(value, name, minimum=1):
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+# ------------------------------------------------------------------------------------------------
+# attention
+# ------------------------------------------------------------------------------------------------
+class AttentionLayer(nn.Module):
+    """One (multi-head) self-attention layer on column features Z of shape (N, I, width).
+
+    Paper convention (Eq. (1)):  Z'^T = W^V Z^T softmax_col((W^Q Z^T)^T (W^K Z^T) / width + M),
+    summed over heads.  Parameters: ``W_Q, W_K`` (heads, head_dim, width), ``W_V`` (heads, vdim,
+    width) with vdim = width without an output projection, head_dim with one; optional biases
+    ``b_Q, b_K, b_V`` and output projection ``W_O`` (width, heads*head_dim), ``b_O``.
+    """
+
+    def __init__(self, width: int, heads: int = 1, attention: str = "softmax",
+                 convention: str = "paper", *, head_dim: Optional[int] = None,
+                 orientation: Optional[str] = None, scale=None, bias: Optional[bool] = None,
+                 out_proj: Optional[bool] = None, residual: Optional[bool] = None,
+                 layer_norm: bool = False, ffn_hidden: Optional[int] = None):
+        super().__init__()
+        self.width = _posint(width, "width")
+        self.heads = _posint(heads, "heads")
+        self.attention = _choice(attention, ATTENTIONS, "attention")
+        self.convention = _choice(convention, CONVENTIONS, "convention")
+        paper = convention == "paper"
+        self.orientation = _choice(orientation or ("column" if paper else "row"),
+                                   ("column", "row"), "orientation")
+        self.use_bias = (not paper) if bias is None else bool(bias)
+        self.out_proj = (not paper) if out_proj is None else bool(out_proj)
+        self.residual = (not paper) if residual is None else bool(residual)
+        if head_dim is None:
+            if paper:
+                head_dim = width
+            else:
+                if width % heads:
+                    raise ValueError(f"width ({width}) must be divisible by heads ({heads}) for "
+                                     f"the standard convention, or give head_dim")
+                head_dim = width // heads
+        self.head_dim = _posint(head_dim, "head_dim")
+        if scale is None:
+            scale = "width" if paper else "sqrt_head"
+        if scale == "width":
+            self.scale = 1.0 / width
+        elif scale == "sqrt_head":
+            self.scale = 1.0 / math.sqrt(self.head_dim)
+        else:
+            self.scale = float(scale)
+        vdim = self.head_dim if self.out_proj else width
+        H, d = self.heads, self.head_dim
+        self.W_Q = nn.Parameter(torch.empty(H, d, width))
+        self.W_K = nn.Parameter(torch.empty(H, d, width))
+        self.W_V = nn.Parameter(torch.empty(H, vdim, width))
+        if self.use_bias:
+            self.b_Q = nn.Parameter(torch.zeros(H, d))
+            self.b_K = nn.Parameter(torch.zeros(H, d))
+            self.b_V = nn.Parameter(torch.zeros(H, vdim))
+        if self.out_proj:
+            self.W_O = nn.Parameter(torch.empty(width, H * vdim))
+            self.b_O = nn.Parameter(torch.zeros(width)) if self.use_bias else None
+        self.norm1 = nn.LayerNorm(width) if layer_norm else None
+        self.ffn = None
+        if ffn_hidden:
+            self.ffn = nn.Sequential(nn.Linear(width, int(ffn_hidden)), nn.ReLU(),
+                                     nn.Linear(int(ffn_hidden), width))
+            self.norm2 = nn.LayerNorm(width) if layer_norm else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # Glorot-uniform as Keras' Dense/MultiHeadAttention kernels
+        for W in (self.W_Q, self.W_K, self.W_V):
+            bound = math.sqrt(6.0 / (W.shape[1] + W.shape[2]))
+            nn.init.uniform_(W, -bound, bound)
+        if self.out_proj:
+            bound = math.sqrt(6.0 / (self.W_O.shape[0] + self.W_O.shape[1]))
+            nn.init.uniform_(self.W_O, -bound, bound)
+
+    def _proj(self, Z, W, b):
+        # one (N I, width) x (width, H d) matmul, then split heads: (N, H, I, d)
+        H, d, _ = W.shape
+        out = Z @ W.reshape(H * d, -1).T
+        if b is not None:
+            out = out + b.reshape(H * d)
+        return out.reshape(*Z.shape[:-1], H, d).transpose(-3, -2)
+
+    def scores(self, Z: torch.Tensor) -> torch.Tensor:
+        """Scaled scores s[n, h, i, j] of context j for output i, before the mask."""
+        q = self._proj(Z, self.W_Q, self.b_Q if self.use_bias else None)
+        k = self._proj(Z, self.W_K, self.b_K if self.use_bias else None)
+        if self.orientation == "row":      # s[i, j] = q_i . k_j
+            s = q @ k.transpose(-1, -2)
+        else:                              # paper: S[j, i] = q_j . k_i, stored as s[i, j]
+            s = k @ q.transpose(-1, -2)
+        return s * self.scale
+
+    def weights(self, Z: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """Attention weights w[n, h, i, j] (rows: outputs i; columns: contexts j)."""
+        s = self.scores(Z)
+        allowed = allowed[:, None]
+        if self.attention == "softmax":
+            w = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+            return w.masked_fill(~allowed, 0.0)     # rows with no allowed context (padding) -> 0
+        return s.masked_fill(~allowed, 0.0)
+
+    def forward(self, Z: torch.Tensor, allowed: torch.Tensor, return_weights: bool = False):
+        """Z (N, I, width); allowed (N, I, I) bool, allowed[n, i, j]: output i may see context j."""
+        w = self.weights(Z, allowed)
+        v = self._proj(Z, self.W_V, self.b_V if self.use_bias else None)   # (N, H, I, vdim)
+        o = w @ v
+        if self.out_proj:
+            o = o.permute(0, 2, 1, 3).reshape(Z.shape[0], Z.shape[1], -1) @ self.W_O.T
+            if self.b_O is not None:
+                o = o + self.b_O
+        else:
+            o = o.sum(dim=1)
+        out = Z + o if self.residual else o
+        if self.norm1 is not None:
+            out = self.norm1(out)
+        if self.ffn is not None:
+            out = out + self.ffn(out)
+            if self.norm2 is not None:
+                out = self.norm2(out)
+        return (out, w) if return_weights else out
+
+
+class AttentionStack(nn.Module):
+    """`layers` attention layers (Remark 8) with the causal mask M (Remark 3) or none (Remark 4)."""
+
+    def __init__(self, width, layers=1, heads=1, attention="softmax", convention="paper",
+                 direction="bidirectional", **layer_kw):
+        super().__init__()
+        self.direction = _choice(direction, DIRECTIONS, "direction")
+        _posint(layers, "layers")
+        self.layers = nn.ModuleList(AttentionLayer(width, heads, attention, convention, **layer_kw)
+                                    for _ in range(layers))
+
+    def allowed(self, valid: torch.Tensor) -> torch.Tensor:
+        """(N, I) valid -> (N, I, I): context j valid, and j <= i when unidirectional."""
+        a = valid[:, None, :].expand(-1, valid.shape[1], -1)
+        if self.direction == "unidirectional":
+            I = valid.shape[1]
+            a = a & torch.ones(I, I, dtype=torch.bool, device=valid.device).tril()
+        return a
+
+    def forward(self, Z, valid, return_weights=False):
+        allowed = self.allowed(valid)
+        ws = []
+        for layer in self.layers:
+            if return_weights:
+                Z, w = layer(Z, allowed, True)
+                ws.append(w)
+            else:
+                Z = layer(Z, allowed)
+        return (Z, ws) if return_weights else Z
+
+
+# ------------------------------------------------------------------------------------------------
+# per-target masking (batched)
+# ------------------------------------------------------------------------------------------------
+def all_targets(B: int, I: int, device=None) -> torch.Tensor:
+    return torch.arange(I, device=device).expand(B, I)
+
+
+def replicate_targets(cols: torch.Tensor, masked_cols: torch.Tensor,
+                      targets: torch.Tensor) -> torch.Tensor:
+    """One copy of the sequence per target: (B, I, W), (B, I, W), (B, T) -> (B, T, I, W), where copy
+    t has column targets[b, t] replaced by the masked column (Sec 2.1 steps 1-2).  Batched."""
+    B, I, W = cols.shape
+    T = targets.shape[1]
+    hit = F.one_hot(targets, I).bool()[..., None]                       # (B, T, I, 1)
+    return torch.where(hit, masked_cols[:, None].expand(B, T, I, W), cols[:, None].expand(B, T, I, W))
+
+
+def gather_targets(Z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(B, T, I, W), (B, T) -> (B, T, W): column targets[b, t] of copy t."""
+    idx = targets[..., None, None].expand(-1, -1, 1, Z.shape[-1])
+    return Z.gather(2, idx).squeeze(2)
+
+
+def _prepare(x_like: torch.Tensor, valid, targets):
+    B, I = x_like.shape[:2]
+    dev = x_like.device
+    if valid is None:
+        valid = torch.ones(B, I, dtype=torch.bool, device=dev)
+    else:
+        valid = torch.as_tensor(valid, dtype=torch.bool, device=dev)
+        if valid.shape != (B, I):
+            raise ValueError(f"valid must have shape (B, I) = {(B, I)}; got {tuple(valid.shape)}")
+    if targets is None:
+        targets = all_targets(B, I, dev)
+    else:
+        targets = torch.as_tensor(targets, dtype=torch.long, device=dev)
+        if targets.ndim != 2 or targets.shape[0] != B:
+            raise ValueError(f"targets must have shape (B, T) with B = {B}; got {tuple(targets.shape)}")
+        if targets.numel() and (targets.min() < 0 or targets.max() >= I):
+            raise ValueError(f"targets must hold positions in [0, {I - 1}]")
+    target_valid = valid.gather(1, targets)
+    return valid, targets, target_valid
+
+
+def _check_ids(x, n, name):
+    if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        raise ValueError(f"{name} must be an integer tensor of ids in [0, {n - 1}]")
+    if x.numel() and (x.min() < 0 or x.max() >= n):
+        raise ValueError(f"{name} must hold ids in [0, {n - 1}]; got range [{int(x.min())}, {int(x.max())}]")
+
+
+def _masked_mean(v, m):
+    m = m.to(v.dtype)
+    return (v * m).sum() / m.sum().clamp_min(1)
+
+
+# ------------------------------------------------------------------------------------------------
+# EFA, categorical part (Sec 2.1)
+# ------------------------------------------------------------------------------------------------
+class EFACategorical(nn.Module):
+    """p(x_i | x_{1:i-1}) (unidirectional) or p(x_i | x_{-i}) (bidirectional) of Sec 2.1.
+
+    Parameters (paper names; rows here are the paper's columns):
+    ``beta`` (D+1, K) context embeddings, row D = beta_[MASK]; ``P`` (max_len, K) positional
+    embeddings; ``stack`` the attention layers (W^Q, W^K, W^V per layer and head); ``delta`` (D, K)
+    center embeddings.  Logits of target i: delta X'_ii (B, T, D).
+    """
+
+    def __init__(self, n_items: int, dim: int = 32, max_len: int = 64, *, heads: int = 1,
+                 layers: int = 1, attention: str = "softmax", direction: str = "bidirectional",
+                 convention: str = "paper", positional: bool = True, **layer_kw):
+        super().__init__()
+        self.n_items = _posint(n_items, "n_items", 2)
+        self.dim = _posint(dim, "dim")
+        self.max_len = _posint(max_len, "max_len")
+        self.direction = _choice(direction, DIRECTIONS, "direction")
+        self.MASK = self.n_items
+        self.beta = nn.Parameter(torch.empty(self.n_items + 1, self.dim))
+        self.P = nn.Parameter(torch.zeros(self.max_len, self.dim)) if positional else None
+        self.stack = AttentionStack(self.dim, layers, heads, attention, convention, direction, **layer_kw)
+        self.delta = nn.Parameter(torch.empty(self.n_items, self.dim))
+        nn.init.uniform_(self.beta, -0.05, 0.05)       # Keras Embedding default
+        if self.P is not None:
+            nn.init.uniform_(self.P, -0.05, 0.05)
+        bound = math.sqrt(6.0 / (self.n_items + self.dim))
+        nn.init.uniform_(self.delta, -bound, bound)
+
+    def _columns(self, x):
+        B, I = x.shape
+        if I > self.max_len:
+            raise ValueError(f"sequence length I = {I} exceeds max_len = {self.max_len}")
+        cols = self.beta[x]
+        masked = self.beta[self.MASK].expand(B, I, self.dim)
+        if self.P is not None:
+            cols = cols + self.P[:I]
+            masked = masked + self.P[:I]
+        return cols, masked
+
+    def context(self, x, valid=None, targets=None, return_weights=False):
+        """H(x)_i = X'_ii, (B, T, K): the context representation of Def 1."""
+        x = torch.as_tensor(x)
+        if x.ndim != 2:
+            raise ValueError(f"x must have shape (B, I); got {tuple(x.shape)}")
+        valid, targets, _ = _prepare(x, valid, targets)
+        _check_ids(torch.where(valid, x, torch.zeros_like(x)), self.n_items, "x")
+        x = torch.where(valid, x, torch.zeros_like(x))
+        cols, masked = self._columns(x)
+        Z = replicate_targets(cols, masked, targets)                    # (B, T, I, K)
+        B, T, I, K = Z.shape
+        v = valid[:, None, :].expand(B, T, I).reshape(B * T, I)
+        out = self.stack(Z.reshape(B * T, I, K), v, return_weights)
+        if return_weights:
+            out, ws = out
+            ws = [w.reshape(B, T, *w.shape[1:]) for w in ws]
+        H = gather_targets(out.reshape(B, T, I, K), targets)
+        return (H, ws) if return_weights else H
+
+    def forward(self, x, valid=None, targets=None):
+        """Logits delta^T X'_ii of the targets, (B, T, D) (the natural parameters)."""
+        return self.context(x, valid, targets) @ self.delta.T
+
+    natural_params = forward
+
+    def attention_weights(self, x, valid=None, targets=None):
+        """Per layer, (B, T, heads, I, I): the weights in copy t (target targets[b, t] masked)."""
+        return self.context(x, valid, targets, return_weights=True)[1]
+
+    def loglik(self, x, valid=None, targets=None):
+        """(B, T) log p(x_t | context), 0 at padded targets."""
+        x = torch.as_tensor(x)
+        valid, targets, tv = _prepare(x, valid, targets)
+        logits = self.forward(x, valid, targets)
+        xt = torch.where(tv, x.gather(1, targets), torch.zeros_like(targets))
+        lp = logits.gather(-1, xt[..., None]).squeeze(-1) - torch.logsumexp(logits, -1)
+        return lp * tv.to(lp.dtype)
+
+    def nll(self, x, valid=None, targets=None):
+        """Mean negative log-likelihood (nats) over the valid targets (minus Eq. (3)'s x-term)."""
+        x = torch.as_tensor(x)
+        valid, targets, tv = _prepare(x, valid, targets)
+        return -_masked_mean(self.loglik(x, valid, targets), tv)
+
+    loss = nll
+
+
+# ------------------------------------------------------------------------------------------------
+# EFA, exponential-family value part (Sec 2.2)
+# ------------------------------------------------------------------------------------------------
+def _mlp(d_in, hidden, d_out):
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+
+
+class EFAValue(nn.Module):
+    """y_i | x_{1:i}, y_{1:i-1} (unidirectional) or y_i | x, y_{-i} (bidirectional) ~ ExpFam(kappa_i).
+
+    Columns of Y_i (Sec 2.2, Sec 3.2): [beta_bar_{x_j}; delta_bar_{x_j}; g(tau_j); lambda_1(y_j)]
+    + p_bar_j, with lambda_1([MASK]) in place of lambda_1(y_i) at the target (x_i stays visible).
+
+    family           an :class:`numerics.expfam.ExpFamily` or its name ('gaussian', 'poisson_v1',
+                     'poisson_v2', 'bernoulli', 'categorical'; give sigma2 / n_classes in family_kw).
+    n_items          D (None or 0: no item rows, e.g. Sec 3.2).
+    item_embeddings  'both' (beta_bar and delta_bar), 'center' (beta_bar only; Remark 7),
+                     'context' (delta_bar only) or 'none'.
+    attr_dim, attr_map
+                     attributes tau (Sec 3.2): g = ``attr_map`` (a module tau -> dim), or 'mlp'
+                     (Dense(attr_hidden, ReLU) -> Dense(dim)) or 'linear'.
+    value_embedding  lambda_1: 'identity' (K' = 1, lambda_1([MASK]) = 0; Remark 6), 'linear' or
+                     'mlp' (Dense(value_hidden, ReLU) -> Dense(K')) with a learned [MASK] vector, or
+                     'lookup' (a table over the integers trunc(y) + value_offset in
+                     [0, n_values), plus a [MASK] row; Remark 6 / the authors' code).
+    unembedding      lambda_2: 'linear' (Dense, bias ``unembed_bias``), 'mlp'
+                     (Dense(unembed_hidden, ReLU) -> Dense) or 'last' (unembed_scale times the last
+                     n_out entries; Remark 6, Props 2 and 3 with unembed_scale = width).
+    """
+
+    def __init__(self, family="gaussian", n_items: Optional[int] = None, dim: int = 32,
+                 value_dim: int = 32, max_len: int = 64, *, family_kw: Optional[dict] = None,
+                 item_embeddings: str = "center", attr_dim: Optional[int] = None, attr_map="mlp",
+                 attr_hidden: int = 128, value_embedding: str = "mlp", value_hidden: int = 32,
+                 n_values: Optional[int] = None, value_offset: int = 0, unembedding: str = "mlp",
+                 unembed_hidden: int = 32, unembed_bias: bool = True, unembed_scale: float = 1.0,
+                 heads: int = 1, layers: int = 1, attention: str = "softmax",
+                 direction: str = "bidirectional", convention: str = "paper",
+                 positional: bool = True, **layer_kw):
+        super().__init__()
+        self.family = expfam.family(family, **(family_kw or {}))
+        self.dim = _posint(dim, "dim")
+        self.max_len = _posint(max_len, "max_len")
+        self.direction = _choice(direction, DIRECTIONS, "direction")
+        self.n_items = int(n_items or 0)
+        self.item_embeddings = _choice(item_embeddings, ("both", "center", "context", "none"),
+                                       "item_embeddings")
+        if self.n_items == 0:
+            self.item_embeddings = "none"
+        self.beta_bar = self.delta_bar = None
+        if self.item_embeddings in ("both", "center"):
+            self.beta_bar = nn.Parameter(torch.empty(self.n_items, self.dim))
+            nn.init.uniform_(self.beta_bar, -0.05, 0.05)
+        if self.item_embeddings in ("both", "context"):
+            self.delta_bar = nn.Parameter(torch.empty(self.n_items, self.dim))
+            nn.init.uniform_(self.delta_bar, -0.05, 0.05)
+        self.attr_dim = None if attr_dim is None else _posint(attr_dim, "attr_dim")
+        self.g = None
+        if self.attr_dim:
+            if isinstance(attr_map, nn.Module):
+                self.g = attr_map
+            elif attr_map == "mlp":
+                self.g = _mlp(self.attr_dim, attr_hidden, self.dim)
+            elif attr_map == "linear":
+                self.g = nn.Linear(self.attr_dim, self.dim)
+            else:
+                raise ValueError(f"attr_map must be an nn.Module, 'mlp' or 'linear'; got {attr_map!r}")
+        self.value_embedding = _choice(value_embedding, ("identity", "linear", "mlp", "lookup"),
+                                       "value_embedding")
+        if self.value_embedding == "identity":
+            if self.family.n_out != 1:
+                raise ValueError("value_embedding='identity' needs a scalar family; use 'lookup' "
+                                 "for a categorical value")
+            value_dim = 1
+        self.value_dim = _posint(value_dim, "value_dim")
+        self.lambda1 = None
+        self.value_mask = None
+        if self.value_embedding == "linear":
+            self.lambda1 = nn.Linear(1, self.value_dim)
+        elif self.value_embedding == "mlp":
+            self.lambda1 = _mlp(1, value_hidden, self.value_dim)
+        elif self.value_embedding == "lookup":
+            if n_values is None:
+                raise ValueError("n_values (size of the value table) is needed for value_embedding='lookup'")
+            self.n_values = _posint(n_values, "n_values")
+            self.value_offset = int(value_offset)
+            self.lambda1 = nn.Embedding(self.n_values, self.value_dim)
+            nn.init.uniform_(self.lambda1.weight, -0.05, 0.05)
+        if self.value_embedding != "identity":
+            self.value_mask = nn.Parameter(torch.empty(self.value_dim).uniform_(-0.05, 0.05))
+        n_item_rows = {"both": 2, "center": 1, "context": 1, "none": 0}[self.item_embeddings]
+        self.width = self.dim * n_item_rows + (self.dim if self.attr_dim else 0) + self.value_dim
+        self.P = nn.Parameter(torch.empty(self.max_len, self.width).uniform_(-0.05, 0.05)) \
+            if positional else None
+        self.stack = AttentionStack(self.width, layers, heads, attention, convention, direction,
+                                    **layer_kw)
+        n_out = self.family.n_out
+        self.unembedding = _choice(unembedding, ("linear", "mlp", "last"), "unembedding")
+        self.unembed_scale = float(unembed_scale)
+        if self.unembedding == "linear":
+            self.lambda2 = nn.Linear(self.width, n_out, bias=unembed_bias)
+        elif self.unembedding == "mlp":
+            self.lambda2 = _mlp(self.width, unembed_hidden, n_out)
+        else:
+            if n_out > self.width:
+                raise ValueError(f"unembedding='last' needs width >= {n_out}")
+            self.lambda2 = None
+
+    # -- pieces ------------------------------------------------------------------------------------
+    def embed_values(self, y):
+        """lambda_1(y), (B, I, K')."""
+        if self.value_embedding == "identity":
+            return y[..., None].to(self._dtype())
+        if self.value_embedding == "lookup":
+            idx = torch.trunc(y.double()).long() + self.value_offset if y.is_floating_point() \
+                else y.long() + self.value_offset
+            if idx.numel() and (idx.min() < 0 or idx.max() >= self.n_values):
+                raise ValueError(f"y: trunc(y) + value_offset must lie in [0, {self.n_values - 1}]")
+            return self.lambda1(idx)
+        return self.lambda1(y[..., None].to(self._dtype()))
+
+    def _dtype(self):
+        return self.stack.layers[0].W_Q.dtype
+
+    def _columns(self, y, x, tau, valid):
+        B, I = y.shape[:2]
+        if I > self.max_len:
+            raise ValueError(f"sequence length I = {I} exceeds max_len = {self.max_len}")
+        blocks = []
+        if self.item_embeddings != "none":
+            if x is None:
+                raise ValueError("x (item ids, shape (B, I)) is required: this model has item embeddings")
+            x = torch.as_tensor(x)
+            if x.shape != (B, I):
+                raise ValueError(f"x must have shape {(B, I)}; got {tuple(x.shape)}")
+            x = torch.where(valid, x, torch.zeros_like(x))
+            _check_ids(x, self.n_items, "x")
+            if self.beta_bar is not None:
+                blocks.append(self.beta_bar[x])
+            if self.delta_bar is not None:
+                blocks.append(self.delta_bar[x])
+        if self.attr_dim:
+            if tau is None or tau.shape[:2] != (B, I) or tau.shape[-1] != self.attr_dim:
+                raise ValueError(f"tau must have shape (B, I, attr_dim) = {(B, I, self.attr_dim)}")
+            blocks.append(self.g(tau.to(self._dtype())))
+        yv = torch.where(valid, y, torch.ones_like(y) if self.family.name == "poisson_v1"
+                         else torch.zeros_like(y))
+        lam = self.embed_values(yv)
+        mask_vec = torch.zeros(self.value_dim, dtype=lam.dtype, device=lam.device) \
+            if self.value_mask is None else self.value_mask
+        cols = torch.cat(blocks + [lam], -1)
+        masked = torch.cat(blocks + [mask_vec.expand(B, I, self.value_dim)], -1)
+        if self.P is not None:
+            cols = cols + self.P[:I]
+            masked = masked + self.P[:I]
+        return cols, masked
+
+    def representation(self, y, x=None, tau=None, valid=None, targets=None, return_weights=False):
+        """Y'_ii, (B, T, width): the representation K_theta2 of Assumption 1."""
+        y = torch.as_tensor(y)
+        if y.ndim != 2:
+            raise ValueError(f"y must have shape (B, I); got {tuple(y.shape)}")
+        valid, targets, _ = _prepare(y, valid, targets)
+        cols, masked = self._columns(y, x, tau, valid)
+        Z = replicate_targets(cols, masked, targets)
+        B, T, I, W = Z.shape
+        v = valid[:, None, :].expand(B, T, I).reshape(B * T, I)
+        out = self.stack(Z.reshape(B * T, I, W), v, return_weights)
+        if return_weights:
+            out, ws = out
+            ws = [w.reshape(B, T, *w.shape[1:]) for w in ws]
+        R = gather_targets(out.reshape(B, T, I, W), targets)
+        return (R, ws) if return_weights else R
+
+    def unembed(self, R):
+        """lambda_2: (B, T, width) -> raw outputs (B, T) or (B, T, C)."""
+        n_out = self.family.n_out
+        out = self.unembed_scale * R[..., -n_out:] if self.lambda2 is None else self.lambda2(R)
+        return out.squeeze(-1) if n_out == 1 else out
+
+    def forward(self, y, x=None, tau=None, valid=None, targets=None):
+        """kappa_i = lambda_2(Y'_ii): the family's raw outputs for the targets."""
+        return self.unembed(self.representation(y, x, tau, valid, targets))
+
+    natural_params = forward
+
+    def natural(self, y, x=None, tau=None, valid=None, targets=None):
+        """Canonical natural parameters family.natural(kappa)."""
+        return self.family.natural(self.forward(y, x, tau, valid, targets))
+
+    def attention_weights(self, y, x=None, tau=None, valid=None, targets=None):
+        return self.representation(y, x, tau, valid, targets, return_weights=True)[1]
+
+    def _targets_y(self, y, targets, tv):
+        yt = torch.as_tensor(y).gather(1, targets)
+        fill = 1 if self.family.name == "poisson_v1" else 0
+        return torch.where(tv, yt, torch.full_like(yt, fill))
+
+    def loglik(self, y, x=None, tau=None, valid=None, targets=None):
+        """(B, T) log p(y_t | context) (Eq. (3)'s y-term plus log h), 0 at padded targets."""
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, x, tau, valid, targets)
+        yt = self._targets_y(y, targets, tv)
+        self.family.validate_y(yt, "y")
+        lp = self.family.log_prob(out, yt)
+        return lp * tv.to(lp.dtype)
+
+    def nll(self, y, x=None, tau=None, valid=None, targets=None):
+        """Mean negative log-likelihood over valid targets."""
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        return -_masked_mean(self.loglik(y, x, tau, valid, targets), tv)
+
+    loss = nll
+
+    def code_loss(self, y, x=None, tau=None, valid=None, targets=None):
+        """Mean over valid targets of the authors' code loss (MSE; Poisson NLL without factorials)."""
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, x, tau, valid, targets)
+        return _masked_mean(self.family.code_loss(out, self._targets_y(y, targets, tv)), tv)
+
+    def predict_mean(self, y, x=None, tau=None, valid=None, targets=None):
+        """E[y_t | context], (B, T) (or class probabilities (B, T, C))."""
+        return self.family.mean(self.forward(y, x, tau, valid, targets))
+
+
+class EFA(nn.Module):
+    """The joint model of Eq. (2): log p(x, y) = sum_i log p(x_i | ...) + log p(y_i | ...).
+    theta_1 (the categorical part) and theta_2 (the value part) are disjoint (Sec 5.1.1)."""
+
+    def __init__(self, x_model: EFACategorical, y_model: EFAValue):
+        super().__init__()
+        if x_model.direction != y_model.direction:
+            raise ValueError("x_model and y_model must have the same direction")
+        self.x_model, self.y_model = x_model, y_model
+
+    def loglik(self, x, y, tau=None, valid=None, targets=None):
+        """(B, T): log p(x_t | ctx) + log p(y_t | ctx)."""
+        return self.x_model.loglik(x, valid, targets) + self.y_model.loglik(y, x, tau, valid, targets)
+
+    def forward(self, x, y, tau=None, valid=None, targets=None):
+        """(logits (B, T, D), kappa (B, T))."""
+        return self.x_model(x, valid, targets), self.y_model(y, x, tau, valid, targets)
+
+    def nll(self, x, y, tau=None, valid=None, targets=None):
+        x = torch.as_tensor(x)
+        valid, targets, tv = _prepare(x, valid, targets)
+        return -_masked_mean(self.loglik(x, y, tau, valid, targets), tv)
+
+    loss = nll
+
+
+# ------------------------------------------------------------------------------------------------
+# latent factor ("FM") models (Sec 4, Props 1-3)
+# ------------------------------------------------------------------------------------------------
+def context_matrix(valid: torch.Tensor, targets: torch.Tensor, direction: str) -> torch.Tensor:
+    """(B, T, I) 0/1: j is in the context of target t (j != t, valid; j < t when unidirectional)."""
+    B, I = valid.shape
+    j = torch.arange(I, device=valid.device)
+    t = targets[..., None]
+    c = valid[:, None, :] & (j != t)
+    if direction == "unidirectional":
+        c = c & (j < t)
+    return c
+
+
+def _fm_norm(valid, targets, ctx, direction, normalization, kind):
+    """The factor in front of the context sum (spec section 1.5)."""
+    n = valid.sum(1, keepdim=True).to(torch.get_default_dtype())          # I (valid length)
+    paper = 1.0 / (n - 1).clamp_min(1)                                     # 1/(I-1)
+    if normalization == "paper":
+        return paper.expand(targets.shape)
+    if kind == "categorical":       # code: a plain sum (bidir); sum + alpha_[MASK] (unidir)
+        return torch.ones(targets.shape, dtype=paper.dtype, device=valid.device)
+    if direction == "bidirectional":  # code: the mean over the I-1 other items
+        return paper.expand(targets.shape)
+    return 1.0 / ctx.sum(-1).to(paper.dtype).clamp_min(1)                 # code: 1/max(i-1, 1)
+
+
+class FMCategorical(nn.Module):
+    """Prop 1: x_i | context ~ Categorical(softmax(c rho^T sum_{j in ctx} alpha_{x_j})).
+
+    normalization 'paper': c = 1/(I-1) in both directions (as printed); 'code': c = 1, and the
+    unidirectional context adds alpha_[MASK] (the authors' code).  ``rho`` (D, K) center,
+    ``alpha`` (D+1, K) context embeddings (row D = alpha_[MASK])."""
+
+    def __init__(self, n_items: int, dim: int = 32, *, direction: str = "bidirectional",
+                 normalization: str = "paper"):
+        super().__init__()
+        self.n_items = _posint(n_items, "n_items", 2)
+        self.dim = _posint(dim, "dim")
+        self.direction = _choice(direction, DIRECTIONS, "direction")
+        self.normalization = _choice(normalization, NORMALIZATIONS, "normalization")
+        self.rho = nn.Parameter(torch.empty(self.n_items, self.dim))
+        self.alpha = nn.Parameter(torch.empty(self.n_items + 1, self.dim).uniform_(-0.05, 0.05))
+        bound = math.sqrt(6.0 / (self.n_items + self.dim))
+        nn.init.uniform_(self.rho, -bound, bound)
+
+    def context(self, x, valid=None, targets=None):
+        x = torch.as_tensor(x)
+        valid, targets, _ = _prepare(x, valid, targets)
+        x = torch.where(valid, x, torch.zeros_like(x))
+        _check_ids(x, self.n_items, "x")
+        ctx = context_matrix(valid, targets, self.direction).to(self.alpha.dtype)
+        s = ctx @ self.alpha[x]                                                # (B, T, K)
+        c = _fm_norm(valid, targets, ctx, self.direction, self.normalization, "categorical")
+        s = s * c.to(s.dtype)[..., None]
+        if self.normalization == "code" and self.direction == "unidirectional":
+            s = s + self.alpha[self.n_items]
+        return s
+
+    def forward(self, x, valid=None, targets=None):
+        """Logits (B, T, D)."""
+        return self.context(x, valid, targets) @ self.rho.T
+
+    natural_params = forward
+    loglik = EFACategorical.loglik
+    nll = EFACategorical.nll
+    loss = nll
+
+
+class FMValue(nn.Module):
+    """Props 3 / the synthetic FM: kappa_i = c rho_{x_i}^T sum_{j in ctx} alpha_{x_j} y_j.
+
+    family: 'gaussian' (synthetic; kappa is the mean), 'poisson_v1' / 'poisson_v2' (Prop 3), or
+    'bernoulli'.  normalization 'paper': c = 1/(I-1) in both directions; 'code': 1/(I-1)
+    bidirectional (mean over the others), 1/max(i-1, 1) unidirectional (mean over the previous
+    items; the first position predicts kappa = 0)."""
+
+    def __init__(self, family="gaussian", n_items: int = 5, dim: int = 32, *,
+                 family_kw: Optional[dict] = None, direction: str = "bidirectional",
+                 normalization: str = "paper"):
+        super().__init__()
+        self.family = expfam.family(family, **(family_kw or {}))
+        if self.family.n_out != 1:
+            raise ValueError("FMValue needs a scalar family (gaussian, poisson_v1, poisson_v2, bernoulli)")
+        self.n_items = _posint(n_items, "n_items", 1)
+        self.dim = _posint(dim, "dim")
+        self.direction = _choice(direction, DIRECTIONS, "direction")
+        self.normalization = _choice(normalization, NORMALIZATIONS, "normalization")
+        self.rho = nn.Parameter(torch.empty(self.n_items, self.dim).uniform_(-0.05, 0.05))
+        self.alpha = nn.Parameter(torch.empty(self.n_items, self.dim).uniform_(-0.05, 0.05))
+
+    def forward(self, y, x, valid=None, targets=None):
+        """kappa (B, T)."""
+        y, x = torch.as_tensor(y), torch.as_tensor(x)
+        valid, targets, _ = _prepare(x, valid, targets)
+        x = torch.where(valid, x, torch.zeros_like(x))
+        _check_ids(x, self.n_items, "x")
+        yv = torch.where(valid, y, torch.zeros_like(y)).to(self.alpha.dtype)
+        ctx = context_matrix(valid, targets, self.direction).to(self.alpha.dtype)
+        s = ctx @ (self.alpha[x] * yv[..., None])                               # (B, T, K)
+        c = _fm_norm(valid, targets, ctx, self.direction, self.normalization, "value")
+        xt = x.gather(1, targets)
+        return (self.rho[xt] * s).sum(-1) * c.to(s.dtype)
+
+    natural_params = forward
+
+    def _targets_y(self, y, targets, tv):
+        return EFAValue._targets_y(self, y, targets, tv)
+
+    def loglik(self, y, x, valid=None, targets=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, x, valid, targets)
+        yt = self._targets_y(y, targets, tv)
+        self.family.validate_y(yt, "y")
+        lp = self.family.log_prob(out, yt)
+        return lp * tv.to(lp.dtype)
+
+    def nll(self, y, x, valid=None, targets=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        return -_masked_mean(self.loglik(y, x, valid, targets), tv)
+
+    loss = nll
+
+    def code_loss(self, y, x, valid=None, targets=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, x, valid, targets)
+        return _masked_mean(self.family.code_loss(out, self._targets_y(y, targets, tv)), tv)
+
+    def predict_mean(self, y, x, valid=None, targets=None):
+        return self.family.mean(self.forward(y, x, valid, targets))
+
+
+class FMAttributes(nn.Module):
+    """Prop 2: y_i | y_{-i} ~ N(h(tau_i)^T sum_{j in N(i)} h(tau_j) y_j, sigma^2) (no normalization).
+
+    The context N(i) is every other valid position, or the k nearest neighbours given as
+    ``neighbors`` (B, T, k) or (T, k) position indices (temperature baseline).  ``h`` is a module
+    tau -> dim; default Dense(hidden, ReLU) -> Dense(dim) as in the temperature code."""
+
+    def __init__(self, attr_dim: int, dim: int = 32, *, family="gaussian",
+                 family_kw: Optional[dict] = None, h: Optional[nn.Module] = None, hidden: int = 128):
+        super().__init__()
+        self.family = expfam.family(family, **(family_kw or {}))
+        self.attr_dim = _posint(attr_dim, "attr_dim")
+        self.h = h if h is not None else _mlp(self.attr_dim, hidden, _posint(dim, "dim"))
+
+    def forward(self, y, tau, valid=None, targets=None, neighbors=None):
+        """kappa (B, T) (the Gaussian mean)."""
+        y, tau = torch.as_tensor(y), torch.as_tensor(tau)
+        valid, targets, _ = _prepare(y, valid, targets)
+        if tau.shape[:2] != y.shape[:2] or tau.shape[-1] != self.attr_dim:
+            raise ValueError(f"tau must have shape (B, I, attr_dim) = {(*y.shape[:2], self.attr_dim)}")
+        Hh = self.h(tau)
+        dt = Hh.dtype
+        yv = torch.where(valid, y, torch.zeros_like(y)).to(dt)
+        if neighbors is None:
+            ctx = context_matrix(valid, targets, "bidirectional").to(dt)
+        else:
+            nb = torch.as_tensor(neighbors, dtype=torch.long, device=y.device)
+            if nb.ndim == 2:
+                nb = nb.expand(y.shape[0], *nb.shape)
+            ctx = torch.zeros(*targets.shape, y.shape[1], dtype=dt, device=y.device)
+            ctx.scatter_(2, nb, 1.0)
+            ctx = ctx * valid[:, None, :].to(dt)
+        s = ctx @ (Hh * yv[..., None])
+        ht = Hh.gather(1, targets[..., None].expand(-1, -1, Hh.shape[-1]))
+        return (ht * s).sum(-1)
+
+    natural_params = forward
+
+    def _targets_y(self, y, targets, tv):
+        return EFAValue._targets_y(self, y, targets, tv)
+
+    def loglik(self, y, tau, valid=None, targets=None, neighbors=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, tau, valid, targets, neighbors)
+        lp = self.family.log_prob(out, self._targets_y(y, targets, tv))
+        return lp * tv.to(lp.dtype)
+
+    def nll(self, y, tau, valid=None, targets=None, neighbors=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        return -_masked_mean(self.loglik(y, tau, valid, targets, neighbors), tv)
+
+    loss = nll
+
+    def code_loss(self, y, tau, valid=None, targets=None, neighbors=None):
+        y = torch.as_tensor(y)
+        valid, targets, tv = _prepare(y, valid, targets)
+        out = self.forward(y, tau, valid, targets, neighbors)
+        return _masked_mean(self.family.code_loss(out, self._targets_y(y, targets, tv)), tv)

@@ -1,0 +1,305 @@
+"""Exponential families in torch: natural parameter, sufficient statistic, log-partition, base measure.
+
+A member of a family is written  p(y | eta) = h(y) exp(eta^T t(y) - A(eta))  (EFA paper, Sec 2.2 and
+Eq. (3)).  A network does not output eta directly but a *raw output* `out` (what the EFA paper calls
+kappa = lambda_2(Y'_ii)); each family says how `out` maps to the canonical natural parameter:
+
+| family          | raw output `out`      | eta = natural(out)   | t(y)   | A(eta)          | log h(y)                      |
+|-----------------|-----------------------|----------------------|--------|-----------------|-------------------------------|
+| Gaussian(s2)    | mean mu               | mu / s2              | y      | s2 eta^2 / 2    | -log(2 pi s2)/2 - y^2/(2 s2)  |
+| PoissonV1       | log rate z            | z                    | y - 1  | exp(eta)        | -log((y-1)!)                  |
+| PoissonV2       | z, rate = 1 + e^z     | softplus(z)          | y      | exp(eta)        | -log(y!)                      |
+| Bernoulli       | logit                 | logit                | y      | softplus(eta)   | 0                             |
+| Categorical(C)  | logits (C)            | logits               | 1_y    | logsumexp(eta)  | 0                             |
+
+(The Gaussian row is the paper's known-variance Gaussian: the paper identifies kappa with the mean,
+Sec 3.2 and 5.2; strictly eta = mu / sigma^2.)  `code_loss` is the per-target loss the authors'
+released code minimised (MSE; Poisson NLL without the factorial; binary / categorical cross-entropy),
+which differs from -log_prob by a term free of the parameters (plus the 1/(2 s2) scale for Gaussian).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["ExpFamily", "Gaussian", "PoissonV1", "PoissonV2", "Bernoulli", "Categorical", "family"]
+
+
+class ExpFamily:
+    """Base class.  Scalar families take y of shape (...) and raw outputs of shape (...);
+    Categorical takes integer y of shape (...) and raw outputs of shape (..., C)."""
+
+    name = "expfam"
+    n_out = 1            # size of the raw output per target (last dim for Categorical)
+    discrete = False
+
+    # --- the exponential-family pieces -----------------------------------------------------------
+    def natural(self, out: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def sufficient(self, y: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def log_partition(self, eta: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def log_base(self, y: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def mean(self, out: torch.Tensor) -> torch.Tensor:
+        """E[y] under the raw output `out`."""
+        raise NotImplementedError
+
+    def validate_y(self, y: torch.Tensor, name: str = "y") -> None:
+        if not torch.all(torch.isfinite(torch.as_tensor(y, dtype=torch.float64))):
+            raise ValueError(f"{name} must be finite")
+
+    # --- derived ---------------------------------------------------------------------------------
+    def log_prob(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """log p(y | out) = eta^T t(y) - A(eta) + log h(y)   (the summand of Eq. (3) plus log h)."""
+        eta = self.natural(out)
+        return self.inner(eta, y) - self.log_partition(eta) + self.log_base(y).to(eta.dtype)
+
+    def inner(self, eta: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """eta^T t(y)."""
+        return eta * self.sufficient(y).to(eta.dtype)
+
+    def nll(self, out, y):
+        return -self.log_prob(out, y)
+
+    def code_loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The per-target loss of the authors' released code (see the module docstring)."""
+        raise NotImplementedError
+
+    def torch_distribution(self, out: torch.Tensor):
+        """The matching torch.distributions object (for checks of Eq. (3))."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class Gaussian(ExpFamily):
+    """y ~ N(mu, sigma2) with known variance sigma2 > 0; the raw output is the mean mu."""
+
+    name = "gaussian"
+
+    def __init__(self, sigma2: float = 1.0):
+        s = float(sigma2)
+        if not math.isfinite(s) or s <= 0:
+            raise ValueError(f"sigma2 (the known variance) must be a finite number > 0; got {sigma2!r}")
+        self.sigma2 = s
+
+    def natural(self, out):
+        return out / self.sigma2
+
+    def sufficient(self, y):
+        return y
+
+    def log_partition(self, eta):
+        return self.sigma2 * eta ** 2 / 2
+
+    def log_base(self, y):
+        return -0.5 * math.log(2 * math.pi * self.sigma2) - y ** 2 / (2 * self.sigma2)
+
+    def mean(self, out):
+        return out
+
+    def code_loss(self, out, y):
+        return (y - out) ** 2          # MSE: the NLL is (MSE)/(2 sigma2) + const (footnote 3)
+
+    def torch_distribution(self, out):
+        return torch.distributions.Normal(out, math.sqrt(self.sigma2))
+
+    def __repr__(self):
+        return f"Gaussian(sigma2={self.sigma2:g})"
+
+
+def _float(y):
+    t = torch.as_tensor(y)
+    return t if t.is_floating_point() else t.to(torch.get_default_dtype())
+
+
+def _check_int(y, name, low):
+    yy = torch.as_tensor(y)
+    if not torch.all(torch.isfinite(yy.double())) or not torch.all(yy == torch.round(yy)) or \
+            not torch.all(yy >= low):
+        raise ValueError(f"{name} must hold integers >= {low}")
+
+
+class PoissonV1(ExpFamily):
+    """y - 1 ~ Poisson(exp(z)) (Sec 3.3, Prop 3, MovieLens 'v1'): y in {1, 2, ...}; raw output z."""
+
+    name = "poisson_v1"
+    discrete = True
+
+    def natural(self, out):
+        return out
+
+    def sufficient(self, y):
+        return y - 1
+
+    def log_partition(self, eta):
+        return torch.exp(eta)
+
+    def log_base(self, y):
+        return -torch.lgamma(_float(y))
+
+    def mean(self, out):
+        return 1 + torch.exp(out)
+
+    def validate_y(self, y, name="y"):
+        _check_int(y, name, 1)
+
+    def code_loss(self, out, y):
+        # repo: mean(lambda - (y-1) log(lambda + 1e-8)); the 1e-8 guard is dropped (log lambda = z exactly)
+        return torch.exp(out) - (y - 1) * out
+
+    def torch_distribution(self, out):
+        return torch.distributions.Poisson(torch.exp(out))   # of y - 1
+
+    @staticmethod
+    def out_from_rate(rate):
+        """Raw output z = log(rate) for a Poisson rate > 0 of y - 1."""
+        r = torch.as_tensor(rate)
+        if not torch.all(torch.isfinite(r)) or not torch.all(r > 0):
+            raise ValueError("rate must be > 0 (Poisson rate of y - 1)")
+        return torch.log(r)
+
+
+class PoissonV2(ExpFamily):
+    """y ~ Poisson(1 + exp(z)) (MovieLens 'v2'): y in {0, 1, ...}; non-canonical link,
+    eta = log(1 + e^z) = softplus(z)."""
+
+    name = "poisson_v2"
+    discrete = True
+
+    def natural(self, out):
+        return F.softplus(out)
+
+    def sufficient(self, y):
+        return y
+
+    def log_partition(self, eta):
+        return torch.exp(eta)
+
+    def log_base(self, y):
+        return -torch.lgamma(_float(y) + 1)
+
+    def mean(self, out):
+        return 1 + torch.exp(out)
+
+    def validate_y(self, y, name="y"):
+        _check_int(y, name, 0)
+
+    def code_loss(self, out, y):
+        # repo: mean(1 + lambda - y log(1 + lambda)) with lambda = e^z; log(1 + e^z) = softplus(z)
+        return 1 + torch.exp(out) - y * F.softplus(out)
+
+    def torch_distribution(self, out):
+        return torch.distributions.Poisson(1 + torch.exp(out))
+
+    @staticmethod
+    def out_from_rate(rate):
+        """Raw output z = log(rate - 1) for a Poisson rate > 1 (the v2 rate is 1 + e^z > 1)."""
+        r = torch.as_tensor(rate)
+        if not torch.all(torch.isfinite(r)) or not torch.all(r > 1):
+            raise ValueError("rate must be > 1 (Poisson v2 rate 1 + e^z)")
+        return torch.log(r - 1)
+
+
+class Bernoulli(ExpFamily):
+    """y ~ Bernoulli(sigmoid(logit)) (Remark 11); y in {0, 1}."""
+
+    name = "bernoulli"
+    discrete = True
+
+    def natural(self, out):
+        return out
+
+    def sufficient(self, y):
+        return y
+
+    def log_partition(self, eta):
+        return F.softplus(eta)
+
+    def log_base(self, y):
+        return torch.zeros_like(_float(y))
+
+    def mean(self, out):
+        return torch.sigmoid(out)
+
+    def validate_y(self, y, name="y"):
+        yy = torch.as_tensor(y)
+        if not torch.all((yy == 0) | (yy == 1)):
+            raise ValueError(f"{name} must hold 0 or 1 (Bernoulli)")
+
+    def code_loss(self, out, y):
+        return F.binary_cross_entropy_with_logits(out, y.to(out.dtype), reduction="none")
+
+    def torch_distribution(self, out):
+        return torch.distributions.Bernoulli(logits=out)
+
+
+class Categorical(ExpFamily):
+    """y ~ Categorical(softmax(logits)), y in {0, ..., C-1} (Sec 2.1 and the x-part of Eq. (3))."""
+
+    name = "categorical"
+    discrete = True
+
+    def __init__(self, n_classes: int):
+        if int(n_classes) != n_classes or n_classes < 2:
+            raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}")
+        self.n_classes = int(n_classes)
+        self.n_out = self.n_classes
+
+    def natural(self, out):
+        return out
+
+    def sufficient(self, y):
+        return F.one_hot(torch.as_tensor(y).long(), self.n_classes)
+
+    def inner(self, eta, y):
+        return eta.gather(-1, torch.as_tensor(y).long().unsqueeze(-1)).squeeze(-1)
+
+    def log_partition(self, eta):
+        return torch.logsumexp(eta, dim=-1)
+
+    def log_base(self, y):
+        return torch.zeros(torch.as_tensor(y).shape, dtype=torch.get_default_dtype())
+
+    def log_prob(self, out, y):
+        return self.inner(out, y) - self.log_partition(out)
+
+    def mean(self, out):
+        return torch.softmax(out, dim=-1)
+
+    def validate_y(self, y, name="y"):
+        yy = torch.as_tensor(y)
+        if yy.is_floating_point() or not torch.all((yy >= 0) & (yy < self.n_classes)):
+            raise ValueError(f"{name} must hold integers in [0, {self.n_classes - 1}]")
+
+    def code_loss(self, out, y):
+        return -self.log_prob(out, y)
+
+    def torch_distribution(self, out):
+        return torch.distributions.Categorical(logits=out)
+
+    def __repr__(self):
+        return f"Categorical(n_classes={self.n_classes})"
+
+
+_FAMILIES = {"gaussian": Gaussian, "poisson_v1": PoissonV1, "poisson_v2": PoissonV2,
+             "bernoulli": Bernoulli, "categorical": Categorical}
+
+
+def family(name: str | ExpFamily, **kw) -> ExpFamily:
+    """A family by name ('gaussian' [sigma2], 'poisson_v1', 'poisson_v2', 'bernoulli',
+    'categorical' [n_classes]); an ExpFamily instance is returned as is."""
+    if isinstance(name, ExpFamily):
+        return name
+    if name not in _FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(_FAMILIES)}; got {name!r}")
+    return _FAMILIES[name](**kw)
