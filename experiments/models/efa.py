@@ -71,7 +71,7 @@ from numerics import expfam
 
 __all__ = ["AttentionLayer", "AttentionStack", "EFACategorical", "EFAValue", "EFA",
            "FMCategorical", "FMValue", "FMAttributes", "replicate_targets", "gather_targets",
-           "all_targets"]
+           "all_targets", "per_target_outputs", "context_matrix"]
 
 DIRECTIONS = ("bidirectional", "unidirectional")
 ATTENTIONS = ("softmax", "linear")
@@ -185,24 +185,51 @@ class AttentionLayer(nn.Module):
 
     def weights(self, Z: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
         """Attention weights w[n, h, i, j] (rows: outputs i; columns: contexts j)."""
-        s = self.scores(Z)
-        allowed = allowed[:, None]
+        return self._normalize(self.scores(Z), allowed[:, None])
+
+    def _normalize(self, s, allowed):
         if self.attention == "softmax":
             w = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
             return w.masked_fill(~allowed, 0.0)     # rows with no allowed context (padding) -> 0
         return s.masked_fill(~allowed, 0.0)
 
-    def forward(self, Z: torch.Tensor, allowed: torch.Tensor, return_weights: bool = False):
-        """Z (N, I, width); allowed (N, I, I) bool, allowed[n, i, j]: output i may see context j."""
-        w = self.weights(Z, allowed)
-        v = self._proj(Z, self.W_V, self.b_V if self.use_bias else None)   # (N, H, I, vdim)
-        o = w @ v
+    def _heads_out(self, o, Z):
+        """(N, H, R, vdim) head outputs -> (N, R, width) (W^O, or the sum over heads)."""
         if self.out_proj:
-            o = o.permute(0, 2, 1, 3).reshape(Z.shape[0], Z.shape[1], -1) @ self.W_O.T
-            if self.b_O is not None:
-                o = o + self.b_O
+            o = o.transpose(1, 2).reshape(Z.shape[0], Z.shape[1], -1) @ self.W_O.T
+            return o + self.b_O if self.b_O is not None else o
+        return o.sum(dim=1)
+
+    def cross(self, Zq: torch.Tensor, Zk: torch.Tensor, allowed: torch.Tensor,
+              self_key: bool = False) -> torch.Tensor:
+        """Outputs for the columns Zq (N, R, width) attending to the columns Zk (N, I, width)
+        (allowed (N, R, I)) and, with ``self_key``, each to itself as one more context column.
+
+        Exactly what `forward` gives for those columns when they sit among the context columns
+        Zk: it lets the per-target models compute only the columns they need (the target column
+        in the last layer; the [MASK] 'query stream' of a unidirectional model)."""
+        bQ = self.b_Q if self.use_bias else None
+        bK = self.b_K if self.use_bias else None
+        bV = self.b_V if self.use_bias else None
+        # output side and context side projections: row convention q_i . k_j, paper q_j . k_i
+        (Wo, bo), (Wc, bc) = ((self.W_Q, bQ), (self.W_K, bK)) if self.orientation == "row" \
+            else ((self.W_K, bK), (self.W_Q, bQ))
+        a_out = self._proj(Zq, Wo, bo)                        # (N, H, R, d)
+        c_ctx = self._proj(Zk, Wc, bc)                        # (N, H, I, d)
+        s = (a_out @ c_ctx.transpose(-1, -2)) * self.scale    # (N, H, R, I)
+        v = self._proj(Zk, self.W_V, bV)                      # (N, H, I, vdim)
+        if self_key:
+            c_self = self._proj(Zq, Wc, bc)
+            s = torch.cat([s, (a_out * c_self).sum(-1, keepdim=True) * self.scale], -1)
+            allowed = torch.cat([allowed, torch.ones_like(allowed[..., :1])], -1)
+        w = self._normalize(s, allowed[:, None])
+        if self_key:
+            o = w[..., :-1] @ v + w[..., -1:] * self._proj(Zq, self.W_V, bV)
         else:
-            o = o.sum(dim=1)
+            o = w @ v
+        return self._post(Zq, self._heads_out(o, Zq))
+
+    def _post(self, Z, o):
         out = Z + o if self.residual else o
         if self.norm1 is not None:
             out = self.norm1(out)
@@ -210,6 +237,13 @@ class AttentionLayer(nn.Module):
             out = out + self.ffn(out)
             if self.norm2 is not None:
                 out = self.norm2(out)
+        return out
+
+    def forward(self, Z: torch.Tensor, allowed: torch.Tensor, return_weights: bool = False):
+        """Z (N, I, width); allowed (N, I, I) bool, allowed[n, i, j]: output i may see context j."""
+        w = self.weights(Z, allowed)
+        v = self._proj(Z, self.W_V, self.b_V if self.use_bias else None)   # (N, H, I, vdim)
+        out = self._post(Z, self._heads_out(w @ v, Z))
         return (out, w) if return_weights else out
 
 
@@ -265,6 +299,50 @@ def gather_targets(Z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """(B, T, I, W), (B, T) -> (B, T, W): column targets[b, t] of copy t."""
     idx = targets[..., None, None].expand(-1, -1, 1, Z.shape[-1])
     return Z.gather(2, idx).squeeze(2)
+
+
+METHODS = ("fast", "replicate")
+
+
+def per_target_outputs(stack: AttentionStack, cols: torch.Tensor, masked_cols: torch.Tensor,
+                       valid: torch.Tensor, targets: torch.Tensor, method: str = "fast"):
+    """Column t of copy t after the attention stack, (B, T, W), for every target t.
+
+    method 'replicate': the literal definition (Sec 2.1 steps 1-3): one masked copy of the
+    sequence per target, all copies through all layers (cost O(T I^2) per layer).
+    method 'fast' (default), exactly equal:
+      - unidirectional: in copy t the columns j < t never see column t (causal mask), so they equal
+        the unmasked sequence's causal pass (the 'content stream'); only column t differs, and it
+        sees the content columns j < t and itself.  One causal pass plus one [MASK] 'query stream'
+        (as in XLNet's two-stream attention): O(I^2) per layer instead of O(I^3).
+      - bidirectional: copies through the first L-1 layers, and in the last layer only the target
+        column is computed.
+    """
+    _choice(method, METHODS, "method")
+    B, I, W = cols.shape
+    T = targets.shape[1]
+    if method == "fast" and stack.direction == "unidirectional":
+        j = torch.arange(I, device=cols.device)
+        allowed_q = valid[:, None, :] & (j < targets[..., None])                 # (B, T, I)
+        G = masked_cols.gather(1, targets[..., None].expand(-1, -1, W))          # (B, T, W)
+        C = cols
+        allowed_c = stack.allowed(valid)
+        for layer in stack.layers:
+            G = layer.cross(G, C, allowed_q, self_key=True)
+            C = layer(C, allowed_c)
+        return G
+    Z = replicate_targets(cols, masked_cols, targets).reshape(B * T, I, W)
+    v = valid[:, None, :].expand(B, T, I).reshape(B * T, I)
+    layers = list(stack.layers)
+    if method == "replicate":
+        Z = stack(Z, v)
+        return gather_targets(Z.reshape(B, T, I, W), targets)
+    allowed = stack.allowed(v)
+    for layer in layers[:-1]:
+        Z = layer(Z, allowed)
+    Zq = gather_targets(Z.reshape(B, T, I, W), targets).reshape(B * T, 1, W)
+    out = layers[-1].cross(Zq, Z, v[:, None, :])
+    return out.reshape(B, T, W)
 
 
 def _prepare(x_like: torch.Tensor, valid, targets):
@@ -342,8 +420,9 @@ class EFACategorical(nn.Module):
             masked = masked + self.P[:I]
         return cols, masked
 
-    def context(self, x, valid=None, targets=None, return_weights=False):
-        """H(x)_i = X'_ii, (B, T, K): the context representation of Def 1."""
+    def context(self, x, valid=None, targets=None, return_weights=False, method="fast"):
+        """H(x)_i = X'_ii, (B, T, K): the context representation of Def 1.
+        ``method``: 'fast' or 'replicate' (see :func:`per_target_outputs`; equal results)."""
         x = torch.as_tensor(x)
         if x.ndim != 2:
             raise ValueError(f"x must have shape (B, I); got {tuple(x.shape)}")
@@ -351,6 +430,8 @@ class EFACategorical(nn.Module):
         _check_ids(torch.where(valid, x, torch.zeros_like(x)), self.n_items, "x")
         x = torch.where(valid, x, torch.zeros_like(x))
         cols, masked = self._columns(x)
+        if not return_weights:
+            return per_target_outputs(self.stack, cols, masked, valid, targets, method)
         Z = replicate_targets(cols, masked, targets)                    # (B, T, I, K)
         B, T, I, K = Z.shape
         v = valid[:, None, :].expand(B, T, I).reshape(B * T, I)
@@ -546,13 +627,17 @@ class EFAValue(nn.Module):
             masked = masked + self.P[:I]
         return cols, masked
 
-    def representation(self, y, x=None, tau=None, valid=None, targets=None, return_weights=False):
-        """Y'_ii, (B, T, width): the representation K_theta2 of Assumption 1."""
+    def representation(self, y, x=None, tau=None, valid=None, targets=None, return_weights=False,
+                       method="fast"):
+        """Y'_ii, (B, T, width): the representation K_theta2 of Assumption 1.
+        ``method``: 'fast' or 'replicate' (see :func:`per_target_outputs`; equal results)."""
         y = torch.as_tensor(y)
         if y.ndim != 2:
             raise ValueError(f"y must have shape (B, I); got {tuple(y.shape)}")
         valid, targets, _ = _prepare(y, valid, targets)
         cols, masked = self._columns(y, x, tau, valid)
+        if not return_weights:
+            return per_target_outputs(self.stack, cols, masked, valid, targets, method)
         Z = replicate_targets(cols, masked, targets)
         B, T, I, W = Z.shape
         v = valid[:, None, :].expand(B, T, I).reshape(B * T, I)
