@@ -744,7 +744,7 @@ def context_matrix(valid: torch.Tensor, targets: torch.Tensor, direction: str) -
 
 def _fm_norm(valid, targets, ctx, direction, normalization, kind):
     """The factor in front of the context sum (spec section 1.5)."""
-    n = valid.sum(1, keepdim=True).to(torch.get_default_dtype())          # I (valid length)
+    n = valid.sum(1, keepdim=True).to(torch.float64)     # I (valid length); cast by the caller
     paper = 1.0 / (n - 1).clamp_min(1)                                     # 1/(I-1)
     if normalization == "paper":
         return paper.expand(targets.shape)
