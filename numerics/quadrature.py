@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 __all__ = ["uniform_grid", "real_line_grid", "trapezoid_weights", "trapezoid", "trapezoid_fn",
-           "real_line_trapezoid", "normal_tail_half_width"]
+           "real_line_trapezoid", "normal_tail_half_width", "piecewise_gauss_legendre"]
 
 
 def _check_grid_size(G: int) -> int:
@@ -124,3 +124,30 @@ def real_line_trapezoid(fn: Callable[[torch.Tensor], torch.Tensor], h: float, ha
     """
     t = real_line_grid(h, half_width, center=center, shift=shift, dtype=dtype)
     return fn(t).sum(-1) * h
+
+
+def piecewise_gauss_legendre(fn, breakpoints, n: int = 64, max_piece: float = 0.5) -> float:
+    """float64 reference integral of a numpy callable that is analytic between `breakpoints`
+    (sorted; the first and last are the interval's ends): Gauss-Legendre with n nodes on every
+    piece, pieces cut to length <= max_piece.  For piecewise-analytic integrands (kinks only at the
+    breakpoints) this reaches ~1e-15 relative accuracy; cross-checked against mpmath in the tests."""
+    import numpy as np
+
+    pts = sorted(float(p) for p in breakpoints)
+    if len(pts) < 2:
+        raise ValueError("breakpoints must contain at least the two ends of the interval")
+    if n < 2:
+        raise ValueError(f"n (nodes per piece) must be >= 2; got {n}")
+    x, w = np.polynomial.legendre.leggauss(int(n))
+    total = []
+    for lo, hi in zip(pts[:-1], pts[1:]):
+        if hi <= lo:
+            continue
+        m = max(1, math.ceil((hi - lo) / max_piece))
+        edges = np.linspace(lo, hi, m + 1)
+        c = (edges[:-1] + edges[1:]) / 2
+        r = (edges[1:] - edges[:-1]) / 2
+        nodes = (c[:, None] + r[:, None] * x[None, :]).ravel()
+        vals = np.asarray(fn(nodes), dtype=float).reshape(m, -1)
+        total.extend((r[:, None] * w[None, :] * vals).ravel().tolist())
+    return math.fsum(total)
