@@ -34,6 +34,8 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     q.add_argument("--tier", default="all", help="fast | slow | all (default all)")
     q.add_argument("--json", metavar="FILE", help="write the list as JSON ('-' for stdout)")
+    q.add_argument("--markdown", action="store_true",
+                   help="print Markdown tables: the claims, then the errata (printed vs corrected)")
 
     v = sub.add_parser("verify", help="run the claims and print verdicts")
     v.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
@@ -105,9 +107,9 @@ def cmd_list(args) -> int:
                       "expected": c.expected, "requires": list(c.requires)} for c in claims], args.json)
         if args.json == "-":
             return 0
-    from attnlab.report import claims_table
+    from attnlab.report import claims_markdown, claims_table
 
-    print(claims_table(claims))
+    print(claims_markdown(claims) if args.markdown else claims_table(claims))
     return 0
 
 

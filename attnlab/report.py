@@ -21,6 +21,21 @@ def claims_table(claims: list[Claim]) -> str:
     return _table(("id", "reference", "method", "tier", "expected", "statement"), rows) + f"\n{len(claims)} claim(s)"
 
 
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_markdown(claims: list[Claim]) -> str:
+    """Two Markdown tables: every claim; then the errata with the printed and corrected statements."""
+    out = ["| id | reference | method | tier | expected | statement |", "|---|---|---|---|---|---|"]
+    out += [f"| `{c.id}` | {_md(c.reference)} | {c.method} | {c.tier} | {c.expected} | {_md(c.statement)} |"
+            for c in claims]
+    errata = [c for c in claims if c.expected == "erratum"]
+    out += ["", "| erratum | reference | as printed (fails) | corrected (holds) |", "|---|---|---|---|"]
+    out += [f"| `{c.id}` | {_md(c.reference)} | {_md(c.statement)} | {_md(c.corrected)} |" for c in errata]
+    return "\n".join(out)
+
+
 def records_table(records: list[Record]) -> str:
     rows = []
     for r in records:
