@@ -1,0 +1,272 @@
+"""EFA: structural claims checked on the EFA modules -- Remarks 1, 3, 4/5, 12, Eq. (3), footnote 3.
+
+Spec: ../shared/spec/efa.md section 2 ("Remarks 1, 3, 4, 5, 12" and "Eq. (3) correctness").
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import torch
+
+from attnlab.catalog import claim, holds_if
+from experiments.models.efa import EFA, EFACategorical, EFAValue
+from numerics import expfam
+
+TOL = 1e-12
+
+
+def _seeded(seed):
+    torch.manual_seed(seed)       # parameter initialisation of the modules (reset below anyway)
+    return torch.Generator().manual_seed(seed)
+
+
+def _randomize(module, gen, scale=0.7):
+    """Overwrite every parameter with N(0, scale^2) draws from `gen` (deterministic, float64)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * scale)
+    return module
+
+
+@claim("efa.remark1.latent-factor-form",
+       reference="Remark 1, Eq. (1)",
+       statement="The EFA logit is a reweighted latent factor model: delta^T X'_ii = "
+                 "sum_j A[j, i] delta^T W^V X_i[:, j], with A the attention matrix of copy i.",
+       method="float64")
+def _remark1():
+    g = _seeded(0)
+    D, K, I, F = 7, 3, 6, 5
+    worst = 0.0
+    for direction in ("bidirectional", "unidirectional"):
+        m = _randomize(EFACategorical(D, K, I, direction=direction).double(), g)
+        x = torch.randint(0, D, (F, I), generator=g)
+        with torch.no_grad():
+            logits = m(x)                                            # (F, I, D)
+            A = m.attention_weights(x)[0][:, :, 0]                   # (F, T, I_out, I_ctx)
+            cols = m.beta[x] + m.P[:I]
+            masked = m.beta[m.MASK] + m.P[:I]
+            WV = m.stack.layers[0].W_V[0]
+            for i in range(I):                                       # the check itself is a loop; the model is not
+                Xi = cols.clone()
+                Xi[:, i] = masked[i]
+                per_col = (Xi @ WV.T) @ m.delta.T                    # (F, I, D): delta^T W^V X_i[:, j]
+                rhs = (A[:, i, i, :, None] * per_col).sum(1)
+                worst = max(worst, float((logits[:, i] - rhs).abs().max()))
+    return holds_if(worst < TOL, measured=worst, tolerance=TOL,
+                    explanation="D=7, K=3, I=6, random EFACategorical (paper convention), both directions: "
+                                "logits vs the attention-weighted sum of per-column latent-factor logits")
+
+
+def _causal_models(g):
+    D, K, I = 5, 4, 6
+    kw = dict(heads=2, layers=2, direction="unidirectional")
+    out = []
+    for conv in ("paper", "standard"):
+        xm = _randomize(EFACategorical(D, K, I, convention=conv, **kw).double(), g, 0.5)
+        ym = _randomize(EFAValue("gaussian", n_items=D, dim=K, value_dim=K, max_len=I,
+                                 item_embeddings="both", value_embedding="mlp", convention=conv,
+                                 **kw).double(), g, 0.5)
+        out.append((conv, xm, ym))
+    return out
+
+
+def _future_sensitivity(direction: str):
+    """max over i of |Delta eta_i| and |Delta kappa_i| when x_{i+1:I} and y_{i:I} are resampled."""
+    g = _seeded(1)
+    D, K, I, F = 5, 4, 6, 3
+    res = {}
+    for conv in ("paper", "standard"):
+        kw = dict(heads=2, layers=2, direction=direction, convention=conv)
+        xm = _randomize(EFACategorical(D, K, I, **kw).double(), g, 0.5)
+        ym = _randomize(EFAValue("gaussian", n_items=D, dim=K, value_dim=K, max_len=I,
+                                 item_embeddings="both", value_embedding="mlp", **kw).double(), g, 0.5)
+        x = torch.randint(0, D, (F, I), generator=g)
+        y = torch.randn(F, I, generator=g, dtype=torch.float64)
+        # one batch holding, for every target i, the sequences with x_{i+1:I} and y_{i:I} resampled
+        # (x_{1:i} kept; the y-model sees x_i, so it is kept too), each scored at target i only
+        X2, Y2, T = [], [], []
+        for i in range(I - 1):
+            x2, y2 = x.clone(), y.clone()
+            x2[:, i + 1:] = torch.randint(0, D, (F, I - i - 1), generator=g)
+            y2[:, i:] = torch.randn(F, I - i, generator=g, dtype=torch.float64)
+            X2.append(x2), Y2.append(y2), T.append(torch.full((F, 1), i))
+        X2, Y2, T = torch.cat(X2), torch.cat(Y2), torch.cat(T)
+        X1, Y1 = x.repeat(I - 1, 1), y.repeat(I - 1, 1)
+        dx = dy = 0.0
+        bitwise = True
+        with torch.no_grad():
+            for method in ("fast", "replicate"):
+                e1 = xm.context(X1, targets=T, method=method) @ xm.delta.T
+                e2 = xm.context(X2, targets=T, method=method) @ xm.delta.T
+                k1 = ym.unembed(ym.representation(Y1, X1, targets=T, method=method))
+                k2 = ym.unembed(ym.representation(Y2, X2, targets=T, method=method))
+                dx = max(dx, float((e2 - e1).abs().max()))
+                dy = max(dy, float((k2 - k1).abs().max()))
+                bitwise &= torch.equal(e2, e1) and torch.equal(k2, k1)
+        res[conv] = dict(eta=dx, kappa=dy, bitwise_equal=bool(bitwise))
+    return res
+
+
+@claim("efa.remark3.causality",
+       reference="Remark 3, Eqs. (1)-(2)",
+       statement="With the causal mask M, eta_i depends only on x_{1:i-1} and kappa_i only on x_{1:i}, "
+                 "y_{1:i-1} (2 layers, 2 heads): resampling the future leaves them unchanged.",
+       method="torch")
+def _remark3():
+    r = _future_sensitivity("unidirectional")
+    worst = max(max(v["eta"], v["kappa"]) for v in r.values())
+    return holds_if(worst < TOL, measured=worst, tolerance=TOL,
+                    explanation="random 2-layer 2-head causal EFACategorical and EFAValue, paper and standard "
+                                "conventions, fast and replicated per-target paths: resample x_{i+1:I}, y_{i:I}",
+                    per_convention=r)
+
+
+@claim("efa.remark4-5.bidirectional-dependence",
+       reference="Remarks 4, 5",
+       statement="With M = 0 the model conditions on the whole sequence (x_{-i}, and x, y_{-i}): "
+                 "resampling the future changes eta_i and kappa_i.",
+       method="torch")
+def _remark45():
+    r = _future_sensitivity("bidirectional")
+    least = min(min(v["eta"], v["kappa"]) for v in r.values())
+    return holds_if(least > 1e-6, measured=least, tolerance="> 1e-6",
+                    explanation="the Remark 3 perturbation on bidirectional models: smallest max change",
+                    per_convention=r)
+
+
+def _enumerate_sum(direction, joint, seed=2):
+    g = _seeded(seed)
+    D, K, I = 3, 3, 4
+    xm = _randomize(EFACategorical(D, K, I, heads=2, layers=2, direction=direction).double(), g, 1.0)
+    xs = torch.tensor(list(itertools.product(range(D), repeat=I)))               # 81 x 4
+    with torch.no_grad():
+        lx = xm.loglik(xs).sum(1)                                                  # log prod_i p(x_i|.)
+        if not joint:
+            return float(torch.logsumexp(lx, 0).exp())
+        ym = _randomize(EFAValue("bernoulli", n_items=D, dim=K, value_dim=K, max_len=I,
+                                 item_embeddings="both", value_embedding="linear", heads=2, layers=2,
+                                 direction=direction).double(), g, 1.0)
+        ys = torch.tensor(list(itertools.product((0.0, 1.0), repeat=I)), dtype=torch.float64)
+        X = xs.repeat_interleave(len(ys), 0)
+        Y = ys.repeat(len(xs), 1)
+        ly = ym.loglik(Y, X).sum(1)
+        model = EFA(xm, ym)
+        lj = model.loglik(X, Y).sum(1)
+        assert torch.allclose(lj, lx.repeat_interleave(len(ys)) + ly, atol=1e-12)
+        return float(torch.logsumexp(lj, 0).exp())
+
+
+@claim("efa.remark12.normalization",
+       reference="Remark 12, Eq. (2)",
+       statement="The unidirectional EFA is a normalized joint distribution: sum over all x in [3]^4 of "
+                 "prod_i p(x_i | x_{1:i-1}) = 1, and jointly with Bernoulli y, sum over (x, y) of "
+                 "p(x, y) = 1; the bidirectional product of full conditionals is only a "
+                 "pseudo-likelihood and does not sum to 1.",
+       method="float64")
+def _remark12():
+    s_x = _enumerate_sum("unidirectional", False)
+    s_xy = _enumerate_sum("unidirectional", True)
+    # not normalized *in general*: one random draw with |sum - 1| > 1e-3 shows it; all five reported
+    bidir = {seed: _enumerate_sum("bidirectional", False, seed) - 1 for seed in range(2, 7)}
+    s_bi = 1 + max(bidir.values(), key=abs)
+    s_bi_xy = _enumerate_sum("bidirectional", True)
+    ok = abs(s_x - 1) < TOL and abs(s_xy - 1) < TOL and abs(s_bi - 1) > 1e-3 and s_bi_xy != 1.0
+    return holds_if(ok, measured=dict(unidir_x=s_x - 1, unidir_xy=s_xy - 1, bidir_x=s_bi - 1,
+                                      bidir_xy=s_bi_xy - 1),
+                    tolerance={"unidirectional |sum-1|": TOL, "bidirectional |sum-1|": "> 1e-3"},
+                    explanation="exhaustive enumeration, D=3, I=4 (81 sequences; x 16 Bernoulli y), "
+                                "random 2-layer 2-head EFA (seed 2), measured = sum - 1; bidir_x is the "
+                                "largest |sum - 1| over seeds 2..6",
+                    bidirectional_per_seed=bidir)
+
+
+def _families():
+    return [expfam.Gaussian(0.5), expfam.Gaussian(2.0), expfam.PoissonV1(), expfam.PoissonV2(),
+            expfam.Bernoulli(), expfam.Categorical(4)]
+
+
+def _draw(fam, g, n):
+    out = torch.randn(n, fam.n_out, generator=g, dtype=torch.float64).squeeze(-1) * 1.5
+    if isinstance(fam, expfam.Gaussian):
+        y = torch.randn(n, generator=g, dtype=torch.float64) * 2
+    elif isinstance(fam, expfam.PoissonV1):
+        y = torch.randint(1, 9, (n,), generator=g).double()
+    elif isinstance(fam, expfam.PoissonV2):
+        y = torch.randint(0, 9, (n,), generator=g).double()
+    elif isinstance(fam, expfam.Bernoulli):
+        y = torch.randint(0, 2, (n,), generator=g).double()
+    else:
+        y = torch.randint(0, fam.n_classes, (n,), generator=g)
+    return out, y
+
+
+@claim("efa.eq3.expfam-loglik",
+       reference="Eq. (3), Sec 2.2, Sec 1.4 of the spec",
+       statement="The summand of Eq. (3), kappa^T t(y) - A(kappa), equals the torch.distributions "
+                 "log-probability minus log h(y) (Categorical, Gaussian with known sigma^2, Poisson v1 "
+                 "and v2, Bernoulli), and an EFA module's log-likelihood is that log-probability.",
+       method="torch")
+def _eq3():
+    g = _seeded(4)
+    per = {}
+    for fam in _families():
+        out, y = _draw(fam, g, 200)
+        eta = fam.natural(out)
+        eq3 = fam.inner(eta, y) - fam.log_partition(eta)
+        dist = fam.torch_distribution(out)
+        ty = y - 1 if isinstance(fam, expfam.PoissonV1) else y
+        ref = dist.log_prob(ty) - fam.log_base(y)
+        per[repr(fam)] = float((eq3 - ref).abs().max())
+    # on the module: EFAValue.loglik == torch.distributions log_prob of its raw outputs
+    for name, fam_kw in (("gaussian", dict(sigma2=0.7)), ("poisson_v1", {}), ("poisson_v2", {}),
+                         ("bernoulli", {})):
+        m = _randomize(EFAValue(name, family_kw=fam_kw, n_items=4, dim=3, value_dim=3, max_len=5,
+                                value_embedding="linear", layers=2, heads=2).double(), g, 0.5)
+        fam = m.family
+        x = torch.randint(0, 4, (6, 5), generator=g)
+        _, y = _draw(fam, g, 30)
+        y = y.reshape(6, 5)
+        with torch.no_grad():
+            out = m(y, x)
+            ty = y - 1 if name == "poisson_v1" else y
+            ref = fam.torch_distribution(out).log_prob(ty)      # v1: P(y - 1 = k) is the pmf of y
+            per["module " + name] = float((m.loglik(y, x) - ref).abs().max())
+    xm = _randomize(EFACategorical(4, 3, 5, layers=2, heads=2).double(), g, 0.5)
+    x = torch.randint(0, 4, (6, 5), generator=g)
+    with torch.no_grad():
+        per["module categorical"] = float((xm.loglik(x) - torch.distributions.Categorical(
+            logits=xm(x)).log_prob(x)).abs().max())
+    worst = max(per.values())
+    return holds_if(worst < TOL, measured=worst, tolerance=TOL,
+                    explanation="200 random (kappa, y) per family; log h = -log y! (Poisson), "
+                                "-log((y-1)!) (v1), -log(2 pi s2)/2 - y^2/(2 s2) (Gaussian), 0 otherwise",
+                    per_family=per)
+
+
+@claim("efa.footnote3.gaussian-nll-mse",
+       reference="footnote 3, Sec 6.4",
+       statement="The Gaussian negative log-likelihood with known sigma^2 is an affine, increasing "
+                 "function of the MSE, so its minimiser does not depend on sigma^2: on a parameter grid "
+                 "the argmin of the NLL at sigma^2 in {0.5, 1, 4} equals the argmin of the MSE.",
+       method="float64")
+def _footnote3():
+    rng = np.random.default_rng(5)
+    y = torch.as_tensor(rng.normal(1.0, 2.0, size=200))
+    x = torch.as_tensor(rng.normal(size=200))
+    a = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    b = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    mu = a[:, None, None] * x + b[None, :, None]                       # (61, 61, 200)
+    mse = ((y - mu) ** 2).mean(-1)
+    arg_mse = int(mse.argmin())
+    affine_err, args = 0.0, {}
+    for s2 in (0.5, 1.0, 4.0):
+        nll = -expfam.Gaussian(s2).log_prob(mu, y).mean(-1)
+        affine_err = max(affine_err, float((nll - (mse / (2 * s2) + 0.5 * math.log(2 * math.pi * s2)))
+                                           .abs().max()))
+        args[s2] = int(nll.argmin())
+    ok = affine_err < 1e-12 and all(v == arg_mse for v in args.values())
+    return holds_if(ok, measured=dict(affine_error=affine_err, argmins=args, argmin_mse=arg_mse),
+                    tolerance=1e-12,
+                    explanation="NLL = MSE/(2 s2) + log(2 pi s2)/2 on a 61x61 grid of (a, b) for mu = a x + b")
