@@ -1,0 +1,437 @@
+"""`attnlab run fenchel-deviation`: lambda* against alpha z in every layer and head of a BERT-like
+and a T5-like transformer (Fenchel-dual attention paper, Sec 8, Figs 4-8; spec §3.2).
+
+SUBSTITUTE.  The paper measures pretrained bert-base and t5-small on unspecified text.  Those
+weights cannot be downloaded offline, so by default this runner trains, per seed, a small BERT-like
+encoder (masked-language modelling) and a small T5-like encoder-decoder (span corruption, relative
+position bias) on the movie-review sentences of the data layer, then measures them on held-out
+sentences.  Its numbers are therefore not the paper's.  With ``--weights PATH`` (a local Hugging
+Face copy of bert-base-* or t5-small; needs ``transformers``) it measures the real models instead.
+
+For every query of every head: t_i = x_i/sqrt(d'), z = K^T Q y_k (times sqrt(d') for T5, which has
+no 1/sqrt(d')), log u = the additive logit term (T5: relative-position bias, Eq. 17; masks -> u_i = 0),
+alpha = 1; lambda* by the exact float64 Newton solver of the dual (7).  Reported per layer (Fig 4,
+averaged over heads) and per head (Figs 5-8): the paper's ||lambda* - alpha z|| / ||lambda*||, and the
+output-level errors ||h(lambda*) - h(alpha z)|| and TV(p(lambda*), p(alpha z)) (spec S8), with the
+first-order predictor alpha ||Sigma z|| / ||z||.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlab.experiment import contexts, experiment_parser, metric_row, resolve_device
+from experiments.fenchel import text as tx
+from experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
+
+EXPERIMENT = "fenchel-deviation"
+SUBSTITUTE = ("small BERT-like (MLM) and T5-like (span corruption) models trained here on movie-review "
+              "sentences, standing in for pretrained bert-base and t5-small (not downloadable offline); "
+              "the paper's input text is unspecified")
+SUBSTITUTE_HF = "pretrained weights given by --weights; input text = movie-review sentences (the paper's is unspecified)"
+
+CONFIG = dict(d_model=64, n_heads=4, bert_layers=4, t5_layers=3, d_ff=128, dropout=0.1,
+              max_words=32, vocab_size=4000, epochs=2, batch_size=64, lr=2e-3, warmup=20,
+              train_sentences=3000, n_eval=64, alpha=1.0)
+CONFIG_QUICK = dict(CONFIG, d_model=32, n_heads=2, bert_layers=2, t5_layers=2, d_ff=64, epochs=1,
+                    vocab_size=800, train_sentences=256, n_eval=6, max_words=16, warmup=5)
+
+BINS = np.linspace(0.0, 0.5, 51)     # Fig 4-8 x-range; the last count holds values > 0.5
+
+
+# --------------------------------------------------------------------------- training
+def _lr_lambda(warmup, total):
+    def f(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.05, 1.0 - (step - warmup) / max(1, total - warmup))
+    return f
+
+
+def _bert_batch(seqs, vocab, rng):
+    ids, valid = tx.pad_batch([tx.bert_inputs(s) for s in seqs])
+    inp, labels = tx.mlm_mask(ids, valid, len(vocab), vocab.first_word, rng)
+    return inp, valid, labels
+
+
+def _t5_batch(seqs, vocab, rng):
+    pairs = [tx.span_corrupt(s, vocab, rng) for s in seqs]
+    src, smask = tx.pad_batch([p[0] for p in pairs])
+    tgt, tmask = tx.pad_batch([p[1] for p in pairs])
+    tin = torch.cat([torch.full((len(seqs), 1), tx.BOS, dtype=torch.long), tgt[:, :-1]], 1)
+    tin_mask = torch.cat([torch.ones(len(seqs), 1, dtype=torch.bool), tmask[:, :-1]], 1)
+    labels = tgt.masked_fill(~tmask, -100)
+    return src, smask, tin, tin_mask, labels
+
+
+def _loss(kind, model, batch, device):
+    batch = [b.to(device) for b in batch]
+    if kind == "bert":
+        inp, valid, labels = batch
+        target = labels != -100
+        logits, labels = model(inp, valid, only=target), labels[target]
+    else:
+        src, smask, tin, tmask, labels = batch
+        logits = model(src, smask, tin, tmask)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                             ignore_index=-100)
+
+
+def build_models(cfg, vocab_size):
+    from experiments.models.fenchel_transformers import BertLike, T5Like
+
+    bert = BertLike(vocab_size, cfg["d_model"], cfg["n_heads"], cfg["bert_layers"], cfg["d_ff"],
+                    max_len=cfg["max_words"] + 2, dropout=cfg["dropout"])
+    t5 = T5Like(vocab_size, cfg["d_model"], cfg["n_heads"], cfg["t5_layers"], cfg["d_ff"], cfg["dropout"])
+    return {"bert": bert, "t5": t5}
+
+
+def train_models(ctx, cfg, vocab, train, evl, device):
+    """Train both models, one checkpoint per epoch (resumable).  Returns (models, eval losses)."""
+    torch.manual_seed(ctx.seed)   # parameter initialisation; data order uses explicit generators
+    models = build_models(cfg, len(vocab))
+    opts = {k: torch.optim.AdamW(m.parameters(), lr=cfg["lr"], weight_decay=0.01) for k, m in models.items()}
+    steps_per_epoch = math.ceil(len(train) / cfg["batch_size"])
+    total = steps_per_epoch * cfg["epochs"]
+    scheds = {k: torch.optim.lr_scheduler.LambdaLR(o, _lr_lambda(cfg["warmup"], total)) for k, o in opts.items()}
+    done = {"bert": 0, "t5": 0}
+    state = ctx.load_checkpoint()
+    if state is not None:
+        for k in models:
+            models[k].load_state_dict(state["models"][k])
+            opts[k].load_state_dict(state["opts"][k])
+            scheds[k].load_state_dict(state["scheds"][k])
+        done = state["done"]
+    for m in models.values():
+        m.to(device)
+    prog = ctx.progress(2 * cfg["epochs"], f"{EXPERIMENT} seed {ctx.seed} (train)")
+    for kind in ("bert", "t5"):
+        model, opt, sch = models[kind], opts[kind], scheds[kind]
+        make = _bert_batch if kind == "bert" else _t5_batch
+        for epoch in range(done[kind], cfg["epochs"]):
+            model.train()
+            g = torch.Generator().manual_seed(1000 * ctx.seed + epoch)
+            rng = np.random.default_rng([ctx.seed, epoch, 0 if kind == "bert" else 1])
+            order = torch.randperm(len(train), generator=g).tolist()
+            tot = 0.0
+            for s in range(0, len(order), cfg["batch_size"]):
+                batch = make([train[i] for i in order[s:s + cfg["batch_size"]]], vocab, rng)
+                loss = _loss(kind, model, batch, device)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sch.step()
+                tot += loss.item()
+            done[kind] = epoch + 1
+            ctx.save_checkpoint({"models": {k: m.state_dict() for k, m in models.items()},
+                                 "opts": {k: o.state_dict() for k, o in opts.items()},
+                                 "scheds": {k: s_.state_dict() for k, s_ in scheds.items()}, "done": done})
+            prog.update(done["bert"] + done["t5"], model=kind, epoch=epoch + 1,
+                        loss=tot / steps_per_epoch)
+    losses = {}
+    rng = np.random.default_rng([ctx.seed, 99])
+    with torch.no_grad():
+        for kind, model in models.items():
+            model.eval()
+            make = _bert_batch if kind == "bert" else _t5_batch
+            losses[kind] = float(_loss(kind, model, make(evl, vocab, rng), device))
+    return models, losses
+
+
+# --------------------------------------------------------------------------- measurement
+class _Head:
+    """What the measurement needs from one attention module (own models or Hugging Face)."""
+
+    def __init__(self, n_heads, d_head, scale, weights):
+        self.n_heads, self.d_head, self.scale, self._w = n_heads, d_head, scale, weights
+
+    def head_weights(self, h):
+        return self._w(h)
+
+
+def _own_heads(model):
+    return {name: _Head(a.n_heads, a.d_head, a.scale, a.head_weights) for name, a in model.attentions().items()}
+
+
+def capture_own(kind, model, evl, vocab, seed, device):
+    """Run the trained model on the evaluation sentences and capture every attention's inputs.
+    Returns {setting: (capture, valid_q)} and the head descriptions."""
+    atts = model.attentions()
+    for a in atts.values():
+        a.capture = []
+    model.eval()
+    with torch.no_grad():
+        if kind == "bert":
+            ids, valid = tx.pad_batch([tx.bert_inputs(s) for s in evl])
+            model(ids.to(device), valid.to(device))
+            vq = {name: valid for name in atts}
+        else:
+            rng = np.random.default_rng([seed, 7])
+            src, smask, tin, tmask, _ = _t5_batch(evl, vocab, rng)
+            model(src.to(device), smask.to(device), tin.to(device), tmask.to(device))
+            vq = {name: (smask if name.startswith("enc") else tmask) for name in atts}
+    caps = {}
+    for name, a in atts.items():
+        c = a.capture[0]
+        add = c["add"].cpu()
+        caps[name] = ({"xq": c["xq"].cpu(), "xk": c["xk"].cpu(), "add": add}, vq[name].cpu())
+        a.capture = None
+    return caps, _own_heads(model)
+
+
+def measure(caps, heads, alpha, progress=None):
+    """Per setting and head: the metric tensors of :func:`deviation_metrics`."""
+    out = {}
+    for j, (name, (c, valid)) in enumerate(caps.items()):
+        hd = heads[name]
+        per_head = []
+        for h in range(hd.n_heads):
+            W_Q, b_Q, W_K = (w.detach().cpu() for w in hd.head_weights(h))
+            add = c["add"]
+            add_h = add[:, h] if add.shape[1] > 1 else add[:, 0]          # (B|1, Lq|1, Lk)
+            T, logu, z, _ = head_problems(c["xq"], c["xk"], add_h, W_Q, b_Q, W_K, hd.scale, valid)
+            per_head.append(deviation_metrics(T, logu, z, alpha))
+        out[name] = per_head
+        if progress is not None:
+            progress.update(j + 1, setting=name)
+    return out
+
+
+def summarise(res):
+    """Metric rows (per layer: mean over queries and heads, Fig 4) and the record's extra (per head
+    means, Figs 5-8; histograms of rel_dev per head and of the head-averaged rel_dev per layer)."""
+    rows, extra = [], {"per_head": {}, "hist_layer": {}, "hist_head": {}, "n_queries": {}, "bins": BINS.tolist()}
+    for name, per_head in res.items():
+        model = "t5" if "/" in name else "bert"
+        for m in METRICS:
+            vals = torch.cat([ph[m] for ph in per_head])
+            rows.append(metric_row(name, model, f"{m}_mean", float(vals.mean())))
+        extra["per_head"][name] = {m: [float(ph[m].mean()) for ph in per_head] for m in METRICS}
+        extra["hist_head"][name] = [_hist(ph["rel_dev"]) for ph in per_head]
+        # Fig 4: per query, the average over heads (all heads see the same queries and atoms)
+        avg = torch.stack([ph["rel_dev"] for ph in per_head]).mean(0)
+        extra["hist_layer"][name] = _hist(avg)
+        extra["n_queries"][name] = int(per_head[0]["rel_dev"].numel())
+    return rows, extra
+
+
+def _hist(v):
+    v = v.numpy()
+    counts, _ = np.histogram(np.clip(v, 0, None), bins=BINS)
+    return counts.tolist() + [int((v > BINS[-1]).sum())]
+
+
+# --------------------------------------------------------------------------- Hugging Face weights
+def _load_hf(path):
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise SystemExit("error: --weights needs the 'transformers' package (pip install 'attnlab[nlp]')")
+    from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, T5ForConditionalGeneration
+
+    p = Path(path)
+    if not (p / "config.json").is_file():
+        raise SystemExit(f"error: --weights {path}: expected a Hugging Face model folder with config.json "
+                         "(and pytorch_model.bin or model.safetensors, and the tokenizer files)")
+    cfg = AutoConfig.from_pretrained(p)
+    if cfg.model_type == "bert":
+        model = BertForMaskedLM.from_pretrained(p, attn_implementation="eager")
+    elif cfg.model_type == "t5":
+        model = T5ForConditionalGeneration.from_pretrained(p, attn_implementation="eager")
+    else:
+        raise SystemExit(f"error: --weights {path}: model_type must be 'bert' or 't5'; got {cfg.model_type!r}")
+    tok = AutoTokenizer.from_pretrained(p)
+    return cfg.model_type, model.eval(), tok
+
+
+def hf_attentions(kind, model):
+    """{setting: attention module} of a Hugging Face BERT or T5 model."""
+    out = {}
+    if kind == "bert":
+        for i, layer in enumerate(model.bert.encoder.layer):
+            out[f"layer{i + 1}"] = layer.attention.self
+    else:
+        for i, blk in enumerate(model.encoder.block):
+            out[f"enc-self/layer{i + 1}"] = blk.layer[0].SelfAttention
+        for i, blk in enumerate(model.decoder.block):
+            out[f"dec-self/layer{i + 1}"] = blk.layer[0].SelfAttention
+        for i, blk in enumerate(model.decoder.block):
+            out[f"cross/layer{i + 1}"] = blk.layer[1].EncDecAttention
+    return out
+
+
+def _hf_head(kind, mod):
+    if kind == "bert":
+        H, dh, Wq, Wk = mod.num_attention_heads, mod.attention_head_size, mod.query, mod.key
+    else:
+        H, dh, Wq, Wk = mod.n_heads, mod.key_value_proj_dim, mod.q, mod.k
+    scale = float(getattr(mod, "scaling", 1.0 if kind == "t5" else dh ** -0.5))
+
+    def weights(h):
+        s = slice(h * dh, (h + 1) * dh)
+        bq = Wq.bias[s] if Wq.bias is not None else torch.zeros(dh)
+        return Wq.weight[s], bq, Wk.weight[s]
+    return _Head(H, dh, scale, weights), Wq, Wk
+
+
+def capture_hf(kind, model, tok, evl_words, seed):
+    """Capture inputs and attention weights by hooks; log u is recovered per head as
+    log softmax-weight - scale <K x_i, Q y_k> (exact up to a per-query constant, which the softmax
+    ignores), so that masks and T5's relative-position bias enter u as the model applies them."""
+    atts = hf_attentions(kind, model)
+    store, hooks, heads = {}, [], {}
+
+    def hook(name):
+        def f(mod, args, kwargs, output):
+            hs = kwargs.get("hidden_states", args[0] if args else None)
+            kv = kwargs.get("key_value_states")
+            w = [o for o in output if isinstance(o, torch.Tensor) and o.dim() == 4][-1]
+            store[name] = (hs.detach(), (kv if kv is not None else hs).detach(), w.detach())
+        return f
+
+    for name, mod in atts.items():
+        hooks.append(mod.register_forward_hook(hook(name), with_kwargs=True))
+        heads[name] = _hf_head(kind, mod)[0]
+    texts = [" ".join(w) for w in evl_words]
+    try:
+        with torch.no_grad():
+            if kind == "bert":
+                enc = tok(texts, return_tensors="pt", padding=True, truncation=True, max_length=128)
+                model(**enc, output_attentions=True)
+                vq = {n: enc["attention_mask"].bool() for n in atts}
+            else:
+                rng = np.random.default_rng([seed, 7])
+                src_t, tgt_t = [], []
+                for w in evl_words:
+                    s, t = _span_corrupt_words(w, rng)
+                    src_t.append(s)
+                    tgt_t.append(t)
+                enc = tok(src_t, return_tensors="pt", padding=True, truncation=True, max_length=128)
+                lab = tok(tgt_t, return_tensors="pt", padding=True, truncation=True, max_length=64)
+                dec_in = model._shift_right(lab["input_ids"])
+                dmask = torch.cat([torch.ones(len(texts), 1, dtype=torch.long), lab["attention_mask"][:, :-1]], 1)
+                model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], decoder_input_ids=dec_in,
+                      decoder_attention_mask=dmask, output_attentions=True)
+                vq = {n: (enc["attention_mask"] if n.startswith("enc") else dmask).bool() for n in atts}
+    finally:
+        for hk in hooks:
+            hk.remove()
+    caps = {}
+    for name in atts:
+        xq, xk, w = store[name]
+        hd = heads[name]
+        B, Lq, Lk = w.shape[0], w.shape[2], w.shape[3]
+        add = torch.empty(B, hd.n_heads, Lq, Lk, dtype=torch.float64)
+        for h in range(hd.n_heads):
+            W_Q, b_Q, W_K = (t.detach().double() for t in hd.head_weights(h))
+            qk = (xq.double() @ W_Q.T + b_Q) @ (xk.double() @ W_K.T).transpose(-1, -2) * hd.scale
+            with np.errstate(divide="ignore"):
+                add[:, h] = torch.log(w[:, h].double()) - qk
+        caps[name] = ({"xq": xq, "xk": xk, "add": add}, vq[name])
+    return caps, heads
+
+
+def _span_corrupt_words(words, rng):
+    """T5 span corruption on words, as text with <extra_id_k> sentinels."""
+    vocab_ids = list(range(len(words)))
+    v = _IdVocab()
+    src, tgt = tx.span_corrupt(vocab_ids, v, rng)
+    f = lambda seq: " ".join(words[i] if i >= 0 else f"<extra_id_{-i - 1}>" for i in seq[:-1])  # drop [EOS]
+    return f(src), f(tgt)
+
+
+class _IdVocab:
+    """Word positions as ids, sentinels as negative ids."""
+
+    def sentinel(self, k):
+        return -k - 1
+
+
+# --------------------------------------------------------------------------- runner
+def main(argv: list[str]) -> int:
+    p = experiment_parser(EXPERIMENT, __doc__.split("\n\n")[0])
+    p.add_argument("--weights", action="append", default=None, metavar="PATH",
+                   help="a local Hugging Face copy of bert-base-* or t5-small (repeatable); measures it "
+                        "instead of training the substitutes (needs transformers)")
+    p.add_argument("--data", default=None, metavar="PATH",
+                   help="the movie-review sentences file sentences.tsv.gz (default: the data layer's search)")
+    p.add_argument("--alpha", type=float, default=None, help="reliability alpha (paper: 1)")
+    args = p.parse_args(argv)
+    if args.alpha is not None and not (args.alpha > 0 and math.isfinite(args.alpha)):
+        print(f"error: --alpha must be a finite number > 0; got {args.alpha}", file=sys.stderr)
+        return 2
+    cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
+    if args.alpha is not None:
+        cfg["alpha"] = args.alpha
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        print(f"error: --device: {exc}", file=sys.stderr)
+        return 2
+    from experiments.data import DataError
+
+    try:
+        sentences = tx.load_sentences(args.data)
+    except (DataError, ValueError) as exc:
+        print(f"error: --data: {exc}", file=sys.stderr)
+        return 2
+    train, evl = tx.split_corpus(sentences, cfg["n_eval"], cfg["max_words"])
+    if cfg["train_sentences"]:
+        train = train[:cfg["train_sentences"]]
+    if args.weights:
+        return _run_hf(args, cfg, evl)
+    vocab = tx.Vocab(train, cfg["vocab_size"])
+    tr_ids, ev_ids = [vocab.encode(s) for s in train], [vocab.encode(s) for s in evl]
+    cfg["vocab_actual"] = len(vocab)
+    if not args.quiet:
+        print(f"[{EXPERIMENT}] SUBSTITUTE: {SUBSTITUTE}", file=sys.stderr)
+    for ctx in contexts(args, EXPERIMENT, cfg, substitute=SUBSTITUTE):
+        if ctx.done():
+            continue
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+        models, losses = train_models(ctx, cfg, vocab, tr_ids, ev_ids, device)
+        rows, extra = [], {"eval_loss": losses}
+        for kind, model in models.items():
+            caps, heads = capture_own(kind, model.to("cpu"), ev_ids, vocab, ctx.seed, "cpu")
+            res = measure(caps, heads, cfg["alpha"], ctx.progress(len(caps), f"{EXPERIMENT} seed {ctx.seed} ({kind} λ*)"))
+            r, e = summarise(res)
+            rows += r
+            for k, v in e.items():
+                if isinstance(v, dict):
+                    extra.setdefault(k, {}).update(v)
+                else:
+                    extra[k] = v
+            rows.append(metric_row("training", kind, "eval_loss", losses[kind]))
+        path = ctx.write_record(rows, extra=extra)
+        _print_summary(rows, ctx.seed, path, args.quiet)
+    return 0
+
+
+def _run_hf(args, cfg, evl):
+    for wpath in args.weights:
+        kind, model, tok = _load_hf(wpath)
+        name = Path(wpath).name
+        for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF):
+            if ctx.done():
+                continue
+            caps, heads = capture_hf(kind, model, tok, evl, ctx.seed)
+            res = measure(caps, heads, cfg["alpha"], ctx.progress(len(caps), f"{EXPERIMENT} {name} λ*"))
+            rows, extra = summarise(res)
+            rows = [dict(r, model=f"{kind}:{name}") for r in rows]
+            path = ctx.write_record(rows, extra=extra)
+            _print_summary(rows, ctx.seed, path, args.quiet)
+    return 0
+
+
+def _print_summary(rows, seed, path, quiet):
+    if quiet:
+        return
+    print(f"seed {seed}: {path}  [substitute models unless --weights]")
+    for r in rows:
+        if r["metric"] in ("rel_dev_mean", "out_err_mean", "tv_mean", "eval_loss"):
+            print(f"  {r['model']:>6} {r['setting']:<18} {r['metric']:<13} {r['value']:.4f}")
