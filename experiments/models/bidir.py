@@ -427,7 +427,8 @@ class AttentionCBOW(nn.Module):
 
     def log_tau(self) -> torch.Tensor:
         """log tau_j (V+1,) = c_j^T W^KQ c_{|V|+1} / sqrt(d_w)."""
-        return self.C @ self.W_KQ @ self.C[self.vocab_size] / math.sqrt(self.d_w)
+        # (C W^K^T)(W^Q c_mask): O(|V| p d_w), never forms the p x p matrix W^KQ
+        return (self.C @ self.WK.T) @ (self.WQ @ self.C[self.vocab_size]) / math.sqrt(self.d_w)
 
     def gamma(self, x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
         """gamma (B, S): the attention weights of the masked query on every position."""
