@@ -1,0 +1,145 @@
+"""Claims of the Fenchel-dual attention paper about dot-product attention and T5 (Secs 7-8, Eqs.
+(16)-(19)): spec sections S10 and S11."""
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.catalog import Skip, claim, erratum_if, holds_if
+
+
+def attention16_torch(T, logu, z, alpha=1.0):
+    """(16) in torch: p_i proportional to u_i exp(alpha <t_i, z>), batched; returns the weights p."""
+    import torch
+
+    return torch.softmax(logu + alpha * (T @ z.unsqueeze(-1)).squeeze(-1), -1)
+
+
+@claim("fenchel.sec7.dot-product-attention",
+       reference="Sec 7, Sec 8 (reparameterisation before Eq. (19))",
+       statement="Dot-product attention is (16) with uniform u and alpha = 1: with t_i = x_i/sqrt(d'), "
+                 "z = K^T Q x_k and V' = V sqrt(d'), softmax(<K x_i, Q x_k>/sqrt(d')) V x equals V' times (16).  "
+                 "(BERT biases: the Q bias enters z, the K bias cancels, the V bias passes through.)",
+       method="torch")
+def _s10_dot_product():
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    B, n, d, dp = 3, 7, 16, 4
+    x = torch.randn(B, n, d, generator=g, dtype=torch.float64)
+    K, Q, V = (torch.randn(dp, d, generator=g, dtype=torch.float64) for _ in range(3))
+    bK, bQ, bV = (torch.randn(dp, generator=g, dtype=torch.float64) for _ in range(3))
+    errs = {}
+    for biased in (False, True):
+        kb, qb, vb = (bK, bQ, bV) if biased else (0 * bK, 0 * bQ, 0 * bV)
+        q, k, v = x @ Q.T + qb, x @ K.T + kb, x @ V.T + vb
+        ref = F.scaled_dot_product_attention(q, k, v)                 # (B, n, d') over all queries
+        t = x / dp ** 0.5                                             # templates
+        z = (q @ K)                                                   # z_k = K^T (Q x_k + b_Q), (B, n, d)
+        logu = torch.zeros(B, 1, n, dtype=torch.float64)              # uniform u (unnormalised log)
+        p = attention16_torch(t.unsqueeze(1), logu, z, 1.0)          # (B, n_queries, n_keys)
+        h = p @ t                                                     # (16), in template space
+        out = h @ (V * dp ** 0.5).T + vb                              # V' h (+ V bias)
+        errs["with_biases" if biased else "no_biases"] = float((out - ref).abs().max())
+    worst = max(errs.values())
+    return holds_if(worst < 1e-12, measured=errs, tolerance=1e-12,
+                    explanation="torch float64, B = 3, n = 7, d = 16, d' = 4: scaled_dot_product_attention "
+                                "vs V sqrt(d') (16) with alpha = 1, u uniform, t = x/sqrt(d'), z = K^T Q x_k")
+
+
+def _t5_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    n = 9
+    s = rng.normal(size=n) * 2                        # logits <t_i, z>
+    table = rng.normal(size=2 * 4 + 1)                # bias per clipped relative position j - i
+    j = 4
+    rel = np.clip(j - np.arange(n), -4, 4) + 4
+    bias = table[rel]
+    masked = np.zeros(n, bool)
+    masked[[2, 6]] = True
+    return s, bias, masked
+
+
+@claim("fenchel.eq18.t5-unification",
+       reference="Eqs. (17), (18)",
+       statement="With u(t_i) = 0 for masked words and exp(b_{j-i})/Z otherwise (17), the attention (16) with "
+                 "alpha = 1 equals softmax(<t_i, z> + b_{j-i} + 1_masked(i)) (18): log u is the T5 relative "
+                 "position bias plus the mask.",
+       method="float64")
+def _s11_t5():
+    from scipy.special import softmax
+
+    s, bias, masked = _t5_inputs()
+    u = np.where(masked, 0.0, np.exp(bias))
+    u /= u.sum()                                                       # (17)
+    p16 = u * np.exp(s) / np.sum(u * np.exp(s))                        # (16), alpha = 1
+    p18 = softmax(s + bias + np.where(masked, -np.inf, 0.0))           # (18)
+    err = float(np.max(np.abs(p16 - p18)))
+    return holds_if(err < 1e-12 and bool(np.all(p16[masked] == 0)), measured=err, tolerance=1e-12,
+                    explanation="n = 9 atoms, clipped relative-position bias table, 2 masked words")
+
+
+@claim("fenchel.eq19.t5-formula",
+       reference="Eq. (19)",
+       statement="T5's k-th output is sum_i V x_i u_i exp(<K x_i, Q y_k>/sqrt(d')) / sum_j exp(<K x_j, Q y_k>/sqrt(d')).",
+       method="float64", expected="erratum",
+       corrected="The denominator must carry u_j as well: sum_j u_j exp(<K x_j, Q y_k>) (then it is (16)); "
+                 "and T5 applies no 1/sqrt(d') scaling to its logits.")
+def _s11_eq19():
+    from scipy.special import softmax
+
+    s, bias, masked = _t5_inputs(1)
+    u = np.where(masked, 0.0, np.exp(bias))
+    u /= u.sum()
+    t5 = softmax(s + np.log(np.where(masked, 1e-300, 1.0)) + np.where(masked, 0, bias))  # T5: softmax(s + bias + mask)
+    printed = u * np.exp(s) / np.sum(np.exp(s))
+    corrected = u * np.exp(s) / np.sum(u * np.exp(s))
+    e_p, e_c = float(np.max(np.abs(printed - t5))), float(np.max(np.abs(corrected - t5)))
+    return erratum_if(e_p < 1e-12, e_c < 1e-12, measured=dict(printed_err=e_p, corrected_err=e_c),
+                      tolerance=1e-12,
+                      explanation="weights of the printed (19) and of the corrected form vs softmax(s + bias + mask)")
+
+
+@claim("fenchel.eq17.t5-hf-position-bias",
+       reference="Eqs. (17)-(19), Sec 7",
+       statement="A (randomly initialised) Hugging Face T5Attention layer is (16) with alpha = 1, "
+                 "t_i = K x_i, z = Q y_k (no 1/sqrt(d') scaling) and log u = its relative-position bias "
+                 "plus the attention mask, per head.",
+       method="torch", requires=("transformers",))
+def _s11_hf():
+    import torch
+
+    try:
+        from transformers import T5Config
+        from transformers.models.t5.modeling_t5 import T5Attention
+    except Exception as e:  # pragma: no cover - depends on the installed version
+        raise Skip(f"transformers T5Attention unavailable: {e}")
+    torch.manual_seed(0)  # HF initialises weights from the global generator
+    cfg = T5Config(d_model=64, d_kv=16, num_heads=4, relative_attention_num_buckets=32,
+                   relative_attention_max_distance=128, dropout_rate=0.0)
+    cfg._attn_implementation = "eager"
+    layer = T5Attention(cfg, has_relative_attention_bias=True, layer_idx=0).double().eval()
+    g = torch.Generator().manual_seed(1)
+    n = 11
+    x = torch.randn(1, n, 64, generator=g, dtype=torch.float64)
+    masked = torch.zeros(n, dtype=torch.bool)
+    masked[[3, 8]] = True
+    mask = torch.zeros(n, dtype=torch.float64)
+    mask[masked] = torch.finfo(torch.float64).min                       # HF's additive mask value
+    mask = mask.view(1, 1, 1, n)
+    with torch.no_grad():
+        out, position_bias, _ = layer(x, mask=mask)[:3]
+        H, dk = cfg.num_heads, cfg.d_kv
+        Kx = layer.k(x).view(1, n, H, dk).transpose(1, 2)[0]            # templates t_i per head
+        Qy = layer.q(x).view(1, n, H, dk).transpose(1, 2)[0]            # evidence z_k per head
+        Vx = layer.v(x).view(1, n, H, dk).transpose(1, 2)[0]
+        logu = position_bias[0] + mask[0]                              # (H, n_q, n_k): log u + const
+        p = attention16_torch(Kx.unsqueeze(1), logu, Qy, 1.0)          # (16) for every head and query
+        heads = p @ Vx                                                  # (H, n_q, d_kv)
+        ours = layer.o(heads.transpose(0, 1).reshape(1, n, H * dk))
+        u_masked = float(torch.softmax(logu, -1)[..., masked].max())
+    err = float((ours - out).abs().max())
+    return holds_if(err < 1e-12 and u_masked == 0.0, measured=dict(max_abs_err=err, u_on_masked=u_masked),
+                    tolerance=1e-12,
+                    explanation="HF T5Attention (random init, 4 heads, d_kv 16, 32 buckets, float64, eager) vs "
+                                "(16) with u = softmax(position_bias + mask), alpha = 1, scale 1")
