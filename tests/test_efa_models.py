@@ -1,0 +1,247 @@
+"""Unit tests of the EFA modules (experiments/models/efa.py, efa_theory.py), numerics/expfam.py and
+`attnlab compare efa-fm`.  The paper's claims themselves run through tests/test_claims.py."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from experiments.models.efa import (EFA, AttentionLayer, EFACategorical, EFAValue, FMAttributes,
+                                    FMCategorical, FMValue)
+from experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
+from numerics import expfam
+
+torch.set_num_threads(1)
+
+
+def _rand(m, seed=0, scale=0.6):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * scale)
+    return m
+
+
+@pytest.mark.parametrize("convention", ["paper", "standard"])
+@pytest.mark.parametrize("direction", ["bidirectional", "unidirectional"])
+@pytest.mark.parametrize("attention", ["softmax", "linear"])
+def test_fast_path_equals_literal_replication(convention, direction, attention):
+    g = torch.Generator().manual_seed(1)
+    kw = dict(heads=2, layers=3, direction=direction, convention=convention, attention=attention,
+              layer_norm=convention == "standard", ffn_hidden=6 if convention == "standard" else None)
+    m = _rand(EFACategorical(9, 4, 8, **kw).double(), 2, 0.5)
+    x = torch.randint(0, 9, (3, 7), generator=g)
+    valid = torch.ones(3, 7, dtype=torch.bool)
+    valid[1, 4:] = False
+    targets = torch.tensor([[0, 3, 6], [1, 2, 3], [6, 5, 0]])
+    with torch.no_grad():
+        a = m.context(x, valid, targets, method="fast")
+        b = m.context(x, valid, targets, method="replicate")
+    tv = valid.gather(1, targets)[..., None]
+    # relative to the scale (3 linear-attention layers reach |values| ~ 1e6)
+    assert float(((a - b).abs() * tv).max()) < 1e-12 * max(1.0, float((b * tv).abs().max()))
+    mv = _rand(EFAValue("poisson_v2", n_items=9, dim=2, value_dim=2, max_len=8, item_embeddings="both",
+                        **kw).double(), 3, 0.5)
+    y = torch.randint(0, 5, (3, 7), generator=g).double()
+    with torch.no_grad():
+        a = mv.representation(y, x, valid=valid, method="fast")
+        b = mv.representation(y, x, valid=valid, method="replicate")
+    assert float(((a - b).abs() * valid[..., None]).max()) < 1e-12 * max(1.0, float((b * valid[..., None]).abs().max()))
+
+
+@pytest.mark.parametrize("direction", ["bidirectional", "unidirectional"])
+def test_target_is_masked(direction):
+    """eta_i does not depend on x_i, kappa_i not on y_i (x_i stays visible to the value part)."""
+    g = torch.Generator().manual_seed(0)
+    m = _rand(EFACategorical(6, 4, 6, heads=2, layers=2, direction=direction).double())
+    mv = _rand(EFAValue("gaussian", n_items=6, dim=3, value_dim=3, max_len=6, direction=direction,
+                        layers=2).double(), 1)
+    x = torch.randint(0, 6, (4, 6), generator=g)
+    y = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        base, kb = m(x), mv(y, x)
+        for i in range(6):
+            x2, y2 = x.clone(), y.clone()
+            x2[:, i] = (x2[:, i] + 1) % 6
+            y2[:, i] += 3.0
+            assert torch.allclose(m(x2)[:, i], base[:, i], atol=1e-13)
+            assert torch.allclose(mv(y2, x)[:, i], kb[:, i], atol=1e-13)
+            if direction == "bidirectional" or i == 0:
+                # the value part sees x_i
+                assert not torch.allclose(mv(y, x2)[:, i], kb[:, i], atol=1e-9)
+
+
+def test_padding_is_ignored():
+    g = torch.Generator().manual_seed(0)
+    m = _rand(EFACategorical(6, 4, 10, heads=2, layers=2, convention="standard").double())
+    x = torch.randint(0, 6, (2, 5), generator=g)
+    xp = torch.cat([x, torch.randint(0, 6, (2, 3), generator=g)], 1)
+    valid = torch.zeros(2, 8, dtype=torch.bool)
+    valid[:, :5] = True
+    with torch.no_grad():
+        assert torch.allclose(m(x), m(xp, valid)[:, :5], atol=1e-12)
+        assert torch.allclose(m.nll(x), m.nll(xp, valid), atol=1e-12)
+        assert float(m.loglik(xp, valid)[:, 5:].abs().max()) == 0.0
+
+
+def test_standard_convention_is_torch_multihead_attention():
+    torch.manual_seed(0)
+    W, H, I = 8, 2, 5
+    lay = AttentionLayer(W, H, convention="standard", residual=False).double()
+    mha = torch.nn.MultiheadAttention(W, H, batch_first=True).double()
+    with torch.no_grad():
+        for p in lay.parameters():
+            p.normal_()
+        wq, wk, wv = mha.in_proj_weight.chunk(3)
+        wq.copy_(lay.W_Q.reshape(W, W)), wk.copy_(lay.W_K.reshape(W, W)), wv.copy_(lay.W_V.reshape(W, W))
+        bq, bk, bv = mha.in_proj_bias.chunk(3)
+        bq.copy_(lay.b_Q.reshape(W)), bk.copy_(lay.b_K.reshape(W)), bv.copy_(lay.b_V.reshape(W))
+        mha.out_proj.weight.copy_(lay.W_O), mha.out_proj.bias.copy_(lay.b_O)
+        Z = torch.randn(3, I, W, dtype=torch.float64)
+        causal = torch.ones(I, I, dtype=torch.bool).tril()
+        ours = lay(Z, causal.expand(3, I, I))
+        ref, _ = mha(Z, Z, Z, attn_mask=~causal)
+    assert torch.allclose(ours, ref, atol=1e-12)
+
+
+def test_paper_convention_is_eq1():
+    """Single head, paper convention: X' = W^V X softmax_col((W^Q X)^T (W^K X) / K + M)."""
+    torch.manual_seed(0)
+    K, I = 4, 5
+    lay = _rand(AttentionLayer(K, 1, convention="paper").double())
+    X = torch.randn(K, I, dtype=torch.float64)
+    M = torch.full((I, I), float("-inf")).triu(1).T.T  # M[j, i] = -inf for j > i
+    M = torch.where(torch.arange(I)[:, None] <= torch.arange(I)[None, :], 0.0, float("-inf")).double()
+    WQ, WK, WV = lay.W_Q[0], lay.W_K[0], lay.W_V[0]
+    ref = WV @ X @ torch.softmax((WQ @ X).T @ (WK @ X) / K + M, dim=0)
+    allowed = torch.ones(I, I, dtype=torch.bool).tril()[None]        # rows = outputs i, cols = j <= i
+    with torch.no_grad():
+        ours = lay(X.T[None], allowed)[0].T
+    assert torch.allclose(ours, ref, atol=1e-12)
+
+
+def test_joint_model_and_training_step():
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    xm = EFACategorical(5, 8, 6, heads=2, layers=2, convention="standard", direction="unidirectional")
+    ym = EFAValue("poisson_v1", n_items=5, dim=8, value_dim=8, max_len=6, value_embedding="lookup",
+                  n_values=4, convention="standard", direction="unidirectional", heads=2)
+    model = EFA(xm, ym)
+    x = torch.randint(0, 5, (16, 6), generator=g)
+    y = torch.randint(1, 4, (16, 6), generator=g).float()
+    l0 = float(model.nll(x, y).detach())
+    for _ in range(15):                 # plain gradient steps (torch.optim's first import is slow)
+        model.zero_grad()
+        model.loss(x, y).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 0.05 * p.grad
+    assert float(model.nll(x, y).detach()) < l0
+    assert torch.allclose(model.loglik(x, y), xm.loglik(x) + ym.loglik(y, x))
+
+
+def test_families_code_loss_differs_from_nll_by_a_theta_free_term():
+    g = torch.Generator().manual_seed(0)
+    cases = [(expfam.Gaussian(2.0), torch.randn(50, generator=g, dtype=torch.float64)),
+             (expfam.PoissonV1(), torch.randint(1, 6, (50,), generator=g).double()),
+             (expfam.PoissonV2(), torch.randint(0, 6, (50,), generator=g).double()),
+             (expfam.Bernoulli(), torch.randint(0, 2, (50,), generator=g).double())]
+    for fam, y in cases:
+        o1 = torch.randn(50, generator=g, dtype=torch.float64)
+        o2 = torch.randn(50, generator=g, dtype=torch.float64)
+        scale = 2 * fam.sigma2 if isinstance(fam, expfam.Gaussian) else 1.0
+        d1 = fam.nll(o1, y) - fam.code_loss(o1, y) / scale
+        d2 = fam.nll(o2, y) - fam.code_loss(o2, y) / scale
+        assert torch.allclose(d1, d2, atol=1e-12), fam
+    # means
+    assert float(expfam.PoissonV1().mean(torch.tensor(0.0))) == 2.0
+    assert float(expfam.PoissonV2().mean(torch.tensor(0.0))) == 2.0
+
+
+def test_family_validation():
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="sigma2"):
+            expfam.Gaussian(bad)
+    with pytest.raises(ValueError, match="rate"):
+        expfam.PoissonV1.out_from_rate(torch.tensor([1.0, 0.0]))
+    with pytest.raises(ValueError, match="rate"):
+        expfam.PoissonV2.out_from_rate(torch.tensor([0.5]))
+    with pytest.raises(ValueError, match="family"):
+        expfam.family("ordinal")
+    with pytest.raises(ValueError, match="y"):
+        EFAValue("poisson_v1", n_items=3, dim=2, value_dim=2, max_len=4).loglik(
+            torch.zeros(1, 4), torch.zeros(1, 4, dtype=torch.long))
+
+
+def test_model_validation():
+    with pytest.raises(ValueError, match="direction"):
+        EFACategorical(5, 4, 6, direction="left")
+    with pytest.raises(ValueError, match="convention"):
+        EFACategorical(5, 4, 6, convention="keras")
+    m = EFACategorical(5, 4, 6)
+    with pytest.raises(ValueError, match="x must hold ids"):
+        m(torch.tensor([[0, 5]]))
+    with pytest.raises(ValueError, match="max_len"):
+        m(torch.zeros(1, 7, dtype=torch.long))
+    with pytest.raises(ValueError, match="targets"):
+        m(torch.zeros(1, 3, dtype=torch.long), targets=torch.tensor([[3]]))
+    with pytest.raises(ValueError, match="x \\(item ids"):
+        EFAValue("gaussian", n_items=3, dim=2, value_dim=2, max_len=4)(torch.zeros(1, 3))
+    from theory.efa_identifiability import diversity_L
+    from theory.efa_reductions import prop1_models
+    with pytest.raises(ValueError, match="K must be <= D - 1"):
+        diversity_L(np.zeros((3, 3)), [(0, 1), (1, 2), (0, 2)])
+    with pytest.raises(ValueError, match="rho and alpha"):
+        prop1_models(np.zeros((4, 2)), np.zeros((4, 3)), 5)
+
+
+def test_fm_normalizations():
+    x = torch.tensor([[0, 1, 2, 0]])
+    y = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    for norm, expect in (("code", [0.0, 1.0, 1.5, 2.0]), ("paper", [0.0, 1 / 3, 1.0, 2.0])):
+        fm = FMValue("gaussian", 3, 1, direction="unidirectional", normalization=norm).double()
+        with torch.no_grad():
+            fm.rho.fill_(1.0), fm.alpha.fill_(1.0)
+            assert torch.allclose(fm(y.double(), x)[0], torch.tensor(expect, dtype=torch.float64))
+    fmb = FMValue("gaussian", 3, 1, normalization="code").double()
+    with torch.no_grad():
+        fmb.rho.fill_(1.0), fmb.alpha.fill_(1.0)
+        assert torch.allclose(fmb(y.double(), x)[0], torch.tensor([3.0, 8 / 3, 7 / 3, 2.0], dtype=torch.float64))
+    # categorical, code: plain sum (bidir), sum + alpha_[MASK] (unidir)
+    fc = FMCategorical(3, 2, direction="unidirectional", normalization="code").double()
+    with torch.no_grad():
+        ctx = fc.context(x)
+        assert torch.allclose(ctx[0, 0], fc.alpha[3])
+        assert torch.allclose(ctx[0, 2], fc.alpha[0] + fc.alpha[1] + fc.alpha[3])
+    fa = FMAttributes(2, 3).double()
+    tau = torch.randn(1, 4, 2, dtype=torch.float64)
+    nb = torch.tensor([[1], [0], [3], [2]])
+    with torch.no_grad():
+        H = fa.h(tau)[0]
+        assert torch.allclose(fa(y.double(), tau, neighbors=nb)[0, 0], H[0] @ H[1] * 2.0)
+
+
+def test_bai_model():
+    for L, M, K, tau, Kp, Dp in ((1, 2, 4, 2, 16, 8), (2, 3, 2, 1, 3, 5)):
+        m = BaiEFA(K, tau, Kp, L, M, Dp)
+        assert sum(p.numel() for p in m.parameters()) == parameter_count(L, M, K + 1, Dp, Kp, K, tau)
+    h = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+    assert torch.allclose(clip_norm(h, 1.0), torch.tensor([[0.6, 0.8], [0.3, 0.4]]))
+    m = BaiEFA(3, 2, 4, 1, 1, 4, B_y=0.5, init_scale=5.0)
+    out = m(torch.randn(2, 4, 2), torch.randn(2, 4))
+    assert out.abs().max() <= 0.5
+    with pytest.raises(ValueError, match="R"):
+        BaiEFA(R=0.0)
+
+
+def test_compare_cli(capsys):
+    from theory.efa_compare import main
+    assert main(["--prop", "3", "--seed", "1", "--json", "-"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    for k in ("prop", "seed", "max_abs_dev_natural", "max_abs_dev_loglik", "printed_form_max_abs"):
+        assert k in d
+    assert d["printed_form_max_abs"] == 0.0 and d["max_abs_dev_natural"] < 1e-12
+    assert main(["--prop", "5"]) == 2
+    assert "--prop" in capsys.readouterr().err
+    assert main(["--seed", "-1"]) == 2
