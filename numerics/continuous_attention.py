@@ -418,14 +418,23 @@ def kernel_deformed_threshold(f, t, alpha: float, q0=None, iters: int = 200):
         shift = ((1.0 / Qm) ** (a - 1.0) - 1.0) / (a - 1.0)
         lo = fd.min(-1).values - shift - 1e-12       # mass(lo) >= 1
         hi = fd.max(-1).values - shift + 1e-12       # mass(hi) <= 1
+        # safeguarded Newton from the left end: the mass is convex and decreasing in tau (exp_{2-alpha}
+        # is convex for alpha <= 2), so Newton from lo increases monotonically to the root; any
+        # iterate leaving the bracket (rounding) is replaced by bisection
+        tau0 = lo.clone()
         for _ in range(iters):
-            mid = 0.5 * (lo + hi)
-            big = mass(mid, fd) > 1
-            lo = torch.where(big, mid, lo)
-            hi = torch.where(big, hi, mid)
-            if bool(torch.all(hi - lo <= 4e-16 * (1 + hi.abs()))):
+            m = mass(tau0, fd)
+            big = m > 1
+            lo = torch.where(big, tau0, lo)
+            hi = torch.where(big, hi, tau0)
+            d = (escort_weights(fd, tau0[..., None], a) * q * w).sum(-1)
+            new = tau0 + (m - 1.0) / torch.clamp(d, min=1e-300)
+            out = ~((new >= lo) & (new <= hi))
+            new = torch.where(out, 0.5 * (lo + hi), new)
+            done = (new - tau0).abs() <= 4e-16 * (1 + tau0.abs())
+            tau0 = new
+            if bool(torch.all(done)):
                 break
-        tau0 = 0.5 * (lo + hi)
     slope = (escort_weights(f.detach(), tau0[..., None], a) * q * w).sum(-1)   # -d mass/d tau
     tau = tau0 + (mass(tau0, f) - 1.0) / slope
     return exp_2ma(f - tau[..., None], a) * q, tau

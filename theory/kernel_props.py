@@ -1,0 +1,575 @@
+"""Claims of "Kernel Multimodal Continuous Attention" (`kernel.*`): Sec. 4-5 and App. B, C, D, E.1, F.
+
+Spec: ../shared/spec/kernel_continuous_attention.md §2.1-§2.16, §2.24 and §6.5.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnlab.catalog import claim, erratum_if, holds_if
+
+
+# ------------------------------------------------------------------------------- Sec. 4: time warping
+def _b3_process(Z):
+    """X*(t) of App. B.3 (mpmath), pieces on [0, .25), [.25, .5), [.5, .75), [.75, 1]."""
+    import mpmath as mp
+
+    def X(t):
+        if t < mp.mpf(1) / 4:
+            return Z[0] * mp.cos(9 * mp.pi * t)
+        if t < mp.mpf(1) / 2:
+            return Z[1] * t ** 2
+        if t < mp.mpf(3) / 4:
+            return Z[2] * mp.sin(t)
+        return Z[3] * mp.cos(17 * mp.pi * t)
+
+    return X
+
+
+@claim("kernel.lemma4.2.time-warping",
+       reference="Sec. 4, Def. 4.1, Lemma 4.2 (Eq. 7), App. B.1, B.3",
+       statement="For a time warping h with g = h^{-1}: E_{U~p} X*(U) = E_{T~p_i} X_i(T) with "
+                 "p_i(t) = p(g(t)) q0(g(t))/q0(t) g'(t), and p_i is a density w.r.t. Q.",
+       method="mpmath")
+def _lemma42():
+    import mpmath as mp
+
+    mp.mp.dps = 26
+    rng = np.random.default_rng(0)
+    Z = [mp.mpf(float(z)) for z in rng.uniform(-4, 4, 4)]
+    X = _b3_process(Z)
+    cuts = [mp.mpf(1) / 4, mp.mpf(1) / 2, mp.mpf(3) / 4]
+    rows, worst_eq, worst_norm, worst_def = {}, 0.0, 0.0, 0.0
+    # (b) setting: q0 = Beta(2, 2) density, p = truncated N(0.4, 0.2^2) w.r.t. Q
+    q0b = lambda t: 6 * t * (1 - t)
+    nb = mp.quad(lambda u: mp.npdf(u, mp.mpf("0.4"), mp.mpf("0.2")) * q0b(u), [0, 1])
+    pb = lambda u: mp.npdf(u, mp.mpf("0.4"), mp.mpf("0.2")) / nb
+    for lam in (mp.mpf("0.5"), mp.mpf(5), mp.mpf(20)):
+        C = lam / (1 - mp.exp(-lam))
+        g = lambda t: C * (1 - mp.exp(-lam * t)) / lam
+        dg = lambda t: C * mp.exp(-lam * t)
+        ginv = lambda y: -mp.log(1 - y * lam / C) / lam
+        # Def. 4.1: g(0) = 0, g(1) = 1, g' > 0, round trip
+        worst_def = max(worst_def, float(abs(g(0))), float(abs(g(1) - 1)),
+                        max(float(abs(g(ginv(y)) - y)) for y in (mp.mpf("0.1"), mp.mpf("0.5"), mp.mpf("0.9"))))
+        tc = [ginv(c) for c in cuts]
+        Xi = lambda t: X(g(t))
+        # (a) q0 = 1, p = U(0, 0.5): p_i = 2 1[g < 0.5] g'
+        lhs = 2 * mp.quad(X, [0, cuts[0], cuts[1]])
+        rhs = mp.quad(lambda t: 2 * dg(t) * Xi(t), [0, tc[0], tc[1]])
+        norm = mp.quad(lambda t: 2 * dg(t), [0, tc[1]])
+        # (b) p_i(t) = p(g) q0(g)/q0(t) g'; E_{p_i}[X_i] = int p_i X_i q0 dt
+        pi_b = lambda t: pb(g(t)) * q0b(g(t)) / q0b(t) * dg(t)
+        lhs_b = mp.quad(lambda u: pb(u) * X(u) * q0b(u), [0] + cuts + [1])
+        rhs_b = mp.quad(lambda t: pi_b(t) * Xi(t) * q0b(t), [0] + tc + [1])
+        norm_b = mp.quad(lambda t: pi_b(t) * q0b(t), [0, 1])
+        worst_eq = max(worst_eq, float(abs(lhs - rhs)), float(abs(lhs_b - rhs_b)))
+        worst_norm = max(worst_norm, float(abs(norm - 1)), float(abs(norm_b - 1)))
+        rows[f"lambda={float(lam)}"] = dict(a_lhs=mp.nstr(lhs, 15), a_rhs=mp.nstr(rhs, 15),
+                                             b_lhs=mp.nstr(lhs_b, 15), b_rhs=mp.nstr(rhs_b, 15))
+    ok = worst_eq < 1e-20 and worst_norm < 1e-25 and worst_def < 1e-25
+    return holds_if(ok, measured=dict(max_abs_diff=worst_eq, max_norm_err=worst_norm, def41=worst_def),
+                    tolerance=dict(diff=1e-20, norm=1e-25, def41=1e-25),
+                    explanation="mpmath dps 26, B.3 process (Z ~ U(-4,4), seed 0), warp g(t) = (1 - e^{-lam t})/"
+                                "(1 - e^{-lam}), lam in {0.5, 5, 20}; (a) q0 = 1, p = U(0, .5); (b) q0 = Beta(2,2), "
+                                "p = truncated N(.4, .2^2) w.r.t. Q; quad split at g^{-1} of the process's cuts",
+                    rows=rows)
+
+
+@claim("kernel.B2.derivatives",
+       reference="App. B.2 (derivatives of p_i)",
+       statement="p_i' = (-lam C1 exp(t) + W'(t)) p_i and p_i'' = (-lam C1 exp(t) + W''(t)) p_i + "
+                 "(-lam C1 exp(t) + W'(t))^2 p_i for p_i(t) = lam C1 exp(-lam C1 int_0^t e^{W(u)} du + W(t)).",
+       method="sympy", expected="erratum",
+       corrected="p_i' = (-lam C1 e^{W(t)} + W'(t)) p_i and p_i'' = [(-lam C1 e^{W} W' + W'') + (-lam C1 e^{W} + W')^2] p_i.")
+def _b2_derivatives():
+    import sympy as sp
+
+    t, u, lam, C1 = sp.symbols("t u lambda C_1", positive=True)
+    W = sp.Function("W")
+    p = lam * C1 * sp.exp(-lam * C1 * sp.Integral(sp.exp(W(u)), (u, 0, t)) + W(t))
+    d1, d2 = sp.diff(p, t), sp.diff(p, t, 2)
+    Wp, Wpp = sp.diff(W(t), t), sp.diff(W(t), t, 2)
+    printed1 = (-lam * C1 * sp.exp(t) + Wp) * p
+    printed2 = (-lam * C1 * sp.exp(t) + Wpp) * p + (-lam * C1 * sp.exp(t) + Wp) ** 2 * p
+    corr1 = (-lam * C1 * sp.exp(W(t)) + Wp) * p
+    corr2 = ((-lam * C1 * sp.exp(W(t)) * Wp + Wpp) + (-lam * C1 * sp.exp(W(t)) + Wp) ** 2) * p
+    r1c = sp.simplify((d1 - corr1) / p)
+    r2c = sp.simplify((d2 - corr2) / p)
+    # the printed forms: show a nonzero residual on W(u) = 3 sin(4 pi u), lam = C1 = 1, t = 0.3
+    inst = {W(t): 3 * sp.sin(4 * sp.pi * t)}
+
+    def at(expr):
+        e = (expr / p).subs(Wpp, sp.diff(inst[W(t)], t, 2)).subs(Wp, sp.diff(inst[W(t)], t)).subs(inst)
+        return float(e.subs({lam: 1, C1: 1, t: sp.Rational(3, 10)}).evalf(30))
+
+    r1p, r2p = at(d1 - printed1), at(d2 - printed2)
+    printed_ok = abs(r1p) < 1e-12 and abs(r2p) < 1e-12
+    corrected_ok = r1c == 0 and r2c == 0
+    return erratum_if(printed_ok, corrected_ok, measured=dict(printed_residual_1=r1p, printed_residual_2=r2p,
+                                                               corrected_residual_1=str(r1c),
+                                                               corrected_residual_2=str(r2c)),
+                      tolerance="corrected residuals simplify to 0; printed residuals nonzero at an instance",
+                      explanation="sympy: d/dt of p_i with W an undefined function; printed forms evaluated at "
+                                  "W = 3 sin(4 pi u), lam = C1 = 1, t = 0.3")
+
+
+@claim("kernel.B2.multimodal",
+       reference="App. B.2 ('Multimodal densities are required')",
+       statement="With a unimodal global density (exponential) the individualized p_i can be multimodal.",
+       method="float64")
+def _b2_multimodal():
+    t = np.linspace(0, 1, 40001)
+    W = 3 * np.sin(4 * np.pi * t)
+    eW = np.exp(W)
+    cum = np.concatenate([[0.0], np.cumsum((eW[1:] + eW[:-1]) / 2) * (t[1] - t[0])])   # int_0^t e^W
+    C1 = 1.0 / cum[-1]
+    p = C1 * np.exp(-C1 * cum + W)                     # lam = tau = 1
+    grid = np.arange(1, 400) * 100                     # the interior points of a 401-point grid of [0, 1]
+    pg = p[np.r_[grid[0] - 100, grid, grid[-1] + 100]]
+    inner = pg[1:-1]
+    maxima = [float(t[grid[i]]) for i in range(len(grid)) if inner[i] > pg[i] and inner[i] > pg[i + 2]]
+    return holds_if(len(maxima) >= 2, measured=dict(local_maxima=maxima), tolerance=">= 2 strict local maxima",
+                    explanation="W(u) = 3 sin(4 pi u), lam = tau = 1, p_global = Exp(1); spec: maxima near 0.1175, "
+                                "0.6175")
+
+
+# ------------------------------------------------------------------------------- Sec. 5: normalizability
+@claim("kernel.example1.divergent",
+       reference="Sec. 5.1, Example 1",
+       statement="For Q = N(0,1), k(t,s) = t^3 s^3 + t^4 s^4 and f = t^3 + t^4 = k(t, 1), int exp(f) dQ diverges.",
+       method="sympy")
+def _example1():
+    import sympy as sp
+
+    t = sp.symbols("t", real=True)
+    e = sp.exp(-t ** 2 / 2 + t ** 3 + t ** 4)
+    lp, lm = sp.limit(e, t, sp.oo), sp.limit(e, t, -sp.oo)
+    s = sp.symbols("s", real=True)
+    k_ok = sp.expand((t ** 3 * s ** 3 + t ** 4 * s ** 4).subs(s, 1) - (t ** 3 + t ** 4)) == 0
+    return holds_if(lp == sp.oo and lm == sp.oo and k_ok, measured=dict(limit_pos=str(lp), limit_neg=str(lm)),
+                    tolerance="the integrand tends to oo (so the integral diverges)",
+                    explanation="sympy limits of the integrand; xi = 8 needs eta > 4 in Prop 5.1, the Gaussian has 2")
+
+
+@claim("kernel.prop5.1.normalizable",
+       reference="Sec. 5.1, Prop 5.1 (Eq. 9), App. C.1",
+       statement="If k(t,t) <= L_k |t|^xi + C_k and P(|u^T T_Q| >= z) <= C exp(-v z^eta) with eta > xi/2, then "
+                 "int exp(f) dQ < oo for f in H.",
+       method="sympy")
+def _prop51():
+    import sympy as sp
+
+    t = sp.symbols("t", real=True)
+    phi = sp.exp(-t ** 2 / 2) / sp.sqrt(2 * sp.pi)
+    rows, ok = {}, True
+    # xi = 2: k(t, s) = t s + 1, Q = N(0, 1) (eta = 2 > 1), f = c k(., s0) = c s0 t + c.  Completing the
+    # square, e^{a t} phi(t) = e^{a^2/2} phi(t - a) and int phi = 1, so int e^f dQ = exp(c + c^2 s0^2/2).
+    a = sp.symbols("a", real=True)
+    square = sp.simplify(sp.exp(a * t) * phi - sp.exp(a ** 2 / 2) * phi.subs(t, t - a)) == 0
+    unit = sp.integrate(phi, (t, -sp.oo, sp.oo)) == 1
+    ok &= bool(square and unit)
+    import mpmath as mp
+
+    mp.mp.dps = 20
+    for c, s0 in ((0.5, 3.0), (2.0, -1.0), (7 / 3, 2.5)):
+        closed = mp.exp(c + c * c * s0 * s0 / 2)
+        num = mp.quad(lambda x: mp.exp(c * (s0 * x + 1)) * mp.npdf(x), [-mp.inf, c * s0, mp.inf])
+        ok &= bool(abs(num / closed - 1) < 1e-15)
+        rows[f"c={c:.4g},s0={s0}"] = dict(integral=mp.nstr(num, 15), closed=mp.nstr(closed, 15))
+    return holds_if(ok, measured=rows, tolerance="sympy identity exact; integrals within 1e-15 (relative) of exp(c + c^2 s0^2/2)",
+                    explanation="xi = 2 with a Gaussian (eta = 2 > xi/2 = 1): sympy completes the square, mpmath "
+                                "checks three instances")
+
+
+@claim("kernel.cor5.2.boundary",
+       reference="Sec. 5.1, Cor 5.2, App. C.2",
+       statement="For xi = 4, T_Q can be any sub-Gaussian random vector; for xi = 2 any sub-exponential; for xi = 0 "
+                 "any probability density.",
+       method="sympy", expected="erratum",
+       corrected="Prop 5.1 needs eta > xi/2 strictly: for xi = 4 the tails must be lighter than Gaussian "
+                 "(eta > 2), for xi = 2 lighter than exponential (eta > 1); xi = 0 (bounded kernel) is fine. "
+                 "Counterexamples at the boundary: k = t^2 s^2, f = t^2/2, Q = N(0,1) and k = t s, f = t, "
+                 "Q = Laplace(0,1) both give int e^f dQ = oo.")
+def _cor52():
+    import sympy as sp
+
+    t = sp.symbols("t", real=True)
+    phi = sp.exp(-t ** 2 / 2) / sp.sqrt(2 * sp.pi)
+    # xi = 4, Gaussian (sub-Gaussian, eta = 2 = xi/2): f = c t^2
+    g_half = sp.integrate(sp.powsimp(sp.exp(sp.Rational(1, 2) * t ** 2) * phi), (t, -sp.oo, sp.oo))
+    g_quarter = sp.simplify(sp.integrate(sp.powsimp(sp.exp(sp.Rational(1, 4) * t ** 2) * phi), (t, -sp.oo, sp.oo)))
+    # xi = 2, Laplace(0, 1) (sub-exponential, eta = 1 = xi/2): f = c t, split at 0
+    lap_pos = lambda c: sp.integrate(sp.exp((c - 1) * t) / 2, (t, 0, sp.oo))
+    lap_c1, lap_c2, lap_half = lap_pos(1), lap_pos(2), lap_pos(sp.Rational(1, 2))
+    printed_ok = g_half.is_finite and lap_c1.is_finite
+    # corrected: strictly lighter tails make the same f integrable: q0 ∝ exp(-t^4) for xi = 4 (eta = 4 > 2),
+    # q0 ∝ exp(-t^2) for xi = 2 (eta = 2 > 1); checked by mpmath to be finite (and positive)
+    import mpmath as mp
+
+    mp.mp.dps = 20
+    light4 = mp.quad(lambda x: mp.exp(x * x / 2 - x ** 4), [-mp.inf, 0, mp.inf])
+    light2 = mp.quad(lambda x: mp.exp(x - x * x), [-mp.inf, 0, mp.inf])
+    # xi = 0: Gaussian kernel (bounded by 1), Q = Cauchy: int e^f dQ <= exp(||f||_H sqrt(C_k)) for 20 gammas
+    rng = np.random.default_rng(0)
+    s = np.linspace(-2, 2, 6)
+    Kss = np.exp(-(s[:, None] - s[None, :]) ** 2)
+    from scipy.integrate import quad
+
+    bounded_ok, worst = True, -np.inf
+    for _ in range(20):
+        gam = rng.uniform(-2, 2, 6)
+        fx = lambda x: float(np.exp(-(x - s) ** 2) @ gam)
+        val = sum(quad(lambda x: math.exp(fx(x)) / (math.pi * (1 + x * x)), lo, hi, epsabs=1e-13, limit=200)[0]
+                  for lo, hi in ((-np.inf, -3), (-3, 3), (3, np.inf)))
+        bound = math.exp(math.sqrt(gam @ Kss @ gam))
+        bounded_ok &= float(val) <= bound
+        worst = max(worst, float(val) / bound)
+    corrected_ok = (g_half == sp.oo and lap_c1 == sp.oo and lap_c2 == sp.oo and g_quarter == sp.sqrt(2)
+                    and lap_half == 1 and mp.isfinite(light4) and mp.isfinite(light2) and bounded_ok)
+    return erratum_if(printed_ok, corrected_ok,
+                      measured=dict(gauss_c_half=str(g_half), gauss_c_quarter=str(g_quarter),
+                                    laplace_c1=str(lap_c1), laplace_c2=str(lap_c2), laplace_c_half=str(lap_half),
+                                    lighter_tails=(mp.nstr(light4, 10), mp.nstr(light2, 10)),
+                                    bounded_kernel_max_ratio=worst),
+                      tolerance="exact (sympy oo / finite); bounded case: ratio <= 1",
+                      explanation="sympy integrals at the boundary eta = xi/2; mpmath for lighter tails and the "
+                                  "Cauchy/Gaussian-kernel case by scipy quad (20 random gamma, seed 0)")
+
+
+@claim("kernel.lemma5.3.log-normalizer",
+       reference="Sec. 5.2, Lemma 5.3, App. D.1",
+       statement="(1/Z) exp_{2-alpha}(Z^{alpha-1} f) = exp_{2-alpha}(f - log_alpha Z) for Z > 0, 1 < alpha <= 2.",
+       method="sympy")
+def _lemma53():
+    import sympy as sp
+    import torch
+
+    from numerics import continuous_attention as ca
+    from numerics.deformed_exp import log_alpha
+    from numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from numerics.quadrature import uniform_grid
+
+    a, Z, f = sp.symbols("alpha Z f", positive=True)
+    # positive region: compare the brackets raised to the power 1/(alpha-1)
+    lhs_b = 1 + (a - 1) * Z ** (a - 1) * f
+    rhs_b = 1 + (a - 1) * (f - (Z ** (1 - a) - 1) / (1 - a))
+    sym_ok = sp.simplify(Z ** (1 - a) * lhs_b - rhs_b) == 0      # rhs bracket = Z^{1-alpha} lhs bracket
+    # exact rational instances (both sides, including the power)
+    worst = 0
+    for al in (sp.Rational(5, 4), sp.Rational(3, 2), sp.Rational(7, 4), sp.Integer(2)):
+        for z in (sp.Rational(1, 3), sp.Integer(2), sp.Integer(7)):
+            for fv in (sp.Rational(-1, 5), sp.Integer(0), sp.Rational(3, 2)):
+                e = lambda x: sp.Max(0, 1 + (al - 1) * x) ** (1 / (al - 1))
+                d = (e(z ** (al - 1) * fv) / z - e(fv - (z ** (1 - al) - 1) / (1 - al))).evalf(50)
+                worst = max(worst, abs(float(d)))
+    # ReLU region: signs agree (random alpha, Z, f, f very negative included)
+    rng = np.random.default_rng(0)
+    al_, z_, f_ = rng.uniform(1.01, 2, 1000), rng.uniform(0.05, 20, 1000), rng.uniform(-50, 5, 1000)
+    sign_ok = np.array_equal(np.sign(1 + (al_ - 1) * z_ ** (al_ - 1) * f_), np.sign(z_ ** (1 - al_) + (al_ - 1) * f_))
+    # the implementation: Algorithm 1 (f~) equals the threshold map (Eq. 2) at f = f~ / Z^{alpha-1}
+    t = uniform_grid(0, 1, 401)
+    K = gaussian_kernel(t, torch.linspace(0, 1, 10, dtype=torch.float64), 10.0)
+    gam = torch.tensor(rng.uniform(-2, 4, (4, 10)))
+    impl = 0.0
+    for al in (1.25, 1.5, 2.0):
+        ft = kernel_expansion(gam, K)
+        p1, Zt = ca.kernel_deformed(ft, t, al)
+        p2, tau = ca.kernel_deformed_threshold(ft / Zt[:, None] ** (al - 1), t, al)
+        impl = max(impl, float((p1 - p2).abs().max()), float((tau - log_alpha(Zt, al)).abs().max()))
+    ok = sym_ok and worst < 1e-40 and sign_ok and impl < 1e-12
+    return holds_if(ok, measured=dict(symbolic=sym_ok, rational_max_diff=worst, relu_signs=sign_ok,
+                                      implementation_max_diff=impl),
+                    tolerance=dict(rational=1e-40, implementation=1e-12),
+                    explanation="sympy identity of the brackets; exact instances at 50 digits; sign agreement on "
+                                "1000 random (alpha, Z, f); torch Algorithm 1 vs threshold map on a 401-point grid")
+
+
+@claim("kernel.prop5.4.deformed-normalizable",
+       reference="Sec. 5.2, Prop 5.4, App. D.2",
+       statement="If (alpha-1) f~ + 1 <= 0 outside a ball and k(t,t) <= L|t|^xi + C, then int exp_{2-alpha}(f~) dQ < oo.",
+       method="mpmath")
+def _prop54():
+    import mpmath as mp
+    import sympy as sp
+
+    t, s = sp.symbols("t s", real=True)
+    k = (1 + t * s) ** 2
+    # f~ = 1 - t^2 lies in H: 2 k(., 0) - (k(., 1) + k(., -1))/2
+    member = sp.expand(2 * k.subs(s, 0) - (k.subs(s, 1) + k.subs(s, -1)) / 2 - (1 - t ** 2)) == 0
+    phi = sp.exp(-t ** 2 / 2) / sp.sqrt(2 * sp.pi)
+    F = sp.erf(t / sp.sqrt(2)) / 2 + t * phi          # an antiderivative of (2 - t^2) phi, checked by sympy
+    member &= sp.simplify(sp.diff(F, t) - (2 - t ** 2) * phi) == 0
+    closed = F.subs(t, sp.sqrt(2)) - F.subs(t, -sp.sqrt(2))
+    mp.mp.dps = 35
+    num = mp.quad(lambda x: (2 - x * x) * mp.npdf(x), [-mp.sqrt(2), 0, mp.sqrt(2)])
+    diff = abs(num - mp.mpf(sp.N(closed, 40)))
+    return holds_if(member and diff < 1e-25, measured=dict(integral=mp.nstr(num, 20), diff=float(diff),
+                                                           closed_form=str(sp.simplify(closed))),
+                    tolerance=1e-25,
+                    explanation="alpha = 2, k = (1 + t s)^2 (xi = 4), f~ = 1 - t^2 (1 + f~ <= 0 for |t| >= sqrt 2), "
+                                "Q = N(0,1); mpmath dps 35 vs sympy erf closed form")
+
+
+@claim("kernel.cor5.5.normalized",
+       reference="Sec. 5.2, Cor 5.5",
+       statement="With Z = int exp_{2-alpha}(f~) dQ and f = f~/Z^{alpha-1}, int exp_{2-alpha}(f - log_alpha Z) dQ = 1.",
+       method="mpmath")
+def _cor55():
+    import mpmath as mp
+
+    from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+
+    rng = np.random.default_rng(0)
+    ti = np.linspace(0, 1, 10)
+    gam = rng.uniform(-3, 3, 10)
+    rows, worst = {}, 0.0
+    with mp.workdps(35):
+        gm = [mp.mpf(float(x)) for x in gam]
+        sm = [mp.mpf(float(x)) for x in ti]
+        ft = lambda x: mp.fsum(g * mp.exp(-10 * (x - s) ** 2) for g, s in zip(gm, sm))
+        for alpha in (1.25, 1.5, 2.0):
+            am = mp.mpf(alpha)
+            e = lambda x: mp.mpf(0) if x <= -1 / (am - 1) else (1 + (am - 1) * x) ** (1 / (am - 1))
+            arg_np = lambda x: 1 + (alpha - 1) * (np.exp(-10 * (x[:, None] - ti) ** 2) @ gam)
+            kinks = mp_roots(lambda x: 1 + (am - 1) * ft(x), find_sign_changes(arg_np, 0, 1), 35)
+            Z = mp_integrate(lambda x: e(ft(x)), 0, 1, kinks, 35)
+            logZ = (Z ** (1 - am) - 1) / (1 - am)
+            total = mp_integrate(lambda x: e(ft(x) / Z ** (am - 1) - logZ), 0, 1, kinks, 35)
+            worst = max(worst, float(abs(total - 1)))
+            rows[alpha] = dict(Z=mp.nstr(Z, 15), kinks=[float(k) for k in kinks], integral_minus_1=float(total - 1))
+    return holds_if(worst < 1e-25, measured=worst, tolerance=1e-25,
+                    explanation="S = [0,1], Q uniform, f~ = sum_i gamma_i exp(-10 (t - t_i)^2), gamma ~ U(-3,3) "
+                                "(seed 0); mpmath dps 35 split at the roots of 1 + (alpha-1) f~", rows=rows)
+
+
+@claim("kernel.thm5.6.approximation",
+       reference="Sec. 5.2, Thm 5.6 / Thm D.2 (density of kernel deformed families)",
+       statement="Kernel deformed exponential families approximate a continuous density arbitrarily well; "
+                 "numerical illustration: the L1 error of the best-fitting kernel sparsemax density is "
+                 "non-increasing in the number of inducing points I.",
+       method="float64")
+def _thm56():
+    from scipy.stats import beta as beta_dist
+
+    t = np.linspace(0, 1, 2001)
+    w = np.full_like(t, t[1] - t[0])
+    w[[0, -1]] /= 2
+    p = 0.5 * beta_dist.pdf(t, 4, 10) + 0.5 * beta_dist.pdf(t, 12, 5)
+    # alpha = 2: p = [1 + f~]_+ / Z exactly when f~ = Z p - 1; fit f~ = sum_i gamma_i k(., t_i) to p - 1 (Z = 1)
+    # by least squares on the grid, over nested inducing sets, so the fitted residual cannot grow with I
+    errs = {}
+    for I in (5, 9, 17, 33, 65):
+        ti = np.linspace(0, 1, I)
+        K = np.exp(-200.0 * (t[:, None] - ti[None, :]) ** 2)
+        gam, *_ = np.linalg.lstsq(K * np.sqrt(w)[:, None], (p - 1) * np.sqrt(w), rcond=1e-13)
+        u = np.maximum(1 + K @ gam, 0)
+        q = u / (w @ u)
+        errs[I] = float(w @ np.abs(q - p))
+    vals = list(errs.values())
+    ok = all(vals[i + 1] <= vals[i] * (1 + 1e-9) for i in range(len(vals) - 1)) and vals[-1] < 0.05
+    return holds_if(ok, measured=errs, tolerance="non-increasing in I, and < 0.05 at the largest I",
+                    explanation="target 0.5 Beta(4,10) + 0.5 Beta(12,5) on [0,1], Gaussian kernel zeta2 = 200, "
+                                "nested inducing sets linspace(0,1,I), least-squares fit of f~ to p - 1 (2001-point "
+                                "grid), L1 error of [1 + f~]_+/Z; an illustration, not a proof")
+
+
+# ------------------------------------------------------------------------------- App. D
+def _lipschitz_instance(alpha, n_pairs=200, seed=0, G=401):
+    """200 random pairs (f, g) of kernel expansions on [0, 1] (Q uniform) and their densities
+    p_f = exp_{2-alpha}(f - A_alpha(f)) (threshold map on a G-point grid)."""
+    import torch
+
+    from numerics import continuous_attention as ca
+    from numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from numerics.quadrature import uniform_grid
+
+    gen = torch.Generator().manual_seed(seed)
+    t = uniform_grid(0, 1, G)
+    K = gaussian_kernel(t, torch.linspace(0, 1, 10, dtype=torch.float64), 10.0)
+    gf = torch.rand(n_pairs, 10, generator=gen, dtype=torch.float64) * 4 - 2
+    gg = gf + (torch.rand(n_pairs, 10, generator=gen, dtype=torch.float64) * 2 - 1) * 0.5
+    f, g = kernel_expansion(gf, K), kernel_expansion(gg, K)
+    pf, Af = ca.kernel_deformed_threshold(f, t, alpha)
+    pg, Ag = ca.kernel_deformed_threshold(g, t, alpha)
+    return t, f, g, pf, pg, Af, Ag
+
+
+@claim("kernel.claim1.normalizer-bounds",
+       reference="App. D, Claim 1 and Lemma D.3 (applied)",
+       statement="|A_alpha(f)| <= ||f||_inf (Q(S) = 1), A_alpha is 1-Lipschitz in sup norm, and "
+                 "A_alpha(f + s) = A_alpha(f) + s.",
+       method="torch")
+def _claim1():
+    import torch
+
+    from numerics import continuous_attention as ca
+    from numerics.quadrature import uniform_grid
+
+    rows, ok = {}, True
+    for alpha in (1.25, 1.5, 2.0):
+        t, f, g, pf, pg, Af, Ag = _lipschitz_instance(alpha)
+        sup_f = f.abs().max(-1).values
+        bound_ok = bool(torch.all(Af.abs() <= sup_f + 1e-12))
+        lip = (Af - Ag).abs() - (f - g).abs().max(-1).values
+        _, As = ca.kernel_deformed_threshold(f + 0.7, t, alpha)
+        trans = float((As - Af - 0.7).abs().max())
+        ok &= bound_ok and float(lip.max()) <= 1e-12 and trans < 1e-12
+        rows[alpha] = dict(max_A_over_sup=float((Af.abs() / sup_f).max()), max_lip_excess=float(lip.max()),
+                           translation_err=trans)
+    # the spec's worked example f = 3 sin 7t + 2 cos 3t - t on [0, 1] (A = 2.392944641 at 1.5, 1.941426376 at 2)
+    t = uniform_grid(0, 1, 20001)
+    fx = 3 * torch.sin(7 * t) + 2 * torch.cos(3 * t) - t
+    A15 = float(ca.kernel_deformed_threshold(fx, t, 1.5)[1])
+    A2 = float(ca.kernel_deformed_threshold(fx, t, 2.0)[1])
+    ex_ok = abs(A15 - 2.392944641) < 1e-6 and abs(A2 - 1.941426376) < 1e-6
+    ok &= ex_ok
+    return holds_if(ok, measured=dict(rows=rows, example_A=(A15, A2)),
+                    tolerance=dict(bounds=1e-12, example="1e-6 from the spec's 10-digit values"),
+                    explanation="200 random pairs of Gaussian-kernel expansions on [0,1] (Q uniform, 401-point "
+                                "trapezoid), A_alpha solved by the threshold map (Eq. 2)")
+
+
+@claim("kernel.lemmaD5.constants",
+       reference="App. D, Lemma D.5 (i) and (ii)",
+       statement="(i) ||p_f - p_g||_inf <= 2 M_exp ||f - g||_inf with M_exp >= sup exp_{2-alpha}(h - A(h))^{2-alpha} "
+                 "(M_exp = 1 for alpha = 2); (ii) 0 <= B_Omega(p_f, p_g) <= (1/(alpha-1)) ||p_f - p_g||_inf "
+                 "[(||p_f||_inf + ||p_f - p_g||_inf)^{alpha-1} + exp_{2-alpha}(2 ||g||_inf)].",
+       method="torch")
+def _lemmaD5():
+    import torch
+
+    from numerics import continuous_attention as ca
+    from numerics.deformed_exp import exp_2ma
+    from numerics.quadrature import trapezoid
+
+    rows, ok = {}, True
+    for alpha in (1.5, 2.0):
+        t, f, g, pf, pg, Af, Ag = _lipschitz_instance(alpha)
+        d_sup = (f - g).abs().max(-1).values
+        if alpha == 2.0:
+            M = torch.ones_like(d_sup)
+        else:
+            M = torch.zeros_like(d_sup)
+            for c in torch.linspace(0, 1, 21, dtype=torch.float64):
+                ph, _ = ca.kernel_deformed_threshold(g + c * (f - g), t, alpha)
+                M = torch.maximum(M, (ph ** (2 - alpha)).max(-1).values)
+        dp = (pf - pg).abs().max(-1).values
+        i_ratio = float((dp / (2 * M * d_sup)).max())
+        Om = lambda p: (trapezoid(p ** alpha, t) - 1) / (alpha * (alpha - 1))
+        Bd = Om(pf) - Om(pg) - trapezoid(pg ** (alpha - 1) * (pf - pg), t) / (alpha - 1)
+        rhs = dp / (alpha - 1) * ((pf.max(-1).values + dp) ** (alpha - 1)
+                                  + exp_2ma(2 * g.abs().max(-1).values, alpha))
+        ii_ok = bool(torch.all(Bd >= -1e-12)) and bool(torch.all(Bd <= rhs))
+        ok &= i_ratio <= 1 + 1e-9 and ii_ok
+        rows[alpha] = dict(max_ratio_i=i_ratio, min_bregman=float(Bd.min()), max_ratio_ii=float((Bd / rhs).max()))
+    return holds_if(ok, measured=rows, tolerance="(i) ratio <= 1; (ii) 0 <= B <= RHS (1e-12 below 0 allowed)",
+                    explanation="200 random pairs, Q uniform on [0,1], 401-point trapezoid; M_exp for alpha = 1.5 "
+                                "as the max over 21 points c of the segment g + c (f - g)")
+
+
+@claim("kernel.E1.max-shift-identity",
+       reference="App. E.1 (numerical stability; alpha-division)",
+       statement="exp_{2-alpha}(f - log_alpha Z) = (1/(Z (/)_a C)) exp_{2-alpha}((1/(Z (/)_a C))^{alpha-1} "
+                 "(f - log_alpha C)).",
+       method="mpmath", expected="erratum",
+       corrected="... = (1/(Z (/)_a C)) exp_{2-alpha}((Z (/)_a C)^{alpha-1} (f - log_alpha C)) (Lemma 5.3 applied "
+                 "to Z (/)_a C); the alpha-division identity log_a x - log_a y = log_a(x (/)_a y) holds.")
+def _E1_identity():
+    import mpmath as mp
+
+    from numerics.deformed_exp import mp_alpha_division, mp_exp_beta, mp_log_beta
+
+    mp.mp.dps = 40
+    rng = np.random.default_rng(0)
+    worst_c, worst_div, printed_fail = 0.0, 0.0, 0
+    cases = [(1.5, 2.3, 0.7, 0.4)] + [tuple(x) for x in zip(rng.uniform(1.1, 2, 30), rng.uniform(0.3, 3, 30),
+                                                           rng.uniform(0.3, 3, 30), rng.uniform(-0.5, 2, 30))]
+    first = None
+    for a, Z, C, f in cases:
+        a, Z, C, f = (mp.mpf(float(v)) for v in (a, Z, C, f))
+        e = lambda x: mp_exp_beta(x, 2 - a)
+        la = lambda x: mp_log_beta(x, a)
+        q = mp_alpha_division(Z, C, a)
+        if q == 0:
+            continue
+        lhs = e(f - la(Z))
+        printed = e((1 / q) ** (a - 1) * (f - la(C))) / q
+        corrected = e(q ** (a - 1) * (f - la(C))) / q
+        worst_div = max(worst_div, float(abs(la(Z) - la(C) - la(q))))
+        worst_c = max(worst_c, float(abs(lhs - corrected)))
+        printed_fail += int(abs(lhs - printed) > 1e-6)
+        if first is None:
+            first = dict(lhs=mp.nstr(lhs, 10), printed=mp.nstr(printed, 10), corrected=mp.nstr(corrected, 10))
+    return erratum_if(printed_fail == 0, worst_c < 1e-30 and worst_div < 1e-30,
+                      measured=dict(spec_case=first, printed_failures=printed_fail, corrected_max_diff=worst_c,
+                                    division_identity_max_diff=worst_div), tolerance=1e-30,
+                      explanation="mpmath dps 40 on the spec's case (alpha 1.5, Z 2.3, C 0.7, f 0.4) and 30 random "
+                                  "cases where Z (/)_a C > 0")
+
+
+# ------------------------------------------------------------------------------- App. F: complexity
+@claim("kernel.appF.complexity",
+       reference="App. F, Table 5",
+       statement="The forward pass (kernel scores, normalizer, E_p[psi], c = B E_p[psi]) costs O(N G D I) and is "
+                 "linear in the number of grid points G, inducing points I and basis functions N.",
+       method="torch")
+def _complexity():
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from numerics import continuous_attention as ca
+    from numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from numerics.quadrature import uniform_grid
+
+    class OpCounter(TorchFunctionMode):
+        """Counts every torch call of the forward: matmuls as 2*m*k*n*batch multiply-adds, every other
+        op by the number of elements it returns."""
+
+        def __init__(self):
+            super().__init__()
+            self.matmul = 0
+            self.other = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = getattr(func, "__name__", "")
+            if name in ("matmul", "__matmul__", "__rmatmul__") and len(args) == 2:
+                x, y = args if name != "__rmatmul__" else args[::-1]
+                batch = torch.broadcast_shapes(x.shape[:-2], y.shape[:-2]) if y.ndim > 1 else x.shape[:-2]
+                n = y.shape[-1] if y.ndim > 1 else 1
+                self.matmul += 2 * math.prod(batch) * x.shape[-2] * x.shape[-1] * n
+            elif isinstance(out, torch.Tensor):
+                self.other += out.numel()
+            return out
+
+    def flops(G, I, N, D=8, b=4):
+        t = uniform_grid(0, 1, G)
+        K = gaussian_kernel(t, torch.linspace(0, 1, I, dtype=torch.float64), 10.0)
+        Psi = ca.gaussian_rbf(t, torch.linspace(0, 1, N, dtype=torch.float64),
+                              torch.full((N,), 0.1, dtype=torch.float64))
+        gam = torch.zeros(b, I, dtype=torch.float64)
+        B = torch.zeros(b, D, N, dtype=torch.float64)
+        with OpCounter() as fc:
+            dens, _ = ca.kernel_deformed(kernel_expansion(gam, K), t, 2.0)
+            ca.context_vector(dens, t, Psi, B)
+        return fc.matmul, fc.matmul + fc.other
+
+    base = dict(G=64, I=16, N=32)
+    m0, f0 = flops(**base)
+    expected = lambda G, I, N, D=8, b=4: 2 * b * (I * G + G * N + D * N)   # the three matmuls
+    exact = m0 == expected(**base)
+    doubling = {}
+    for k in base:
+        args = dict(base)
+        args[k] *= 2
+        doubling[k] = flops(**args)[1] / f0
+    linear = all(1.0 < r <= 2.0 for r in doubling.values())
+    ngdi = 2 * 4 * base["N"] * base["G"] * 8 * base["I"]
+    return holds_if(exact and linear, measured=dict(matmul_flops=m0, all_ops=f0, doubling_ratio=doubling,
+                                                        paper_NGDI=ngdi),
+                    tolerance="matmul flops = 2b(IG + GN + DN) exactly; doubling any of G, I, N at most doubles all ops",
+                    explanation="a TorchFunctionMode counting every torch call of the batched forward (b = 4, D = 8); the paper's O(NGDI) is "
+                                "an upper bound: the count is O(GI + GN + DN) per head, linear in each of G, I, N")
