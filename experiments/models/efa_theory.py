@@ -86,20 +86,34 @@ class BaiEFA(nn.Module):
         masked = torch.cat([g, torch.zeros_like(y[..., None], dtype=g.dtype)], -1)
         return cols, masked
 
+    def _layer(self, l, Hq, Hk):
+        """Layer l for the output columns Hq (N, R, D) attending to all columns Hk (N, I, D)."""
+        I = Hk.shape[1]
+        q = torch.einsum("mde,nie->nmid", self.Q[l], Hq)
+        k = torch.einsum("mde,nje->nmjd", self.Kw[l], Hk)
+        v = torch.einsum("mde,nje->nmjd", self.V[l], Hk)
+        w = torch.relu(q @ k.transpose(-1, -2)) / I
+        H = clip_norm(Hq + (w @ v).sum(1), self.R)
+        H = H + torch.relu(H @ self.W1[l].T) @ self.W2[l].T
+        return clip_norm(H, self.R)
+
     def transformer(self, H: torch.Tensor) -> torch.Tensor:
         """TF^R_theta on (N, I, D)."""
-        N, I, D = H.shape
         H = clip_norm(H, self.R)
         for l in range(self.L):
-            q = torch.einsum("mde,nie->nmid", self.Q[l], H)
-            k = torch.einsum("mde,nje->nmjd", self.Kw[l], H)
-            v = torch.einsum("mde,nje->nmjd", self.V[l], H)
-            w = torch.relu(q @ k.transpose(-1, -2)) / I
-            H = H + (w @ v).sum(1)
-            H = clip_norm(H, self.R)
-            H = H + torch.relu(H @ self.W1[l].T) @ self.W2[l].T
-            H = clip_norm(H, self.R)
+            H = self._layer(l, H, H)
         return H
+
+    def forward_literal(self, tau, y, targets=None):
+        """The same prediction by running every copy fully through the transformer (for tests)."""
+        B, I = y.shape
+        if targets is None:
+            targets = torch.arange(I, device=y.device).expand(B, I)
+        cols, masked = self.columns(tau, y)
+        T = targets.shape[1]
+        Z = replicate_targets(cols, masked, targets).reshape(B * T, I, self.D)
+        pred = gather_targets(self.transformer(Z).reshape(B, T, I, self.D), targets)[..., -1]
+        return pred if self.B_y is None else pred.clamp(-self.B_y, self.B_y)
 
     def forward(self, tau: torch.Tensor, y: torch.Tensor, targets=None) -> torch.Tensor:
         """clip_{B_y}(read_y(Y'_ii)) for the targets, (B, T)."""
@@ -109,10 +123,14 @@ class BaiEFA(nn.Module):
         if targets is None:
             targets = torch.arange(I, device=y.device).expand(B, I)
         cols, masked = self.columns(tau, y)
-        Z = replicate_targets(cols, masked, targets)
         T = targets.shape[1]
-        out = self.transformer(Z.reshape(B * T, I, self.D)).reshape(B, T, I, self.D)
-        pred = gather_targets(out, targets)[..., -1]
+        # per-target copies through the first L-1 layers; in the last layer only the target column
+        # is needed (exactly what `transformer` gives for it)
+        Z = clip_norm(replicate_targets(cols, masked, targets).reshape(B * T, I, self.D), self.R)
+        for l in range(self.L - 1):
+            Z = self._layer(l, Z, Z)
+        Zq = gather_targets(Z.reshape(B, T, I, self.D), targets).reshape(B * T, 1, self.D)
+        pred = self._layer(self.L - 1, Zq, Z).reshape(B, T, self.D)[..., -1]
         return pred if self.B_y is None else pred.clamp(-self.B_y, self.B_y)
 
     def loss(self, tau, y) -> torch.Tensor:
