@@ -48,6 +48,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("target", nargs="?", help=", ".join(COMPARE))
     c.add_argument("rest", nargs=argparse.REMAINDER)
 
+    cv = sub.add_parser("converge", help="trapezoid rule against an mpmath reference on an instance "
+                        "(= attnlab compare kernel-quadrature)", add_help=False)
+    cv.add_argument("rest", nargs=argparse.REMAINDER)
+
     r = sub.add_parser("run", help="run an experiment (see `attnlab run NAME --help`)", add_help=False)
     r.add_argument("target", nargs="?", help=", ".join(RUN))
     r.add_argument("rest", nargs=argparse.REMAINDER)
@@ -221,7 +225,11 @@ def cmd_data(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["converge"]:          # argparse's REMAINDER would not pass on a leading --option
+        args = argparse.Namespace(command="converge", rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return 2
@@ -232,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_verify(args)
         if args.command == "compare":
             return _dispatch(COMPARE, args.target, args.rest, "compare")
+        if args.command == "converge":
+            return _dispatch(COMPARE, "kernel-quadrature", args.rest, "compare")
         if args.command == "run":
             return _dispatch(RUN, args.target, args.rest, "run")
         if args.command == "results":

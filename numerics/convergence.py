@@ -3,7 +3,8 @@ classification, and the Euler-Maclaurin prediction of the trapezoid error of a k
 
     loglog_slope(x, err)                      least-squares slope of log err against log x
     successive_ratios(err)                    err[k+1]/err[k] (for grids refined by a factor 2)
-    classify_rate(err)                        'exponential' | 'algebraic' (from successive ratios)
+    local_orders(h, err)                      apparent orders log(e_k/e_k+1)/log(h_k/h_k+1)
+    classify_rate(err, h=None)                'exponential' | 'algebraic' (from successive ratios)
     bernoulli2_periodic(theta)                B~2(theta) = theta^2 - theta + 1/6 of frac(theta)
     euler_maclaurin_kink_error(h, kinks, jumps, x0, ...)
         I_h - I ~= -(h^2/2) sum_k J_k B~2((x_k - x0)/h)  [+ (h^2/12)(w'(b) - w'(a)) on [a, b]]
@@ -17,7 +18,7 @@ import math
 
 import numpy as np
 
-__all__ = ["loglog_slope", "successive_ratios", "classify_rate", "bernoulli2_periodic",
+__all__ = ["loglog_slope", "successive_ratios", "local_orders", "classify_rate", "bernoulli2_periodic",
            "euler_maclaurin_kink_error"]
 
 
@@ -44,16 +45,28 @@ def successive_ratios(err) -> np.ndarray:
     return e[1:] / e[:-1]
 
 
-def classify_rate(err, last: int = 3, algebraic_floor: float = 1 / 64) -> str:
-    """'exponential' when the last `last` successive ratios (h halving each step) decrease strictly
-    and the final one is below `algebraic_floor` (an O(h^p) rate keeps them near 2^-p; p <= 6 gives
-    ratios >= 1/64); otherwise 'algebraic'."""
-    r = successive_ratios(err)
-    if r.size < 1:
-        raise ValueError("need at least two errors")
-    tail = r[-last:]
-    decreasing = bool(np.all(np.diff(tail) < 0)) if tail.size > 1 else True
-    return "exponential" if decreasing and tail[-1] < algebraic_floor else "algebraic"
+def local_orders(h, err) -> np.ndarray:
+    """p_k = log(err_k/err_{k+1}) / log(h_k/h_{k+1}): the apparent order between successive grids."""
+    h, e = _pos_vec(h, "h"), _pos_vec(err, "err")
+    if h.size != e.size:
+        raise ValueError("h and err must have the same length")
+    return np.log(e[:-1] / e[1:]) / np.log(h[:-1] / h[1:])
+
+
+def classify_rate(err, h=None, last: int = 3, order_threshold: float = 6.0) -> str:
+    """'exponential' or 'algebraic', judged from the successive error ratios.
+
+    With local orders p_k between successive grids (h halving when h is None, so p_k = -log2 of the
+    ratio err_{k+1}/err_k): 'exponential' when the last `last` local orders increase strictly and the
+    final one exceeds `order_threshold` (an O(h^p) rate keeps them near p; the trapezoid rule with
+    kinks gives p = 2 or 3, smooth functions on [a, b] p = 2); otherwise 'algebraic'.
+    """
+    e = _pos_vec(err, "err")
+    hh = 0.5 ** np.arange(e.size) if h is None else _pos_vec(h, "h")
+    p = local_orders(hh, e)
+    tail = p[-last:]
+    increasing = bool(np.all(np.diff(tail) > 0)) if tail.size > 1 else True
+    return "exponential" if increasing and tail[-1] > order_threshold else "algebraic"
 
 
 def bernoulli2_periodic(theta):

@@ -83,20 +83,23 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
 
 def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_bandwidth, *,
                          family: str = "kernel-softmax", alpha: float | None = None,
-                         base: str = "normal", domain=(0.0, 1.0), dps: int = 50):
+                         base: str = "normal", domain=(0.0, 1.0), dps: int = 50,
+                         half_width: float = REAL_LINE_HALF_WIDTH):
     """(Z, c, kinks) at `dps` digits for the instance of `attnlab compare kernel-quadrature`:
     f(t) = sum_i gamma_i exp(-bandwidth (t - t_i)^2); u = q0 exp(f) (kernel-softmax) or
     q0 exp_{2-alpha}(f) (kernel-deformed, Algorithm 1 with f as f~, no max shift);
     V(t) = B psi(t), psi_n(t) = exp(-basis_bandwidth (t - c_n)^2); q0 = N(0,1) pdf or 1;
-    Z = int u, c = int V u / Z over the domain ([a, b], or R as [-17, 17] for the normal base)."""
+    Z = int u, c = int V u / Z over the domain ([a, b], or R as [-half_width, half_width] for the normal
+    base; the caller chooses half_width so that the tails are below the accuracy wanted)."""
     import mpmath as mp
 
     g = np.asarray(gamma, float)
     s = np.asarray(inducing, float)
     Bm = np.asarray(B, float)
     cn = np.asarray(basis_centers, float)
-    if domain is None or domain == "R":
-        a, b = -REAL_LINE_HALF_WIDTH, REAL_LINE_HALF_WIDTH
+    on_R = domain is None or (isinstance(domain, str) and domain.upper() == "R")
+    if on_R:
+        a, b = -float(half_width), float(half_width)
     else:
         a, b = float(domain[0]), float(domain[1])
     with mp.workdps(dps + 10):
@@ -131,13 +134,19 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
             def arg_np(x):
                 return 1 + (float(alpha) - 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)
 
-            lo_scan, hi_scan = max(a, float(s.min()) - 8.0), min(b, float(s.max()) + 8.0)
-            kinks = mp_roots(arg, find_sign_changes(arg_np, lo_scan, hi_scan), dps)
-        unit = domain is None or domain == "R"
-        Z = mp_integrate(u, a, b, kinks, dps, unit_split=unit)
+            # f decays like exp(-bandwidth d^2) away from the inducing points: roots lie within
+            # 8/sqrt(bandwidth) of them
+            reach = 8.0 / math.sqrt(float(bandwidth)) + 1.0
+            lo_scan, hi_scan = max(a, float(s.min()) - reach), min(b, float(s.max()) + reach)
+            kinks = mp_roots(arg, find_sign_changes(arg_np, lo_scan, hi_scan, 200001), dps)
+        # split at the kinks, and on R at a ladder of points (tanh-sinh wants short, smooth pieces)
+        lo_s, hi_s = float(min(s.min(), cn.min(), 0.0)), float(max(s.max(), cn.max(), 0.0))
+        ladder = [lo_s - d for d in (0.5, 1, 2, 4, 8)] + [hi_s + d for d in (0.5, 1, 2, 4, 8)]
+        ladder += list(np.linspace(lo_s, hi_s, max(2, int(hi_s - lo_s) * 2 + 2)))
+        brk = list(kinks) + (ladder if on_R else [])
+        Z = mp_integrate(u, a, b, brk, dps)
         psi_int = []
         for c in cm:
-            psi_int.append(mp_integrate(lambda t, c=c: u(t) * mp.exp(-zb * (t - c) ** 2), a, b, kinks,
-                                        dps, unit_split=unit))
+            psi_int.append(mp_integrate(lambda t, c=c: u(t) * mp.exp(-zb * (t - c) ** 2), a, b, brk, dps))
         ctx = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
         return Z, ctx, kinks

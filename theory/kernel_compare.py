@@ -1,0 +1,268 @@
+"""`attnlab compare kernel-quadrature` (alias `attnlab converge`): the batched torch trapezoid rule
+against a >= 50-digit mpmath reference for the context vector of kernel continuous attention.
+
+Instance (JSON; every key optional, defaults = the Cor E.3 instance of the paper on R):
+    family          "kernel-softmax"  (u = q0 exp(f))  |  "kernel-deformed" (u = q0 exp_{2-alpha}(f):
+                    Algorithm 1 with f in the role of f~, no max shift); "alpha" in (1, 2] for the latter
+                    (alpha = 2 is kernel sparsemax)
+    gamma, inducing, bandwidth     f(t) = sum_i gamma_i exp(-bandwidth (t - inducing_i)^2)
+    base            "normal" (q0 = standard normal pdf) | "uniform" (q0 = 1; only on [a, b])
+    domain          [a, b] with "grids" (numbers of grid points G), or "R" with "steps" (spacings h)
+    B (D x N), basis_centers (N), basis_bandwidth    V(t) = B psi(t), psi_n = exp(-basis_bandwidth (t - c_n)^2)
+    dps             digits of the reference (>= 50; default 50)
+
+Output per grid: Z = int u, c = int V u / Z (trapezoid, float64 torch), the references Z_ref and
+c_ref (mpmath, split at the kinks of the support), the errors, the fitted log-log slope of the context
+error against h (against 1/G on [a, b]) and the rate judged from the successive error ratios.
+
+On R the trapezoid sum runs over the nodes k h with |k h| <= L, L = max(17, the smallest L whose
+normal tail times exp(sum_i max(gamma_i, 0)) times max|V| is below 1e-60); the reference integrates
+over the same [-L, L].  Dropping the tails changes neither side by more than 1e-60, far below float64.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+def _default_instance() -> dict:
+    """The Cor E.3 instance (spec §2.19): gamma, B ~ U(-1, 1) from default_rng(0), 10 inducing points
+    linspace(0, 1, 10), zeta2 = 10, V = sum_i B_i k(., t_i) (D = 1, basis = the kernel sections)."""
+    from theory.kernel_instances import INDUCING, ZETA2, draw
+
+    g, B = draw(0)
+    return {"family": "kernel-softmax", "gamma": [float(x) for x in g],
+            "inducing": [float(x) for x in INDUCING], "bandwidth": ZETA2, "base": "normal", "domain": "R",
+            "steps": [1.0, 0.5, 0.25, 0.125, 0.0625], "B": [[float(x) for x in B]],
+            "basis_centers": [float(x) for x in INDUCING], "basis_bandwidth": ZETA2}
+
+
+class InstanceError(ValueError):
+    pass
+
+
+def _num_list(inst, key, positive=False, integer=False, min_len=1):
+    v = inst.get(key)
+    if not isinstance(v, list) or len(v) < min_len or not all(isinstance(x, (int, float))
+                                                               and not isinstance(x, bool) for x in v):
+        raise InstanceError(f"{key} must be a list of >= {min_len} numbers")
+    if not all(math.isfinite(x) for x in v):
+        raise InstanceError(f"{key} must be finite")
+    if positive and not all(x > 0 for x in v):
+        raise InstanceError(f"{key} must be > 0")
+    if integer and not all(float(x).is_integer() and x >= 2 for x in v):
+        raise InstanceError(f"{key} must be integers >= 2 (numbers of grid points)")
+    return [float(x) for x in v]
+
+
+def _positive(inst, key):
+    v = inst.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+        raise InstanceError(f"{key} must be a number > 0; got {v!r}")
+    return float(v)
+
+
+def validate(inst: dict) -> dict:
+    """Check an instance; returns a normalized copy or raises InstanceError (one line)."""
+    if not isinstance(inst, dict):
+        raise InstanceError("the instance must be a JSON object")
+    defaults = _default_instance()
+    out = dict(defaults)
+    explicit_domain = "domain" in inst
+    out.update(inst)
+    if explicit_domain:
+        # a user domain must come with its own grids/steps
+        out.pop("steps" if "steps" not in inst else "_", None)
+        out.pop("grids" if "grids" not in inst else "_", None)
+    known = set(defaults) | {"alpha", "grids", "dps"}
+    unknown = sorted(set(inst) - known)
+    if unknown:
+        raise InstanceError(f"unknown key(s) {unknown}; allowed: {sorted(known)}")
+    fam = out["family"]
+    if fam not in ("kernel-softmax", "kernel-deformed"):
+        raise InstanceError(f"family must be one of kernel-softmax, kernel-deformed; got {fam!r}")
+    if fam == "kernel-deformed":
+        a = out.get("alpha")
+        if not isinstance(a, (int, float)) or isinstance(a, bool) or not (1.0 < a <= 2.0):
+            raise InstanceError(f"alpha must be a number in (1, 2] for kernel-deformed; got {a!r}")
+        out["alpha"] = float(a)
+    else:
+        out["alpha"] = None
+    g = _num_list(out, "gamma")
+    s = _num_list(out, "inducing")
+    if len(g) != len(s):
+        raise InstanceError(f"gamma (length {len(g)}) and inducing (length {len(s)}) must have the same length")
+    out["bandwidth"] = _positive(out, "bandwidth")
+    out["basis_bandwidth"] = _positive(out, "basis_bandwidth")
+    c = _num_list(out, "basis_centers")
+    B = out.get("B")
+    if (not isinstance(B, list) or not B or not all(isinstance(r, list) for r in B)
+            or not all(len(r) == len(c) for r in B)):
+        raise InstanceError(f"B must be a D x N list of lists with N = len(basis_centers) = {len(c)}")
+    for r in B:
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r):
+            raise InstanceError("B must hold finite numbers")
+    if out["base"] not in ("normal", "uniform"):
+        raise InstanceError(f"base must be one of normal, uniform; got {out['base']!r}")
+    dom = out["domain"]
+    if isinstance(dom, str) and dom.upper() == "R":
+        if out["base"] == "uniform":
+            raise InstanceError("base uniform is not a probability measure on R: use domain [a, b] or base normal")
+        out["domain"] = "R"
+        out["steps"] = _num_list(out, "steps", positive=True, min_len=2)
+    elif isinstance(dom, list) and len(dom) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                         and math.isfinite(x) for x in dom) and dom[1] > dom[0]:
+        out["domain"] = [float(dom[0]), float(dom[1])]
+        out["grids"] = [int(x) for x in _num_list(out, "grids", integer=True, min_len=2)]
+    else:
+        raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
+    dps = out.get("dps", 50)
+    if not isinstance(dps, int) or isinstance(dps, bool) or dps < 50 or dps > 200:
+        raise InstanceError(f"dps must be an integer in [50, 200]; got {dps!r}")
+    out["dps"] = dps
+    return out
+
+
+def _half_width(inst) -> float:
+    """Truncation of R (see the module docstring)."""
+    gpos = sum(max(x, 0.0) for x in inst["gamma"])
+    if inst["family"] == "kernel-deformed":
+        a = inst["alpha"]
+        growth = math.log(max(1.0, 1 + (a - 1) * gpos)) / (a - 1)      # log of exp_{2-alpha}(sum gamma+)
+    else:
+        growth = gpos
+    vmax = sum(abs(x) for row in inst["B"] for x in row) + 1.0
+    L = 17.0
+    while math.log(math.erfc(L / math.sqrt(2))) + growth + math.log(vmax) > math.log(1e-60) - 1 and L < 60:
+        L += 0.5
+    return L
+
+
+def trapezoid_context(inst):
+    """Per grid: (label, h, Z, context) by the batched float64 torch trapezoid."""
+    import torch
+
+    from numerics.deformed_exp import exp_2ma
+    from numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from numerics.quadrature import real_line_grid, trapezoid, uniform_grid
+
+    dt = torch.float64
+    gam = torch.tensor(inst["gamma"], dtype=dt)
+    ind = torch.tensor(inst["inducing"], dtype=dt)
+    cen = torch.tensor(inst["basis_centers"], dtype=dt)
+    B = torch.tensor(inst["B"], dtype=dt)
+    if inst["domain"] == "R":
+        L = _half_width(inst)
+        grids = [(f"h={h:g}", h, real_line_grid(h, L)) for h in inst["steps"]]
+    else:
+        a, b = inst["domain"]
+        grids = [(f"G={G}", (b - a) / (G - 1), uniform_grid(a, b, G)) for G in inst["grids"]]
+    out = []
+    for label, h, t in grids:
+        f = kernel_expansion(gam, gaussian_kernel(t, ind, inst["bandwidth"]))
+        u = torch.exp(f) if inst["family"] == "kernel-softmax" else exp_2ma(f, inst["alpha"])
+        if inst["base"] == "normal":
+            u = u * torch.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+        Psi = torch.exp(-inst["basis_bandwidth"] * (t[None, :] - cen[:, None]) ** 2)
+        Z = trapezoid(u, t)
+        ctx = B @ (trapezoid(Psi * u, t) / Z)
+        out.append((label, h, float(Z), [float(x) for x in ctx]))
+    return out
+
+
+def compare(inst: dict) -> dict:
+    import mpmath as mp
+    import numpy as np
+
+    from numerics.convergence import classify_rate, loglog_slope
+    from numerics.mp_reference import mp_context_reference
+
+    rows = trapezoid_context(inst)
+    dom = None if inst["domain"] == "R" else inst["domain"]
+    L = _half_width(inst) if dom is None else None
+    Zr, cr, kinks = mp_context_reference(inst["gamma"], inst["inducing"], inst["bandwidth"], inst["B"],
+                                         inst["basis_centers"], inst["basis_bandwidth"], family=inst["family"],
+                                         alpha=inst["alpha"], base=inst["base"], domain=dom, dps=inst["dps"],
+                                         **({} if L is None else {"half_width": L}))
+    Zrf, crf = float(Zr), [float(x) for x in cr]
+    err_Z = [abs(float(mp.mpf(z) - Zr)) for _, _, z, _ in rows]
+    err_c = [max(abs(float(mp.mpf(x) - y)) for x, y in zip(c, cr)) for _, _, _, c in rows]
+    hs = np.array([h for _, h, _, _ in rows])
+    xs = hs if dom is None else 1.0 / np.array(inst["grids"], float)
+    # errors at the float64 floor say nothing about the rate: keep those above 1e3 eps |c|
+    floor = 1e3 * np.finfo(float).eps * max(1.0, max(abs(x) for x in crf))
+    keep = [i for i, e in enumerate(err_c) if e > floor]
+    slope = loglog_slope(xs[keep], np.array(err_c)[keep]) if len(keep) >= 2 else None
+    if len(keep) >= 2:
+        rate = classify_rate(np.array(err_c)[keep], h=xs[keep])
+    else:
+        rate = "exponential" if err_c and err_c[-1] <= floor else "algebraic"
+    return dict(instance={k: v for k, v in inst.items()}, grids=[r[0] for r in rows],
+                Z=[r[2] for r in rows], Z_ref=mp.nstr(Zr, inst["dps"]), context=[r[3] for r in rows],
+                context_ref=[mp.nstr(x, inst["dps"]) for x in cr], err_Z=err_Z, err_context=err_c,
+                slope=slope, slope_against="h" if dom is None else "1/G", rate=rate,
+                kinks=[mp.nstr(k, 20) for k in kinks], truncation_half_width=L,
+                float64_floor=floor, points_in_fit=len(keep))
+
+
+def _print_text(res):
+    inst = res["instance"]
+    fam = inst["family"] + (f" (alpha={inst['alpha']:g})" if inst["alpha"] else "")
+    dom = "R" if inst["domain"] == "R" else f"[{inst['domain'][0]:g}, {inst['domain'][1]:g}]"
+    print(f"{fam}, base {inst['base']}, domain {dom}"
+          + (f" (truncated to [-{res['truncation_half_width']:g}, {res['truncation_half_width']:g}])"
+             if inst["domain"] == "R" else ""))
+    print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s)):")
+    print(f"  Z_ref = {res['Z_ref'][:25]}")
+    print(f"  c_ref = [{', '.join(x[:20] for x in res['context_ref'])}]")
+    print(f"{'grid':>10}  {'Z':>22}  {'err_Z':>9}  {'err_c':>9}  context")
+    for g, z, ez, ec, c in zip(res["grids"], res["Z"], res["err_Z"], res["err_context"], res["context"]):
+        print(f"{g:>10}  {z:22.16g}  {ez:9.2e}  {ec:9.2e}  [{', '.join(f'{x:.12g}' for x in c)}]")
+    sl = "n/a" if res["slope"] is None else f"{res['slope']:.3f}"
+    print(f"log-log slope of err_context against {res['slope_against']}: {sl} "
+          f"({res['points_in_fit']} grids above the float64 floor {res['float64_floor']:.1e}); rate: {res['rate']}")
+
+
+def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quadrature") -> int:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Trapezoid rule (batched torch, float64) against a >= 50-digit mpmath "
+        "reference for Z and the context vector c = E_p[V] of kernel continuous attention.",
+        epilog="FILE keys: family (kernel-softmax | kernel-deformed), alpha (in (1, 2], kernel-deformed), gamma, "
+               "inducing, bandwidth, base (normal | uniform), domain (\"R\" | [a, b]), steps (on R) or grids "
+               "(on [a, b]), B (D x N), basis_centers (N), basis_bandwidth, dps (>= 50). Without --instance: the "
+               "paper's Cor E.3 instance on R.")
+    p.add_argument("--instance", metavar="FILE.json", help="the instance (JSON); default: built-in Cor E.3 instance")
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' for stdout)")
+    args = p.parse_args(argv)
+    try:
+        if args.instance:
+            try:
+                with open(args.instance) as fh:
+                    raw = json.load(fh)
+            except OSError as exc:
+                raise InstanceError(f"--instance: cannot read {args.instance}: {exc.strerror}") from None
+            except json.JSONDecodeError as exc:
+                raise InstanceError(f"--instance: {args.instance} is not valid JSON ({exc.msg}, line {exc.lineno})") \
+                    from None
+        else:
+            raw = {}
+        inst = validate(raw)
+    except InstanceError as exc:
+        print(f"{prog}: error: --instance: {exc}" if not str(exc).startswith("--instance") else
+              f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    res = compare(inst)
+    if args.json == "-":
+        json.dump(res, sys.stdout, indent=1)
+        print()
+    else:
+        _print_text(res)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(res, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
