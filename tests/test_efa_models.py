@@ -249,3 +249,13 @@ def test_compare_cli(capsys):
     assert main(["--prop", "5"]) == 2
     assert "--prop" in capsys.readouterr().err
     assert main(["--seed", "-1"]) == 2
+
+
+def test_thm2_constant_inequality_random_reals():
+    """Property check of the Thm 2 constant inequality off the grid (random positive reals)."""
+    from theory.efa_generalization import log_constant_lhs, log_constant_rhs
+    rng = np.random.default_rng(0)
+    n = 200000
+    L = rng.integers(1, 201, size=n).astype(float)
+    B, R, By = (10 ** rng.uniform(-6, 8, size=n) for _ in range(3))
+    assert np.all(log_constant_rhs(L, B, R, By) - log_constant_lhs(L, B, R, By) > 0)
