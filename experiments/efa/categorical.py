@@ -1,0 +1,79 @@
+"""The categorical (x-part, Sec 2.1) task shared by MovieLens experiment 1 and Instacart: predict
+a masked item from the other (bidirectional) or previous (unidirectional) items; EFA against the
+Prop 1 latent factor model (FM); metric: test categorical cross-entropy (nats per masked item)."""
+from __future__ import annotations
+
+import sys
+
+from attnlab.experiment import contexts, experiment_parser, metric_row
+from experiments.efa import common as C
+
+SETTINGS = ("unidirectional", "bidirectional")
+MODELS = ("FM", "EFA")
+
+
+def build(model: str, setting: str, n_items: int, max_len: int, cfg: dict):
+    from experiments.efa import nets
+
+    return nets.Categorical(model, setting, n_items, max_len, cfg["dim"], cfg["heads"], cfg["layers"])
+
+
+def ce_loss(model, b):
+    import torch
+
+    logits = model(b)
+    y = b["items"][torch.arange(len(logits)), b["target"]] - 1
+    return torch.nn.functional.cross_entropy(logits, y, reduction="none")
+
+
+def parser(experiment: str, doc: str):
+    p = experiment_parser(experiment, doc.splitlines()[0])
+    p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
+    return p
+
+
+def parse_common(args):
+    """(settings, models) or raises ValueError naming the argument."""
+    settings = C.parse_list(args.settings, SETTINGS, "--settings")
+    models = C.parse_list(args.models, MODELS, "--models")
+    C.set_threads(args.threads)
+    return settings, models
+
+
+def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int, max_len: int,
+        after=None) -> dict:
+    """Train every (setting, model) over the seeds.  `splits(seed)` -> (train, val, test) example
+    dicts.  `after(ctx, setting, model, net)` may add metric rows and extras.  Returns
+    {(setting, model): [test CE per seed]}."""
+    tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+    summary = {}
+    for setting in settings:
+        for model in models:
+            for ctx in contexts(args, experiment, cfg, tag=f"{setting}-{model}"):
+                if ctx.done():
+                    continue
+                train, val, test = splits(ctx.seed)
+                net = C.init_model(lambda: build(model, setting, n_items, max_len, cfg), ctx.seed)
+                res = C.fit(ctx, net, ce_loss, train, val, tc, name=f"{setting}-{model}")
+                ce = C.evaluate(net, ce_loss, test, ctx.device)
+                rows = [metric_row(setting, model, "test CE", ce)]
+                extra = {"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
+                         "train_seconds": res.train_seconds, "history": res.history,
+                         "n_train_targets": C.n_examples(train), "n_val_targets": C.n_examples(val),
+                         "n_test_targets": C.n_examples(test)}
+                if after is not None:
+                    r2, e2 = after(ctx, setting, model, net)
+                    rows += r2
+                    extra.update(e2)
+                ctx.write_record(rows, extra=extra)
+                summary.setdefault((setting, model), []).append(ce)
+                if not args.quiet:
+                    print(f"{experiment} {setting} {model} seed {ctx.seed}: test CE {ce:.4f} "
+                          f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)", file=sys.stderr)
+    for (setting, model), v in sorted(summary.items()):
+        m, ci = C.mean_ci(v)
+        print(f"{setting:15s} {model:4s} test CE {m:.4f}" + ("" if ci is None else f" ± {ci:.4f}") + f"  (n={len(v)})")
+    return summary
