@@ -69,12 +69,16 @@ def compare(T, u, z, alphas) -> list[dict]:
 
     from numerics import entropic_dual as ed
 
+    import warnings
+
     rows = []
     for a in alphas:
-        try:
-            p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a, **ed.TIGHT)
-        except Exception:
-            p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a)   # default tolerances if the tight solve stalls
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                  # cvxpy's 'may be inaccurate' is handled below
+            try:
+                p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a, **ed.TIGHT)
+            except RuntimeError:
+                p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a)   # default tolerances if the tight solve stalls
         ex = ed.solve(T, u, z, a)
         h_apx = ed.h_approx(T, u, z, a)
         h_ref = ed.h_refined(T, u, z, a)

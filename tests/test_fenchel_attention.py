@@ -1,0 +1,79 @@
+"""Unit tests of numerics.fenchel_attention (exact Fenchel-dual attention layer)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from numerics.entropic_dual import solve_dual_newton_torch
+from numerics.fenchel_attention import (FenchelAttention, fenchel_attention, fenchel_dual_lambda,
+                                        solve_dual_shared)
+
+
+def _g(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_gradcheck_fenchel_dual_lambda_float64():
+    g = _g(0)
+    T = torch.randn(2, 1, 4, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    lu = torch.randn(2, 1, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    z = torch.randn(2, 3, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    al = (torch.rand(2, 3, dtype=torch.float64, generator=g) + 0.3).requires_grad_()
+    assert torch.autograd.gradcheck(lambda T, lu, z, al: fenchel_dual_lambda(T, lu, z, al, tol=1e-14),
+                                    (T, lu, z, al))
+
+
+def test_gradcheck_fenchel_attention_float64_per_query_alpha():
+    g = _g(1)
+    q = torch.randn(2, 3, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 4, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 4, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    al = (torch.rand(2, 3, dtype=torch.float64, generator=g) * 2 + 0.2).requires_grad_()
+    lu = torch.randn(2, 1, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v, al, lu: fenchel_attention(q, k, v, alpha=al, log_u=lu),
+                                    (q, k, v, al, lu))
+
+
+def test_shared_solver_matches_general_newton():
+    g = _g(2)
+    K = torch.randn(3, 7, 5, dtype=torch.float64, generator=g)
+    Z = torch.randn(3, 4, 5, dtype=torch.float64, generator=g) * 2
+    lu = torch.randn(3, 1, 7, dtype=torch.float64, generator=g)
+    al = torch.rand(3, 4, dtype=torch.float64, generator=g) * 3 + 0.1
+    a = solve_dual_shared(K, lu, Z, al)
+    b = solve_dual_newton_torch(K.unsqueeze(-3), lu, Z, al)
+    assert float((a - b).abs().max()) < 1e-11
+
+
+def test_approximate_mode_is_sdpa_and_exact_differs():
+    g = _g(3)
+    q, k, v = (torch.randn(2, 3, 6, 8, generator=g) for _ in range(3))
+    mask = torch.rand(6, 6, generator=g) > 0.3
+    mask[:, 0] = True
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert float((fenchel_attention(q, k, v, attn_mask=mask, exact=False) - ref).abs().max()) < 1e-5
+    out, p = fenchel_attention(q, k, v, attn_mask=mask, return_weights=True)
+    assert float(p[..., ~mask].abs().max()) == 0.0                  # masked keys get exactly zero weight
+    assert float((out - ref).abs().max()) > 1e-4                     # lambda* is not alpha z
+
+
+def test_module_alpha_modes_and_backward():
+    g = _g(4)
+    x = torch.randn(2, 5, 8, generator=g)
+    for mode in ("fixed", "head", "query"):
+        m = FenchelAttention(8, num_heads=2, alpha=0.5, alpha_mode=mode)
+        y = m(x)
+        y.square().sum().backward()
+        assert y.shape == x.shape and all(p.grad is not None for p in m.parameters())
+    with pytest.raises(ValueError):
+        FenchelAttention(8, num_heads=3)
+    with pytest.raises(ValueError):
+        FenchelAttention(8, alpha_mode="bogus")
+
+
+def test_small_alpha_limit_approaches_softmax_attention():
+    # lambda* - alpha z = O(alpha^2): the exact layer tends to (16) as alpha -> 0
+    g = _g(5)
+    q, k, v = (torch.randn(1, 6, 4, dtype=torch.float64, generator=g) for _ in range(3))
+    errs = [float((fenchel_attention(q, k, v, alpha=a) - fenchel_attention(q, k, v, alpha=a, exact=False))
+                  .abs().max()) for a in (0.1, 0.01)]
+    assert errs[1] < errs[0] / 50
