@@ -121,8 +121,8 @@ def test_mixture_closed_form():
 
 
 # ---------------------------------------------------------------- kernel families
-def _kernel_scores(batch=3, seed=0, scale=3.0, offset=1.0):
-    t = uniform_grid(0, 1, 401)
+def _kernel_scores(batch=3, seed=0, scale=3.0, offset=1.0, G=401):
+    t = uniform_grid(0, 1, G)
     K = gaussian_kernel(t, torch.linspace(0, 1, 10, dtype=D64), 10.0)
     gam = torch.rand(batch, 10, generator=_gen(seed), dtype=D64) * 2 * scale - scale + offset
     return t, K, gam
@@ -160,7 +160,7 @@ def test_kernel_softmax_normalizes_and_shift_invariant():
 
 
 def test_gradients_gradcheck_threshold_and_context():
-    t, K, gam = _kernel_scores(batch=2)
+    t, K, gam = _kernel_scores(batch=2, G=61)
     cen, wid = torch.linspace(0, 1, 4, dtype=D64), torch.full((4,), 0.2, dtype=D64)
     Psi = ca.gaussian_rbf(t, cen, wid)
     B = torch.randn(3, 4, generator=_gen(1), dtype=D64)

@@ -1,0 +1,97 @@
+"""Unit tests of the convergence tools, the high-precision references and `attnlab compare kernel-quadrature`."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from numerics.convergence import (bernoulli2_periodic, classify_rate, euler_maclaurin_kink_error,
+                                  local_orders, loglog_slope, successive_ratios)
+from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+from numerics.quadrature import piecewise_gauss_legendre
+
+
+def test_loglog_slope_and_ratios_on_power_law():
+    h = 0.5 ** np.arange(6)
+    e = 3.0 * h ** 2.5
+    assert abs(loglog_slope(h, e) - 2.5) < 1e-12
+    assert np.allclose(successive_ratios(e), 2 ** -2.5)
+    assert np.allclose(local_orders(h, e), 2.5)
+    assert classify_rate(e) == "algebraic"
+
+
+def test_classify_rate_exponential_and_general_grids():
+    h = np.array([1.0, 0.5, 0.25, 0.125, 0.0625])
+    assert classify_rate(np.exp(-2.0 / h)) == "exponential"
+    G = np.array([9, 17, 33, 65, 129])
+    assert classify_rate(1.0 / (G - 1.0) ** 2, h=1.0 / G) == "algebraic"
+    with pytest.raises(ValueError, match="err"):
+        classify_rate([1e-3, 0.0, 1e-5])
+
+
+def test_euler_maclaurin_kink_prediction_simple_ramp():
+    # w = max(0, x) e^{-x}: jump of w' at 0 is 1; measured error matches -(h^2/2) J B2~(theta)
+    h, x0 = 1e-3, 0.37e-3
+    k = np.arange(0, int(60 / h))
+    x = x0 + k * h
+    err = h * math.fsum(x * np.exp(-x)) - 1.0
+    pred = euler_maclaurin_kink_error(h, [0.0], [1.0], x0=x0)
+    assert abs(err / pred - 1) < 1e-2
+    assert abs(bernoulli2_periodic(0.0) - 1 / 6) < 1e-15
+    with pytest.raises(ValueError, match="same length"):
+        euler_maclaurin_kink_error(0.1, [0.0, 1.0], [1.0])
+
+
+def test_roots_and_piecewise_references_agree_with_mpmath():
+    import mpmath as mp
+
+    g = lambda x: np.cos(3 * np.asarray(x)) - 0.2
+    br = find_sign_changes(g, 0, 3)
+    roots = mp_roots(lambda x: mp.cos(3 * x) - mp.mpf("0.2"), br, dps=40)
+    with mp.workdps(40):
+        a = mp.acos(mp.mpf("0.2"))
+        exact = [a / 3, (2 * mp.pi - a) / 3, (2 * mp.pi + a) / 3]
+        assert len(roots) == 3 and all(abs(r - e) < mp.mpf(10) ** -35 for r, e in zip(roots, exact))
+    f = lambda x: np.maximum(g(x), 0) * np.exp(-np.asarray(x))
+    gl = piecewise_gauss_legendre(f, [0.0] + [float(r) for r in roots] + [3.0])
+    with mp.workdps(30):
+        ref = mp_integrate(lambda x: max(mp.cos(3 * x) - mp.mpf("0.2"), 0) * mp.exp(-x), 0, 3, roots, 30)
+    assert abs(gl - float(ref)) < 1e-14
+
+
+def test_compare_validation_errors(tmp_path, capsys):
+    from theory.kernel_compare import main
+
+    cases = {"bad_family": {"family": "kernel-x"},
+             "bad_alpha": {"family": "kernel-deformed", "alpha": 1.0},
+             "uniform_on_R": {"base": "uniform"},
+             "shapes": {"gamma": [1.0, 2.0]},
+             "B_shape": {"B": [[1.0, 2.0]]},
+             "grids_missing": {"domain": [0, 1]},
+             "unknown_key": {"gama": [1.0]}}
+    for name, inst in cases.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(inst))
+        assert main(["--instance", str(p)]) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "error" in err, (name, err)
+
+
+def test_compare_small_instance_json(tmp_path, capsys):
+    from theory.kernel_compare import main
+
+    inst = {"family": "kernel-deformed", "alpha": 2, "gamma": [1.5, -2.5, 1.0], "inducing": [0.0, 0.5, 1.0],
+            "bandwidth": 20.0, "base": "uniform", "domain": [0, 1], "grids": [17, 33, 65, 129],
+            "B": [[1.0, -0.5]], "basis_centers": [0.2, 0.8], "basis_bandwidth": 10.0}
+    p = tmp_path / "inst.json"
+    p.write_text(json.dumps(inst))
+    assert main(["--instance", str(p), "--json", "-"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for key in ("Z", "Z_ref", "context", "context_ref", "err_Z", "err_context", "slope", "rate"):
+        assert key in res
+    assert len(res["Z"]) == 4 and len(res["context"][0]) == 1
+    # a kinked integrand on fixed grids: erratic context errors (one lucky grid), but Z's error shows
+    # the algebraic rate, so the verdict is algebraic
+    assert res["rate"] == "algebraic" and math.isfinite(res["slope"])
+    assert 1.5 < loglog_slope(1.0 / np.array(inst["grids"]), res["err_Z"]) < 3.5
+    assert len(res["kinks"]) >= 1 and res["err_context"][-1] < 1e-3
