@@ -310,6 +310,8 @@ def main(argv: list[str]) -> int:
                           "correlation of w_i^T c_j with Prop 9's and Prop 14's targets (Sec. 4.2).")
     p.add_argument("--dims", default=None,
                    help="comma-separated embedding dimensions (default 30,100,300,900; --quick: 30)")
+    p.add_argument("--sentences", type=int, default=None,
+                   help=f"corpus size (default {N_SENTENCES}, the paper's; smaller only for testing)")
     p.add_argument("--steps", type=int, default=None, help="L-BFGS iterations per model (default 1000; --quick: 100)")
     args = p.parse_args(argv)
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
@@ -329,6 +331,12 @@ def main(argv: list[str]) -> int:
                   file=__import__("sys").stderr)
             return 2
         cfg["steps"] = args.steps
+    if args.sentences is not None:
+        if args.sentences < 1:
+            print(f"attnlab run bidir-toy-corpus: --sentences must be an integer >= 1; got {args.sentences}",
+                  file=__import__("sys").stderr)
+            return 2
+        cfg["n_sentences"] = args.sentences
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     for ctx in contexts(args, "bidir-toy-corpus", config=cfg):
         if ctx.done():
@@ -361,3 +369,22 @@ def main(argv: list[str]) -> int:
                       f"{r['loss_floor']:.4f}); attention vs Eq.2 spearman {r['attn_prop14']['spearman']:.3f} "
                       f"pearson {r['attn_prop14']['pearson']:.3f}")
     return 0
+
+
+def record_targets(record: dict, dim: int) -> dict:
+    """Rebuild, from a results record of this runner, the learned similarities and their targets for
+    embedding dimension `dim` (the corpus is regenerated from the record's seed and size)."""
+    per = record.get("extra", {}).get("per_dim", {})
+    if str(dim) not in per:
+        raise ValueError(f"dim must be one of the record's dimensions {sorted(per, key=int)}; got {dim!r}")
+    r = per[str(dim)]
+    corpus = sample_corpus(int(record["config_values"]["n_sentences"]),
+                           np.random.default_rng(int(record["seed"])))
+    x, m, b, w = masking_instances(corpus)
+    R, M = prop9_targets(cooccurrence_counts(corpus))
+    log_tau = np.asarray(r["log_tau"], dtype=float)
+    A, B, Q = prop14_statistics(x, m, b, w, log_tau)
+    with np.errstate(divide="ignore"):
+        N = np.where(A[:, :V] > 0, np.log(np.where(A[:, :V] > 0, A[:, :V], 1.0) / B[None, :V]) + math.log(V), np.nan)
+    return dict(sim_cbow=np.asarray(r["similarity_cbow"]), sim_attention=np.asarray(r["similarity_attention"]),
+                R=R, M=M, eq2=prop14_target(A, B, Q), N=N, log_tau=log_tau, summary=r)
