@@ -1,0 +1,234 @@
+"""Shared pieces of the kernel paper's experiment runners: data loading, the time-warping generator,
+the training loop (per-epoch checkpoints, resume, progress) and the record layout.
+
+Records: ``results/<experiment>/<config>/<setting>-<model>-seed<k>.json`` with metric rows
+(setting, model, metric, value); metrics in percent, as the paper prints them.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlab.experiment import RunContext, metric_row, resolve_device, results_root, runs_root, seeds_of
+
+# Display names = the paper's table rows; keys = our model identifiers.
+DISPLAY = {
+    "discrete_softmax": "Discrete Softmax",
+    "cts_softmax": "Cts Softmax",
+    "cts_sparsemax": "Cts Sparsemax",
+    "gaussian_mixture": "Gaussian Mixture",
+    "kernel_softmax": "Kernel Softmax",
+    "kernel_sparsemax": "Kernel Sparsemax",
+    "lstm_fcn": "LSTM FCN",
+    "transformer": "TST (Transformer)",
+}
+
+
+def bad_arg(name: str, value, allowed) -> int:
+    print(f"error: {name} must be one of {', '.join(map(str, allowed))}; got {value!r}", file=sys.stderr)
+    return 2
+
+
+def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str] | None:
+    """'a,b' -> ['a','b'] (None when any model is not allowed)."""
+    if not text:
+        return list(allowed)
+    out = [m.strip() for m in text.split(",") if m.strip()]
+    return out if out and all(m in allowed for m in out) else None
+
+
+def make_context(args, experiment: str, config_name: str, config: dict, tag: str, seed: int,
+                 substitute: str | None) -> RunContext:
+    """A RunContext whose record folder is the named config (quick, full, or a reduced CPU config)."""
+    ctx = RunContext(experiment, seed, resolve_device(args.device), bool(args.quick), config, args, tag, substitute)
+    if config_name != ctx.config_name:
+        ctx.config_name = config_name
+        stem = ctx.record_path.name
+        ctx.record_path = results_root(args) / experiment / config_name / stem
+        ctx.checkpoint_path = runs_root() / experiment / config_name / ctx.checkpoint_path.name
+    return ctx
+
+
+def torch_setup(threads: int | None = None) -> None:
+    n = threads or int(os.environ.get("ATTNLAB_THREADS", "1"))
+    torch.set_num_threads(max(1, n))
+
+
+# --------------------------------------------------------------------------- data
+def read_ucr(name: str, split: str, path=None, prefix: str | None = None):
+    """(X [n, L] float64 with NaN padding, y [n] ints) of a UCR TSV through the data layer."""
+    from experiments.data import read_table
+
+    fname = {"ucr-forda": "FordA", "ucr-ecg5000": "ECG5000"}.get(name, prefix)
+    df = read_table(name, f"{fname}_{split}.tsv.gz", path, sep="\t", header=None)
+    return df.iloc[:, 1:].to_numpy(dtype=np.float64), df[0].to_numpy()
+
+
+def encode_labels(*ys):
+    classes = np.unique(np.concatenate(ys))
+    return [np.searchsorted(classes, y) for y in ys], len(classes)
+
+
+# --------------------------------------------------------------------------- time warping (App. B.3)
+def time_warping_data(n: int, length: int = 95, lam_max: float = 25.0, seed: int = 0):
+    """The paper's synthetic time-warping process (Sec. 6.1, App. B.3), exactly:
+
+    X*(t) = Z0 cos 9πt (t<1/4), Z1 t^2 (t<1/2), Z2 sin t (t<3/4), Z3 cos 17πt (t<1), Z_k ~ U(-4, 4);
+    observed X_i(t) = X*(g_i(t)) at `length` evenly spaced t in [0, 1], inverse warp
+    g_i(t) = C_i ∫_0^t e^{-s λ_i} ds = C_i (1 - e^{-λ_i t}) / λ_i, λ_i ~ U(0, lam_max), with
+    C_i = λ_i / (1 - e^{-λ_i}) so that g_i(1) = 1 (C_i is undefined in the paper);
+    label = argmax(<p1, X*>, <p2, X*>) for p1 = U(0, 1/2), p2 = U(1/2, 1), in closed form.
+    Returns X [n, length] float32, y [n] int64, plus (Z [n, 4], lam [n]) for checks."""
+    if n < 1 or length < 2:
+        raise ValueError(f"n must be >= 1 and length >= 2; got n={n}, length={length}")
+    if lam_max <= 0:
+        raise ValueError(f"lam_max must be > 0; got {lam_max}")
+    rng = np.random.default_rng(seed)
+    Z = rng.uniform(-4.0, 4.0, size=(n, 4))
+    lam = rng.uniform(0.0, lam_max, size=n)
+    t = np.linspace(0.0, 1.0, length)
+    g = warp(t[None, :], lam[:, None])
+    X = aligned_process(g, Z)
+    c1, c2 = class_means(Z)
+    y = (c2 > c1).astype(np.int64)
+    return X.astype(np.float32), y, Z, lam
+
+
+def warp(t, lam):
+    """g(t) = (1 - e^{-λt}) / (1 - e^{-λ}) (the limit t as λ -> 0), computed with expm1 for small λ."""
+    lam = np.maximum(lam, 1e-12)
+    return np.expm1(-lam * t) / np.expm1(-lam)
+
+
+def aligned_process(u, Z):
+    """X*(u) for u in [0, 1] (App. B.3; the paper's index k = 1..4 read as 0..3)."""
+    u = np.asarray(u, dtype=np.float64)
+    z = [Z[:, k:k + 1] if Z.ndim == 2 and u.ndim == 2 else Z[..., k] for k in range(4)]
+    return np.select([u < 0.25, u < 0.5, u < 0.75],
+                     [z[0] * np.cos(9 * np.pi * u), z[1] * u ** 2, z[2] * np.sin(u)],
+                     z[3] * np.cos(17 * np.pi * u))
+
+
+def class_means(Z):
+    """c1 = E_{U(0,1/2)} X*, c2 = E_{U(1/2,1)} X* in closed form (spec Sec. 1.7)."""
+    s2 = math.sqrt(2) / 2
+    c1 = 2 * (Z[:, 0] * s2 / (9 * np.pi) + 7 * Z[:, 1] / 192)
+    c2 = 2 * (Z[:, 2] * (math.cos(0.5) - math.cos(0.75)) - Z[:, 3] * s2 / (17 * np.pi))
+    return c1, c2
+
+
+# --------------------------------------------------------------------------- training
+def _batches(n, batch_size, gen):
+    perm = torch.randperm(n, generator=gen)
+    for i in range(0, n, batch_size):
+        yield perm[i:i + batch_size]
+
+
+@torch.no_grad()
+def predict(model, xs, batch_size: int = 256) -> np.ndarray:
+    model.eval()
+    out = []
+    n = xs[0].shape[0]
+    for i in range(0, n, batch_size):
+        out.append(model(*[x[i:i + batch_size] for x in xs]).argmax(-1))
+    return torch.cat(out).cpu().numpy()
+
+
+def scores(y_true, y_pred) -> dict:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    return {"accuracy": 100.0 * accuracy_score(y_true, y_pred),
+            "f1": 100.0 * f1_score(y_true, y_pred, average="macro")}
+
+
+def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tensor], *, epochs: int,
+        batch_size: int, lr: float, weight_decay: float = 0.0, clip: float | None = None,
+        name: str = "") -> dict:
+    """Train with Adam + cross-entropy for `epochs`, checkpointing after every epoch (resume with
+    --resume loses at most one epoch), then score on `test` (last tensor = labels).  Returns
+    {'accuracy', 'f1' (macro, %), 'train_loss', 'epoch_seconds', 'non_finite_batches'}."""
+    dev = ctx.device
+    model.to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    gen = torch.Generator().manual_seed(10_000 + ctx.seed)
+    start, history, skipped = 0, [], 0
+    state = ctx.load_checkpoint()
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        gen.set_state(state["gen"])
+        start, history, skipped = state["epoch"], state["history"], state.get("skipped", 0)
+    *xs, y = [t.to(dev) for t in train]
+    n = y.shape[0]
+    steps = math.ceil(n / batch_size)
+    prog = ctx.progress(epochs * steps, name or f"{ctx.experiment} {ctx.tag} seed {ctx.seed}")
+    prog.update(start * steps)
+    lossf = torch.nn.CrossEntropyLoss()
+    for ep in range(start, epochs):
+        model.train()
+        t0, tot, cnt = time.perf_counter(), 0.0, 0
+        for k, idx in enumerate(_batches(n, batch_size, gen)):
+            loss = lossf(model(*[x[idx] for x in xs]), y[idx])
+            if not torch.isfinite(loss):
+                skipped += 1            # counted and reported, never silently averaged in
+                continue
+            opt.zero_grad()
+            loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            tot += float(loss.detach()) * idx.numel()
+            cnt += idx.numel()
+            prog.update(ep * steps + k + 1, epoch=ep + 1, loss=tot / max(cnt, 1))
+        history.append({"epoch": ep + 1, "loss": tot / max(cnt, 1), "seconds": time.perf_counter() - t0})
+        ctx.save_checkpoint({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
+                             "epoch": ep + 1, "history": history, "skipped": skipped})
+    *txs, ty = [t.to(dev) for t in test]
+    res = scores(ty.cpu().numpy(), predict(model, txs))
+    res["train_loss"] = history[-1]["loss"] if history else float("nan")
+    res["epoch_seconds"] = float(np.mean([h["seconds"] for h in history])) if history else float("nan")
+    res["non_finite_batches"] = skipped
+    res["history"] = history
+    return res
+
+
+def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("accuracy", "f1"),
+           extra: dict | None = None):
+    rows = [metric_row(setting, DISPLAY[model_key], m, res[m]) for m in metrics]
+    rows.append(metric_row(setting, DISPLAY[model_key], "epoch_seconds", res["epoch_seconds"]))
+    ex = {"train_loss": res["train_loss"], "non_finite_batches": res["non_finite_batches"],
+          "history": res["history"]}
+    ex.update(extra or {})
+    return ctx.write_record(rows, extra=ex)
+
+
+def announce(experiment: str, substitute: str | None, config_name: str, config: dict, seeds) -> None:
+    print(f"attnlab run {experiment}: config {config_name}, seeds {list(seeds)}")
+    if substitute:
+        print(f"  SUBSTITUTE DATA: {substitute}")
+    print("  " + ", ".join(f"{k}={v}" for k, v in config.items()))
+
+
+def summary_lines(experiment: str, config_name: str, args) -> list[str]:
+    """Mean ± 95% CI per (setting, model, metric) of the records just written, beside the paper's number."""
+    from attnlab.results import summarize
+
+    rows = [r for r in summarize("kernel", results_root(args), config=config_name) if r["experiment"] == experiment
+            and r["ours_mean"] is not None and r["metric"] != "epoch_seconds"]
+    out = []
+    for r in rows:
+        ci = "" if r["ours_ci95"] is None else f" ± {r['ours_ci95']:.2f}"
+        paper = "" if r["paper"] is None else f"   paper {r['paper']:.2f}"
+        sub = "   [substitute data]" if r.get("substitute") else ""
+        out.append(f"  {r['setting']:>8} {r['model']:<20} {r['metric']:<9} {r['ours_mean']:6.2f}{ci}"
+                   f" (n={r['n_seeds']}){paper}{sub}")
+    return out
+
+
+__all__ = ["DISPLAY", "make_context", "fit", "record", "seeds_of", "time_warping_data", "read_ucr"]

@@ -1,0 +1,141 @@
+"""`attnlab run kernel-cost`: Table 6 / App. F of the kernel paper -- time and peak memory of one
+forward + backward pass of every attention block, per batch, as ratios to discrete softmax.
+
+The block is what differs between the models of Fig. 11: from the encoder's hidden states
+h [b, L, D] and scores s [b, H, L] to the context [b, H, D].  Discrete softmax: softmax(s) h.
+Continuous: ridge value function B = h^T F^T (F F^T + lambda I)^{-1} (Eq. 6), density parameters
+(mu, sigma^2 from softmax(s); mixture parameters; kernel weights gamma), E_p[Psi] (closed form or
+trapezoid on G points), c = B E_p[Psi].  Shapes are those of the paper's experiments (Tables 7, 8, 10).
+Peak memory = the maximum of live CPU tensor bytes over the pass (torch profiler allocation events).
+The paper's Table 6 reports whole-epoch wall clock on an A40 for the kernel methods only; ratios to
+discrete softmax on this CPU are what is comparable across machines.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import torch
+
+from attnlab.experiment import experiment_parser, metric_row, seeds_of
+from experiments.kernel import common as C
+
+EXPERIMENT = "kernel-cost"
+KINDS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax")
+# (batch, heads H, length L, value dim D, basis N, inducing I, grid G)
+SETTINGS = {
+    "FordA": dict(b=64, H=1, L=500, D=128, N=256, I=500, G=500),
+    "MIT BIH": dict(b=64, H=1, L=187, D=512, N=24, I=187, G=187),
+    "uWave": dict(b=25, H=100, L=95, D=1, N=128, I=256, G=100),
+}
+QUICK = {"tiny": dict(b=4, H=2, L=20, D=8, N=8, I=10, G=20)}
+
+
+def make_block(kind: str, s: dict):
+    from experiments.models.continuous_attention import ContinuousAttention, GaussianBasis, moments_from_discrete
+    from experiments.models.kernel_models import ridge_operator
+
+    if kind == "discrete_softmax":
+        return lambda h, sc, gamma, mix: torch.softmax(sc, -1) @ h                  # [b, H, D]
+    basis = GaussianBasis(s["N"], (0.025, 0.1, 0.5) if s["N"] >= 3 else (0.1,))
+    L = s["L"]
+    G = ridge_operator(torch.linspace(1 / (2 * L), 1 - 1 / (2 * L), L), basis, 0.5)
+    attn = ContinuousAttention(kind, basis, s["G"], s["I"], "laplace", 1.0 / s["I"])
+
+    def block(h, sc, gamma, mix):
+        B = h.transpose(1, 2) @ G                                                     # [b, D, N]
+        if kind in ("cts_softmax", "cts_sparsemax"):
+            mu, s2 = moments_from_discrete(torch.softmax(sc, -1))
+            r = attn(mu=mu, sigma2=s2)
+        elif kind == "gaussian_mixture":
+            w, m, v = mix.unbind(-2)
+            r = attn(weights_logits=w, mu=torch.sigmoid(m), sigma2=torch.nn.functional.softplus(v) + 1e-3)
+        else:
+            r = attn(gamma=gamma)
+        return r @ B.transpose(1, 2)                                                  # [b, H, D]
+    return block
+
+
+def inputs(s: dict, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(s["b"], s["L"], s["D"], generator=g).requires_grad_()
+    sc = torch.randn(s["b"], s["H"], s["L"], generator=g).requires_grad_()
+    gamma = torch.randn(s["b"], s["H"], s["I"], generator=g).requires_grad_()
+    mix = torch.randn(s["b"], s["H"], 3, 10, generator=g).requires_grad_()
+    return h, sc, gamma, mix
+
+
+def peak_bytes(fn) -> int:
+    """Peak live CPU tensor bytes while running fn (allocation/free events of the torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    cur = peak = 0
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        cur += e.self_cpu_memory_usage
+        peak = max(peak, cur)
+    return int(peak)
+
+
+def measure(kind: str, s: dict, seed: int, repeats: int) -> tuple[float, int]:
+    block = make_block(kind, s)
+    xs = inputs(s, seed)
+
+    def step():
+        out = block(*xs)
+        out.square().mean().backward()
+        for x in xs:
+            x.grad = None
+
+    step()                                                    # warm-up (allocator, oneDNN primitives)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), peak_bytes(step)
+
+
+def main(argv: list[str]) -> int:
+    p = experiment_parser(EXPERIMENT, "Table 6 / App. F: time and peak memory per batch (forward + backward) "
+                          "of each attention block, as ratios to discrete softmax.", default_seeds=1)
+    p.add_argument("--repeats", type=int, default=5, help="timed repetitions per block (median reported)")
+    p.add_argument("--settings", default=None, help="comma list of " + ",".join(SETTINGS))
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        print(f"error: --repeats must be >= 1; got {args.repeats}", file=sys.stderr)
+        return 2
+    settings = QUICK if args.quick else SETTINGS
+    if args.settings and not args.quick:
+        sel = [x.strip() for x in args.settings.split(",")]
+        if not all(x in SETTINGS for x in sel):
+            return C.bad_arg("--settings", args.settings, tuple(SETTINGS))
+        settings = {k: SETTINGS[k] for k in sel}
+    C.torch_setup()
+    name = "quick" if args.quick else "full"
+    cfg = {"settings": settings, "repeats": args.repeats, "threads": torch.get_num_threads()}
+    for seed in seeds_of(args):
+        ctx = C.make_context(args, EXPERIMENT, name, cfg, "blocks", seed, None)
+        if ctx.done():
+            continue
+        rows, table = [], []
+        dev = ctx.device
+        if dev != "cpu":
+            print("note: the cost runner measures on CPU (peak memory from CPU allocation events)", file=sys.stderr)
+        for sname, s in settings.items():
+            res = {k: measure(k, s, seed, args.repeats) for k in KINDS}
+            t0, m0 = res["discrete_softmax"]
+            for k, (t, m) in res.items():
+                rows += [metric_row(sname, C.DISPLAY[k], "seconds_per_batch", t),
+                         metric_row(sname, C.DISPLAY[k], "peak_MB", m / 2 ** 20),
+                         metric_row(sname, C.DISPLAY[k], "time_ratio", t / t0),
+                         metric_row(sname, C.DISPLAY[k], "memory_ratio", m / max(m0, 1))]
+                table.append(f"  {sname:<8} {C.DISPLAY[k]:<18} {1e3 * t:9.2f} ms  x{t / t0:6.2f}   "
+                             f"{m / 2 ** 20:9.2f} MB  x{m / max(m0, 1):6.2f}")
+        ctx.write_record(rows, extra={"shapes": settings})
+        print(f"seed {seed}: forward+backward per batch on {dev}, {torch.get_num_threads()} thread(s); "
+              "ratios to Discrete Softmax")
+        print("\n".join(table))
+    return 0

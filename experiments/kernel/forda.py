@@ -1,0 +1,115 @@
+"""`attnlab run kernel-forda`: Table 2 of the kernel paper (Sec. 6.2, App. G, Table 7).
+
+UCR FordA (3601 train / 1320 test, length 500, 2 classes); the Fig. 11 architecture (conv, LSTM,
+attention, 3-layer feed-forward) with each attention, plus LSTM-FCN and a small transformer.
+Accuracy and macro-F1 (%) over seeds.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from attnlab.experiment import experiment_parser, seeds_of
+from experiments.kernel import common as C
+
+EXPERIMENT = "kernel-forda"
+DATASET = "ucr-forda"
+MODELS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax",
+          "kernel_sparsemax", "lstm_fcn", "transformer")
+CONFIGS = {
+    # Table 7: batch 64, LSTM 128, N = 256 basis functions, I = G = 500, lr 1e-3, wd 1e-5, 100 epochs
+    "full": dict(downsample=1, hidden=128, n_basis=256, grid=500, epochs=100, batch=64, lr=1e-3,
+                 weight_decay=1e-5, fcn_filters=(128, 256, 128), tst_d_model=64, tst_layers=2, tst_dropout=0.1),
+    # reduced for a shared 2-core CPU: every 5th point (L = 100, so I = G = 100), LSTM 32 units,
+    # N = 64, 3 epochs, LSTM-FCN with 32/64/32 filters, a 1-layer d=32 transformer
+    "cpu-small": dict(downsample=5, hidden=32, n_basis=64, grid=100, epochs=3, batch=64, lr=1e-3,
+                      weight_decay=1e-5, fcn_filters=(32, 64, 32), tst_d_model=32, tst_layers=1,
+                      tst_dropout=0.0),
+    "quick": dict(downsample=5, hidden=8, n_basis=12, grid=100, epochs=1, batch=64, lr=1e-3, weight_decay=1e-5,
+                  fcn_filters=(8, 8, 8), tst_d_model=8, tst_layers=1, tst_dropout=0.0, train_subset=128, test_subset=128),
+}
+
+
+def load(cfg, path=None):
+    (Xtr, ytr), (Xte, yte) = C.read_ucr(DATASET, "TRAIN", path), C.read_ucr(DATASET, "TEST", path)
+    (ytr, yte), k = C.encode_labels(ytr, yte)
+    step = cfg.get("downsample", 1)
+    if step > 1:                             # reduced configs: every step-th point of each series
+        Xtr, Xte = Xtr[:, ::step], Xte[:, ::step]
+    if cfg.get("train_subset"):                 # quick config: a fixed random subset
+        i = np.random.default_rng(0).permutation(len(ytr))[:cfg["train_subset"]]
+        Xtr, ytr = Xtr[i], ytr[i]
+    if cfg.get("test_subset"):
+        i = np.random.default_rng(1).permutation(len(yte))[:cfg["test_subset"]]
+        Xte, yte = Xte[i], yte[i]
+    f = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
+    g = lambda a: torch.tensor(a, dtype=torch.int64)  # noqa: E731
+    return [f(Xtr), g(ytr)], [f(Xte), g(yte)], k
+
+
+def build(m: str, length: int, k: int, cfg):
+    from experiments.models.kernel_models import LSTMFCN, SeriesAttentionNet, TransformerClassifier
+
+    if m == "lstm_fcn":
+        return LSTMFCN(length, k, filters=cfg["fcn_filters"])
+    if m == "transformer":
+        d = cfg["tst_d_model"]
+        return TransformerClassifier(length, k, d_model=d, heads=4 if d % 4 == 0 else 1, layers=cfg["tst_layers"],
+                                     ff=2 * d, dropout=cfg["tst_dropout"])
+    return SeriesAttentionNet(m, length, k, hidden=cfg["hidden"], n_basis=cfg["n_basis"], grid_size=cfg["grid"],
+                              sigmas=(0.025, 0.1, 0.5) if cfg["n_basis"] >= 3 else (0.1,))
+
+
+def run_series_experiment(argv, experiment, dataset_desc, models, configs, loader, substitute=None,
+                          default_seeds=10, description=""):
+    p = experiment_parser(experiment, description, default_seeds=default_seeds)
+    p.add_argument("--config", default="full", help="full (paper) or a reduced CPU config: " + ", ".join(c for c in configs if c not in ("full", "quick")) + "; --quick overrides")
+    p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
+    p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
+    args = p.parse_args(argv)
+    name = "quick" if args.quick else args.config
+    if name not in configs:
+        return C.bad_arg("--config", args.config, tuple(c for c in configs if c != "quick"))
+    sel = C.parse_models(args.models, models)
+    if sel is None:
+        return C.bad_arg("--models", args.models, models)
+    cfg = configs[name]
+    C.torch_setup()
+    from experiments.data import DataError
+
+    try:
+        train, test, k = loader(cfg, args.data)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seeds = seeds_of(args)
+    C.announce(experiment, substitute, name, cfg, seeds)
+    length = train[0].shape[1]
+    for seed in seeds:
+        for m in sel:
+            ctx = C.make_context(args, experiment, name, cfg, m, seed, substitute)
+            if ctx.done():
+                continue
+            torch.manual_seed(seed)
+            model = C_build(m, length, k, cfg, experiment)
+            res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                        weight_decay=cfg["weight_decay"], clip=1.0)
+            C.record(ctx, "test", m, res)
+            if not args.quiet:
+                print(f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}  F1 {res['f1']:.2f}",
+                      file=sys.stderr)
+    print("\n".join(C.summary_lines(experiment, name, args)))
+    return 0
+
+
+def C_build(m, length, k, cfg, experiment):
+    return build(m, length, k, cfg)
+
+
+def main(argv: list[str]) -> int:
+    return run_series_experiment(argv, EXPERIMENT, "UCR FordA (FordA_TRAIN.tsv.gz, FordA_TEST.tsv.gz)", MODELS,
+                                 CONFIGS, load, None, 10,
+                                 "Table 2: FordA, conv-LSTM with discrete / continuous / mixture / kernel "
+                                 "attention, LSTM-FCN and a transformer; accuracy and macro-F1.")
