@@ -233,10 +233,13 @@ def test_bai_model():
     assert out.abs().max() <= 0.5
     with pytest.raises(ValueError, match="R"):
         BaiEFA(R=0.0)
-    m = BaiEFA(3, 2, 4, 3, 2, 4, R=2.0, B_y=10.0).double()
-    tau, y = torch.randn(3, 5, 2, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
-    with torch.no_grad():
-        assert torch.allclose(m(tau, y), m.forward_literal(tau, y), atol=1e-12)
+    for L in (1, 3):
+        m = BaiEFA(3, 2, 4, L, 2, 4, R=2.0, B_y=10.0).double()
+        tau, y = torch.randn(3, 5, 2, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+        with torch.no_grad():
+            assert torch.allclose(m(tau, y), m.forward_literal(tau, y), atol=1e-12)
+            t = torch.tensor([[4, 0], [1, 1], [2, 3]])
+            assert torch.allclose(m(tau, y, t), m.forward_literal(tau, y, t), atol=1e-12)
 
 
 def test_compare_cli(capsys):

@@ -167,7 +167,7 @@ def _population_loss(m, tau, y, batch=20000):
                                 for i in range(0, len(y), batch)]).mean())
 
 
-def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), steps=500,
+def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), steps=600,
                            n_test=20000, I=10, By=3.0, device="cpu", batch=256, progress=None):
     """Train students (the teacher's architecture, Adam) by empirical risk minimisation on F samples;
     return the mean excess population loss per F (teacher's population loss as the inf proxy)."""
@@ -227,7 +227,7 @@ def _thm2_rate():
     ok = viol <= 1 and slope <= -0.4 and all(mean[k] <= bound[k] for k in range(len(Fs)))
     return holds_if(ok, measured=dict(slope=slope, violations=viol), tolerance="slope <= -0.4, violations <= 1",
                     explanation="teacher = BaiEFA(L=1, M=2, K=4, tau=2, K'=16, D'=16), I=10, B_y=3, noise sd 0.5; "
-                                "students by Adam (500 steps, batch 256, lr 3e-3 cosine); population loss on 2e4 "
+                                "students by Adam (600 steps, batch 256, lr 3e-3 cosine); population loss on 2e4 "
                                 "fresh sequences (2e5 targets), paired with the teacher's",
                     teacher_loss=L_teacher, mean_excess={int(F): float(v) for F, v in zip(Fs, mean)},
                     per_seed={int(F): [float(v) for v in res[F]] for F in Fs},

@@ -124,6 +124,24 @@ class BaiEFA(nn.Module):
             targets = torch.arange(I, device=y.device).expand(B, I)
         cols, masked = self.columns(tau, y)
         T = targets.shape[1]
+        if self.L == 1:
+            # one layer: copy t differs from the sequence only in column t, so the target column
+            # attends to the unmasked columns j != t and to its own masked column (no copies needed)
+            C = clip_norm(cols, self.R)
+            Mq = clip_norm(masked.gather(1, targets[..., None].expand(-1, -1, self.D)), self.R)
+            q = torch.einsum("mde,nte->nmtd", self.Q[0], Mq)
+            k = torch.einsum("mde,nje->nmjd", self.Kw[0], C)
+            v = torch.einsum("mde,nje->nmjd", self.V[0], C)
+            w = torch.relu(q @ k.transpose(-1, -2)) / I                           # (B, M, T, I)
+            not_self = (torch.arange(I, device=y.device) != targets[..., None])[:, None]
+            w = w * not_self
+            ks = torch.einsum("mde,nte->nmtd", self.Kw[0], Mq)
+            vs = torch.einsum("mde,nte->nmtd", self.V[0], Mq)
+            ws = torch.relu((q * ks).sum(-1, keepdim=True)) / I
+            H = clip_norm(Mq + (w @ v + ws * vs).sum(1), self.R)
+            H = clip_norm(H + torch.relu(H @ self.W1[0].T) @ self.W2[0].T, self.R)
+            pred = H[..., -1]
+            return pred if self.B_y is None else pred.clamp(-self.B_y, self.B_y)
         # per-target copies through the first L-1 layers; in the last layer only the target column
         # is needed (exactly what `transformer` gives for it)
         Z = clip_norm(replicate_targets(cols, masked, targets).reshape(B * T, I, self.D), self.R)
