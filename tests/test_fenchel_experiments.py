@@ -202,6 +202,13 @@ def test_deviation_quick_run(tmp_path, monkeypatch):
     ex = rec["extra"]
     assert len(ex["per_head"]["layer1"]["rel_dev"]) == 2           # quick config: 2 heads
     assert sum(ex["hist_layer"]["layer1"]) == ex["n_queries"]["layer1"] > 0
+    # the figures render from these records
+    from paper_figures import fenchel_experiments as F
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    for name in ("fenchel-exp-fig4-bert", "fenchel-exp-fig4-t5", "fenchel-exp-fig7", "fenchel-exp-output-errors"):
+        (png,) = F.FIGURES[name](tmp_path / "figs")
+        assert png.stat().st_size > 10_000
 
 
 def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
@@ -214,6 +221,11 @@ def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
     vals = {(m["setting"], m["model"], m["metric"]): m["value"] for m in rec["metrics"]}
     assert set(vals) == {("digits/lr=3e-03", mo, me) for mo in ("vit", "ot-vit") for me in ("test_acc", "train_acc")}
     assert all(0 <= v <= 1 for v in vals.values())
+    from paper_figures import fenchel_experiments as F
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    (png,) = F.FIGURES["fenchel-exp-ot-vit"](tmp_path / "figs")
+    assert png.stat().st_size > 10_000
     assert main(["--dataset", "cifar10", "--quick", "--results-dir", str(tmp_path)]) == 2
     assert "cifar-10-batches-py" in capsys.readouterr().err
     assert main(["--dataset", "mnist", "--results-dir", str(tmp_path)]) == 2
