@@ -56,30 +56,42 @@ def dual_objective(lam, T, u, z, alpha) -> float:
 def solve_dual_newton(T, u, z, alpha, tol: float = 1e-14, max_iter: int = 100):
     """lambda* by damped Newton on the (1/alpha)-strongly concave dual (7), float64.
 
-    Gradient b - lambda/alpha - h(lambda); Hessian -I/alpha - Cov_{p(lambda)}(t).  Returns
+    Gradient b - lambda/alpha - h(lambda); Hessian -I/alpha - Cov_{p(lambda)}(t).  Starts at the
+    approximation (14) lambda = alpha z; backtracking (Armijo) line search.  Returns
     (lambda*, number of iterations).
     """
     T, u, z = check_instance(T, u, z, alpha)
     alpha = float(alpha)
+    keep = u > 0                       # atoms outside supp(u) never carry mass (9)
+    Tk = T[keep]
+    lu = np.log(u[keep])
     b = u @ T + z
     d = T.shape[1]
-    lam = np.zeros(d)
-    f = dual_objective(lam, T, u, z, alpha)
+    eye_a = np.eye(d) / alpha
+
+    def f_and_s(lam):
+        s = lu + Tk @ lam
+        m = s.max()
+        e = np.exp(s - m)
+        S = e.sum()
+        return lam @ b - lam @ lam / (2 * alpha) - (m + np.log(S)), e / S
+
+    lam = alpha * z
+    f, p = f_and_s(lam)
     for it in range(1, max_iter + 1):
-        p = tilted(lam, T, u)
-        h = p @ T
+        h = p @ Tk
         g = b - lam / alpha - h
-        C = (T - h).T @ ((T - h) * p[:, None])
-        H = np.eye(d) / alpha + C
-        step = np.linalg.solve(H, g)
+        C = Tk - h
+        step = np.linalg.solve(eye_a + C.T @ (C * p[:, None]), g)
+        slope = g @ step
         t = 1.0
         while True:
             new = lam + t * step
-            fn = dual_objective(new, T, u, z, alpha)
-            if fn >= f - 1e-15 * max(1.0, abs(f)) or t < 1e-10:
+            fn, pn = f_and_s(new)
+            if fn >= f + 1e-4 * t * slope - 1e-15 * max(1.0, abs(f)) or t < 1e-10:
                 break
             t *= 0.5
-        lam, f = new, fn
+        lam, f, p = new, fn, pn
         if np.linalg.norm(t * step) <= tol * max(1.0, np.linalg.norm(lam)):
             return lam, it
     return lam, max_iter
