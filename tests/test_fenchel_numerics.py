@@ -84,3 +84,48 @@ def test_torch_newton_validation(bad):
         T = T.float()
     with pytest.raises(ValueError):
         ed.solve_dual_newton_torch(T, logu, z, a)
+
+
+def test_gaussian_closed_form_matches_grid_dual():
+    # Sec 5: u = N(mu, I) in d = 2, discretised on a product grid; the dual solution's mean and lambda*
+    g = np.linspace(-10, 10, 161)
+    X, Y = np.meshgrid(g, g, indexing="ij")
+    T = np.stack([X.ravel(), Y.ravel()], 1)
+    mu, z, a = np.array([0.3, -0.2]), np.array([0.5, 0.4]), 1.7
+    w = np.exp(-0.5 * ((T - mu) ** 2).sum(1))
+    w /= w.sum()
+    lam_cf, h_cf = ed.gaussian_closed_form(mu, z, a)
+    ex = ed.solve(T, w, z + mu - w @ T, a)          # z shifted by the grid's (tiny) mean error
+    np.testing.assert_allclose(ex["lam"], lam_cf, atol=1e-8)
+    np.testing.assert_allclose(ex["h"], h_cf, atol=1e-8)
+    # (13) is exact here too (Sigma = I up to discretisation)
+    np.testing.assert_allclose(ed.lambda_refined(T, w, z, a), lam_cf, atol=1e-8)
+
+
+def test_approximations_and_validation():
+    T, u, z = _inst(6)
+    np.testing.assert_allclose(ed.h_approx(T, u, z, 0.3), ed.h_of_lambda(0.3 * z, T, u))
+    with pytest.raises(ValueError, match="alpha"):
+        ed.h_approx(T, u, z, 0.0)
+    with pytest.raises(ValueError, match="u must be a probability vector"):
+        ed.lambda_refined(T, u * 2, z, 1.0)
+
+
+def test_entropic_ot_solvers_agree():
+    from numerics import entropic_ot as eo
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(5, 2))
+    M = ((A[:, None] - A[None]) ** 2).sum(-1)
+    p, u = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+    W1, X1 = eo.sinkhorn(p, u, M, 1.0)
+    W2, X2 = eo.entropic_ot_newton(p, u, M, 1.0)
+    assert abs(W1 - W2) < 1e-11
+    np.testing.assert_allclose(X2.sum(1), p, atol=1e-12)
+    np.testing.assert_allclose(X2.sum(0), u, atol=1e-12)
+    # Prop 1: u~ minimises W_gamma(., u): no random p does better
+    ut = eo.prop1_true_preference(u, M, 1.0)
+    W_ut = eo.entropic_ot_newton(ut, u, M, 1.0)[0]
+    assert all(W_ut <= eo.entropic_ot_newton(rng.dirichlet(np.ones(5)), u, M, 1.0)[0] + 1e-12 for _ in range(5))
+    with pytest.raises(ValueError, match="gamma"):
+        eo.ot_attention(A, u, M, np.zeros(2), 0.0, 1.0)
