@@ -68,7 +68,7 @@ class BaiEFA(nn.Module):
     def norm(self) -> float:
         """|||theta||| = max_l {max_m {||Q_m||, ||K_m||} + sum_m ||V_m|| + ||W_1|| + ||W_2||}
         + ||G_1|| + ||G_2||  (operator norms; Sec 5.2.2)."""
-        op = lambda A: torch.linalg.matrix_norm(A, ord=2)
+        op = lambda A: torch.linalg.matrix_norm(A.detach(), ord=2)
         per = []
         for l in range(self.L):
             qk = torch.maximum(op(self.Q[l]), op(self.Kw[l])).max()
