@@ -238,11 +238,13 @@ def instacart_load(path=None, check: bool = True):
     out = []
     for fname in ("data_train_final.csv.gz", "data_test_final.csv.gz"):
         df = read_table("instacart", fname, path).sort_values(["order_id", "rank"], kind="stable")
-        seqs, ids = [], []
-        for oid, grp in df.groupby("order_id", sort=True):
-            seqs.append(grp["product_id"].to_numpy(dtype=np.int64))
-            ids.append(oid)
-        out.append((pad_sequences(seqs, None, ids, 63), len(df)))
+        # vectorised padding: row f = order f (sorted by id), column = position in the basket
+        ids, f = np.unique(df["order_id"].to_numpy(), return_inverse=True)
+        lengths = np.bincount(f)
+        pos = np.arange(len(df)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        items = np.zeros((len(ids), int(lengths.max())), dtype=np.int64)
+        items[f, pos] = df["product_id"].to_numpy(dtype=np.int64)
+        out.append((Sequences(items, lengths.astype(np.int64), None, ids, 63), len(df)))
     (train, n_tr), (test, n_te) = out
     if check:
         c = INSTACART_COUNTS

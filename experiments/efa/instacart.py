@@ -23,7 +23,7 @@ from experiments.efa import data as D
 EXPERIMENT = "efa-instacart"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 1000, "patience": 1000, "batch_size": 256,
         "val_fraction": 0.25, "split_seed": 42, "max_train_baskets": None}
-QUICK = dict(FULL, lr=3e-3, epochs=3, patience=2, max_train_baskets=3000)
+QUICK = dict(FULL, lr=5e-3, epochs=2, patience=2, max_train_baskets=1200)
 TABLE3_ITEMS = ("Asparagus", "Carrots", "Fresh Cauliflower", "Organic Avocado")
 # Figure 3's baskets (spec §4): the first ten items of two test baskets of the authors' notebook
 FIG3_BASKETS = {

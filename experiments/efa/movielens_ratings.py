@@ -24,7 +24,7 @@ SETTINGS = ("unidirectional", "bidirectional")
 MODELS = ("FM", "EFA")
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 1000, "patience": 10, "batch_size": 256,
         "split": [0.5625, 0.1875, 0.25], "split_seed": 42, "dedup_seed": 42}
-QUICK = dict(FULL, lr=3e-3, epochs=5, patience=2)
+QUICK = dict(FULL, lr=5e-3, epochs=3, patience=2)
 
 
 def build(version: str, model: str, setting: str, max_len: int, cfg: dict):

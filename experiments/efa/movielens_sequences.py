@@ -17,7 +17,7 @@ from experiments.efa import data as D
 EXPERIMENT = "efa-movielens-sequences"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 2000, "patience": 10, "batch_size": 256,
         "split": [0.5625, 0.1875, 0.25], "split_seed": 42, "dedup_seed": 42}
-QUICK = dict(FULL, lr=3e-3, epochs=6, patience=2)
+QUICK = dict(FULL, lr=5e-3, epochs=3, patience=2)
 
 
 def load(data_path=None, split_seed: int = 42, dedup_seed: int = 42):

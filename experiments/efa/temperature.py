@@ -34,7 +34,7 @@ SETTING_SUBSTITUTE = "Colorado substitute"
 FULL = {"lr": 1e-3, "epochs": 2000, "patience": 2000, "batch_size": 10000,
         "lag_epochs": 200, "lag_batch_size": 128, "lag_patience": 200, "ks": list(KS),
         "efa": list(EFA_VARIANTS)}
-QUICK = dict(FULL, epochs=60, patience=60, batch_size=512, lag_epochs=6, lag_batch_size=256, lag_patience=6,
+QUICK = dict(FULL, lr=5e-3, epochs=8, patience=8, batch_size=512, lag_epochs=3, lag_batch_size=256, lag_patience=3,
              ks=[1, 5, 40], efa=["l1", "lag1"])
 
 
