@@ -573,3 +573,107 @@ def _complexity():
                     tolerance="matmul flops = 2b(IG + GN + DN) exactly; doubling any of G, I, N at most doubles all ops",
                     explanation="a TorchFunctionMode counting every torch call of the batched forward (b = 4, D = 8); the paper's O(NGDI) is "
                                 "an upper bound: the count is O(GI + GN + DN) per head, linear in each of G, I, N")
+
+
+# ------------------------------------------------------------------------------- App. D: Eq. 13, Lemma D.4
+@claim("kernel.eq13.bregman-three-point",
+       reference="App. D (proof of Thm D.2), Eq. 13",
+       statement="B(p, p_g) = B(p, p_theta) + B(p_theta, p_g) - <p - p_theta, grad Omega(p_theta) - grad Omega(p_g)> "
+                 "for the Bregman divergence of the Tsallis negative entropy (footnote 7: an equality).",
+       method="sympy", expected="erratum",
+       corrected="B(x, z) = B(x, y) + B(y, z) + <x - y, grad Omega(y) - grad Omega(z)> (plus sign); the proof only "
+                 "bounds |III|, so its conclusion is unaffected.")
+def _eq13():
+    import sympy as sp
+
+    a = sp.symbols("alpha", positive=True)
+    x = sp.symbols("x1:4", positive=True)
+    y = sp.symbols("y1:4", positive=True)
+    z = sp.symbols("z1:4", positive=True)
+    Om = lambda p: sum(pi ** a for pi in p) / (a * (a - 1))
+    grad = lambda p: [pi ** (a - 1) / (a - 1) for pi in p]
+    inner = lambda u, v: sum(ui * vi for ui, vi in zip(u, v))
+    diff = lambda u, v: [ui - vi for ui, vi in zip(u, v)]
+    B = lambda p, q: Om(p) - Om(q) - inner(grad(q), diff(p, q))
+    III = inner(diff(x, y), diff(grad(y), grad(z)))
+    corrected = sp.simplify(sp.expand(B(x, z) - (B(x, y) + B(y, z) + III)))
+    printed = B(x, z) - (B(x, y) + B(y, z) - III)
+    inst = {a: sp.Rational(3, 2), **dict(zip(x, (sp.Rational(1, 5), sp.Rational(1, 2), sp.Rational(3, 10)))),
+            **dict(zip(y, (sp.Rational(1, 3), sp.Rational(1, 3), sp.Rational(1, 3)))),
+            **dict(zip(z, (sp.Rational(7, 10), sp.Rational(1, 10), sp.Rational(1, 5))))}
+    printed_val = float(printed.subs(inst).evalf(30))
+    return erratum_if(abs(printed_val) < 1e-12, corrected == 0,
+                      measured=dict(printed_residual=printed_val, corrected_residual=str(corrected)),
+                      tolerance="corrected residual simplifies to 0 for symbolic alpha and 3-vectors",
+                      explanation="sympy with Omega(p) = sum p^alpha/(alpha(alpha-1)), grad = p^(alpha-1)/(alpha-1); "
+                                  "printed form at alpha = 3/2 and three probability vectors")
+
+
+def _mp_A(fx, fx_np, alpha, dps=30):
+    """A_alpha(f) on S = [0, 1], Q uniform: the root of int_0^1 exp_{2-alpha}(f - A) dt = 1, with the
+    integrals split at the roots of 1 + (alpha-1)(f - A) (found by a sign scan, refined by mpmath)."""
+    import mpmath as mp
+
+    from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+
+    am = mp.mpf(alpha)
+
+    def pieces(A):
+        g_np = lambda t: 1 + (alpha - 1) * (fx_np(t) - float(A))
+        return mp_roots(lambda t: 1 + (am - 1) * (fx(t) - A), find_sign_changes(g_np, 0, 1, 4001), dps)
+
+    def ex(v):
+        b = 1 + (am - 1) * v
+        return mp.mpf(0) if b <= 0 else b ** (1 / (am - 1))
+
+    def mass(A):
+        return mp_integrate(lambda t: ex(fx(t) - A), 0, 1, pieces(A), dps) - 1
+
+    import torch
+
+    from numerics.continuous_attention import kernel_deformed_threshold
+    from numerics.quadrature import uniform_grid
+
+    t = uniform_grid(0, 1, 20001)
+    A0 = float(kernel_deformed_threshold(torch.tensor(fx_np(t.numpy())), t, alpha)[1])   # ~1e-8 accurate
+    with mp.workdps(dps):
+        A = mp.findroot(mass, (mp.mpf(A0) - mp.mpf("1e-5"), mp.mpf(A0) + mp.mpf("1e-5")), solver="anderson")
+        return A, pieces(A), ex
+
+
+@claim("kernel.lemmaD4.escort-derivative",
+       reference="App. D, Lemma D.4",
+       statement="The Gateaux derivative of A_alpha is the escort expectation: "
+                 "A'(f)(psi) = int p_f^{2-alpha} psi dQ / int p_f^{2-alpha} dQ.",
+       method="mpmath")
+def _lemmaD4():
+    import mpmath as mp
+
+    from numerics.mp_reference import mp_integrate
+
+    rows, worst = {}, 0.0
+    with mp.workdps(30):
+        f = lambda t: 3 * mp.sin(7 * t) + 2 * mp.cos(3 * t) - t
+        psi = lambda t: mp.cos(5 * t) + t * t
+        f_np = lambda t: 3 * np.sin(7 * t) + 2 * np.cos(3 * t) - t
+        psi_np = lambda t: np.cos(5 * t) + t * t
+        eps = mp.mpf("1e-8")
+        for alpha in (1.5, 2.0):
+            A, kinks, ex = _mp_A(f, f_np, alpha)
+            Ap, _, _ = _mp_A(lambda t: f(t) + eps * psi(t), lambda t: f_np(t) + 1e-8 * psi_np(t), alpha)
+            Am, _, _ = _mp_A(lambda t: f(t) - eps * psi(t), lambda t: f_np(t) - 1e-8 * psi_np(t), alpha)
+            fd = (Ap - Am) / (2 * eps)
+
+            def w(t, A=A, ex=ex, alpha=alpha):
+                # p^{2-alpha}, read as the indicator of the support for alpha = 2 (not 0^0 = 1)
+                v = ex(f(t) - A)
+                return mp.mpf(0) if v == 0 else v ** (2 - mp.mpf(alpha))
+            escort = (mp_integrate(lambda t: w(t) * psi(t), 0, 1, kinks, 30)
+                      / mp_integrate(w, 0, 1, kinks, 30))
+            rel = float(abs(fd - escort) / abs(escort))
+            worst = max(worst, rel)
+            rows[alpha] = dict(A=mp.nstr(A, 12), finite_difference=mp.nstr(fd, 14), escort=mp.nstr(escort, 14),
+                               relative_error=rel)
+    return holds_if(worst < 1e-6, measured=rows, tolerance="relative error < 1e-6",
+                    explanation="S = [0,1], Q uniform, f = 3 sin 7t + 2 cos 3t - t, psi = cos 5t + t^2; A_alpha by "
+                                "mpmath findroot with kink-split quad (30 digits), central difference eps = 1e-8")
