@@ -50,6 +50,9 @@ class TimeWarpingNet(nn.Module):
         t = torch.linspace(0.0, 1.0, length)
         self.register_buffer("G", ridge_operator(t, self.basis, ridge))
         self.encoder = nn.Sequential(nn.Linear(length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        # (mu, sigma^2) per head: the unimodal densities and kernel softmax's Gaussian base density.
+        # Kernel sparsemax has no base density here (as the released code) and does not use them; they
+        # are still built so that parameter initialisation (and so the committed records) reproduce.
         self.mu = nn.Linear(hidden, 2)
         self.sigma2 = nn.Linear(hidden, 2)
         base = "gaussian" if kind == "kernel_softmax" else "none"    # as the released time-warping code
@@ -158,8 +161,8 @@ class GestureNet(nn.Module):
         self.conv = nn.Conv1d(1, 4, 5)
         self.dense = nn.Linear(4 * ((ref_points - 4) // 2), hidden)
         H = self.heads
-        self.mu = nn.Linear(hidden, H)
-        self.sigma = nn.Linear(hidden, H)
+        self.mu = nn.Linear(hidden, H) if kind != "gaussian_mixture" else None
+        self.sigma = nn.Linear(hidden, H) if kind != "gaussian_mixture" else None
         base = "gaussian" if kind.startswith("kernel") else "none"   # App. H.1: Gaussian base term
         self.attn = ContinuousAttention(kind, self.basis, grid_size, n_inducing, kernel, bandwidth, base=base)
         self.gamma = nn.Linear(hidden, H * n_inducing) if kind.startswith("kernel") else None

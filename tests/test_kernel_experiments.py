@@ -1,0 +1,274 @@
+"""Unit tests of the kernel paper's experiment code: the time-warping generator, the attention layers
+(densities integrate to 1, closed forms agree with quadrature, gradients flow), the networks, the
+paper's numbers, and smoke runs of the runners' quick configs."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from experiments.kernel import common as C
+from experiments.models.continuous_attention import (ContinuousAttention, GaussianBasis, moments_from_discrete,
+                                                     ridge_value_coefficients)
+
+
+# --------------------------------------------------------------------------- time warping (App. B.3)
+def test_warp_is_a_time_warping_inverse():
+    t = np.linspace(0, 1, 1001)
+    for lam in (1e-9, 0.5, 5.0, 25.0):
+        g = C.warp(t, lam)
+        assert g[0] == pytest.approx(0, abs=1e-15) and g[-1] == pytest.approx(1, abs=1e-12)
+        assert np.all(np.diff(g) > 0)
+    # lambda -> 0: the identity
+    assert np.allclose(C.warp(t, 1e-12), t, atol=1e-9)
+
+
+def test_class_means_closed_form_against_quadrature():
+    rng = np.random.default_rng(3)
+    Z = rng.uniform(-4, 4, size=(5, 4))
+    u = np.linspace(0, 1, 400_001)
+    X = C.aligned_process(np.broadcast_to(u, (5, u.size)), Z)
+    half = u.size // 2
+    c1 = 2 * np.trapezoid(X[:, :half + 1], u[:half + 1], axis=1)
+    c2 = 2 * np.trapezoid(X[:, half:], u[half:], axis=1)
+    e1, e2 = C.class_means(Z)
+    # trapezoid error with the jumps of X* at 1/4 and 3/4: O(h) = 2.5e-6 per unit of |Z|
+    assert np.allclose(c1, e1, atol=1e-4) and np.allclose(c2, e2, atol=1e-4)
+
+
+def test_oracle_individual_density_recovers_the_label():
+    """Lemma 4.2 with B.3: p_i1 = 2 1[g_i < 1/2] g_i' gives <p_i1, X_i> = c1 (and likewise c2)."""
+    X, y, Z, lam = C.time_warping_data(50, length=20_001, seed=1)
+    t = np.linspace(0, 1, 20_001)
+    g = C.warp(t[None], lam[:, None])
+    dg = np.gradient(g, t, axis=1)
+    c1 = np.trapezoid(2 * (g < 0.5) * dg * X, t, axis=1)
+    c2 = np.trapezoid(2 * (g >= 0.5) * dg * X, t, axis=1)
+    e1, e2 = C.class_means(Z)
+    assert np.allclose(c1, e1, atol=0.05) and np.allclose(c2, e2, atol=0.05)
+    assert np.mean((c2 > c1) == y) >= 0.96
+
+
+def test_generator_is_seeded_and_balanced_enough():
+    a = C.time_warping_data(200, seed=5)
+    b = C.time_warping_data(200, seed=5)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert 0.3 < a[1].mean() < 0.7 and a[0].shape == (200, 95)
+    with pytest.raises(ValueError, match="lam_max"):
+        C.time_warping_data(10, lam_max=0)
+
+
+# --------------------------------------------------------------------------- attention layers
+def _trapz(y, t):
+    return torch.trapezoid(y, t, dim=-1)
+
+
+@pytest.mark.parametrize("kind,base", [("kernel_softmax", "none"), ("kernel_softmax", "gaussian"),
+                                       ("kernel_sparsemax", "none"), ("kernel_sparsemax", "gaussian"),
+                                       ("kernel_sparsemax", "parabola")])
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace"])
+def test_kernel_densities_integrate_to_one(kind, base, kernel):
+    torch.manual_seed(0)
+    basis = GaussianBasis(8, (0.1, 0.5))
+    att = ContinuousAttention(kind, basis, grid_size=201, n_inducing=12, kernel=kernel, bandwidth=0.05,
+                              base=base).double()
+    gamma = 3 * torch.randn(4, 3, 12, dtype=torch.float64)
+    mu = torch.rand(4, 3, dtype=torch.float64)
+    s2 = 0.01 + 0.05 * torch.rand(4, 3, dtype=torch.float64)
+    p = att.density(gamma=gamma, mu=mu, sigma2=s2)
+    assert p.shape == (4, 3, 201) and torch.all(p >= 0)
+    assert torch.allclose(_trapz(p, att.grid), torch.ones(4, 3, dtype=torch.float64), atol=1e-12)
+    if kind == "kernel_sparsemax":
+        assert (p == 0).any()          # alpha = 2: sparse support
+    # E_p[psi] from the layer = trapezoid of p psi
+    r = att(gamma=gamma, mu=mu, sigma2=s2)
+    ref = _trapz(p.unsqueeze(-2) * att.psi_grid, att.grid)
+    assert torch.allclose(r, ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "gaussian_mixture"])
+def test_closed_forms_match_quadrature_on_R(kind):
+    basis = GaussianBasis(6, (0.05, 0.2))
+    att = ContinuousAttention(kind, basis).double()
+    g = torch.Generator().manual_seed(1)
+    mu = 0.2 + 0.6 * torch.rand(2, 3, 4, generator=g, dtype=torch.float64)
+    s2 = 0.002 + 0.01 * torch.rand(2, 3, 4, generator=g, dtype=torch.float64)
+    w = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
+    if kind != "gaussian_mixture":
+        mu, s2, w = mu[..., 0], s2[..., 0], None
+    r = att(mu=mu, sigma2=s2, weights_logits=w)
+    # independent reference: the density written out, fine trapezoid on a wide interval
+    t = torch.linspace(-2, 3, 200_001, dtype=torch.float64)
+    if kind == "cts_softmax":
+        p = torch.exp(-0.5 * (t - mu[..., None]) ** 2 / s2[..., None]) / torch.sqrt(2 * math.pi * s2[..., None])
+    elif kind == "cts_sparsemax":
+        a = (1.5 * s2[..., None]) ** (1 / 3)
+        p = torch.relu(a ** 2 - (t - mu[..., None]) ** 2) / (2 * s2[..., None])
+    else:
+        comp = torch.exp(-0.5 * (t - mu[..., None]) ** 2 / s2[..., None]) / torch.sqrt(2 * math.pi * s2[..., None])
+        p = (torch.softmax(w, -1)[..., None] * comp).sum(-2)
+    assert torch.allclose(_trapz(p, t), torch.ones_like(p[..., 0]), atol=1e-6)
+    psi = torch.exp(-0.5 * ((t - basis.mu.double()[:, None]) / basis.sigma.double()[:, None]) ** 2) / (
+        math.sqrt(2 * math.pi) * basis.sigma.double()[:, None])
+    ref = _trapz(p.unsqueeze(-2) * psi, t)
+    assert torch.allclose(r, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_masked_ridge_equals_shared_ridge_and_fits_the_basis():
+    basis = GaussianBasis(10, (0.1, 0.3)).double()
+    t = torch.linspace(0, 1, 40, dtype=torch.float64)
+    h = torch.randn(3, 2, 40, dtype=torch.float64)
+    B1 = ridge_value_coefficients(h, t, basis, 0.01)
+    B2 = ridge_value_coefficients(h, t.expand(3, 40), basis, 0.01, mask=torch.ones(3, 40))
+    assert torch.allclose(B1, B2, atol=1e-10)
+    # observations that ARE a basis expansion are recovered (small ridge)
+    Btrue = torch.randn(3, 2, 10, dtype=torch.float64)
+    hb = Btrue @ basis(t)
+    assert torch.allclose(ridge_value_coefficients(hb, t, basis, 1e-10) @ basis(t), hb, atol=1e-5)
+    # padded columns are ignored
+    mask = torch.ones(3, 40)
+    mask[:, 30:] = 0
+    hp = h.clone()
+    hp[..., 30:] = 1e6
+    B3 = ridge_value_coefficients(hp, t.expand(3, 40), basis, 0.01, mask=mask)
+    B4 = ridge_value_coefficients(h[..., :30], t[:30], basis, 0.01)
+    assert torch.allclose(B3, B4, atol=1e-8)
+
+
+def test_layer_validates_arguments():
+    basis = GaussianBasis(4)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        ContinuousAttention("softmax", basis)
+    with pytest.raises(ValueError, match="alpha must be in"):
+        ContinuousAttention("kernel_sparsemax", basis, n_inducing=4, alpha=1.0)
+    with pytest.raises(ValueError, match="n_inducing"):
+        ContinuousAttention("kernel_softmax", basis, n_inducing=0)
+    with pytest.raises(ValueError, match="n_basis"):
+        GaussianBasis(1, (0.1, 0.5))
+
+
+def test_moments_from_discrete():
+    p = torch.zeros(1, 5)
+    p[0, 2] = 1.0
+    mu, s2 = moments_from_discrete(p)
+    assert float(mu) == pytest.approx(0.5) and float(s2) == pytest.approx(1e-4)
+
+
+# --------------------------------------------------------------------------- networks: gradients flow
+def _check_grads(model, *xs, n_classes, unused=()):
+    y = torch.arange(xs[0].shape[0]) % n_classes
+    loss = torch.nn.functional.cross_entropy(model(*xs), y)
+    loss.backward()
+    grads = [p.grad for n, p in model.named_parameters() if p.requires_grad and n.split(".")[0] not in unused]
+    assert all(p.grad is None for n, p in model.named_parameters() if n.split(".")[0] in unused)
+    assert all(g is not None and torch.all(torch.isfinite(g)) for g in grads)
+    assert sum(float(g.abs().sum()) for g in grads) > 0
+
+
+@pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"])
+def test_time_warping_net_gradients(kind):
+    from experiments.models.kernel_models import TimeWarpingNet
+
+    torch.manual_seed(0)
+    net = TimeWarpingNet(kind, length=20, n_basis=8, n_inducing=8, grid_size=30, hidden=8)
+    # kernel sparsemax has no base density in this model: its (mu, sigma^2) layers get no gradient
+    _check_grads(net, torch.randn(6, 20), n_classes=2,
+                 unused=("mu", "sigma2") if kind == "kernel_sparsemax" else ())
+    if kind.startswith("kernel"):
+        assert net.gamma.weight.grad.abs().sum() > 0            # the kernel weights are trained
+
+
+@pytest.mark.parametrize("kind", ["discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
+                                  "kernel_softmax", "kernel_sparsemax"])
+def test_series_net_gradients(kind):
+    from experiments.models.kernel_models import SeriesAttentionNet
+
+    torch.manual_seed(0)
+    net = SeriesAttentionNet(kind, length=30, n_classes=3, hidden=8, n_basis=6, sigmas=(0.1, 0.5))
+    _check_grads(net, torch.randn(5, 30), n_classes=3)
+    d = net.density(torch.randn(2, 30))
+    assert d.shape == (2, 30) and torch.all(d >= 0)
+
+
+@pytest.mark.parametrize("kind", ["cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax"])
+def test_gesture_and_sentence_net_gradients(kind):
+    from experiments.kernel.gestures import irregular_sample
+    from experiments.models.kernel_models import GestureNet, SentenceNet
+
+    torch.manual_seed(0)
+    series = [np.sin(np.linspace(0, k, 50 + 10 * k)) for k in range(1, 5)]
+    x, t, m = irregular_sample(series, 0.2, seed=0)
+    assert m.sum(1).tolist() == [12, 14, 16, 18]
+    net = GestureNet(kind, 3, heads=3, n_basis=8, n_inducing=6, grid_size=20, ref_points=40, hidden=8,
+                     mixture_components=2)
+    _check_grads(net, x, t, m, n_classes=3)
+    if kind != "gaussian_mixture":
+        tok = torch.tensor([[2, 3, 4, 0], [5, 6, 0, 0], [7, 0, 0, 0]])
+        sn = SentenceNet(kind, 10, embed=4, hidden=4, n_basis=4, grid_size=20)
+        _check_grads(sn, tok, torch.tensor([3, 2, 1]), n_classes=2)
+
+
+def test_baselines_run():
+    from experiments.models.kernel_models import LSTMFCN, TransformerClassifier
+
+    torch.manual_seed(0)
+    _check_grads(LSTMFCN(24, 2, filters=(4, 4, 4)), torch.randn(4, 24), n_classes=2)
+    _check_grads(TransformerClassifier(24, 2, d_model=8, heads=2, layers=1, ff=8), torch.randn(4, 24), n_classes=2)
+
+
+# --------------------------------------------------------------------------- paper numbers
+def test_paper_numbers_transcription():
+    from experiments.paper_numbers.kernel import PAPER_NUMBERS, TABLE4_MEANS
+
+    for m, mean in TABLE4_MEANS.items():     # Table 4's printed row means
+        vals = [PAPER_NUMBERS[("kernel-sentiment", f"N={n}", m, "accuracy")] for n in (32, 64, 128)]
+        assert round(sum(vals) / 3, 2) == pytest.approx(mean, abs=0.006)
+    k, u = (PAPER_NUMBERS[("kernel-time-warping", "N=64", m, "accuracy")] for m in ("Kernel Sparsemax", "Cts Softmax"))
+    assert k - u == pytest.approx(10.38, abs=1e-9)               # "kernel methods outperform by 7-10%"
+    assert len([key for key in PAPER_NUMBERS if key[0] == "kernel-forda"]) == 16
+    assert all(key[3] in ("accuracy", "f1") for key in PAPER_NUMBERS)
+
+
+# --------------------------------------------------------------------------- runners (quick configs)
+def test_time_warping_quick_run_and_resume(tmp_path, monkeypatch):
+    from experiments.kernel import time_warping
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    argv = ["--quick", "--seed", "0", "--results-dir", str(tmp_path / "res"), "--quiet", "--device", "cpu",
+            "--models", "kernel_sparsemax"]
+    assert time_warping.main(argv) == 0
+    rec = json.loads((tmp_path / "res/kernel-time-warping/quick/N16-kernel_sparsemax-seed0.json").read_text())
+    assert rec["substitute"] is None and rec["config"] == "quick"
+    acc = [m for m in rec["metrics"] if m["metric"] == "accuracy"][0]
+    assert acc["model"] == "Kernel Sparsemax" and 0 <= acc["value"] <= 100
+    assert time_warping.main(argv) == 0                          # record exists: skipped
+    assert time_warping.main(argv[:-1] + ["softmax"]) == 2         # bad model name
+
+
+def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
+    from experiments.data import DataError
+    from experiments.kernel import gestures
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    try:
+        gestures.load_series()
+    except DataError as exc:
+        pytest.skip(f"offline data bundle not available: {exc}")
+    argv = ["--quick", "--seed", "0", "--results-dir", str(tmp_path / "res"), "--quiet", "--device", "cpu",
+            "--models", "kernel_softmax"]
+    assert gestures.main(argv) == 0
+    rec = json.loads((tmp_path / "res/kernel-gestures/quick/N16-kernel_softmax-seed0.json").read_text())
+    assert "substitute" in rec and "uWave" in rec["substitute"]
+    assert gestures.main(["--quick", "--data", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
+
+
+def test_cost_quick_ratios(tmp_path, capsys):
+    from experiments.kernel import cost
+
+    assert cost.main(["--quick", "--results-dir", str(tmp_path), "--repeats", "1"]) == 0
+    rec = json.loads(next((tmp_path / "kernel-cost/quick").glob("*.json")).read_text())
+    ratio = {(m["model"], m["metric"]): m["value"] for m in rec["metrics"]}
+    assert ratio[("Discrete Softmax", "time_ratio")] == 1.0
+    assert all(ratio[(m, "peak_MB")] > 0 for m in ("Kernel Softmax", "Kernel Sparsemax", "Cts Softmax"))
+    assert "ratios to Discrete Softmax" in capsys.readouterr().out
