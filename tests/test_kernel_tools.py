@@ -95,3 +95,15 @@ def test_compare_small_instance_json(tmp_path, capsys):
     assert res["rate"] == "algebraic" and math.isfinite(res["slope"])
     assert 1.5 < loglog_slope(1.0 / np.array(inst["grids"]), res["err_Z"]) < 3.5
     assert len(res["kinks"]) >= 1 and res["err_context"][-1] < 1e-3
+
+
+def test_attnlab_converge_alias(tmp_path, capsys):
+    from attnlab.cli import main as cli_main
+
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"family": "kernel-deformed", "alpha": 2.5}))
+    assert cli_main(["converge", "--instance", str(p)]) == 2
+    assert "alpha must be a number in (1, 2]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:                       # argparse's --help exits 0
+        cli_main(["converge", "--help"])
+    assert exc.value.code == 0 and "--instance" in capsys.readouterr().out
