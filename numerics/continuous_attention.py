@@ -67,7 +67,7 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
 # --------------------------------------------------------------------------------------------
-# helpers
+# internal utilities
 def _tensor(x, like=None) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         return x
