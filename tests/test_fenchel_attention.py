@@ -33,6 +33,16 @@ def test_gradcheck_fenchel_attention_float64_per_query_alpha():
                                     (q, k, v, al, lu))
 
 
+@pytest.mark.parametrize("lu_shape", [(4,), (2, 3, 4)])
+def test_gradcheck_log_u_shapes(lu_shape):
+    g = _g(7)
+    q = torch.randn(2, 3, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 4, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 4, 2, dtype=torch.float64, generator=g)
+    lu = torch.randn(*lu_shape, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, lu: fenchel_attention(q, k, v, alpha=1.3, log_u=lu), (q, k, lu))
+
+
 def test_shared_solver_matches_general_newton():
     g = _g(2)
     K = torch.randn(3, 7, 5, dtype=torch.float64, generator=g)
