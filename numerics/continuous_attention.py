@@ -108,7 +108,7 @@ def _ndtr(x):
 def _q0_on_grid(q0, t, like):
     if q0 is None:
         return torch.ones_like(t, dtype=like.dtype)
-    q0 = _tensor(q0, like).to(like.dtype)
+    q0 = _tensor(q0, like).to(like)
     if q0.shape[-1] != t.shape[0]:
         raise ValueError(f"q0 must have last dim {t.shape[0]} (the grid); got shape {tuple(q0.shape)}")
     if bool(torch.any(q0 < 0)):
@@ -128,8 +128,8 @@ def _check_scores(f, t, name="f"):
 def gaussian_rbf(t, centers, widths) -> torch.Tensor:
     """Psi [N, G]: psi_n(t) = N(t; mu_n, sigma_n^2), normalized Gaussian pdfs (widths = sigma_n)."""
     t = _tensor(t)
-    c = _tensor(centers, t).to(t.dtype)
-    s = _positive_tensor(widths, "widths", t).to(t.dtype)
+    c = _tensor(centers, t).to(t)
+    s = _positive_tensor(widths, "widths", t).to(t)
     c, s = torch.broadcast_tensors(c, s)
     if c.ndim != 1:
         raise ValueError("centers and widths must be 1-D (N,)")
@@ -142,8 +142,8 @@ def ridge_value_coefficients(H, positions, centers, widths, lam: float = 0.01) -
     if float(lam) < 0:
         raise ValueError(f"lam (ridge penalty) must be >= 0; got {lam!r}")
     H = _tensor(H)
-    pos = _tensor(positions, H).to(H.dtype)
-    F = gaussian_rbf(pos, centers, widths).to(H.dtype)          # [N, L]
+    pos = _tensor(positions, H).to(H)
+    F = gaussian_rbf(pos, centers, widths).to(H)          # [N, L]
     if H.shape[-1] != F.shape[1]:
         raise ValueError(f"H's last dim ({H.shape[-1]}) must equal len(positions) ({F.shape[1]})")
     A = F @ F.T + float(lam) * torch.eye(F.shape[0], dtype=H.dtype, device=H.device)
@@ -162,15 +162,15 @@ def expected_basis(density, t, Psi) -> torch.Tensor:
     _check_scores(density, t, "density")
     if Psi.shape[-1] != t.shape[0]:
         raise ValueError(f"Psi must have last dim G={t.shape[0]}; got {tuple(Psi.shape)}")
-    w = trapezoid_weights(t).to(density.dtype)
+    w = trapezoid_weights(t).to(density)
     # sum_g Psi[n, g] w_g density[..., g]: one matmul, linear in G and N
-    return (density * w) @ Psi.transpose(-1, -2).to(density.dtype)
+    return (density * w) @ Psi.transpose(-1, -2).to(density)
 
 
 def context_vector(density, t, Psi, B) -> torch.Tensor:
     """c = E_p[V(T)] = B E_p[Psi(T)]: [..., D] (Eq. 1; Algorithm 1, step 3).  B: [D, N] or [..., D, N]."""
     r = expected_basis(density, t, Psi)
-    B = _tensor(B, r).to(r.dtype)
+    B = _tensor(B, r).to(r)
     if B.shape[-1] != r.shape[-1]:
         raise ValueError(f"B's last dim ({B.shape[-1]}) must equal the number of basis functions ({r.shape[-1]})")
     return (B @ r.unsqueeze(-1)).squeeze(-1)
@@ -198,8 +198,8 @@ def gaussian_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.
     On R: N(mu; mu_n, sigma2 + sigma_n^2)."""
     mu = _tensor(mu)
     sigma2 = _positive_tensor(sigma2, "sigma2", mu)
-    c = _tensor(centers, mu).to(mu.dtype)
-    s2 = _positive_tensor(widths, "widths", mu).to(mu.dtype) ** 2
+    c = _tensor(centers, mu).to(mu)
+    s2 = _positive_tensor(widths, "widths", mu).to(mu) ** 2
     m, v = mu[..., None], sigma2[..., None]
     tot = v + s2
     out = _std_pdf((m - c) / torch.sqrt(tot)) / torch.sqrt(tot)
@@ -285,8 +285,8 @@ def truncated_parabola_rbf_expectation(mu, sigma2, centers, widths, domain=None)
     mu = _tensor(mu)
     sigma2 = _positive_tensor(sigma2, "sigma2", mu)
     r = truncated_parabola_radius(mu, sigma2, domain)
-    c = _tensor(centers, mu).to(mu.dtype)
-    s = _positive_tensor(widths, "widths", mu).to(mu.dtype)
+    c = _tensor(centers, mu).to(mu)
+    s = _positive_tensor(widths, "widths", mu).to(mu)
     m, v, r = mu[..., None], sigma2[..., None], r[..., None]
     lo, hi = m - r, m + r
     dom = _domain(domain)
@@ -304,7 +304,8 @@ def _check_mixture(weights, mu, sigma2):
     w = _tensor(weights)
     mu = _tensor(mu, w)
     sigma2 = _positive_tensor(sigma2, "sigma2", w)
-    if bool(torch.any(w < 0)) or not torch.allclose(w.sum(-1), torch.ones((), dtype=w.dtype), atol=1e-9):
+    one = torch.ones((), dtype=w.dtype, device=w.device)
+    if bool(torch.any(w < 0)) or not torch.allclose(w.sum(-1), one, atol=1e-9):
         raise ValueError("weights must be nonnegative and sum to 1 over the last dim (components)")
     return w, mu, sigma2
 
@@ -344,7 +345,7 @@ def kernel_softmax(f, t, log_q0=None):
     Returns (density [..., G], A [...]); computed with the max shift of App. E.1 (exact for alpha=1)."""
     t = _tensor(t)
     _check_scores(f, t)
-    g = f if log_q0 is None else f + _tensor(log_q0, f).to(f.dtype)
+    g = f if log_q0 is None else f + _tensor(log_q0, f).to(f)
     m = g.max(-1, keepdim=True).values.detach()
     e = torch.exp(g - m)
     Z = trapezoid(e, t)
@@ -404,7 +405,7 @@ def kernel_deformed_threshold(f, t, alpha: float, q0=None, iters: int = 200):
     t = _tensor(t)
     _check_scores(f, t)
     q = _q0_on_grid(q0, t, f)
-    w = trapezoid_weights(t).to(f.dtype)
+    w = trapezoid_weights(t).to(f)
 
     def mass(tau, ff):
         return (exp_2ma(ff - tau[..., None], a) * q * w).sum(-1)

@@ -28,14 +28,15 @@ def _as_t(x, ref=None):
     if isinstance(x, torch.Tensor):
         return x
     dt = ref.dtype if isinstance(ref, torch.Tensor) else torch.float64
-    return torch.as_tensor(x, dtype=dt)
+    dev = ref.device if isinstance(ref, torch.Tensor) else None
+    return torch.as_tensor(x, dtype=dt, device=dev)
 
 
 def gaussian_kernel(t, inducing, zeta2: float) -> torch.Tensor:
     """Gaussian kernel matrix [I, G]: k(t, t_i) = exp(-zeta2 (t - t_i)^2) (Cor E.3, IMDB)."""
     z = _pos(zeta2, "zeta2")
     t = _as_t(t)
-    s = _as_t(inducing, t).to(t.dtype)
+    s = _as_t(inducing, t).to(dtype=t.dtype, device=t.device)
     if t.ndim != 1 or s.ndim != 1:
         raise ValueError("t and inducing must be 1-D tensors")
     return torch.exp(-z * (t[None, :] - s[:, None]) ** 2)
@@ -45,7 +46,7 @@ def laplace_kernel(t, inducing, scale: float) -> torch.Tensor:
     """Exponential (Laplace) kernel [I, G]: exp(-|t - t_i|/scale), as in the released code."""
     sc = _pos(scale, "scale")
     t = _as_t(t)
-    s = _as_t(inducing, t).to(t.dtype)
+    s = _as_t(inducing, t).to(dtype=t.dtype, device=t.device)
     if t.ndim != 1 or s.ndim != 1:
         raise ValueError("t and inducing must be 1-D tensors")
     return torch.exp(-(t[None, :] - s[:, None]).abs() / sc)
