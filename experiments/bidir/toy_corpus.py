@@ -242,6 +242,24 @@ def correlations(sim: np.ndarray, target: np.ndarray, mask: np.ndarray | None = 
                 pearson=float(pearsonr(a[keep], t[keep]).statistic), n_cells=int(keep.sum()))
 
 
+def column_centred_pearson(sim: np.ndarray, target: np.ndarray) -> float:
+    """Pearson correlation after removing each column's mean over its defined cells, from both.
+
+    Full-softmax CBOW and Eq. (1) only identify w_i^T c_j up to a per-column shift c_j^T u
+    (w_i -> w_i + u adds the same u^T context to every logit), so the correlation over all cells
+    depends on an unidentified gauge; the column-centred one does not."""
+    sim, target = np.asarray(sim, float), np.asarray(target, float)
+    ok = np.isfinite(target)
+    a, t = [], []
+    for j in range(target.shape[1]):
+        k = ok[:, j]
+        if k.sum() >= 2:
+            a.append(sim[k, j] - sim[k, j].mean())
+            t.append(target[k, j] - target[k, j].mean())
+    a, t = np.concatenate(a), np.concatenate(t)
+    return float(np.corrcoef(a, t)[0, 1])
+
+
 def run_dimension(corpus: np.ndarray, p: int, seed: int, steps: int, init_std: float,
                   device: str = "cpu", progress=None) -> dict:
     """Train CBOW and the Eq. (1) attention model with dimension p; return learned similarities,
@@ -264,6 +282,7 @@ def run_dimension(corpus: np.ndarray, p: int, seed: int, steps: int, init_std: f
     out["cbow_sim"] = sim_c
     out["cbow_prop9_ratio"] = correlations(sim_c, R)
     out["cbow_prop9_M"] = correlations(sim_c, M, R > 0)
+    out["cbow_prop9_M_centred"] = column_centred_pearson(sim_c, M)
 
     g = torch.Generator().manual_seed(10_000 * seed + p + 1)
     att = AttentionCBOW(V, p, init_std=init_std, generator=g).to(device)
@@ -279,6 +298,7 @@ def run_dimension(corpus: np.ndarray, p: int, seed: int, steps: int, init_std: f
                zeta_spread=float(np.ptp(zeta[:V])),
                attn_prop14=correlations(sim_a, T14),
                attn_prop14_N=correlations(sim_a, N, A[:, :V] > 0),
+               attn_prop14_N_centred=column_centred_pearson(sim_a, N),
                attn_prop9_ratio=correlations(sim_a, R),
                attn_prop9_M=correlations(sim_a, M, R > 0))
     return out
@@ -290,10 +310,12 @@ def metrics_of(res: dict) -> list[dict]:
     s = f"p={res['p']}"
     return [metric_row(s, "CBOW", "spearman_prop9_ratio", res["cbow_prop9_ratio"]["spearman"]),
             metric_row(s, "CBOW", "pearson_prop9_M", res["cbow_prop9_M"]["pearson"]),
+            metric_row(s, "CBOW", "pearson_prop9_M_colcentred", res["cbow_prop9_M_centred"]),
             metric_row(s, "CBOW", "train_loss", res["cbow_loss"]),
             metric_row(s, "attention", "spearman_prop14_eq2", res["attn_prop14"]["spearman"]),
             metric_row(s, "attention", "pearson_prop14_eq2", res["attn_prop14"]["pearson"]),
             metric_row(s, "attention", "pearson_prop14_N", res["attn_prop14_N"]["pearson"]),
+            metric_row(s, "attention", "pearson_prop14_N_colcentred", res["attn_prop14_N_centred"]),
             metric_row(s, "attention", "spearman_prop9_ratio", res["attn_prop9_ratio"]["spearman"]),
             metric_row(s, "attention", "pearson_prop9_M", res["attn_prop9_M"]["pearson"]),
             metric_row(s, "attention", "train_loss", res["attn_loss"]),
@@ -349,6 +371,11 @@ def main(argv: list[str]) -> int:
         for dim in cfg["dims"]:
             if str(dim) in state["done"]:
                 res = state["done"][str(dim)]
+                if "cbow_prop9_M_centred" not in res:      # checkpoint of an earlier version
+                    t = record_targets({"extra": {"per_dim": {str(dim): res}}, "seed": ctx.seed,
+                                        "config_values": cfg}, dim)
+                    res["cbow_prop9_M_centred"] = column_centred_pearson(t["sim_cbow"], t["M"])
+                    res["attn_prop14_N_centred"] = column_centred_pearson(t["sim_attention"], t["N"])
             else:
                 full = run_dimension(corpus, dim, ctx.seed, cfg["steps"], cfg["init_std"],
                                      ctx.device, prog)
