@@ -286,7 +286,7 @@ def _sparse_rate_claim():
 
 
 @claim("kernel.E3.euler-maclaurin-kink",
-       reference="App. E.3 (NOTE of spec §2.22: the trapezoid error of a kinked integrand)",
+       reference="App. E.3 (trapezoid error of a kinked integrand, Euler-Maclaurin)",
        statement="For w with derivative jumps J_k at x_k, I_h - I = -(h^2/2) sum_k J_k B2~((x_k - x0)/h) + O(h^3) "
                  "(B2~(t) = t^2 - t + 1/6 of frac(t)); this predicts the kernel-sparsemax error on R.",
        method="float64")
