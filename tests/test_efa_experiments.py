@@ -180,7 +180,7 @@ def test_quick_temperature(tmp_path):
     s = "Colorado substitute"
     assert m[(s, "EFA(l=1)", "test MSE")] < m[(s, "FM(k=5)", "test MSE")]
     rec = json.loads(next((tmp_path / "efa-temperature" / "quick").glob("FM-k5*.json")).read_text())
-    assert rec["substitute"] and "substitute" in rec["substitute"]
+    assert rec["substitute"] and "SUBSTITUTE" in rec["substitute"]
 
 
 def test_bad_arguments(capsys):

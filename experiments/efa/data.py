@@ -324,7 +324,7 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
                 f"Kaggle city_temperature.csv: October 2007-2019, {len(sites)} cities (°F)")
 
 
-COLORADO_SUBSTITUTE = ("colorado-monthly-met stand-in for Kaggle city_temperature.csv: monthly mean "
+COLORADO_SUBSTITUTE = ("SUBSTITUTE data (colorado-monthly-met) for Kaggle city_temperature.csv: monthly mean "
                        "temperature (°C, (tmin+tmax)/2) at 44 Colorado stations, 1961-1990; samples are "
                        "(year, month); lags are the previous months")
 
