@@ -272,3 +272,32 @@ def test_cost_quick_ratios(tmp_path, capsys):
     assert ratio[("Discrete Softmax", "time_ratio")] == 1.0
     assert all(ratio[(m, "peak_MB")] > 0 for m in ("Kernel Softmax", "Kernel Sparsemax", "Cts Softmax"))
     assert "ratios to Discrete Softmax" in capsys.readouterr().out
+
+
+def test_local_uwave_copy_is_read_with_the_papers_split(tmp_path):
+    from experiments.kernel.gestures import load_series
+
+    rng = np.random.default_rng(0)
+    for split, n in (("TRAIN", 4), ("TEST", 9)):        # UCR: TRAIN 896 / TEST 3582; the paper trains on TEST
+        rows = np.column_stack([rng.integers(1, 9, n), rng.normal(size=(n, 30))])
+        np.savetxt(tmp_path / f"UWaveGestureLibraryAll_{split}.tsv", rows, delimiter="\t")
+    tr, ytr, te, yte, k, sub = load_series(tmp_path)
+    assert sub is None and len(tr) == 9 and len(te) == 4 and len(tr[0]) == 30
+    assert ytr.min() >= 0 and max(ytr.max(), yte.max()) < k
+    with pytest.raises(FileNotFoundError, match="UWaveGestureLibraryAll"):
+        load_series(tmp_path / "missing")
+
+
+def test_local_imdb_copy_is_read(tmp_path):
+    from experiments.kernel.sentiment import build_vocab, encode, load_texts
+
+    for split in ("train", "test"):
+        for sub, text in (("pos", "a great film<br />really"), ("neg", "dull, boring film")):
+            d = tmp_path / "aclImdb" / split / sub
+            d.mkdir(parents=True)
+            (d / "0_7.txt").write_text(text)
+    tr, ytr, te, yte, label = load_texts(tmp_path)
+    assert label is None and sorted(ytr.tolist()) == [0, 1] and len(te) == 2
+    vocab = build_vocab(tr, 1)
+    ids, lengths = encode(te, vocab, 4)
+    assert ids.shape == (2, 4) and lengths.tolist() == [4, 4] and int(ids.min()) >= 1
