@@ -695,3 +695,40 @@ def _app_l():
                       tolerance=1e-10,
                       explanation="App. L's heading against its statement (paper text), and its displayed "
                                   "identity checked in float64 on an exact factorization N = W C~^T")
+
+
+@claim("bidir.prop9.taylor-order",
+       reference="Prop 9 (= Prop 3), proof App. H (exp(x) ~ 1 + x + x^2/2, log(1 + x) ~ x, Cauchy-Schwarz)",
+       statement="For context logits of scale eps, App. H's expansion -s_b + log|V| + mean_k s_k + "
+                 "mean_k s_k^2 / 2 (s_k = w_k^T mean_J c_j) misses the CBOW loss by -(mean_k s_k)^2/2 + "
+                 "O(eps^3): second order in general (log(1+y) ~ y drops y^2/2), third order when "
+                 "sum_k s_k = 0; the Cauchy-Schwarz step only increases the surrogate.",
+       method="float64")
+def _prop9_taylor():
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(93)
+    V, n, b = 12, 4, 3
+    X0 = rng.normal(size=(V, n))                       # x_kj = w_k^T c_j for the |J| = 4 context words
+    X0c = X0 - X0.mean(0)                              # sum_k s_k = 0 variant
+    epss = 0.1 * 2.0 ** -np.arange(6)
+
+    def err(X, eps):
+        s = (eps * X).mean(1)
+        exact = -s[b] + logsumexp(s)
+        paper = -s[b] + math.log(V) + s.mean() + (s ** 2).mean() / 2
+        cs = -s[b] + math.log(V) + s.mean() + n * ((eps * X / n) ** 2).sum(1).mean() / 2
+        return exact - paper, cs - paper, exact - paper + s.mean() ** 2 / 2
+
+    e_gen = np.array([abs(err(X0, e)[0]) for e in epss])
+    e_cen = np.array([abs(err(X0c, e)[0]) for e in epss])
+    e_corr = np.array([abs(err(X0, e)[2]) for e in epss])
+    slope = lambda e: float(np.polyfit(np.log(epss), np.log(e), 1)[0])            # noqa: E731
+    cs_gap = min(err(X, e)[1] for X in (X0, X0c) for e in epss)
+    sl = dict(general=slope(e_gen), centred=slope(e_cen), general_minus_predicted=slope(e_corr))
+    ok = abs(sl["general"] - 2) < 0.1 and abs(sl["centred"] - 3) < 0.1 and abs(sl["general_minus_predicted"] - 3) < 0.1 \
+        and cs_gap >= 0
+    return holds_if(ok, measured=dict(slopes=sl, min_cauchy_schwarz_gap=cs_gap), tolerance=0.1,
+                    explanation="fitted log-log slopes of |exact - App. H surrogate| over eps = 0.1 * 2^-k, "
+                                "k = 0..5 (|V| = 12, |J| = 4): 2 in general, 3 when sum_k s_k = 0 and 3 after "
+                                "adding the predicted (mean s)^2/2; Cauchy-Schwarz gap >= 0")
