@@ -262,6 +262,10 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     with a per-problem backtracking (Armijo) line search.  Default tol: 1e-12 (float64) or 1e-5
     (float32), on the step relative to 1 + |lambda|.  No gradient is tracked (see
     numerics.fenchel_attention for the implicit-function derivative).
+
+    Conditioning: the dual is only (1/alpha)-strongly concave, so for very large alpha (>~ 1e3 times
+    1/lambda_max(Cov)) Newton needs more iterations and h(lambda) becomes sensitive to lambda; there,
+    use float64, raise max_iter, and check ``grad_norm`` (float32 at alpha = 1e4 stalls near 1e-3).
     """
     import torch
 
@@ -298,6 +302,9 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
             H = Tc.transpose(-1, -2) @ (p.unsqueeze(-1) * Tc) + eye / a.unsqueeze(-1)
             L, info = torch.linalg.cholesky_ex(H)
             step = torch.cholesky_solve(g.unsqueeze(-1), L).squeeze(-1)
+            # a failed factorisation (possible in float32 for huge alpha) falls back to the scaled
+            # gradient step alpha g, which the line search then safeguards
+            step = torch.where((info == 0).unsqueeze(-1), step, a * g)
             slope = (g * step).sum(-1)                            # Newton decrement^2 >= 0
             t = torch.ones(lead, dtype=z.dtype, device=z.device)
             slack = 16 * eps * (f.abs() + lse.abs() + 1)
