@@ -6,7 +6,9 @@ h [b, L, D] and scores s [b, H, L] to the context [b, H, D].  Discrete softmax: 
 Continuous: ridge value function B = h^T F^T (F F^T + lambda I)^{-1} (Eq. 6), density parameters
 (mu, sigma^2 from softmax(s); mixture parameters; kernel weights gamma), E_p[Psi] (closed form or
 trapezoid on G points), c = B E_p[Psi].  Shapes are those of the paper's experiments (Tables 7, 8, 10).
-Peak memory = the maximum of live CPU tensor bytes over the pass (torch profiler allocation events).
+Peak memory = the maximum of live tensor bytes over the pass above what was live before it (CPU:
+torch profiler allocation events; CUDA: torch.cuda.max_memory_allocated).  `--device cuda` times on
+the GPU (synchronised).
 The paper's Table 6 reports whole-epoch wall clock on an A40 for the kernel methods only; ratios to
 discrete softmax on this CPU are what is comparable across machines.
 """
@@ -32,7 +34,7 @@ SETTINGS = {
 QUICK = {"tiny": dict(b=4, H=2, L=20, D=8, N=8, I=10, G=20)}
 
 
-def make_block(kind: str, s: dict):
+def make_block(kind: str, s: dict, device: str = "cpu"):
     from experiments.models.continuous_attention import ContinuousAttention, GaussianBasis, moments_from_discrete
     from experiments.models.kernel_models import ridge_operator
 
@@ -40,8 +42,8 @@ def make_block(kind: str, s: dict):
         return lambda h, sc, gamma, mix: torch.softmax(sc, -1) @ h                  # [b, H, D]
     basis = GaussianBasis(s["N"], (0.025, 0.1, 0.5) if s["N"] >= 3 else (0.1,))
     L = s["L"]
-    G = ridge_operator(torch.linspace(1 / (2 * L), 1 - 1 / (2 * L), L), basis, 0.5)
-    attn = ContinuousAttention(kind, basis, s["G"], s["I"], "laplace", 1.0 / s["I"])
+    G = ridge_operator(torch.linspace(1 / (2 * L), 1 - 1 / (2 * L), L), basis, 0.5).to(device)
+    attn = ContinuousAttention(kind, basis, s["G"], s["I"], "laplace", 1.0 / s["I"]).to(device)
 
     def block(h, sc, gamma, mix):
         B = h.transpose(1, 2) @ G                                                     # [b, D, N]
@@ -57,13 +59,10 @@ def make_block(kind: str, s: dict):
     return block
 
 
-def inputs(s: dict, seed: int):
+def inputs(s: dict, seed: int, device: str = "cpu"):
     g = torch.Generator().manual_seed(seed)
-    h = torch.randn(s["b"], s["L"], s["D"], generator=g).requires_grad_()
-    sc = torch.randn(s["b"], s["H"], s["L"], generator=g).requires_grad_()
-    gamma = torch.randn(s["b"], s["H"], s["I"], generator=g).requires_grad_()
-    mix = torch.randn(s["b"], s["H"], 3, 10, generator=g).requires_grad_()
-    return h, sc, gamma, mix
+    shapes = [(s["b"], s["L"], s["D"]), (s["b"], s["H"], s["L"]), (s["b"], s["H"], s["I"]), (s["b"], s["H"], 3, 10)]
+    return [torch.randn(*sh, generator=g).to(device).requires_grad_() for sh in shapes]
 
 
 def peak_bytes(fn) -> int:
@@ -79,15 +78,18 @@ def peak_bytes(fn) -> int:
     return int(peak)
 
 
-def measure(kind: str, s: dict, seed: int, repeats: int) -> tuple[float, int]:
-    block = make_block(kind, s)
-    xs = inputs(s, seed)
+def measure(kind: str, s: dict, seed: int, repeats: int, device: str = "cpu") -> tuple[float, int]:
+    block = make_block(kind, s, device)
+    xs = inputs(s, seed, device)
+    cuda = device == "cuda"
 
     def step():
         out = block(*xs)
         out.square().mean().backward()
         for x in xs:
             x.grad = None
+        if cuda:
+            torch.cuda.synchronize()
 
     step()                                                    # warm-up (allocator, oneDNN primitives)
     times = []
@@ -95,6 +97,11 @@ def measure(kind: str, s: dict, seed: int, repeats: int) -> tuple[float, int]:
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
+    if cuda:                                                  # peak above what was live before the pass
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        return statistics.median(times), int(torch.cuda.max_memory_allocated() - base)
     return statistics.median(times), peak_bytes(step)
 
 
@@ -122,10 +129,8 @@ def main(argv: list[str]) -> int:
             continue
         rows, table = [], []
         dev = ctx.device
-        if dev != "cpu":
-            print("note: the cost runner measures on CPU (peak memory from CPU allocation events)", file=sys.stderr)
         for sname, s in settings.items():
-            res = {k: measure(k, s, seed, args.repeats) for k in KINDS}
+            res = {k: measure(k, s, seed, args.repeats, dev) for k in KINDS}
             t0, m0 = res["discrete_softmax"]
             for k, (t, m) in res.items():
                 rows += [metric_row(sname, C.DISPLAY[k], "seconds_per_batch", t),
