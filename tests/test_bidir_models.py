@@ -161,7 +161,7 @@ def test_prop14_statistics_constant_tau():
         tc.prop14_statistics(x, m, b, w, np.zeros(12))
 
 
-def test_runner_writes_record(tmp_path):
+def test_runner_writes_record(tmp_path, monkeypatch):
     rc = tc.main(["--seed", "3", "--dims", "4", "--steps", "5", "--sentences", "60", "--quiet",
                   "--results-dir", str(tmp_path)])
     assert rc == 0
@@ -173,6 +173,14 @@ def test_runner_writes_record(tmp_path):
     assert tc.main(["--dims", "x", "--results-dir", str(tmp_path)]) == 2
     paper_keys = {k[1:] for k in tc.TOY_PAPER_NUMBERS}
     assert ("p=30", "CBOW", "spearman_prop9_ratio") in paper_keys
+    # the scatter figure renders from such a record
+    from paper_figures import bidir as fig
+
+    rec_path = tmp_path / "seed0.json"
+    rec_path.write_text(json.dumps(rec))
+    monkeypatch.setattr(fig, "RECORD", rec_path)
+    (png,) = fig.FIGURES["toy_scatter"](tmp_path / "figs")
+    assert png.name == "bidir_toy_scatter.png" and png.stat().st_size > 10_000
 
 
 # --------------------------------------------------------------------------- compare
