@@ -167,10 +167,19 @@ def _population_loss(m, tau, y, batch=20000):
                                 for i in range(0, len(y), batch)]).mean())
 
 
-def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), steps=600,
-                           n_test=20000, I=10, By=3.0, device="cpu", batch=256, progress=None):
+def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), steps=300,
+                           n_test=20000, I=10, By=3.0, device="cpu", batch=256, init="teacher",
+                           lr=1e-3, progress=None):
     """Train students (the teacher's architecture, Adam) by empirical risk minimisation on F samples;
-    return the mean excess population loss per F (teacher's population loss as the inf proxy)."""
+    return the teacher's population loss, the excess population loss per F and seed, and the ERM gap
+    L^_F(student) - L^_F(teacher) per F and seed (<= 0 for an empirical risk minimiser).
+
+    init 'teacher': Adam starts at the teacher's parameters, so the student is a local empirical risk
+    minimiser near theta* with L^(student) <= L^(teacher) -- the excess then measures the statistical
+    error Theorem 2 is about.  init 'random': a fresh random student (non-convex ERM; with a CPU-sized
+    step budget it does not reach L^(teacher) and the excess is optimisation error)."""
+    if init not in ("teacher", "random"):
+        raise ValueError(f"init must be 'teacher' or 'random'; got {init!r}")
     gen = torch.Generator().manual_seed(12345)
     torch.manual_seed(12345)
     teacher = BaiEFA(K=4, tau_dim=2, Kp=16, layers=1, heads=2, mlp_hidden=16, B_y=By, init_scale=1.5)
@@ -178,7 +187,7 @@ def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5
     teacher = teacher.to(device)
     tau_te, y_te = tau_te.to(device), y_te.to(device)
     L_teacher = _population_loss(teacher, tau_te, y_te)
-    out = {}
+    out, gaps = {}, {}
     for F in Fs:
         ex = []
         for s in seeds:
@@ -189,7 +198,9 @@ def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5
             torch.manual_seed(1000 * F + s)
             st = BaiEFA(K=4, tau_dim=2, Kp=16, layers=1, heads=2, mlp_hidden=16, B_y=By,
                         init_scale=0.5).to(device)
-            opt = torch.optim.Adam(st.parameters(), lr=3e-3)
+            if init == "teacher":
+                st.load_state_dict(teacher.state_dict())
+            opt = torch.optim.Adam(st.parameters(), lr=lr)
             sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
             bs = min(F, batch)
             for it in range(steps):
@@ -200,22 +211,24 @@ def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5
                 opt.step()
                 sched.step()
             ex.append(_population_loss(st, tau_te, y_te) - L_teacher)
+            gaps.setdefault(F, []).append(_population_loss(st, tau, y) - _population_loss(teacher, tau, y))
             if progress:
                 progress(F, s, ex[-1])
         out[F] = ex
-    return L_teacher, out
+    return L_teacher, out, gaps
 
 
 @claim("efa.thm2.excess-loss-rate",
        reference="Thm 2 (rate O(sqrt(d iota / F)))",
-       statement="The excess population loss of (approximate) ERM decreases with the sample size F: "
+       statement="The excess population loss of (approximate) ERM decreases with the sample size F: with "
+                 "students that reach empirical risk <= the teacher's (local ERM by Adam from the teacher), the "
                  "mean excess over 5 seeds is non-increasing in F = 2^6..2^13 (one violation allowed), its "
                  "log-log slope is <= -0.4, and it is below B_y^2 sqrt((43 L d iota + log(1/xi))/F) (C = 1, "
                  "xi = 0.05).",
        method="training", tier="slow")
 def _thm2_rate():
     By, L = 3.0, 1
-    L_teacher, res = excess_loss_experiment()
+    L_teacher, res, gaps = excess_loss_experiment()
     Fs = sorted(res)
     mean = np.array([np.mean(res[F]) for F in Fs])
     viol = int(np.sum(np.diff(mean) > 0))
@@ -224,11 +237,14 @@ def _thm2_rate():
     d = parameter_count(1, 2, 5, 16, 16, 4, 2)
     iota = math.log(2 + max(1.0, 1 / (2 * By)))   # B, R <= 1 proxy; the bound is loose by orders anyway
     bound = [By ** 2 * math.sqrt((43 * L * d * iota + math.log(20)) / F) for F in Fs]
-    ok = viol <= 1 and slope <= -0.4 and all(mean[k] <= bound[k] for k in range(len(Fs)))
-    return holds_if(ok, measured=dict(slope=slope, violations=viol), tolerance="slope <= -0.4, violations <= 1",
+    erm = all(np.mean(gaps[F]) <= 0 for F in Fs)       # the students are empirical risk minimisers
+    ok = erm and viol <= 1 and slope <= -0.4 and all(mean[k] <= bound[k] for k in range(len(Fs)))
+    return holds_if(ok, measured=dict(slope=slope, violations=viol, students_are_erm=erm),
+                    tolerance="slope <= -0.4, violations <= 1, mean ERM gap <= 0",
                     explanation="teacher = BaiEFA(L=1, M=2, K=4, tau=2, K'=16, D'=16), I=10, B_y=3, noise sd 0.5; "
-                                "students by Adam (600 steps, batch 256, lr 3e-3 cosine); population loss on 2e4 "
-                                "fresh sequences (2e5 targets), paired with the teacher's",
+                                "students = local ERM by Adam from the teacher's parameters (300 steps, batch 256, "
+                                "lr 1e-3 cosine); population loss on 2e4 fresh sequences (2e5 targets), paired",
+                    erm_gap={int(F): [float(v) for v in gaps[F]] for F in Fs},
                     teacher_loss=L_teacher, mean_excess={int(F): float(v) for F, v in zip(Fs, mean)},
                     per_seed={int(F): [float(v) for v in res[F]] for F in Fs},
                     bound={int(F): b for F, b in zip(Fs, bound)}, d=d)
