@@ -59,7 +59,7 @@ class Embeddings:
         return w in self.index
 
 
-def evaluate(emb: Embeddings, questions, chunk: int = 256) -> list[dict]:
+def evaluate(emb: Embeddings, questions, chunk: int = 64) -> list[dict]:
     """Per-question rank-1 correctness and cosine (App. F).  Questions with a word outside the
     vocabulary must be filtered out beforehand."""
     out = []
