@@ -219,14 +219,14 @@ def ot_vit(outdir: Path) -> list[Path]:
                 mean = [PAPER_NUMBERS[key(s)] for s in sets]
                 err = [PAPER_CI[key(s)] for s in sets]
             ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=3, color=col, label=model.upper())
-            for xi, mi in zip(x, mean):
-                ax.text(xi + (k - 0.5) * 0.38, mi + 0.02, f"{mi:.3f}", ha="center", fontsize=7)
+            for xi, mi, ei in zip(x, mean, err):
+                ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.015, f"{mi:.3f}", ha="center", fontsize=7)
         ax.set_xticks(x)
         ax.set_xticklabels(sets, fontsize=7, rotation=15)
         ax.set_ylim(0, 1.08)
         ax.set_ylabel("test accuracy")
         ax.legend(fontsize=7, loc="lower right")
-    n = len(recs)
+    n = max(len(v) for v in acc.values())
     axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE)\n{n} seeds, 95% t-CI, config '{cfg}'", fontsize=8)
     axes[1].set_title("paper: Tables 1–2\n(CIFAR-100 LR grid, Fashion-MNIST, CIFAR-10)", fontsize=8)
     fig.tight_layout()

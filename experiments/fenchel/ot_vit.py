@@ -254,6 +254,8 @@ def main(argv: list[str]) -> int:
     if substitute and not args.quiet:
         print(f"[{EXPERIMENT}] SUBSTITUTE: {substitute}", file=sys.stderr)
     tag = "" if args.dataset == "digits" else args.dataset
+    if args.lrs:   # a non-default LR list gets its own records (settings carry the LR anyway)
+        tag = "-".join(filter(None, [tag, "lrs" + "_".join(lr_tag(x) for x in cfg["lrs"])]))
     for ctx in contexts(args, EXPERIMENT, cfg, tag=tag, substitute=substitute):
         if ctx.done():
             continue
