@@ -189,12 +189,16 @@ def main(argv: list[str]) -> int:
         def covered(m, q):
             emb, qv = models[m]
             return all(w in emb and (qv is None or w in qv) for w in q[1:])
-        common = [q for q in questions if all(covered(m, q) for m in models)]
+        # With the paper's exact models given, the common set is theirs (the substitutes then get
+        # only their own-vocabulary rows); otherwise it is over the three substitutes.
+        exact = [m for m in models if "substitute" not in m]
+        join = exact or list(models)
+        common = [q for q in questions if all(covered(m, q) for m in join)]
         if cfg["max_questions"]:
             common = common[: cfg["max_questions"]]
         rows, counts_out = [], {}
         for m, (emb, qv) in models.items():
-            res = summarize(evaluate(emb, common))
+            res = summarize(evaluate(emb, common)) if m in join else {g: {"n": 0} for g in ("semantic", "syntactic", "overall")}
             own_key = m
             if m in fixed and m in fixed_results:
                 own = fixed_results[m]
