@@ -196,3 +196,24 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
             assert 0.0 <= m["value"] <= 1.0
     assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
     assert not list((tmp_path / "runs").rglob("*.ckpt"))            # checkpoint removed after the record
+
+
+def test_auto_mpg_quick_run(tmp_path, monkeypatch):
+    from experiments.bidir import auto_mpg as am
+    from experiments.data import DataError
+
+    try:
+        am.load_auto_mpg()
+    except DataError as exc:
+        pytest.skip(f"auto-mpg data not available: {exc}")
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(am, "tabular_available", lambda: False)     # the guard, whatever is installed
+    assert am.main(["--quick", "--seeds", "2", "--quiet", "--protocols", "pooled",
+                    "--results-dir", str(tmp_path)]) == 0
+    for k in (0, 1):
+        rec = json.loads((tmp_path / "bidir-auto-mpg" / "quick" / f"seed{k}.json").read_text())
+        assert rec["extra"]["n_train"] == 245 and rec["extra"]["n_test"] == 140
+        assert rec["extra"]["random_seed"] == 42 + k
+        assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
+        assert set(rec["extra"]["skipped"]["pooled"].values()) == {"skipped: pip install attnlab[tabular]"}
+    assert am.main(["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2
