@@ -230,7 +230,13 @@ def _thm2_rate():
     By, L = 3.0, 1
     L_teacher, res, gaps = excess_loss_experiment()
     Fs = sorted(res)
-    mean = np.array([np.mean(res[F]) for F in Fs])
+    # inf_theta L(theta) proxy: the data (Gibbs sweeps) do not follow the teacher's conditionals
+    # exactly, so students beat the teacher at large F; the smallest population loss seen (teacher or
+    # any student) is a tighter upper bound on the infimum, and the excess over it a tighter lower
+    # bound on the true excess (the one over the teacher is kept in the data)
+    L_star = min(L_teacher, min(L_teacher + v for F in Fs for v in res[F]))
+    mean_vs_teacher = np.array([np.mean(res[F]) for F in Fs])
+    mean = mean_vs_teacher + (L_teacher - L_star)
     viol = int(np.sum(np.diff(mean) > 0))
     pos = mean > 0
     slope = float(np.polyfit(np.log(np.array(Fs)[pos]), np.log(mean[pos]), 1)[0]) if pos.sum() >= 2 else float("nan")
@@ -243,8 +249,11 @@ def _thm2_rate():
                     tolerance="slope <= -0.4, violations <= 1, mean ERM gap <= 0",
                     explanation="teacher = BaiEFA(L=1, M=2, K=4, tau=2, K'=16, D'=16), I=10, B_y=3, noise sd 0.5; "
                                 "students = local ERM by Adam from the teacher's parameters (300 steps, batch 256, "
-                                "lr 1e-3 cosine); population loss on 2e4 fresh sequences (2e5 targets), paired",
+                                "lr 1e-3 cosine); population loss on 2e4 fresh sequences (2e5 targets); excess over the "
+                                "smallest population loss seen (teacher or student)",
                     erm_gap={int(F): [float(v) for v in gaps[F]] for F in Fs},
-                    teacher_loss=L_teacher, mean_excess={int(F): float(v) for F, v in zip(Fs, mean)},
-                    per_seed={int(F): [float(v) for v in res[F]] for F in Fs},
+                    teacher_loss=L_teacher, inf_proxy=L_star,
+                    mean_excess={int(F): float(v) for F, v in zip(Fs, mean)},
+                    mean_excess_vs_teacher={int(F): float(v) for F, v in zip(Fs, mean_vs_teacher)},
+                    per_seed_vs_teacher={int(F): [float(v) for v in res[F]] for F in Fs},
                     bound={int(F): b for F, b in zip(Fs, bound)}, d=d)
