@@ -6,8 +6,9 @@
   exp(-(t-s)^2 / (2 sigma_k^2)) is numerics' exp(-zeta2 (t-s)^2) with zeta2 = 1/(2 sigma_k^2);
 - per-series observation times (irregular sampling, variable-length sentences) need a batched,
   masked ridge fit of Eq. 6, which numerics offers only for shared positions: that variant is here;
-- kernel densities with a learned base density q0 apply the max shift of App. E.1 over the support
-  of q0 (so the deformed map can never give an empty support where q0 vanishes);
+- kernel densities with a learned base density q0 apply the max shift of App. E.1 over the grid
+  points where q0 >= 1e-3 max q0 (so the deformed map never puts its support only where q0 vanishes,
+  which would give Z ~ 0 and NaN gradients);
 - learned base densities are passed to numerics unnormalised (the trapezoid Z absorbs the constant).
 
 Shapes: b batch, H heads, I inducing points, N basis functions, G grid points, D value dim, K components.
@@ -67,7 +68,7 @@ def kernel_density_on_grid(f: torch.Tensor, grid: torch.Tensor, family: str, alp
                            base: str | None = None, mu=None, sigma2=None) -> torch.Tensor:
     """Kernel family density (w.r.t. Lebesgue on the grid, q0 included), Algorithm 1 step 1:
     softmax: q0 exp(f - A(f)) (Eq. 8); sparsemax: q0 exp_{2-alpha}(f - max f) / Z (App. E.1 max shift,
-    the released code's convention), with the max taken over the support of q0.
+    the released code's convention), with the max taken where q0 >= 1e-3 max q0.
     `base` None means q0 = 1 (uniform on the grid's interval)."""
     if family == "softmax":
         log_q0 = None if base is None else base_density(grid, mu, sigma2, base, log=True)
@@ -77,7 +78,10 @@ def kernel_density_on_grid(f: torch.Tensor, grid: torch.Tensor, family: str, alp
     if base is None:
         return ca.kernel_deformed_max_shift(f, grid, alpha)[0]
     q0 = base_density(grid, mu, sigma2, base)
-    fmax = f.masked_fill(q0 <= 0, float("-inf")).amax(-1, keepdim=True)
+    # shift by the max of f where q0 is not negligible: where q0 underflows (or is tiny) the shifted
+    # exp_{2-alpha} could put all its mass, making Z ~ 0 and the backward pass inf * 0 = NaN
+    keep = q0 >= 1e-3 * q0.amax(-1, keepdim=True).detach()
+    fmax = f.masked_fill(~keep, float("-inf")).amax(-1, keepdim=True)
     return ca.kernel_deformed(f - fmax, grid, alpha, q0)[0]
 
 
