@@ -301,3 +301,20 @@ def test_local_imdb_copy_is_read(tmp_path):
     vocab = build_vocab(tr, 1)
     ids, lengths = encode(te, vocab, 4)
     assert ids.shape == (2, 4) and lengths.tolist() == [4, 4] and int(ids.min()) >= 1
+
+
+def test_kernel_sparsemax_with_base_has_finite_gradients_when_f_peaks_off_the_base():
+    """Regression: f peaking where the Gaussian base q0 is ~1e-40 (float32 denormal) must not give
+    Z ~ 0 and NaN gradients."""
+    basis = GaussianBasis(8, (0.1, 0.5))
+    att = ContinuousAttention("kernel_sparsemax", basis, grid_size=100, n_inducing=20, kernel="gaussian",
+                              bandwidth=0.02, base="gaussian")
+    gamma = torch.zeros(1, 1, 20)
+    gamma[0, 0, 12] = 50.0                                       # f peaks at t ~ 0.63
+    gamma.requires_grad_()
+    mu = torch.tensor([[0.1]], requires_grad=True)
+    s2 = torch.tensor([[0.00136]], requires_grad=True)           # q0(0.6) ~ exp(-92)
+    p = att.density(gamma=gamma, mu=mu, sigma2=s2)
+    assert torch.isfinite(p).all() and float(_trapz(p.detach(), att.grid)) == pytest.approx(1.0, abs=1e-5)
+    att(gamma=gamma, mu=mu, sigma2=s2).sum().backward()
+    assert all(torch.isfinite(x.grad).all() for x in (gamma, mu, s2))
