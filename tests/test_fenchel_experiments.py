@@ -278,5 +278,5 @@ def test_hf_capture_recovers_u(kind, tmp_path):
                     assert float(diff.max() - diff.min()) < 1e-4       # log u = bias + const
     res = measure({name: caps[name]}, heads, 1.0)
     assert all(torch.isfinite(r["rel_dev"]).all() for r in res[name])
-    with pytest.raises(SystemExit, match="config.json"):
+    with pytest.raises(ValueError, match="config.json"):
         _load_hf(tmp_path)

@@ -231,12 +231,12 @@ def _load_hf(path):
     try:
         import transformers  # noqa: F401
     except ImportError:
-        raise SystemExit("error: --weights needs the 'transformers' package (pip install 'attnlab[nlp]')")
+        raise ValueError("--weights needs the 'transformers' package (pip install 'attnlab[nlp]')") from None
     from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, T5ForConditionalGeneration
 
     p = Path(path)
     if not (p / "config.json").is_file():
-        raise SystemExit(f"error: --weights {path}: expected a Hugging Face model folder with config.json "
+        raise ValueError(f"--weights {path}: expected a Hugging Face model folder with config.json "
                          "(and pytorch_model.bin or model.safetensors, and the tokenizer files)")
     cfg = AutoConfig.from_pretrained(p)
     if cfg.model_type == "bert":
@@ -244,7 +244,7 @@ def _load_hf(path):
     elif cfg.model_type == "t5":
         model = T5ForConditionalGeneration.from_pretrained(p, attn_implementation="eager")
     else:
-        raise SystemExit(f"error: --weights {path}: model_type must be 'bert' or 't5'; got {cfg.model_type!r}")
+        raise ValueError(f"--weights {path}: model_type must be 'bert' or 't5'; got {cfg.model_type!r}")
     tok = AutoTokenizer.from_pretrained(p)
     return cfg.model_type, model.eval(), tok
 
@@ -393,7 +393,6 @@ def main(argv: list[str]) -> int:
     for ctx in contexts(args, EXPERIMENT, cfg, substitute=SUBSTITUTE):
         if ctx.done():
             continue
-        torch.set_num_threads(max(1, torch.get_num_threads()))
         models, losses = train_models(ctx, cfg, vocab, tr_ids, ev_ids, device)
         rows, extra = [], {"eval_loss": losses}
         for kind, model in models.items():
@@ -414,7 +413,11 @@ def main(argv: list[str]) -> int:
 
 def _run_hf(args, cfg, evl):
     for wpath in args.weights:
-        kind, model, tok = _load_hf(wpath)
+        try:
+            kind, model, tok = _load_hf(wpath)
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         name = Path(wpath).name
         for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF):
             if ctx.done():
