@@ -37,12 +37,14 @@ def _plt():
 
 
 def _records(experiment: str):
+    """The records of the config with the most records (ties: full before reduced before quick)."""
     root = results_root() / experiment
+    best: tuple[list, str | None] = ([], None)
     for cfg in ("full", "cpu", "cpu-small", "quick"):
         recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
-        if recs:
-            return recs, cfg
-    return [], None
+        if len(recs) > len(best[0]):
+            best = (recs, cfg)
+    return best
 
 
 def render_results(outdir: Path) -> list[Path]:
