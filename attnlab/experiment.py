@@ -274,7 +274,7 @@ class RunContext:
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(time.perf_counter() - self.t0, 3),
             "git_revision": git_revision(), "versions": package_versions(),
-            "command": "attnlab run " + " ".join([self.experiment] + sys.argv[2:] if sys.argv[1:2] == ["run"] else [self.experiment]),
+            "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         if extra:
@@ -283,6 +283,16 @@ class RunContext:
         if self.checkpoint_path.exists():
             self.checkpoint_path.unlink()
         return path
+
+
+def _command_line(experiment: str) -> str:
+    """The command that produced a record, as the user typed it when run through `attnlab run`."""
+    import shlex
+
+    argv = sys.argv[1:]
+    if argv[:2] == ["run", experiment]:
+        return "attnlab " + " ".join(shlex.quote(a) for a in argv)
+    return f"attnlab run {experiment} (called as: {' '.join(shlex.quote(a) for a in sys.argv)})"
 
 
 def contexts(args, experiment: str, config: dict, tag: str = "",
