@@ -135,7 +135,7 @@ def fig6(outdir: Path) -> list[Path]:
             stats = [_t_ci(models[f"FM(k={k})"]) for k in ks]
             mean = np.array([s[0] for s in stats])
             ci = np.array([s[1] for s in stats])
-            ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", capsize=3, label="FM(k) (mean ± 95% CI)")
+            ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", capsize=3, label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
         efas = [m for m in models if m.startswith("EFA")]
         for c, m in zip(colors, sorted(efas, key=lambda s: (len(s), s))):
             mu, ci = _t_ci(models[m])
