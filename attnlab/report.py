@@ -30,9 +30,14 @@ def claims_markdown(claims: list[Claim]) -> str:
     out = ["| id | reference | method | tier | expected | statement |", "|---|---|---|---|---|---|"]
     out += [f"| `{c.id}` | {_md(c.reference)} | {c.method} | {c.tier} | {c.expected} | {_md(c.statement)} |"
             for c in claims]
-    errata = [c for c in claims if c.expected == "erratum"]
-    out += ["", "| erratum | reference | as printed (fails) | corrected (holds) |", "|---|---|---|---|"]
-    out += [f"| `{c.id}` | {_md(c.reference)} | {_md(c.statement)} | {_md(c.corrected)} |" for c in errata]
+    return "\n".join(out) + "\n\n" + errata_markdown(claims)
+
+
+def errata_markdown(claims: list[Claim]) -> str:
+    """The errata: the printed statement (whose check fails) beside the corrected one (whose check holds)."""
+    out = ["| erratum | reference | as printed (fails) | corrected (holds) |", "|---|---|---|---|"]
+    out += [f"| `{c.id}` | {_md(c.reference)} | {_md(c.statement)} | {_md(c.corrected)} |"
+            for c in claims if c.expected == "erratum"]
     return "\n".join(out)
 
 

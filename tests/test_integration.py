@@ -30,3 +30,11 @@ def test_claims_doc_is_current():
     text = (ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
     assert claims_markdown(catalog.all_claims()) in text, (
         "docs/claims.md is out of date: regenerate it with `python -m attnlab.docs`")
+
+
+def test_readme_errata_table_is_current():
+    from attnlab.docs import readme_with_errata
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme_with_errata(text) == text, (
+        "README.md's errata table is out of date: regenerate it with `python -m attnlab.docs`")
