@@ -215,5 +215,5 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         assert rec["extra"]["n_train"] == 245 and rec["extra"]["n_test"] == 140
         assert rec["extra"]["random_seed"] == 42 + k
         assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
-        assert set(rec["extra"]["skipped"]["pooled"].values()) == {"skipped: pip install attnlab[tabular]"}
+        assert set(rec["extra"]["skipped"]["pooled"].values()) == {am.SKIP_MESSAGE}
     assert am.main(["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2

@@ -31,7 +31,8 @@ C = 3
 PROTOCOLS = ("pooled", "train-only")
 SETTING = {"pooled": "origin split", "train-only": "origin split train-only bins"}
 TABULAR_MODELS = ("CategoryEmbedding", "FTTransformer", "TabTransformer", "AutoInt", "TabNet")
-SKIP_MESSAGE = "skipped: pip install attnlab[tabular]"
+SKIP_MESSAGE = ("skipped: pytorch_tabular is not installed (pytorch-tabular 1.2 needs pandas < 3, attnlab needs "
+                "pandas >= 3.1: run these baselines in a separate environment with pip install pytorch-tabular)")
 
 CONFIGS = {
     "full": {"grid": "paper", "atn_epochs": 200, "atn_batch": 128, "tabular_epochs": 200, "tabular_batch": 128},
