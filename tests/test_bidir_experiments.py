@@ -73,7 +73,11 @@ def test_setting_labels_match_paper_numbers():
             assert ("bidir-tabular-sim", lab, m, "acc") in PAPER_NUMBERS
             assert ("bidir-tabular-sim", lab, m, "mse") in PAPER_NUMBERS
     assert ts.setting_label(5, 0.0, 0.9, "train-only") == "(5, 0, 0.9) train-only bins"
-    assert len(PAPER_NUMBERS) == 120 + 20 + 36
+    from experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS
+
+    # Tables 1-3 (120 + 20 + 36 rows) and the App. I toy-corpus correlations
+    assert len(TOY_PAPER_NUMBERS) == 8
+    assert len(PAPER_NUMBERS) == 120 + 20 + 36 + len(TOY_PAPER_NUMBERS)
 
 
 # --------------------------------------------------------------------------- baselines
