@@ -76,6 +76,24 @@ def encode_labels(*ys):
 
 
 # --------------------------------------------------------------------------- time warping (App. B.3)
+
+def load_ucr_split(dataset: str, cfg: dict, path=None):
+    """A UCR set's TRAIN/TEST as torch tensors: labels encoded 0..k-1, every cfg['downsample']-th point
+    of each series (reduced configs), and fixed random subsets for the quick config."""
+    (Xtr, ytr), (Xte, yte) = read_ucr(dataset, "TRAIN", path), read_ucr(dataset, "TEST", path)
+    (ytr, yte), k = encode_labels(ytr, yte)
+    step = cfg.get("downsample", 1)
+    Xtr, Xte = Xtr[:, ::step], Xte[:, ::step]
+    if cfg.get("train_subset"):
+        i = np.random.default_rng(0).permutation(len(ytr))[:cfg["train_subset"]]
+        Xtr, ytr = Xtr[i], ytr[i]
+    if cfg.get("test_subset"):
+        i = np.random.default_rng(1).permutation(len(yte))[:cfg["test_subset"]]
+        Xte, yte = Xte[i], yte[i]
+    f = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
+    g = lambda a: torch.tensor(a, dtype=torch.int64)  # noqa: E731
+    return [f(Xtr), g(ytr)], [f(Xte), g(yte)], k
+
 def time_warping_data(n: int, length: int = 95, lam_max: float = 25.0, seed: int = 0):
     """The paper's synthetic time-warping process (Sec. 6.1, App. B.3), exactly:
 

@@ -32,19 +32,7 @@ CONFIGS = {
 
 
 def load(cfg, path=None):
-    (Xtr, ytr), (Xte, yte) = C.read_ucr(DATASET, "TRAIN", path), C.read_ucr(DATASET, "TEST", path)
-    (ytr, yte), k = C.encode_labels(ytr, yte)
-    step = cfg.get("downsample", 1)
-    Xtr, Xte = Xtr[:, ::step], Xte[:, ::step]
-    if cfg.get("train_subset"):                 # quick config: a fixed random subset
-        i = np.random.default_rng(0).permutation(len(ytr))[:cfg["train_subset"]]
-        Xtr, ytr = Xtr[i], ytr[i]
-    if cfg.get("test_subset"):
-        i = np.random.default_rng(1).permutation(len(yte))[:cfg["test_subset"]]
-        Xte, yte = Xte[i], yte[i]
-    f = lambda a: torch.tensor(a, dtype=torch.float32)  # noqa: E731
-    g = lambda a: torch.tensor(a, dtype=torch.int64)  # noqa: E731
-    return [f(Xtr), g(ytr)], [f(Xte), g(yte)], k
+    return C.load_ucr_split(DATASET, cfg, path)
 
 
 def main(argv: list[str]) -> int:
