@@ -36,6 +36,65 @@ def load(cfg, path=None):
     return C.load_ucr_split(DATASET, cfg, path)
 
 
+def build(m: str, length: int, k: int, cfg):
+    from experiments.models.kernel_models import LSTMFCN, SeriesAttentionNet, TransformerClassifier
+
+    if m == "lstm_fcn":
+        return LSTMFCN(length, k, filters=cfg["fcn_filters"])
+    if m == "transformer":
+        d = cfg["tst_d_model"]
+        return TransformerClassifier(length, k, d_model=d, heads=4 if d % 4 == 0 else 1, layers=cfg["tst_layers"],
+                                     ff=2 * d, dropout=cfg["tst_dropout"])
+    return SeriesAttentionNet(m, length, k, hidden=cfg["hidden"], n_basis=cfg["n_basis"], grid_size=cfg["grid"],
+                              sigmas=(0.025, 0.1, 0.5) if cfg["n_basis"] >= 3 else (0.1,))
+
+
+def run_series_experiment(argv, experiment, dataset_desc, models, configs, loader, substitute=None,
+                          default_seeds=10, description=""):
+    p = experiment_parser(experiment, description, default_seeds=default_seeds)
+    p.add_argument("--config", default="full", help="full (paper) or a reduced CPU config: " + ", ".join(c for c in configs if c not in ("full", "quick")) + "; --quick overrides")
+    p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
+    p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
+    args = p.parse_args(argv)
+    name = "quick" if args.quick else args.config
+    if name not in configs:
+        return C.bad_arg("--config", args.config, tuple(c for c in configs if c != "quick"))
+    sel = C.parse_models(args.models, models)
+    if sel is None:
+        return C.bad_arg("--models", args.models, models)
+    cfg = configs[name]
+    C.torch_setup()
+    from experiments.data import DataError
+
+    try:
+        train, test, k = loader(cfg, args.data)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seeds = seeds_of(args)
+    C.announce(experiment, substitute, name, cfg, seeds)
+    length = train[0].shape[1]
+    for seed in seeds:
+        for m in sel:
+            ctx = C.make_context(args, experiment, name, cfg, m, seed, substitute)
+            if ctx.done():
+                continue
+            torch.manual_seed(seed)
+            model = C_build(m, length, k, cfg, experiment)
+            res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                        weight_decay=cfg["weight_decay"], clip=1.0)
+            C.record(ctx, "test", m, res)
+            if not args.quiet:
+                print(f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}  F1 {res['f1']:.2f}",
+                      file=sys.stderr)
+    print("\n".join(C.summary_lines(experiment, name, args)))
+    return 0
+
+
+def C_build(m, length, k, cfg, experiment):
+    return build(m, length, k, cfg)
+
+
 def main(argv: list[str]) -> int:
     return run_series_experiment(argv, EXPERIMENT, "UCR FordA (FordA_TRAIN.tsv.gz, FordA_TEST.tsv.gz)", MODELS,
                                  CONFIGS, load, None, 10,
