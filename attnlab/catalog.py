@@ -36,7 +36,7 @@ EXPECTED = ("holds", "erratum")
 VERDICTS = ("holds", "erratum", "fails", "skipped", "error")
 
 # Packages that make up the catalog: every module below them is imported to register its claims.
-CLAIM_PACKAGES = ("theory",)
+CLAIM_PACKAGES = ("attnlab.theory",)
 
 
 class Skip(Exception):

@@ -12,8 +12,7 @@ PAPERS = ("efa", "bidir", "fenchel", "kernel")  # kept in sync with catalog.PAPE
 TIERS = ("fast", "slow", "all")
 
 
-class UsageError(Exception):
-    """Bad command-line input: one line to stderr, exit code 2."""
+from attnlab.errors import UsageError  # noqa: E402  (re-exported: attnlab.cli.UsageError)
 
 
 def _choice(value: str, allowed, what: str) -> str:
@@ -208,7 +207,7 @@ def cmd_figures(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from experiments.data import DATASETS, DataError, locate
+    from attnlab.experiments.data import DATASETS, DataError, locate
 
     names = args.names or list(DATASETS)
     bad = 0

@@ -42,7 +42,7 @@ def load_records(root: Path, paper: str) -> list[dict]:
 
 def paper_numbers(paper: str) -> dict:
     try:
-        mod = importlib.import_module(f"experiments.paper_numbers.{paper}")
+        mod = importlib.import_module(f"attnlab.experiments.paper_numbers.{paper}")
     except ModuleNotFoundError:
         return {}
     return dict(getattr(mod, "PAPER_NUMBERS", {}))

@@ -34,7 +34,7 @@ def _best(fn, reps):
 def per_instance(n_inst: int, n: int, d: int):
     import torch
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     rng = np.random.default_rng(0)
     rows = []
@@ -64,7 +64,7 @@ def per_instance(n_inst: int, n: int, d: int):
 def throughput(device, dtype, B=4096, n=32, d=16):
     import torch
 
-    from numerics.entropic_dual import solve_dual_newton_torch
+    from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 
     g = torch.Generator().manual_seed(0)
     T = torch.randn(B, n, d, generator=g, dtype=dtype).to(device) / d ** 0.5
@@ -87,7 +87,7 @@ def layer_vs_softmax(device, dtype, reps=5):
     import torch
     import torch.nn.functional as F
 
-    from numerics.fenchel_attention import fenchel_attention
+    from attnlab.numerics.fenchel_attention import fenchel_attention
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(32, 64, 64, generator=g, dtype=dtype).to(device).requires_grad_() for _ in range(3))

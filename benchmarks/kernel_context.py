@@ -1,4 +1,4 @@
-"""Benchmark: the batched torch context vector c = B E_p[psi] (numerics.continuous_attention) against
+"""Benchmark: the batched torch context vector c = B E_p[psi] (attnlab.numerics.continuous_attention) against
 per-example scipy.integrate.quad at matched accuracy (1e-8), and against the closed forms of the
 unimodal baselines (Gaussian, truncated parabola).  Prints ratios measured side by side in one run.
 
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from numerics import continuous_attention as ca  # noqa: E402
-from numerics.kernel_family import gaussian_kernel, kernel_expansion  # noqa: E402
-from numerics.quadrature import real_line_grid, trapezoid, uniform_grid  # noqa: E402
+from attnlab.numerics import continuous_attention as ca  # noqa: E402
+from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion  # noqa: E402
+from attnlab.numerics.quadrature import real_line_grid, trapezoid, uniform_grid  # noqa: E402
 
 
 def _best_time(fn, repeat=5):

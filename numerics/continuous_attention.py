@@ -6,7 +6,7 @@ Kernel Multimodal Continuous Attention (Moreno et al., NeurIPS 2022), Sec. 3 (Eq
 
 CONVENTIONS (stable API)
 - A grid t is a strictly increasing 1-D tensor [G]; integrals are the trapezoid rule on it
-  (numerics.quadrature.trapezoid).  On R pass a truncated grid (numerics.quadrature.real_line_grid)
+  (attnlab.numerics.quadrature.trapezoid).  On R pass a truncated grid (attnlab.numerics.quadrature.real_line_grid)
   wide enough that the density vanishes at its ends; on [a, b] pass uniform_grid(a, b, G).
 - Every density returned here is w.r.t. LEBESGUE measure on the grid: for a base measure Q with
   Lebesgue density q0 it is p(t) q0(t), where p is the paper's density w.r.t. Q.  Hence for any
@@ -52,8 +52,8 @@ import math
 
 import torch
 
-from numerics.deformed_exp import check_alpha, exp_2ma, exp_rho_beta
-from numerics.quadrature import trapezoid, trapezoid_weights
+from attnlab.numerics.deformed_exp import check_alpha, exp_2ma, exp_rho_beta
+from attnlab.numerics.quadrature import trapezoid, trapezoid_weights
 
 __all__ = ["gaussian_rbf", "ridge_value_coefficients", "value_function", "expected_basis",
            "context_vector", "gaussian_density", "truncated_parabola_radius",

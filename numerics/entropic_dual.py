@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from numerics.validate import as_matrix, as_vector, positive, probability_vector
+from attnlab.numerics.validate import as_matrix, as_vector, positive, probability_vector
 
 
 def check_instance(T, u, z, alpha=None):
@@ -261,7 +261,7 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     negative Hessian I/alpha + Cov_{p(lambda)}(t); Newton from the approximation (14) lambda = alpha z,
     with a per-problem backtracking (Armijo) line search.  Default tol: 1e-12 (float64) or 1e-5
     (float32), on the step relative to 1 + |lambda|.  No gradient is tracked (see
-    numerics.fenchel_attention for the implicit-function derivative).
+    attnlab.numerics.fenchel_attention for the implicit-function derivative).
 
     Conditioning: the dual is only (1/alpha)-strongly concave, so for very large alpha (>~ 1e3 times
     1/lambda_max(Cov)) Newton needs more iterations and h(lambda) becomes sensitive to lambda; there,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from numerics.validate import as_matrix, as_vector, positive, probability_vector
+from attnlab.numerics.validate import as_matrix, as_vector, positive, probability_vector
 
 
 def check_ot_instance(A, u, M, z, gamma, alpha=None):

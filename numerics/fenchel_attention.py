@@ -1,7 +1,7 @@
 """Exact Fenchel-dual attention: a torch attention layer that uses the exact dual solution lambda* of
 (7) instead of its approximation alpha z (14).
 
-Forward: lambda* by batched damped Newton (numerics.entropic_dual.solve_dual_newton_torch).
+Forward: lambda* by batched damped Newton (attnlab.numerics.entropic_dual.solve_dual_newton_torch).
 Backward: implicit-function theorem on the first-order condition of (7),
 
     F(lambda, theta) = mu(theta) + z - lambda/alpha - h(lambda, theta) = 0,
@@ -21,7 +21,7 @@ import math
 import torch
 from torch import nn
 
-from numerics.entropic_dual import solve_dual_newton_torch
+from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -73,7 +73,7 @@ class FenchelDual(torch.autograd.Function):
 
 def fenchel_dual_lambda(T, logu, z, alpha, tol: float | None = None, max_iter: int = 50):
     """Differentiable lambda* of (7) (Newton forward, implicit-function backward); see
-    numerics.entropic_dual.solve_dual_newton_torch for the shapes."""
+    attnlab.numerics.entropic_dual.solve_dual_newton_torch for the shapes."""
     alpha = torch.as_tensor(alpha, dtype=z.dtype, device=z.device)
     return FenchelDual.apply(T, logu, z, alpha, tol, max_iter)
 

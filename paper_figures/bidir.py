@@ -26,7 +26,7 @@ def _plt():
 
 
 def _data() -> tuple[list[tuple[int, dict]], str]:
-    from experiments.bidir import toy_corpus as tc
+    from attnlab.experiments.bidir import toy_corpus as tc
 
     root = Path(__file__).resolve().parents[1]
     rec_path = root / RECORD

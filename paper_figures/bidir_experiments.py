@@ -72,8 +72,8 @@ def _bars(ax, settings, models, st, metric, paper, exp):
 
 
 def render_table1(outdir: Path) -> list[Path]:
-    from experiments.bidir.tabular_sim import SETTINGS, setting_label
-    from experiments.paper_numbers.bidir import PAPER_NUMBERS
+    from attnlab.experiments.bidir.tabular_sim import SETTINGS, setting_label
+    from attnlab.experiments.paper_numbers.bidir import PAPER_NUMBERS
 
     recs, cfg = _records("bidir-tabular-sim")
     st = _stats(recs)
@@ -94,7 +94,7 @@ def render_table1(outdir: Path) -> list[Path]:
 
 
 def render_table2(outdir: Path) -> list[Path]:
-    from experiments.paper_numbers.bidir import PAPER_NUMBERS, TABLE2_MODELS
+    from attnlab.experiments.paper_numbers.bidir import PAPER_NUMBERS, TABLE2_MODELS
 
     recs, cfg = _records("bidir-auto-mpg")
     st = _stats(recs)

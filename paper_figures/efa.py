@@ -24,7 +24,7 @@ def _plt():
 def render_identifiability(outdir: Path) -> list[Path]:
     import sympy as sp
 
-    from theory.efa_identifiability import (pointwise_counterexample, shift_counterexample,
+    from attnlab.theory.efa.identifiability import (pointwise_counterexample, shift_counterexample,
                                             theta1_recovery, theta2_recovery)
 
     plt = _plt()

@@ -114,7 +114,7 @@ def _t_ci(v):
 
 def fig6(outdir: Path) -> list[Path]:
     plt = _plt()
-    from experiments.paper_numbers.efa import PAPER_NUMBERS
+    from attnlab.experiments.paper_numbers.efa import PAPER_NUMBERS
 
     recs, cfg = _records("efa-temperature")
     by = defaultdict(lambda: defaultdict(list))

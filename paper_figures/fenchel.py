@@ -3,7 +3,7 @@
 - ``fig3`` (fenchel_fig3.png): Fig 3 regenerated, four panels alpha = 4, 2, 1, 0.5: the support of u
   (labelled with the paper's weights 0.3/0.4/0.6, normalised), mu, the evidence arrow mu -> mu + z, the
   exact h (from lambda* maximising (7), Newton) and the approximation (16).  The paper does not give
-  T and z; we use the spec's instance (theory.fenchel_dual.FIG3_*).
+  T and z; we use the spec's instance (attnlab.theory.fenchel.kl_problem.FIG3_*).
 - ``error-vs-alpha`` (fenchel_error_vs_alpha.png): log-log errors against alpha on instance I-rand:
   ||lambda* - alpha z|| (14), ||h* - h_16||, ||lambda* - lambda_13|| and ||h* - h(lambda_13)||, with
   least-squares slopes fitted over alpha <= 0.02 (expected 2, 2, 3, 3).
@@ -21,8 +21,8 @@ def render_fig3(outdir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from numerics import entropic_dual as ed
-    from theory.fenchel_dual import FIG3_ALPHAS, FIG3_T, FIG3_U, FIG3_U_PRINTED, FIG3_Z
+    from attnlab.numerics import entropic_dual as ed
+    from attnlab.theory.fenchel.kl_problem import FIG3_ALPHAS, FIG3_T, FIG3_U, FIG3_U_PRINTED, FIG3_Z
 
     T, u, z = FIG3_T, FIG3_U, FIG3_Z
     mu = u @ T
@@ -62,8 +62,8 @@ def render_error_vs_alpha(outdir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from theory.fenchel import instance_i_rand
-    from theory.fenchel_dual import error_sweep, loglog_slope
+    from attnlab.theory.fenchel.duality import instance_i_rand
+    from attnlab.theory.fenchel.kl_problem import error_sweep, loglog_slope
 
     T, u, z = instance_i_rand()
     alphas = np.geomspace(1e-3, 2.0, 28)

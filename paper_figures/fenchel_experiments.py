@@ -85,7 +85,7 @@ def _suptitle(fig, text, recs, cfg):
 
 
 def fig4_bert(outdir: Path) -> list[Path]:
-    from experiments.paper_numbers.fenchel import FIG4_BERT
+    from attnlab.experiments.paper_numbers.fenchel import FIG4_BERT
 
     plt = _plt()
     recs, cfg = _records("fenchel-deviation")
@@ -105,7 +105,7 @@ def fig4_bert(outdir: Path) -> list[Path]:
 
 
 def fig4_t5(outdir: Path) -> list[Path]:
-    from experiments.paper_numbers.fenchel import FIG4_T5
+    from attnlab.experiments.paper_numbers.fenchel import FIG4_T5
 
     plt = _plt()
     recs, cfg = _records("fenchel-deviation")
@@ -128,7 +128,7 @@ def fig4_t5(outdir: Path) -> list[Path]:
 
 
 def _per_head(outdir, model, prefix, title, fname, ymax):
-    from experiments.paper_numbers.fenchel import PER_HEAD
+    from attnlab.experiments.paper_numbers.fenchel import PER_HEAD
 
     plt = _plt()
     recs, cfg = _records("fenchel-deviation")
@@ -196,7 +196,7 @@ def output_errors(outdir: Path) -> list[Path]:
 
 def ot_vit(outdir: Path) -> list[Path]:
     from attnlab.results import ci95
-    from experiments.paper_numbers.fenchel import PAPER_CI, PAPER_NUMBERS
+    from attnlab.experiments.paper_numbers.fenchel import PAPER_CI, PAPER_NUMBERS
 
     plt = _plt()
     recs, cfg = _records("fenchel-ot-vit")

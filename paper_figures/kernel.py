@@ -31,7 +31,7 @@ def _sims(n=N_SIM, seed=2022):
 
 
 def _integrand(t, g, B, kind, rho=None):
-    from theory.kernel_instances import kernel_row
+    from attnlab.theory.kernel.instances import kernel_row
 
     K = kernel_row(t)
     f = K @ g
@@ -45,9 +45,9 @@ def _integrand(t, g, B, kind, rho=None):
 
 
 def _true(g, B, kind):
-    from numerics.mp_reference import find_sign_changes
-    from numerics.quadrature import piecewise_gauss_legendre
-    from theory.kernel_instances import f_np
+    from attnlab.numerics.mp_reference import find_sign_changes
+    from attnlab.numerics.quadrature import piecewise_gauss_legendre
+    from attnlab.theory.kernel.instances import f_np
 
     kinks = []
     if kind == "sparsemax":
@@ -133,7 +133,7 @@ def render_convergence_R(outdir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from theory.kernel import SPARSE_H, _corE3_errors, sparse_rms_errors
+    from attnlab.theory.kernel.convergence import SPARSE_H, _corE3_errors, sparse_rms_errors
 
     hs = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125]
     soft = _corE3_errors(hs, dps=40, L=14.0, which=("numerator",))["numerator"][1]
@@ -163,7 +163,7 @@ def render_convergence_unit(outdir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from theory.kernel import unit_interval_errors
+    from attnlab.theory.kernel.convergence import unit_interval_errors
 
     gs = np.array([5, 9, 17, 33, 65, 129, 257, 513, 1025])
     fig, ax = plt.subplots(figsize=(6.8, 4.6))

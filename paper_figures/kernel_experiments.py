@@ -49,7 +49,7 @@ def _records(experiment: str):
 
 def render_results(outdir: Path) -> list[Path]:
     from attnlab.results import ci95
-    from experiments.paper_numbers.kernel import PAPER_NUMBERS
+    from attnlab.experiments.paper_numbers.kernel import PAPER_NUMBERS
 
     plt = _plt()
     fig, axes = plt.subplots(1, len(EXPERIMENTS), figsize=(4.2 * len(EXPERIMENTS), 4.6), squeeze=False)
@@ -116,8 +116,8 @@ def _train(model, X, y, epochs, batch, lr, seed):
 def render_time_warping(outdir: Path) -> list[Path]:
     import torch
 
-    from experiments.kernel.common import time_warping_data, warp
-    from experiments.models.kernel_models import TimeWarpingNet
+    from attnlab.experiments.kernel.common import time_warping_data, warp
+    from attnlab.experiments.models.kernel_models import TimeWarpingNet
 
     torch.set_num_threads(1)
     X, y, Z, lam = time_warping_data(5_500, seed=0)
@@ -160,7 +160,7 @@ def render_time_warping(outdir: Path) -> list[Path]:
 def render_forda(outdir: Path) -> list[Path]:
     import torch
 
-    from experiments.kernel.forda import CONFIGS, build, load
+    from attnlab.experiments.kernel.forda import CONFIGS, build, load
 
     torch.set_num_threads(1)
     cfg = dict(CONFIGS["cpu-small"])

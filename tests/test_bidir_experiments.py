@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.bidir import tabular_sim as ts
-from experiments.bidir.baselines import accuracy_mse, one_hot, run_baselines
-from experiments.models.bidir_tabular import ATNConfig, TabularATN, masked_copies, predict_response, train_atn
+from attnlab.experiments.bidir import tabular_sim as ts
+from attnlab.experiments.bidir.baselines import accuracy_mse, one_hot, run_baselines
+from attnlab.experiments.models.bidir_tabular import ATNConfig, TabularATN, masked_copies, predict_response, train_atn
 
 
 # --------------------------------------------------------------------------- Table 1 generator
@@ -64,7 +64,7 @@ def test_quantile_bins_protocols():
 
 
 def test_setting_labels_match_paper_numbers():
-    from experiments.paper_numbers.bidir import PAPER_NUMBERS
+    from attnlab.experiments.paper_numbers.bidir import PAPER_NUMBERS
 
     labels = {ts.setting_label(*s) for s in ts.SETTINGS}
     assert len(labels) == 12
@@ -73,7 +73,7 @@ def test_setting_labels_match_paper_numbers():
             assert ("bidir-tabular-sim", lab, m, "acc") in PAPER_NUMBERS
             assert ("bidir-tabular-sim", lab, m, "mse") in PAPER_NUMBERS
     assert ts.setting_label(5, 0.0, 0.9, "train-only") == "(5, 0, 0.9) train-only bins"
-    from experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS
+    from attnlab.experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS
 
     # Tables 1-3 (120 + 20 + 36 rows) and the App. I toy-corpus correlations
     assert len(TOY_PAPER_NUMBERS) == 8
@@ -143,8 +143,8 @@ def test_atn_learns_and_resumes():
 
 # --------------------------------------------------------------------------- Table 2 split
 def test_auto_mpg_origin_split():
-    from experiments.bidir import auto_mpg as am
-    from experiments.data import DataError
+    from attnlab.experiments.bidir import auto_mpg as am
+    from attnlab.experiments.data import DataError
 
     try:
         df = am.load_auto_mpg()
@@ -163,7 +163,7 @@ def test_auto_mpg_origin_split():
 
 # --------------------------------------------------------------------------- Table 3 evaluation
 def test_analogy_evaluation_on_planted_vectors():
-    from experiments.models.bidir_analogy import Embeddings, evaluate, summarize
+    from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, summarize
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(6, 20))
@@ -179,7 +179,7 @@ def test_analogy_evaluation_on_planted_vectors():
 
 
 def test_analogies_without_nlp_extra(monkeypatch, capsys):
-    from experiments.bidir import analogies
+    from attnlab.experiments.bidir import analogies
 
     monkeypatch.setattr(analogies, "have_nlp", lambda: False)
     assert analogies.main(["--quick", "--seed", "0"]) == 2
@@ -203,8 +203,8 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
 
 
 def test_auto_mpg_quick_run(tmp_path, monkeypatch):
-    from experiments.bidir import auto_mpg as am
-    from experiments.data import DataError
+    from attnlab.experiments.bidir import auto_mpg as am
+    from attnlab.experiments.data import DataError
 
     try:
         am.load_auto_mpg()

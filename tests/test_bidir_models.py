@@ -1,5 +1,5 @@
 """Unit tests of the bidir modules: experiments/models/bidir.py, experiments/bidir/toy_corpus.py,
-theory/bidir_compare.py.  (The paper's identities themselves are claims, run by tests/test_claims.py.)"""
+theory/bidir/compare.py.  (The paper's identities themselves are claims, run by tests/test_claims.py.)"""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.bidir import toy_corpus as tc
-from experiments.models.bidir import (CBOW, AttentionCBOW, BidirAttentionMLM, CBOWMoE, MixtureOfMoEs,
+from attnlab.experiments.bidir import toy_corpus as tc
+from attnlab.experiments.models.bidir import (CBOW, AttentionCBOW, BidirAttentionMLM, CBOWMoE, MixtureOfMoEs,
                                       mask_sentences, moe_parameters)
 
 
@@ -174,7 +174,7 @@ def test_runner_writes_record(tmp_path, monkeypatch):
     paper_keys = {k[1:] for k in tc.TOY_PAPER_NUMBERS}
     assert ("p=30", "CBOW", "spearman_prop9_ratio") in paper_keys
     # the scatter figure renders from such a record
-    from paper_figures import bidir as fig
+    from attnlab.paper_figures import bidir as fig
 
     rec_path = tmp_path / "seed0.json"
     rec_path.write_text(json.dumps(rec))
@@ -185,7 +185,7 @@ def test_runner_writes_record(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- compare
 def test_compare_json_and_errors(capsys):
-    from theory.bidir_compare import compare, main
+    from attnlab.theory.bidir.compare import compare, main
 
     assert main(["--heads", "2", "--layers", "2", "--seed", "1", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from experiments import data as D
+from attnlab.experiments import data as D
 
 
 def test_unknown_dataset():

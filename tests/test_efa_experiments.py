@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.efa import data as D
+from attnlab.experiments.efa import data as D
 
 
 # --------------------------------------------------------------------------- preprocessing
@@ -82,7 +82,7 @@ def test_synthetic_noise_is_unit_gaussian():
 
 
 def test_co_purchase_scores():
-    from experiments.efa.instacart import co_purchase_scores, top_k
+    from attnlab.experiments.efa.instacart import co_purchase_scores, top_k
 
     rng = np.random.default_rng(1)
     b, d = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
@@ -112,7 +112,7 @@ def test_colorado_substitute_grid():
 
 
 def test_paper_numbers_keys():
-    from experiments.paper_numbers.efa import PAPER_NUMBERS
+    from attnlab.experiments.paper_numbers.efa import PAPER_NUMBERS
 
     assert PAPER_NUMBERS[("efa-synthetic", "unidirectional", "FM", "test MSE")] == 4.519
     assert PAPER_NUMBERS[("efa-temperature", "44 cities, October", "FM(k=5)", "test MSE")] == 22.685
@@ -184,7 +184,7 @@ def test_quick_temperature(tmp_path):
 
 
 def test_bad_arguments(capsys):
-    from experiments.efa import synthetic, temperature
+    from attnlab.experiments.efa import synthetic, temperature
 
     assert synthetic.main(["--settings", "sideways"]) == 2
     assert "--settings" in capsys.readouterr().err

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.models.efa import (EFA, AttentionLayer, EFACategorical, EFAValue, FMAttributes,
+from attnlab.experiments.models.efa import (EFA, AttentionLayer, EFACategorical, EFAValue, FMAttributes,
                                     FMCategorical, FMValue)
-from experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
-from numerics import expfam
+from attnlab.experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
+from attnlab.numerics import expfam
 
 torch.set_num_threads(1)
 
@@ -188,8 +188,8 @@ def test_model_validation():
         m(torch.zeros(1, 3, dtype=torch.long), targets=torch.tensor([[3]]))
     with pytest.raises(ValueError, match="x \\(item ids"):
         EFAValue("gaussian", n_items=3, dim=2, value_dim=2, max_len=4)(torch.zeros(1, 3))
-    from theory.efa_identifiability import diversity_L
-    from theory.efa_reductions import prop1_models
+    from attnlab.theory.efa.identifiability import diversity_L
+    from attnlab.theory.efa.reductions import prop1_models
     with pytest.raises(ValueError, match="K must be <= D - 1"):
         diversity_L(np.zeros((3, 3)), [(0, 1), (1, 2), (0, 2)])
     with pytest.raises(ValueError, match="rho and alpha"):
@@ -243,7 +243,7 @@ def test_bai_model():
 
 
 def test_compare_cli(capsys):
-    from theory.efa_compare import main
+    from attnlab.theory.efa.compare import main
     assert main(["--prop", "3", "--seed", "1", "--json", "-"]) == 0
     d = json.loads(capsys.readouterr().out)
     for k in ("prop", "seed", "max_abs_dev_natural", "max_abs_dev_loglik", "printed_form_max_abs"):
@@ -256,7 +256,7 @@ def test_compare_cli(capsys):
 
 def test_thm2_constant_inequality_random_reals():
     """Property check of the Thm 2 constant inequality off the grid (random positive reals)."""
-    from theory.efa_generalization import log_constant_lhs, log_constant_rhs
+    from attnlab.theory.efa.generalization import log_constant_lhs, log_constant_rhs
     rng = np.random.default_rng(0)
     n = 200000
     L = rng.integers(1, 201, size=n).astype(float)

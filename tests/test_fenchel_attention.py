@@ -1,10 +1,10 @@
-"""Unit tests of numerics.fenchel_attention (exact Fenchel-dual attention layer)."""
+"""Unit tests of attnlab.numerics.fenchel_attention (exact Fenchel-dual attention layer)."""
 import pytest
 import torch
 import torch.nn.functional as F
 
-from numerics.entropic_dual import solve_dual_newton_torch
-from numerics.fenchel_attention import (FenchelAttention, fenchel_attention, fenchel_dual_lambda,
+from attnlab.numerics.entropic_dual import solve_dual_newton_torch
+from attnlab.numerics.fenchel_attention import (FenchelAttention, fenchel_attention, fenchel_dual_lambda,
                                         solve_dual_shared)
 
 

@@ -1,10 +1,10 @@
-"""Unit tests of `attnlab compare fenchel` (theory.fenchel_compare)."""
+"""Unit tests of `attnlab compare fenchel` (attnlab.theory.fenchel.compare)."""
 import json
 
 import numpy as np
 import pytest
 
-from theory import fenchel_compare as fc
+from attnlab.theory.fenchel import compare as fc
 
 
 def test_default_instance_json(capsys):

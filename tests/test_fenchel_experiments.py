@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.fenchel.dual_metrics import deviation_metrics, head_problems
-from experiments.models.fenchel_transformers import BertLike, T5Like, relative_position_bucket
-from experiments.models.fenchel_vit import OTBlock, ViT, ot_attention_weights, same_class_partners
+from attnlab.experiments.fenchel.dual_metrics import deviation_metrics, head_problems
+from attnlab.experiments.models.fenchel_transformers import BertLike, T5Like, relative_position_bucket
+from attnlab.experiments.models.fenchel_vit import OTBlock, ViT, ot_attention_weights, same_class_partners
 
 
 # --------------------------------------------------------------------------- deviation metric
@@ -180,8 +180,8 @@ def _records(root, exp):
 
 
 def test_deviation_quick_run(tmp_path, monkeypatch):
-    from experiments.fenchel.deviation import main
-    from experiments.paper_numbers.fenchel import PAPER_NUMBERS
+    from attnlab.experiments.fenchel.deviation import main
+    from attnlab.experiments.paper_numbers.fenchel import PAPER_NUMBERS
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     assert main(["--quick", "--seed", "0", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path)]) == 0
@@ -203,7 +203,7 @@ def test_deviation_quick_run(tmp_path, monkeypatch):
     assert len(ex["per_head"]["layer1"]["rel_dev"]) == 2           # quick config: 2 heads
     assert sum(ex["hist_layer"]["layer1"]) == ex["n_queries"]["layer1"] > 0
     # the figures render from these records
-    from paper_figures import fenchel_experiments as F
+    from attnlab.paper_figures import fenchel_experiments as F
 
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     for name in ("fenchel-exp-fig4-bert", "fenchel-exp-fig4-t5", "fenchel-exp-fig7", "fenchel-exp-output-errors"):
@@ -212,7 +212,7 @@ def test_deviation_quick_run(tmp_path, monkeypatch):
 
 
 def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
-    from experiments.fenchel.ot_vit import main
+    from attnlab.experiments.fenchel.ot_vit import main
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     assert main(["--quick", "--seed", "0", "--device", "cpu", "--quiet", "--results-dir", str(tmp_path)]) == 0
@@ -221,7 +221,7 @@ def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
     vals = {(m["setting"], m["model"], m["metric"]): m["value"] for m in rec["metrics"]}
     assert set(vals) == {("digits/lr=3e-03", mo, me) for mo in ("vit", "ot-vit") for me in ("test_acc", "train_acc")}
     assert all(0 <= v <= 1 for v in vals.values())
-    from paper_figures import fenchel_experiments as F
+    from attnlab.paper_figures import fenchel_experiments as F
 
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     (png,) = F.FIGURES["fenchel-exp-ot-vit"](tmp_path / "figs")
@@ -248,7 +248,7 @@ def test_hf_capture_recovers_u(kind, tmp_path):
     """On randomly initialised Hugging Face models (no download): u recovered from the hooks is uniform
     for BERT and exp(relative-position bias) for T5 (Eqs. 17-18), and the metrics are finite."""
     transformers = pytest.importorskip("transformers")
-    from experiments.fenchel.deviation import _load_hf, capture_hf, measure
+    from attnlab.experiments.fenchel.deviation import _load_hf, capture_hf, measure
 
     torch.manual_seed(0)
     if kind == "bert":

@@ -1,10 +1,10 @@
-"""Unit tests of the Fenchel-dual numerics (numerics.entropic_dual, numerics.entropic_ot,
-numerics.fenchel_attention).  The paper's claims themselves are tested through the catalog."""
+"""Unit tests of the Fenchel-dual numerics (attnlab.numerics.entropic_dual, attnlab.numerics.entropic_ot,
+attnlab.numerics.fenchel_attention).  The paper's claims themselves are tested through the catalog."""
 import numpy as np
 import pytest
 import torch
 
-from numerics import entropic_dual as ed
+from attnlab.numerics import entropic_dual as ed
 
 
 def _inst(seed, n=5, d=3):
@@ -112,7 +112,7 @@ def test_approximations_and_validation():
 
 
 def test_entropic_ot_solvers_agree():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     rng = np.random.default_rng(0)
     A = rng.normal(size=(5, 2))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.kernel import common as C
-from experiments.models.continuous_attention import (ContinuousAttention, GaussianBasis, moments_from_discrete,
+from attnlab.experiments.kernel import common as C
+from attnlab.experiments.models.continuous_attention import (ContinuousAttention, GaussianBasis, moments_from_discrete,
                                                      ridge_value_coefficients)
 
 
@@ -168,7 +168,7 @@ def _check_grads(model, *xs, n_classes, unused=()):
 
 @pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"])
 def test_time_warping_net_gradients(kind):
-    from experiments.models.kernel_models import TimeWarpingNet
+    from attnlab.experiments.models.kernel_models import TimeWarpingNet
 
     torch.manual_seed(0)
     net = TimeWarpingNet(kind, length=20, n_basis=8, n_inducing=8, grid_size=30, hidden=8)
@@ -182,7 +182,7 @@ def test_time_warping_net_gradients(kind):
 @pytest.mark.parametrize("kind", ["discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
                                   "kernel_softmax", "kernel_sparsemax"])
 def test_series_net_gradients(kind):
-    from experiments.models.kernel_models import SeriesAttentionNet
+    from attnlab.experiments.models.kernel_models import SeriesAttentionNet
 
     torch.manual_seed(0)
     net = SeriesAttentionNet(kind, length=30, n_classes=3, hidden=8, n_basis=6, sigmas=(0.1, 0.5))
@@ -193,8 +193,8 @@ def test_series_net_gradients(kind):
 
 @pytest.mark.parametrize("kind", ["cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax"])
 def test_gesture_and_sentence_net_gradients(kind):
-    from experiments.kernel.gestures import irregular_sample
-    from experiments.models.kernel_models import GestureNet, SentenceNet
+    from attnlab.experiments.kernel.gestures import irregular_sample
+    from attnlab.experiments.models.kernel_models import GestureNet, SentenceNet
 
     torch.manual_seed(0)
     series = [np.sin(np.linspace(0, k, 50 + 10 * k)) for k in range(1, 5)]
@@ -210,7 +210,7 @@ def test_gesture_and_sentence_net_gradients(kind):
 
 
 def test_baselines_run():
-    from experiments.models.kernel_models import LSTMFCN, TransformerClassifier
+    from attnlab.experiments.models.kernel_models import LSTMFCN, TransformerClassifier
 
     torch.manual_seed(0)
     _check_grads(LSTMFCN(24, 2, filters=(4, 4, 4)), torch.randn(4, 24), n_classes=2)
@@ -219,7 +219,7 @@ def test_baselines_run():
 
 # --------------------------------------------------------------------------- paper numbers
 def test_paper_numbers_transcription():
-    from experiments.paper_numbers.kernel import PAPER_NUMBERS, TABLE4_MEANS
+    from attnlab.experiments.paper_numbers.kernel import PAPER_NUMBERS, TABLE4_MEANS
 
     for m, mean in TABLE4_MEANS.items():     # Table 4's printed row means
         vals = [PAPER_NUMBERS[("kernel-sentiment", f"N={n}", m, "accuracy")] for n in (32, 64, 128)]
@@ -232,7 +232,7 @@ def test_paper_numbers_transcription():
 
 # --------------------------------------------------------------------------- runners (quick configs)
 def test_time_warping_quick_run_and_resume(tmp_path, monkeypatch):
-    from experiments.kernel import time_warping
+    from attnlab.experiments.kernel import time_warping
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     argv = ["--quick", "--seed", "0", "--results-dir", str(tmp_path / "res"), "--quiet", "--device", "cpu",
@@ -247,8 +247,8 @@ def test_time_warping_quick_run_and_resume(tmp_path, monkeypatch):
 
 
 def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
-    from experiments.data import DataError
-    from experiments.kernel import gestures
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.kernel import gestures
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     try:
@@ -264,7 +264,7 @@ def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
 
 
 def test_cost_quick_ratios(tmp_path, capsys):
-    from experiments.kernel import cost
+    from attnlab.experiments.kernel import cost
 
     assert cost.main(["--quick", "--results-dir", str(tmp_path), "--repeats", "1"]) == 0
     rec = json.loads(next((tmp_path / "kernel-cost/quick").glob("*.json")).read_text())
@@ -275,7 +275,7 @@ def test_cost_quick_ratios(tmp_path, capsys):
 
 
 def test_local_uwave_copy_is_read_with_the_papers_split(tmp_path):
-    from experiments.kernel.gestures import load_series
+    from attnlab.experiments.kernel.gestures import load_series
 
     rng = np.random.default_rng(0)
     for split, n in (("TRAIN", 4), ("TEST", 9)):        # UCR: TRAIN 896 / TEST 3582; the paper trains on TEST
@@ -289,7 +289,7 @@ def test_local_uwave_copy_is_read_with_the_papers_split(tmp_path):
 
 
 def test_local_imdb_copy_is_read(tmp_path):
-    from experiments.kernel.sentiment import build_vocab, encode, load_texts
+    from attnlab.experiments.kernel.sentiment import build_vocab, encode, load_texts
 
     for split in ("train", "test"):
         for sub, text in (("pos", "a great film<br />really"), ("neg", "dull, boring film")):

@@ -4,10 +4,10 @@ import math
 import pytest
 import torch
 
-from numerics import continuous_attention as ca
-from numerics.deformed_exp import alpha_division, exp_2ma, exp_rho_beta, log_alpha, log_beta
-from numerics.kernel_family import gaussian_kernel, kernel_expansion, laplace_kernel
-from numerics.quadrature import (real_line_grid, real_line_trapezoid, trapezoid, trapezoid_weights,
+from attnlab.numerics import continuous_attention as ca
+from attnlab.numerics.deformed_exp import alpha_division, exp_2ma, exp_rho_beta, log_alpha, log_beta
+from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion, laplace_kernel
+from attnlab.numerics.quadrature import (real_line_grid, real_line_trapezoid, trapezoid, trapezoid_weights,
                                  uniform_grid)
 
 D64 = torch.float64

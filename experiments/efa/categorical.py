@@ -6,14 +6,14 @@ from __future__ import annotations
 import sys
 
 from attnlab.experiment import contexts, experiment_parser, metric_row
-from experiments.efa import common as C
+from attnlab.experiments.efa import common as C
 
 SETTINGS = ("unidirectional", "bidirectional")
 MODELS = ("FM", "EFA")
 
 
 def build(model: str, setting: str, n_items: int, max_len: int, cfg: dict):
-    from experiments.efa import nets
+    from attnlab.experiments.efa import nets
 
     return nets.Categorical(model, setting, n_items, max_len, cfg["dim"], cfg["heads"], cfg["layers"])
 

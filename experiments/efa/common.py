@@ -1,7 +1,7 @@
 """Shared machinery of the EFA experiment runners: per-target examples, the training loop (Adam,
 early stopping on validation with best-weight restore, one checkpoint per epoch, resume) and
-small helpers.  The models come from :mod:`experiments.models.efa` through
-:mod:`experiments.efa.nets`.
+small helpers.  The models come from :mod:`attnlab.experiments.models.efa` through
+:mod:`attnlab.experiments.efa.nets`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from experiments.efa.data import Sequences
+from attnlab.experiments.efa.data import Sequences
 
 
 # --------------------------------------------------------------------------- per-target examples

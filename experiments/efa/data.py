@@ -149,7 +149,7 @@ def top_movies(df, n: int = 50) -> list:
 
 
 def movielens_frame(path=None):
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     return read_table("movielens-100k", "u.data.gz", path, sep="\t", header=None,
                       names=["user_id", "item_id", "rating", "timestamp"])
@@ -233,7 +233,7 @@ assert len(INSTACART_ITEMS) == 63
 def instacart_load(path=None, check: bool = True):
     """Train (24,781 baskets from the prior orders) and test (1,433 baskets) of the authors'
     processed files; items 1..63 in basket order (dense rank of add_to_cart_order)."""
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     out = []
     for fname in ("data_train_final.csv.gz", "data_test_final.csv.gz"):
@@ -292,7 +292,7 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     validation 2013–2016, test 2017–2019; one sample per day.  Lags are the previous days (Oct 1's
     lag is Sep 30)."""
     import pandas as pd
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     cities = read_table("us-cities", "all_cities_lat_lon.csv", coords_path)
     cities.columns = [c.strip() for c in cities.columns]
@@ -337,7 +337,7 @@ def colorado_grid(path=None, n_sites: int = 44, years=(1961, 1990), n_lags: int 
     and whose `n_lags` previous months are complete too.  Split by year in the paper's 6/4/3
     proportions: the first 6/13 of the years train, the next 4/13 validation, the last 3/13 test."""
     import pandas as pd
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     st = read_table("colorado-monthly-met", "stations.csv", path, dtype={"station": str})
     t = read_table("colorado-monthly-met", "temperatures.csv.gz", path, dtype={"station": str})

@@ -16,9 +16,9 @@ import sys
 import numpy as np
 
 from attnlab.experiment import metric_row
-from experiments.efa import categorical as T
-from experiments.efa import common as C
-from experiments.efa import data as D
+from attnlab.experiments.efa import categorical as T
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-instacart"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 1000, "patience": 1000, "batch_size": 256,

@@ -15,8 +15,8 @@ import math
 import sys
 
 from attnlab.experiment import contexts, experiment_parser, metric_row
-from experiments.efa import common as C
-from experiments.efa import data as D
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-movielens-ratings"
 VERSIONS = ("v1", "v2")
@@ -28,7 +28,7 @@ QUICK = dict(FULL, lr=5e-3, epochs=3, patience=2)
 
 
 def build(version: str, model: str, setting: str, max_len: int, cfg: dict):
-    from experiments.efa import nets
+    from attnlab.experiments.efa import nets
 
     family = {"v1": "poisson_v1", "v2": "poisson_v2"}[version]
     # λ₁: a lookup over the ratings 1..3 (table rows 0..3), plus the model's [MASK] vector
@@ -45,7 +45,7 @@ def _target(b):
 def loss_fn(version: str, factorial: bool = False):
     """Per-example loss: the authors' code loss (Poisson NLL without the log-factorial; the
     training objective and Table 2's "cross-entropy"), or with `factorial` the full Poisson NLL
-    −log p(y | κ) of :mod:`numerics.expfam` (log((y−1)!) for v1, log(y!) for v2 included)."""
+    −log p(y | κ) of :mod:`attnlab.numerics.expfam` (log((y−1)!) for v1, log(y!) for v2 included)."""
     if factorial:
         return lambda model, b: -model.family.log_prob(model(b), _target(b))
     return lambda model, b: model.family.code_loss(model(b), _target(b))

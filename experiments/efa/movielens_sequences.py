@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from experiments.efa import categorical as T
-from experiments.efa import common as C
-from experiments.efa import data as D
+from attnlab.experiments.efa import categorical as T
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-movielens-sequences"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 2000, "patience": 10, "batch_size": 256,

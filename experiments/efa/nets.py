@@ -1,9 +1,9 @@
-"""Thin task wrappers around the EFA and FM modules of :mod:`experiments.models.efa`.
+"""Thin task wrappers around the EFA and FM modules of :mod:`attnlab.experiments.models.efa`.
 
 The experiments train those very modules; a wrapper only (a) builds them in the configuration of
 the authors' code (spec §1.6, §3: 2 layers x 2 heads of key width 16 with biases, output projection
 and residual, learned positions, 32-d embeddings; FM with the code's normalisation) and (b) maps a
-batch dict of per-target examples from :func:`experiments.efa.common.target_examples` — items
+batch dict of per-target examples from :func:`attnlab.experiments.efa.common.target_examples` — items
 (B, L) with 0 = padding, values (B, L), target (B,) — to the models' call convention (ids in
 [0, D), ``valid`` mask, ``targets`` (B, 1)).  Each wrapper's ``forward(b)`` returns the raw output
 of the masked target: logits (B, D), or one number per example (the family's raw output κ).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from experiments.models import efa as M
+from attnlab.experiments.models import efa as M
 
 # the authors' Keras attention: MultiHeadAttention(num_heads=2, key_dim=16) + residual (spec §1.6)
 CODE_ATTENTION = {"convention": "standard", "head_dim": 16}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.experiment import contexts, experiment_parser, metric_row
-from experiments.efa import common as C
-from experiments.efa import data as D
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-synthetic"
 SETTINGS = ("unidirectional", "bidirectional")
@@ -27,7 +27,7 @@ QUICK = dict(FULL, n_users=2000, n_train_users=1500, lr=5e-3, epochs=8, patience
 
 
 def build(model: str, setting: str, cfg: dict):
-    from experiments.efa import nets
+    from attnlab.experiments.efa import nets
 
     # λ₁: a lookup table over trunc(y) (the authors' Keras Embedding on float ratings, spec §1.6);
     # trunc(y) + 8 covers y in (-8, 12), i.e. every N(μ, 1) draw with μ in {1, 3, 5} in practice

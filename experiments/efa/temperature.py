@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import contexts, experiment_parser, metric_row
-from experiments.efa import common as C
-from experiments.efa import data as D
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-temperature"
 KS = (1, 2, 3, 4, 5, 10, 15, 20, 25, 30, 35, 40)
@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
         print(f"{EXPERIMENT}: {grid.description}; samples train/val/test = "
               + "/".join(str(int((grid.split == sp).sum())) for sp in ("train", "val", "test"))
               + f"; {I} sites", file=sys.stderr)
-    from experiments.efa import nets
+    from attnlab.experiments.efa import nets
 
     jobs = [(f"FM(k={k})", "FM", k) for k in cfg["ks"]] + [(EFA_VARIANTS[v][0], "EFA", v) for v in cfg["efa"]]
     summary = {}

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from attnlab.experiment import contexts, experiment_parser, metric_row, resolve_device
-from experiments.fenchel import text as tx
-from experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
+from attnlab.experiments.fenchel import text as tx
+from attnlab.experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
 
 EXPERIMENT = "fenchel-deviation"
 SUBSTITUTE = ("small BERT-like (MLM) and T5-like (span corruption) models trained here on movie-review "
@@ -82,7 +82,7 @@ def _loss(kind, model, batch, device):
 
 
 def build_models(cfg, vocab_size):
-    from experiments.models.fenchel_transformers import BertLike, T5Like
+    from attnlab.experiments.models.fenchel_transformers import BertLike, T5Like
 
     bert = BertLike(vocab_size, cfg["d_model"], cfg["n_heads"], cfg["bert_layers"], cfg["d_ff"],
                     max_len=cfg["max_words"] + 2, dropout=cfg["dropout"])
@@ -373,7 +373,7 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"error: --device: {exc}", file=sys.stderr)
         return 2
-    from experiments.data import DataError
+    from attnlab.experiments.data import DataError
 
     try:
         sentences = tx.load_sentences(args.data)

@@ -8,7 +8,7 @@ For one query of one head the instance is (T, log u, z) with
   log u_i = additive logit term (T5: relative-position bias, Eq. 17; -inf on masked/padded atoms)
 so that <t_i, z> + log u_i is exactly the model's attention logit (a key bias only adds a constant
 over i, which the softmax drops).  lambda* is the maximiser of the dual (7), found by the batched
-float64 Newton solver of :mod:`numerics.entropic_dual`; alpha = 1 as in the paper.
+float64 Newton solver of :mod:`attnlab.numerics.entropic_dual`; alpha = 1 as in the paper.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from numerics.entropic_dual import solve_dual_newton_torch
+from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 
 METRICS = ("rel_dev", "out_err", "tv", "first_order", "p_max")
 

@@ -4,7 +4,7 @@ spec §3.3).
 OT-ViT = the ViT with the final layer's attention replaced by the OT-based attention (22), cost
 M(a, b) = -a^T b + C, alpha = 1, gamma = sqrt(hidden dim); in training, with probability 1/2 the
 template set also holds the patch templates of another image of the same class (see
-:mod:`experiments.models.fenchel_vit`).
+:mod:`attnlab.experiments.models.fenchel_vit`).
 
 Data.  ``--dataset digits`` (default) is scikit-learn's 8x8 digits (1,797 images, ships with
 scikit-learn; a fixed stratified 80/20 split) -- a SUBSTITUTE for the paper's data, with a small
@@ -126,7 +126,7 @@ def count_parameters(model) -> int:
 
 
 def build(cfg, n_classes, ot: bool, image_size: int, channels: int):
-    from experiments.models.fenchel_vit import ViT
+    from attnlab.experiments.models.fenchel_vit import ViT
 
     return ViT(image_size, cfg["patch"], channels, n_classes, cfg["dim"], cfg["depth"], cfg["heads"],
                cfg["mlp_dim"], cfg["dropout"], ot=ot, gamma=math.sqrt(cfg["mlp_dim"]))
@@ -144,7 +144,7 @@ def evaluate(model, X, y, device, batch=512) -> float:
 
 def run_seed(ctx, cfg, data, device):
     """Train ViT and OT-ViT at every LR, one checkpoint per epoch; returns metric rows and extra."""
-    from experiments.models.fenchel_vit import same_class_partners
+    from attnlab.experiments.models.fenchel_vit import same_class_partners
 
     Xtr, ytr, Xte, yte, n_cls = data
     C, S = Xtr.shape[1], Xtr.shape[2]

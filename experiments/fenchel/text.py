@@ -1,5 +1,5 @@
 """Offline text for the deviation experiment: the movie-review sentences of the data layer
-(``experiments.data``, data set ``movie-review-sentences``), a word-level vocabulary, BERT-style
+(``attnlab.experiments.data``, data set ``movie-review-sentences``), a word-level vocabulary, BERT-style
 masking for masked-language modelling and T5-style span corruption.
 
 The paper does not say which text it fed to BERT and T5 (spec §3.2); any English text serves the
@@ -26,7 +26,7 @@ def tokenize(text: str) -> list[str]:
 
 def load_sentences(path=None) -> list[str]:
     """The 10,605 review sentences (column ``text``), in file order."""
-    from experiments.data import data_file
+    from attnlab.experiments.data import data_file
 
     p = data_file("movie-review-sentences", "sentences.tsv.gz", path)
     with gzip.open(p, "rt", encoding="utf-8") as fh:

@@ -63,7 +63,7 @@ def torch_setup(threads: int | None = None) -> None:
 # --------------------------------------------------------------------------- data
 def read_ucr(name: str, split: str, path=None, prefix: str | None = None):
     """(X [n, L] float64 with NaN padding, y [n] ints) of a UCR TSV through the data layer."""
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     fname = {"ucr-forda": "FordA", "ucr-ecg5000": "ECG5000"}.get(name, prefix)
     df = read_table(name, f"{fname}_{split}.tsv.gz", path, sep="\t", header=None)

@@ -21,7 +21,7 @@ import time
 import torch
 
 from attnlab.experiment import experiment_parser, metric_row, seeds_of
-from experiments.kernel import common as C
+from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-cost"
 KINDS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax")
@@ -35,8 +35,8 @@ QUICK = {"tiny": dict(b=4, H=2, L=20, D=8, N=8, I=10, G=20)}
 
 
 def make_block(kind: str, s: dict, device: str = "cpu"):
-    from experiments.models.continuous_attention import ContinuousAttention, GaussianBasis, moments_from_discrete
-    from experiments.models.kernel_models import ridge_operator
+    from attnlab.experiments.models.continuous_attention import ContinuousAttention, GaussianBasis, moments_from_discrete
+    from attnlab.experiments.models.kernel_models import ridge_operator
 
     if kind == "discrete_softmax":
         return lambda h, sc, gamma, mix: torch.softmax(sc, -1) @ h                  # [b, H, D]

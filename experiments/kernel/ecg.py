@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from experiments.kernel import common as C
-from experiments.kernel.forda import MODELS, run_series_experiment
+from attnlab.experiments.kernel import common as C
+from attnlab.experiments.kernel.forda import MODELS, run_series_experiment
 
 EXPERIMENT = "kernel-ecg"
 DATASET = "ucr-ecg5000"

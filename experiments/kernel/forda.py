@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from attnlab.experiment import experiment_parser, seeds_of
-from experiments.kernel import common as C
+from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-forda"
 DATASET = "ucr-forda"
@@ -37,7 +37,7 @@ def load(cfg, path=None):
 
 
 def build(m: str, length: int, k: int, cfg):
-    from experiments.models.kernel_models import LSTMFCN, SeriesAttentionNet, TransformerClassifier
+    from attnlab.experiments.models.kernel_models import LSTMFCN, SeriesAttentionNet, TransformerClassifier
 
     if m == "lstm_fcn":
         return LSTMFCN(length, k, filters=cfg["fcn_filters"])
@@ -64,7 +64,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
         return C.bad_arg("--models", args.models, models)
     cfg = configs[name]
     C.torch_setup()
-    from experiments.data import DataError
+    from attnlab.experiments.data import DataError
 
     try:
         train, test, k = loader(cfg, args.data)

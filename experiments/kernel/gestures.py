@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from attnlab.experiment import experiment_parser, seeds_of
-from experiments.kernel import common as C
+from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-gestures"
 MODELS = ("cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax")
@@ -61,7 +61,7 @@ def load_series(path=None):
         tr, te = [r[~np.isnan(r)] for r in Xa], [r[~np.isnan(r)] for r in Xb]
         (ya, yb), k = C.encode_labels(ya, yb)
         return tr, ya, te, yb, k, None
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     def axes(split):
         out = []
@@ -122,8 +122,8 @@ def main(argv: list[str]) -> int:
             print(f"error: --basis must be a comma list of integers >= 2; got {args.basis!r}", file=sys.stderr)
             return 2
     C.torch_setup()
-    from experiments.data import DataError
-    from experiments.models.kernel_models import GestureNet
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.models.kernel_models import GestureNet
 
     try:
         tr, ytr, te, yte, k, substitute = load_series(args.data)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from attnlab.experiment import experiment_parser, seeds_of
-from experiments.kernel import common as C
+from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-sentiment"
 MODELS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
@@ -66,7 +66,7 @@ def load_texts(path=None, split_seed: int = 0):
                     ys.append(lab)
             out += [texts, np.array(ys)]
         return (*out, None)
-    from experiments.data import read_table
+    from attnlab.experiments.data import read_table
 
     df = read_table("movie-review-sentences", "sentences.tsv.gz", None, sep="\t")
     rng = np.random.default_rng(split_seed)
@@ -108,8 +108,8 @@ def main(argv: list[str]) -> int:
         return C.bad_arg("--models", args.models, MODELS)
     cfg = CONFIGS[name]
     C.torch_setup()
-    from experiments.data import DataError
-    from experiments.models.kernel_models import SentenceNet
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.models.kernel_models import SentenceNet
 
     try:
         tr, ytr, te, yte, substitute = load_texts(args.data)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from attnlab.experiment import experiment_parser, seeds_of
-from experiments.kernel import common as C
+from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-time-warping"
 MODELS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
@@ -65,4 +65,4 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-from experiments.models.kernel_models import TimeWarpingNet  # noqa: E402  (after CONFIGS for --help speed)
+from attnlab.experiments.models.kernel_models import TimeWarpingNet  # noqa: E402  (after CONFIGS for --help speed)

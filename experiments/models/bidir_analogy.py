@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from experiments.models.bidir import BidirAttentionMLM, mask_sentences
+from attnlab.experiments.models.bidir import BidirAttentionMLM, mask_sentences
 
 
 def read_questions(path) -> list[tuple[str, str, str, str, str]]:

@@ -9,7 +9,7 @@ The attention mechanism has three parts (paper Sec. 3, Eq. 1, Algorithm 1):
    or kernel sparsemax (kernel deformed exponential family, Sec. 5.2, alpha = 2 by default);
 3. the context c = E_p[V(T)] = B E_p[Psi(T)] (Eq. 1, Algorithm 1 step 3).
 
-The densities, normalisers and expectations come from :mod:`experiments.models.kernel_math`, a thin
+The densities, normalisers and expectations come from :mod:`attnlab.experiments.models.kernel_math`, a thin
 adapter over the paper-agnostic math; this module only wires them into ``nn.Module`` layers with the shapes the experiments need:
 batch b, heads H, inducing points I, basis functions N, grid points G, value dimension D.
 
@@ -25,7 +25,7 @@ import math
 import torch
 from torch import nn
 
-from experiments.models import kernel_math as nca
+from attnlab.experiments.models import kernel_math as nca
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
               "kernel_softmax", "kernel_sparsemax")

@@ -11,7 +11,7 @@ Models
 - :class:`EFAValue`  the exponential-family value part (Sec 2.2): columns
   [beta_bar_{x_j}; delta_bar_{x_j}; g(tau_j); lambda_1(y_j)] + p_bar_j with lambda_1([MASK]) at the
   target (x_i stays visible), attention, and kappa_i = lambda_2(Y'_ii) is the raw output of an
-  exponential family of :mod:`numerics.expfam` (Gaussian with known sigma^2, Poisson v1, Poisson v2,
+  exponential family of :mod:`attnlab.numerics.expfam` (Gaussian with known sigma^2, Poisson v1, Poisson v2,
   Bernoulli, Categorical).
 - :class:`EFA`  the joint model of Eq. (2): the sum of the two (their parameters theta_1, theta_2 are
   disjoint, Sec 5.1.1).
@@ -67,7 +67,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from numerics import expfam
+from attnlab.numerics import expfam
 
 __all__ = ["AttentionLayer", "AttentionStack", "EFACategorical", "EFAValue", "EFA",
            "FMCategorical", "FMValue", "FMAttributes", "replicate_targets", "gather_targets",
@@ -483,7 +483,7 @@ class EFAValue(nn.Module):
     Columns of Y_i (Sec 2.2, Sec 3.2): [beta_bar_{x_j}; delta_bar_{x_j}; g(tau_j); lambda_1(y_j)]
     + p_bar_j, with lambda_1([MASK]) in place of lambda_1(y_i) at the target (x_i stays visible).
 
-    family           an :class:`numerics.expfam.ExpFamily` or its name ('gaussian', 'poisson_v1',
+    family           an :class:`attnlab.numerics.expfam.ExpFamily` or its name ('gaussian', 'poisson_v1',
                      'poisson_v2', 'bernoulli', 'categorical'; give sigma2 / n_classes in family_kw).
     n_items          D (None or 0: no item rows, e.g. Sec 3.2).
     item_embeddings  'both' (beta_bar and delta_bar), 'center' (beta_bar only; Remark 7),

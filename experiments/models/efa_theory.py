@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from experiments.models.efa import _posint, gather_targets, replicate_targets
+from attnlab.experiments.models.efa import _posint, gather_targets, replicate_targets
 
 __all__ = ["BaiEFA", "clip_norm", "parameter_count"]
 

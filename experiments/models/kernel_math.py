@@ -1,5 +1,5 @@
 """Adapter between the kernel paper's torch layers and the paper-agnostic math of
-:mod:`numerics.continuous_attention`, :mod:`numerics.kernel_family` and :mod:`numerics.quadrature`
+:mod:`attnlab.numerics.continuous_attention`, :mod:`attnlab.numerics.kernel_family` and :mod:`attnlab.numerics.quadrature`
 (the one copy of the math).  It only fixes argument conventions for the layers:
 
 - kernels are named ('gaussian' | 'laplace') with a bandwidth sigma_k: the Gaussian kernel
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import torch
 
-from numerics import continuous_attention as ca
-from numerics import kernel_family as kf
-from numerics.quadrature import trapezoid, trapezoid_weights  # noqa: F401  (re-exported for the layers)
+from attnlab.numerics import continuous_attention as ca
+from attnlab.numerics import kernel_family as kf
+from attnlab.numerics.quadrature import trapezoid, trapezoid_weights  # noqa: F401  (re-exported for the layers)
 
 
 def gaussian_rbf(t: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
@@ -34,7 +34,7 @@ def gaussian_rbf(t: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> torc
 def ridge_coefficients(h: torch.Tensor, F: torch.Tensor, lam: float) -> torch.Tensor:
     """Eq. 6 with per-series design matrices: B = H F^T (F F^T + lam I)^{-1} for H [b, D, L],
     F [b, N, L] (masked columns zeroed by the caller) -> B [b, D, N].  (Shared positions: use
-    numerics.continuous_attention.ridge_value_coefficients.)"""
+    attnlab.numerics.continuous_attention.ridge_value_coefficients.)"""
     N = F.shape[-2]
     A = F @ F.transpose(-1, -2) + lam * torch.eye(N, dtype=F.dtype, device=F.device)
     return torch.linalg.solve(A, F @ h.transpose(-1, -2)).transpose(-1, -2)

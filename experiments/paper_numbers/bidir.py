@@ -90,6 +90,6 @@ for _sub, _m in SUBSTITUTES.items():
             PAPER_NUMBERS[(_AN, _s, _sub, _k)] = _v
 
 # App. I toy corpus (Sec. 4.2): the CBOW correlations the paper reports, kept beside the runner.
-from experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS  # noqa: E402
+from attnlab.experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS  # noqa: E402
 
 PAPER_NUMBERS.update(TOY_PAPER_NUMBERS)

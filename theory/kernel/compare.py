@@ -14,7 +14,7 @@ Instance (JSON; every key optional, defaults = the Cor E.3 instance of the paper
 Output per grid: Z = int u, c = int V u / Z (trapezoid, float64 torch), the references Z_ref and
 c_ref (mpmath, split at the kinks of the support), the errors, the fitted log-log slope of the context
 error against h (against 1/G on [a, b]) and the rate judged from the successive error ratios
-(numerics.convergence.classify_rate on the local orders log(e_k/e_k+1)/log(h_k/h_k+1), errors at the
+(attnlab.numerics.convergence.classify_rate on the local orders log(e_k/e_k+1)/log(h_k/h_k+1), errors at the
 float64 floor left out: 'exponential' when the last three local orders increase and the last exceeds 6,
 for both err_context and err_Z; otherwise 'algebraic').
 
@@ -32,7 +32,7 @@ import sys
 def _default_instance() -> dict:
     """The Cor E.3 instance (spec §2.19): gamma, B ~ U(-1, 1) from default_rng(0), 10 inducing points
     linspace(0, 1, 10), zeta2 = 10, V = sum_i B_i k(., t_i) (D = 1, basis = the kernel sections)."""
-    from theory.kernel_instances import INDUCING, ZETA2, draw
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
 
     g, B = draw(0)
     return {"family": "kernel-softmax", "gamma": [float(x) for x in g],
@@ -146,9 +146,9 @@ def trapezoid_context(inst):
     """Per grid: (label, h, Z, context) by the batched float64 torch trapezoid."""
     import torch
 
-    from numerics.deformed_exp import exp_2ma
-    from numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from numerics.quadrature import real_line_grid, trapezoid, uniform_grid
+    from attnlab.numerics.deformed_exp import exp_2ma
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from attnlab.numerics.quadrature import real_line_grid, trapezoid, uniform_grid
 
     dt = torch.float64
     gam = torch.tensor(inst["gamma"], dtype=dt)
@@ -178,8 +178,8 @@ def compare(inst: dict) -> dict:
     import mpmath as mp
     import numpy as np
 
-    from numerics.convergence import classify_rate, loglog_slope
-    from numerics.mp_reference import mp_context_reference
+    from attnlab.numerics.convergence import classify_rate, loglog_slope
+    from attnlab.numerics.mp_reference import mp_context_reference
 
     rows = trapezoid_context(inst)
     dom = None if inst["domain"] == "R" else inst["domain"]

@@ -24,7 +24,7 @@ def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int =
     masked sentences; m runs over every position (batch must be >= S)."""
     import torch
 
-    from experiments.models.bidir import BidirAttentionMLM, mask_sentences
+    from attnlab.experiments.models.bidir import BidirAttentionMLM, mask_sentences
 
     g = torch.Generator().manual_seed(int(seed))
     model = BidirAttentionMLM(kw.pop("vocab_size", V), kw.pop("seq_len", S), kw.pop("p", P_DIM),
@@ -47,7 +47,7 @@ def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int =
 def _lemma1():
     import torch
 
-    from experiments.models.bidir import CBOWMoE
+    from attnlab.experiments.models.bidir import CBOWMoE
 
     devs = dict(loss=0.0, theta_vs_attention=0.0)
     for seed in range(3):
@@ -79,7 +79,7 @@ def _thm2():
 
     import torch
 
-    from experiments.models.bidir import CBOWMoE
+    from attnlab.experiments.models.bidir import CBOWMoE
 
     devs = dict(logits=0.0, probs=0.0, gate_sum=0.0, expert_m=0.0, four_terms=0.0)
     for seed in range(3):
@@ -114,7 +114,7 @@ def _thm2():
 def _gate_b():
     import torch
 
-    from experiments.models.bidir import CBOWMoE, mask_sentences
+    from attnlab.experiments.models.bidir import CBOWMoE, mask_sentences
 
     model, _, _, _, tokens = random_instance(seed=5, batch=10)
     moe = CBOWMoE.from_attention(model)
@@ -164,7 +164,7 @@ def _gate_b():
 def _multihead():
     import torch
 
-    from experiments.models.bidir import CBOWMoE
+    from attnlab.experiments.models.bidir import CBOWMoE
 
     per = {}
     for H in (2, 3):
@@ -191,7 +191,7 @@ def _multihead():
 def _multilayer():
     import torch
 
-    from experiments.models.bidir import MixtureOfMoEs
+    from attnlab.experiments.models.bidir import MixtureOfMoEs
 
     per = {}
     for H, L in ((1, 2), (2, 2), (2, 3)):
@@ -219,7 +219,7 @@ def _multilayer():
 def _cbow_special():
     import torch
 
-    from experiments.models.bidir import CBOW, CBOWMoE
+    from attnlab.experiments.models.bidir import CBOW, CBOWMoE
 
     g = torch.Generator().manual_seed(11)
     cbow = CBOW(V, P_DIM, window=None, init_std=1.0, generator=g)
@@ -255,7 +255,7 @@ def _cbow_special():
 def _eq1():
     import torch
 
-    from experiments.models.bidir import AttentionCBOW, moe_parameters
+    from attnlab.experiments.models.bidir import AttentionCBOW, moe_parameters
 
     worst = 0.0
     for seed in range(3):

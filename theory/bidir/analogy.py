@@ -161,7 +161,7 @@ def _prop9_single():
 
 
 def _tau_corpus(seed: int = 0, n: int = 400):
-    from experiments.bidir.toy_corpus import masking_instances, sample_corpus
+    from attnlab.experiments.bidir.toy_corpus import masking_instances, sample_corpus
 
     corpus = sample_corpus(n, np.random.default_rng(seed))
     return masking_instances(corpus)
@@ -183,7 +183,7 @@ def _prop14():
     sym_ok = len(sol) == 1 and sp.simplify(sol[0] - (A * V - B) / (Q * S)) == 0
     # numeric: the per-instance surrogate, summed over a toy-corpus sample with random tau, is a
     # quadratic in X (|V| x (|V|+1)); its exact minimiser (one Newton step from 0) is Eq. (2)
-    from experiments.bidir.toy_corpus import V as NV, prop14_statistics
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
 
     xm, m, b, w = _tau_corpus()
     log_tau = np.random.default_rng(14).normal(scale=1.0, size=NV + 1)
@@ -231,7 +231,7 @@ def _prop14_const():
     zeta = Q / B
     ok_zeta = sp.simplify(S * zeta - 1) == 0
     # numerically on the toy corpus: constant tau makes A = n/S (symmetric counts) and S zeta = 1
-    from experiments.bidir.toy_corpus import V as NV, prop14_statistics
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
 
     xm, m, b, w = _tau_corpus()
     A_, B_, Q_ = prop14_statistics(xm, m, b, w, np.zeros(NV + 1))
@@ -256,7 +256,7 @@ def _prop14_const():
                  "symmetric and zeta_j varies with j, so c~ differs from c by non-uniform factors.",
        method="float64")
 def _pbar():
-    from experiments.bidir.toy_corpus import V as NV, prop14_statistics
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
 
     xm, m, b, w = _tau_corpus()
     n = np.zeros((NV, NV + 1))
@@ -653,7 +653,7 @@ def _symmetry_erratum():
 def _paper_text() -> str | None:
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     f = root.parent / "shared" / "papers" / "bidirectional_attention_mixture_of_word_experts.txt"
     return f.read_text(encoding="utf-8") if f.exists() else None
 

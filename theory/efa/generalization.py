@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from attnlab.catalog import claim, holds_if
-from experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
+from attnlab.experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
 
 GRID = np.logspace(-6, 8, 29)
 LS = (1, 2, 3, 5, 10, 50, 200)

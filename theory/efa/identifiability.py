@@ -1,6 +1,6 @@
 """EFA: linear identifiability (Defs 1-3, Assumptions 1-4, Theorem 1, App. C) and Remark 13.
 
-The proof's recovery recipes are run on the EFA modules of :mod:`experiments.models.efa` with
+The proof's recovery recipes are run on the EFA modules of :mod:`attnlab.experiments.models.efa` with
 parameter pairs (theta*, theta') built to give identical conditionals; the two gaps in the statement
 of Theorem 1 are shown by concrete counterexamples (spec ../shared/spec/efa.md section 2,
 "Theorem 1" and "[ours] Gaps found").
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from attnlab.catalog import claim, erratum_if, holds_if
-from experiments.models.efa import EFACategorical, EFAValue
+from attnlab.experiments.models.efa import EFACategorical, EFAValue
 
 TOL = 1e-9
 

@@ -31,7 +31,7 @@ def instance_i_ot():
                  "p* = grad W*_gamma(A lambda*).",
        method="cvxpy")
 def _s12_duality():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     A, u, M, z = instance_i_ot()
     per, worst = {}, dict(gap_cvx=0.0, recovery=0.0, newton_vs_sinkhorn=0.0, ref=0.0)
@@ -68,7 +68,7 @@ def _s12_duality():
                  "attention has lambda* = 0 and p* = u~.",
        method="cvxpy")
 def _s12_prop1():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     A, u, M, z = instance_i_ot()
     ut = eo.prop1_true_preference(u, M, 1.0)
@@ -94,7 +94,7 @@ def _s12_prop1():
                  "is closer still.",
        method="float64")
 def _s12_approx():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     A, u, M, z = instance_i_ot()
     gamma = 1.0
@@ -125,7 +125,7 @@ def _s12_approx():
                  "t_i in G, the OT attention gives p*(t) = u_i/|G| for every t in G.",
        method="float64")
 def _s12_group():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     rng = np.random.default_rng(3)
     d = 3
@@ -161,7 +161,7 @@ def _s12_group():
                  "(W_gamma^{1/rho} -> the Wasserstein rho-distance for M = d^rho).",
        method="float64")
 def _s12_wasserstein():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
 
     A, u, M, _ = instance_i_ot()
     p = np.random.default_rng(4).dirichlet(np.ones(6))
@@ -186,7 +186,7 @@ def _s12_wasserstein():
        corrected="The inner sum must run over the argument: sum_t' exp((p(t') - M(t,t'))/gamma) (as (36) has "
                  "it); with p(t) the expression is affine in p and is not the conjugate of W_gamma.")
 def _s12_conjugate():
-    from numerics import entropic_ot as eo
+    from attnlab.numerics import entropic_ot as eo
     from scipy.special import logsumexp
 
     A, u, M, _ = instance_i_ot()

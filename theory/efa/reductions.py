@@ -1,7 +1,7 @@
 """EFA: the latent factor models as special cases of EFA (Props 1-3, App. E-G) -- constructions and claims.
 
 Each construction sets the parameters of the very modules the experiments train
-(:mod:`experiments.models.efa`) as the paper's proof prescribes, so that the claims compare the EFA
+(:mod:`attnlab.experiments.models.efa`) as the paper's proof prescribes, so that the claims compare the EFA
 module with the FM module on random data.  Spec: ../shared/spec/efa.md section 2 (Props 1-3).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 
 from attnlab.catalog import claim, erratum_if, holds_if
-from experiments.models.efa import EFACategorical, EFAValue, FMAttributes, FMCategorical, FMValue
+from attnlab.experiments.models.efa import EFACategorical, EFAValue, FMAttributes, FMCategorical, FMValue
 
 TOL = 1e-12
 

@@ -2,14 +2,14 @@
 closed-form approximations (11)-(16): spec sections S1, S2, S3 (symbolic companion), S4 (refined),
 S5 (MEM, an erratum), S6, S7, S8, S9.
 
-Instances: I-rand (theory.fenchel.instance_i_rand) and the spec's Fig 3 toy (FIG3_*).
+Instances: I-rand (attnlab.theory.fenchel.duality.instance_i_rand) and the spec's Fig 3 toy (FIG3_*).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from attnlab.catalog import claim, erratum_if, holds_if
-from theory.fenchel import instance_i_rand
+from attnlab.theory.fenchel.duality import instance_i_rand
 
 # The spec's Fig 3 instance (S9): the figure labels u(t1)=0.3, u(t2)=0.4, u(t3)=0.6 (sum 1.3),
 # normalised; T and z are not given in the paper.
@@ -28,7 +28,7 @@ S8_REFERENCE = {0.4: (9.159e-2, 1.212e-2, 1.325e-1, 9.327e-3),
 
 def error_sweep(T, u, z, alphas):
     """Errors of (14), (13), (16) and h(lambda_13) against the exact Newton solution, per alpha."""
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     rows = []
     for a in alphas:
@@ -73,7 +73,7 @@ def _s1_evidence():
 def _s2_support():
     import cvxpy as cp
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     T, u, z = instance_i_rand()
     u = u.copy()
@@ -220,7 +220,7 @@ def _s4_refined():
 def _s5_mem():
     import cvxpy as cp
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     T, u, z = instance_i_rand()
     b = u @ T + z
@@ -265,7 +265,7 @@ def _s6_ml():
     import cvxpy as cp
     import sympy as sp
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     # sympy: (27)/eta equals (28) = (3) with alpha = 1/(eta sigma^2)
     r2, K = sp.symbols("r2 K", nonnegative=True)
@@ -301,7 +301,7 @@ def _s6_ml():
 def _s7_cumulant():
     import sympy as sp
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     l1, l2 = sp.symbols("l1 l2", real=True)
     Tq = [(sp.Rational(1, 2), sp.Rational(-1, 3)), (sp.Rational(-2, 5), sp.Rational(3, 4)), (1, sp.Rational(1, 7))]
@@ -340,7 +340,7 @@ def _s7_cumulant():
                  "has error O(alpha^3) (paper: qualitative 'for a small enough alpha'; orders from the spec).",
        method="float64")
 def _s8_orders():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     T, u, z = instance_i_rand()
     alphas = 0.02 * 2.0 ** -np.arange(6)
@@ -375,7 +375,7 @@ def _s8_orders():
                  "alpha diam(T) / ||lambda*||.",
        method="float64")
 def _s8_identity():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     rng = np.random.default_rng(5)
     worst, bound_ok = 0.0, True
@@ -404,7 +404,7 @@ def _s8_identity():
                  "toward mu as alpha -> 0.",
        method="float64")
 def _s9_fig3():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     mu = FIG3_U @ FIG3_T
     errs, dist = {}, {}
@@ -429,7 +429,7 @@ def _s9_fig3():
        corrected="They sum to 1.3; the figure must use unnormalised weights (normalised: 3/13, 4/13, 6/13) "
                  "or a typo for 0.3/0.4/0.3.  Normalising does not change lambda* or (16), only mu.")
 def _fig3_weights():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     s = float(FIG3_U_PRINTED.sum())
     printed = abs(s - 1) < 1e-12
@@ -455,7 +455,7 @@ def _fig3_weights():
                  "alpha diam(T)^2 small (or no near-ties among the top logits); report TV(p(lambda*), p(alpha z)) "
                  "and ||h* - h_16|| beside the metric.")
 def _sec8_metric():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     # near-tie between t1 and t2 under alpha z, with u's mean far from both (mass on a suppressed t3)
     T = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 3.0]])

@@ -247,10 +247,10 @@ def _lemma53():
     import sympy as sp
     import torch
 
-    from numerics import continuous_attention as ca
-    from numerics.deformed_exp import log_alpha
-    from numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from numerics.quadrature import uniform_grid
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.deformed_exp import log_alpha
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from attnlab.numerics.quadrature import uniform_grid
 
     a, Z, f = sp.symbols("alpha Z f", positive=True)
     # positive region: compare the brackets raised to the power 1/(alpha-1)
@@ -320,7 +320,7 @@ def _prop54():
 def _cor55():
     import mpmath as mp
 
-    from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+    from attnlab.numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
 
     rng = np.random.default_rng(0)
     ti = np.linspace(0, 1, 10)
@@ -382,9 +382,9 @@ def _lipschitz_instance(alpha, n_pairs=200, seed=0, G=401):
     p_f = exp_{2-alpha}(f - A_alpha(f)) (threshold map on a G-point grid)."""
     import torch
 
-    from numerics import continuous_attention as ca
-    from numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from numerics.quadrature import uniform_grid
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from attnlab.numerics.quadrature import uniform_grid
 
     gen = torch.Generator().manual_seed(seed)
     t = uniform_grid(0, 1, G)
@@ -405,8 +405,8 @@ def _lipschitz_instance(alpha, n_pairs=200, seed=0, G=401):
 def _claim1():
     import torch
 
-    from numerics import continuous_attention as ca
-    from numerics.quadrature import uniform_grid
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.quadrature import uniform_grid
 
     rows, ok = {}, True
     for alpha in (1.25, 1.5, 2.0):
@@ -441,9 +441,9 @@ def _claim1():
 def _lemmaD5():
     import torch
 
-    from numerics import continuous_attention as ca
-    from numerics.deformed_exp import exp_2ma
-    from numerics.quadrature import trapezoid
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.deformed_exp import exp_2ma
+    from attnlab.numerics.quadrature import trapezoid
 
     rows, ok = {}, True
     for alpha in (1.5, 2.0):
@@ -480,7 +480,7 @@ def _lemmaD5():
 def _E1_identity():
     import mpmath as mp
 
-    from numerics.deformed_exp import mp_alpha_division, mp_exp_beta, mp_log_beta
+    from attnlab.numerics.deformed_exp import mp_alpha_division, mp_exp_beta, mp_log_beta
 
     mp.mp.dps = 40
     rng = np.random.default_rng(0)
@@ -520,9 +520,9 @@ def _complexity():
     import torch
     from torch.overrides import TorchFunctionMode
 
-    from numerics import continuous_attention as ca
-    from numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from numerics.quadrature import uniform_grid
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
+    from attnlab.numerics.quadrature import uniform_grid
 
     class OpCounter(TorchFunctionMode):
         """Counts every torch call of the forward: matmuls as 2*m*k*n*batch multiply-adds, every other
@@ -614,7 +614,7 @@ def _mp_A(fx, fx_np, alpha, dps=30):
     integrals split at the roots of 1 + (alpha-1)(f - A) (found by a sign scan, refined by mpmath)."""
     import mpmath as mp
 
-    from numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
+    from attnlab.numerics.mp_reference import find_sign_changes, mp_integrate, mp_roots
 
     am = mp.mpf(alpha)
 
@@ -631,8 +631,8 @@ def _mp_A(fx, fx_np, alpha, dps=30):
 
     import torch
 
-    from numerics.continuous_attention import kernel_deformed_threshold
-    from numerics.quadrature import uniform_grid
+    from attnlab.numerics.continuous_attention import kernel_deformed_threshold
+    from attnlab.numerics.quadrature import uniform_grid
 
     t = uniform_grid(0, 1, 20001)
     A0 = float(kernel_deformed_threshold(torch.tensor(fx_np(t.numpy())), t, alpha)[1])   # ~1e-8 accurate
@@ -649,7 +649,7 @@ def _mp_A(fx, fx_np, alpha, dps=30):
 def _lemmaD4():
     import mpmath as mp
 
-    from numerics.mp_reference import mp_integrate
+    from attnlab.numerics.mp_reference import mp_integrate
 
     rows, worst = {}, 0.0
     with mp.workdps(30):

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from attnlab.catalog import claim, holds_if
-from experiments.models.efa import EFA, EFACategorical, EFAValue
-from numerics import expfam
+from attnlab.experiments.models.efa import EFA, EFACategorical, EFAValue
+from attnlab.numerics import expfam
 
 TOL = 1e-12
 

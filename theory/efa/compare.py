@@ -21,7 +21,7 @@ PROPS = (1, 2, 3)
 
 def compare(prop: int, seed: int = 0) -> dict:
     """Build the EFA and the FM of Prop `prop` with random parameters and data (seed); deviations."""
-    from theory import efa_reductions as R
+    from attnlab.theory.efa import reductions as R
 
     if prop not in PROPS:
         raise ValueError(f"prop must be one of 1, 2, 3; got {prop!r}")

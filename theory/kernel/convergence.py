@@ -1,7 +1,7 @@
 """Claims of "Kernel Multimodal Continuous Attention" (`kernel.*`): trapezoid convergence (App. E).
 
 Spec: ../shared/spec/kernel_continuous_attention.md §2.17-§2.23 and §6.5.  The propositions of
-Sec. 4-5 and App. B-D are in theory/kernel_props.py.  Instances: theory/kernel_instances.py.
+Sec. 4-5 and App. B-D are in theory/kernel/propositions.py.  Instances: theory/kernel/instances.py.
 """
 from __future__ import annotations
 
@@ -105,8 +105,8 @@ def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
     w0 = phi e^f (the normalizer Z) and w1 = phi e^f V; gamma, B ~ U(-1, 1) seed 0, zeta2 = 10."""
     import mpmath as mp
 
-    from numerics.mp_reference import mp_integrate
-    from theory.kernel_instances import draw, integrand_mp
+    from attnlab.numerics.mp_reference import mp_integrate
+    from attnlab.theory.kernel.instances import draw, integrand_mp
 
     g, B = draw(0)
     out = {}
@@ -128,7 +128,7 @@ def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
 def _strip_M(a, nb=5):
     """M(a) = max_{b in [0, a]} int |w(x + ib)| dx for w = phi e^f V (Cor E.3 instance), float64
     trapezoid on [-17, 17] with step 1e-3 (w is real on R, so b < 0 mirrors b > 0)."""
-    from theory.kernel_instances import INDUCING, ZETA2, draw
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
 
     g, B = draw(0)
     x = np.arange(-17.0, 17.0 + 1e-9, 1e-3)
@@ -215,9 +215,9 @@ SPARSE_H = 0.2 / 2 ** np.arange(7)
 def real_line_reference(alpha, seed, gamma_scale, L=12.0, mp_dps=None):
     """(reference integral, kinks) of w = phi exp_{2-alpha}(f) V on [-L, L] (tails < 1e-30):
     float64 piecewise Gauss-Legendre split at the kinks (mp_dps None), or mpmath at mp_dps digits."""
-    from numerics.mp_reference import mp_integrate
-    from numerics.quadrature import piecewise_gauss_legendre
-    from theory.kernel_instances import draw, integrand_mp, integrand_np, support_kinks
+    from attnlab.numerics.mp_reference import mp_integrate
+    from attnlab.numerics.quadrature import piecewise_gauss_legendre
+    from attnlab.theory.kernel.instances import draw, integrand_mp, integrand_np, support_kinks
 
     g, B = draw(seed, gamma_scale)
     kinks = [] if alpha == 1.0 else support_kinks(g, alpha, -L, L, mp_dps or 20)
@@ -233,7 +233,7 @@ def real_line_reference(alpha, seed, gamma_scale, L=12.0, mp_dps=None):
 def sparse_rms_errors(alpha, n_shifts=16, hs=SPARSE_H, seed=0, L=12.0):
     """RMS over random grid shifts of the trapezoid error on R for w = phi exp_{2-alpha}(f) V
     (gamma ~ 3 U(-1,1), B ~ U(-1,1), seed 0, zeta2 = 10); reference split at the support's kinks."""
-    from theory.kernel_instances import draw, integrand_np
+    from attnlab.theory.kernel.instances import draw, integrand_np
 
     g, B = draw(seed, 3.0)
     ref, kinks = real_line_reference(alpha, seed, 3.0, L)
@@ -258,7 +258,7 @@ def sparse_rms_errors(alpha, n_shifts=16, hs=SPARSE_H, seed=0, L=12.0):
                  "O(h^{alpha/(alpha-1)}): O(h^2) for alpha = 2, O(h^3) for alpha = 1.5 (the strip half-width "
                  "pi/rho of the softplus surrogate shrinks to 0 as rho -> infinity, so the limit argument fails).")
 def _sparse_rate_claim():
-    from numerics.convergence import classify_rate, loglog_slope, successive_ratios
+    from attnlab.numerics.convergence import classify_rate, loglog_slope, successive_ratios
 
     spec = {2.0: ((1.7, 2.4), (0.15, 0.4)), 1.5: ((2.6, 3.5), (0.05, 0.25))}
     rows, printed, corrected = {}, False, True
@@ -291,8 +291,8 @@ def _sparse_rate_claim():
                  "(B2~(t) = t^2 - t + 1/6 of frac(t)); this predicts the kernel-sparsemax error on R.",
        method="float64")
 def _em_kink_claim():
-    from numerics.convergence import euler_maclaurin_kink_error
-    from theory.kernel_instances import INDUCING, ZETA2, draw, integrand_np
+    from attnlab.numerics.convergence import euler_maclaurin_kink_error
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw, integrand_np
 
     # (1) w = phi(x) max(0, x + 0.7): I = phi(0.7) + 0.7 Phi(0.7); J = phi(-0.7)
     phi = lambda x: np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
@@ -332,9 +332,9 @@ UNIT_G = (5, 9, 17, 33, 65, 129, 257)
 def unit_interval_reference(alpha, seed, mp_dps=None):
     """(reference, kinks) of int_0^1 e^{-t^2/2} V exp_{2-alpha}(f): float64 piecewise Gauss-Legendre
     split at the kinks (mp_dps None) or mpmath at mp_dps digits."""
-    from numerics.mp_reference import mp_integrate
-    from numerics.quadrature import piecewise_gauss_legendre
-    from theory.kernel_instances import draw, integrand_mp, integrand_np, support_kinks
+    from attnlab.numerics.mp_reference import mp_integrate
+    from attnlab.numerics.quadrature import piecewise_gauss_legendre
+    from attnlab.theory.kernel.instances import draw, integrand_mp, integrand_np, support_kinks
 
     g, B = draw(seed)
     kinks = [] if alpha == 1.0 else [float(k) for k in support_kinks(g, alpha, 0.0, 1.0, mp_dps or 20)]
@@ -349,7 +349,7 @@ def unit_interval_reference(alpha, seed, mp_dps=None):
 def unit_interval_errors(alpha, gs=UNIT_G, seed=0):
     """App. E.4 on [0, 1]: w = e^{-t^2/2} V exp_{2-alpha}(f) (alpha = 1: e^f), trapezoid with G points
     against the reference (split at kinks).  Returns (errors, reference, kinks)."""
-    from theory.kernel_instances import draw, integrand_np
+    from attnlab.theory.kernel.instances import draw, integrand_np
 
     g, B = draw(seed)
     ref, kinks = unit_interval_reference(alpha, seed)
@@ -370,8 +370,8 @@ def unit_interval_errors(alpha, gs=UNIT_G, seed=0):
 def _unit_interval_claim():
     import mpmath as mp
 
-    from numerics.convergence import loglog_slope
-    from theory.kernel_instances import draw, integrand_mp
+    from attnlab.numerics.convergence import loglog_slope
+    from attnlab.theory.kernel.instances import draw, integrand_mp
 
     errs, ref, _ = unit_interval_errors(1.0)
     hs = 1.0 / (np.array(UNIT_G) - 1)
@@ -398,8 +398,8 @@ def _unit_interval_claim():
 def _unit_interval_sparse_claim():
     import mpmath as mp
 
-    from numerics.convergence import euler_maclaurin_kink_error, loglog_slope
-    from theory.kernel_instances import INDUCING, ZETA2, draw, integrand_mp
+    from attnlab.numerics.convergence import euler_maclaurin_kink_error, loglog_slope
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw, integrand_mp
 
     seed = 3      # an instance with a support boundary inside [0, 1]
     gs = (17, 33, 65, 129, 257, 513, 1025)

@@ -27,7 +27,7 @@ SLOW_DIMS, SLOW_SEEDS, SLOW_STEPS = (30, 100), (0, 1, 2), 1000
 def _population():
     import sympy as sp
 
-    from experiments.bidir.toy_corpus import (V, cooccurrence_counts, population_cooccurrence,
+    from attnlab.experiments.bidir.toy_corpus import (V, cooccurrence_counts, population_cooccurrence,
                                               sample_corpus, sentence_distribution)
 
     dist = sentence_distribution()
@@ -41,7 +41,7 @@ def _population():
     zeros = sum(1 for v in P if v == 0)
     sums_to_one = sp.nsimplify(sum(P)) == 1
     # type marginals: each sentence type has probability exactly 1/3
-    from experiments.bidir.toy_corpus import IDX
+    from attnlab.experiments.bidir.toy_corpus import IDX
 
     t1 = sum(p for s, p in dist.items() if s[:2] == (IDX["I"], IDX["like"]))
     t2 = sum(p for s, p in dist.items() if s[1] == IDX["and"] and s[3] == IDX["is"])
@@ -68,7 +68,7 @@ def _population():
 
 
 def _train_all():
-    from experiments.bidir.toy_corpus import run_dimension, sample_corpus
+    from attnlab.experiments.bidir.toy_corpus import run_dimension, sample_corpus
 
     import torch
 

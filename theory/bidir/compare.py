@@ -18,8 +18,8 @@ def compare(heads: int = 1, layers: int = 1, seed: int = 0, batch: int = 200,
     """Build a random BidirAttentionMLM (spec §1.9 sizes) and its MoE form; return the deviations."""
     import torch
 
-    from experiments.models.bidir import CBOWMoE, MixtureOfMoEs
-    from theory.bidir import random_instance
+    from attnlab.experiments.models.bidir import CBOWMoE, MixtureOfMoEs
+    from attnlab.theory.bidir.equivalences import random_instance
 
     if not (isinstance(heads, int) and 1 <= heads <= MAX_HEADS):
         raise ValueError(f"heads must be an integer in [1, {MAX_HEADS}]; got {heads!r}")

@@ -29,7 +29,7 @@ def instance_i_rand():
                  "optimum is recovered from lambda* by (9): p* = softmax(log u + T lambda*).",
        method="cvxpy")
 def _thm1_strong_duality():
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     T, u, z = instance_i_rand()
     b = u @ T + z

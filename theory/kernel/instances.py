@@ -83,7 +83,7 @@ def support_kinks(gamma, alpha, a, b, dps=30, zeta2=ZETA2):
     """Roots of 1 + (alpha - 1) f on [a, b] (the support boundaries), at `dps` digits."""
     import mpmath as mp
 
-    from numerics.mp_reference import find_sign_changes, mp_roots
+    from attnlab.numerics.mp_reference import find_sign_changes, mp_roots
 
     g = [mp.mpf(float(x)) for x in gamma]
     s = [mp.mpf(float(x)) for x in INDUCING]

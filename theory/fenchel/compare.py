@@ -36,8 +36,8 @@ def load_instance(path: str):
     """Read and validate FILE.json; raises ValueError with a one-line message."""
     import numpy as np
 
-    from numerics.entropic_dual import check_instance
-    from numerics.validate import positive
+    from attnlab.numerics.entropic_dual import check_instance
+    from attnlab.numerics.validate import positive
 
     try:
         with open(path) as f:
@@ -67,7 +67,7 @@ def compare(T, u, z, alphas) -> list[dict]:
     """One dict per alpha with the keys of the JSON output."""
     import numpy as np
 
-    from numerics import entropic_dual as ed
+    from attnlab.numerics import entropic_dual as ed
 
     import warnings
 

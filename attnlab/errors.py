@@ -1,0 +1,13 @@
+"""The one error path of the command line.
+
+Every expected failure -- a bad argument or instance, a data error, an OS error on a path the user
+named, a solver that cannot give a trustworthy answer -- is raised as (or mapped to) a
+:class:`UsageError` whose message names the input and what is allowed.  ``attnlab.cli.main`` prints
+it as one line, ``attnlab: error: <message>``, and exits with code 2; nothing else in the package
+prints errors or calls ``sys.exit`` for them.
+"""
+from __future__ import annotations
+
+
+class UsageError(ValueError):
+    """Bad input: one line to stderr, exit code 2."""
