@@ -60,6 +60,49 @@ def setting_label(nc: int, noise: float, corr: float, protocol: str = "pooled") 
     return base if protocol == "pooled" else base + " train-only bins"
 
 
+def cholesky_lower(cov) -> np.ndarray:
+    """The lower Cholesky factor L of a symmetric positive definite matrix (cov = L Lᵀ), computed in
+    plain IEEE float arithmetic in a fixed order: unlike a LAPACK call, the result is the same to the
+    last bit on every machine, and unlike the SVD square root it is unique."""
+    a = np.asarray(cov, dtype=float)
+    d = a.shape[0]
+    L = [[0.0] * d for _ in range(d)]
+    for i in range(d):
+        for j in range(i + 1):
+            s = float(a[i, j])
+            for k in range(j):
+                s -= L[i][k] * L[j][k]
+            if i == j:
+                if s <= 0.0:
+                    raise ValueError(f"cov must be positive definite; pivot {i} is {s:g}")
+                L[i][j] = s ** 0.5
+            else:
+                L[i][j] = s / L[j][j]
+    return np.array(L)
+
+
+def gaussian_cholesky(rs: np.random.RandomState, cov, n: int) -> np.ndarray:
+    """n draws of N(0, cov): the same standard normals as ``rs.multivariate_normal(0, cov, n)`` (so the
+    rest of the random stream is unchanged), mapped by the Cholesky factor instead of numpy's SVD square
+    root.  The SVD's singular vectors are not unique when cov has a repeated eigenvalue (cov = c·J +
+    (1−c)·I has one of multiplicity D−1), so numpy's samples change with the BLAS/LAPACK kernel; the
+    Cholesky factor is unique and the product is taken elementwise in a fixed order (no BLAS)."""
+    L = cholesky_lower(cov)
+    z = rs.standard_normal((int(n), L.shape[0]))
+    x = np.zeros_like(z)
+    for j in range(L.shape[0]):
+        x += z[:, j:j + 1] * L[:, j]
+    return x
+
+
+def _dot_fixed_order(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """x @ beta summed column by column (elementwise IEEE operations, no BLAS): the same bits everywhere."""
+    out = np.zeros(x.shape[0])
+    for j in range(x.shape[1]):
+        out += x[:, j] * beta[j]
+    return out
+
+
 def generate_continuous(n: int, nc: int, corr: float, noise: float, seed: int, D: int = K,
                         y_noise: float = 2.0) -> dict:
     """Continuous covariate-shift data of App. D, in the authors' order of random draws.
@@ -68,7 +111,10 @@ def generate_continuous(n: int, nc: int, corr: float, noise: float, seed: int, D
     first D//2 coordinates are sign-flipped in both (the code flips test too; App. D says train only);
     observed x = x_true + noise·s·ε with s = 0.4 for the n_c causal and 0.3 for the other features;
     y = x_true[:, :n_c] β + y_noise·ε, β ~ 10·U(0,1)^{n_c}.  Uses a legacy ``RandomState(seed)`` so that
-    the streams match the authors' ``np.random.seed(seed)`` code.
+    the streams match the authors' ``np.random.seed(seed)`` code, with one change: the Gaussian
+    covariates are mapped by the Cholesky factor (:func:`gaussian_cholesky`), not by numpy's SVD square
+    root, so that the data are the same on every machine.  Same distribution, same standard normals,
+    same later draws; each covariate row is a different (rotated) point than on the authors' machine.
     """
     if not isinstance(n, (int, np.integer)) or n < 2:
         raise ValueError(f"n must be an integer >= 2; got {n!r}")
@@ -80,16 +126,16 @@ def generate_continuous(n: int, nc: int, corr: float, noise: float, seed: int, D
         raise ValueError(f"noise must be >= 0; got {noise}")
     rs = np.random.RandomState(int(seed))
     J, I = np.ones((D, D)), np.eye(D)
-    x_tr_true = rs.multivariate_normal(np.zeros(D), corr * J + (1 - corr) * I, n)
+    x_tr_true = gaussian_cholesky(rs, corr * J + (1 - corr) * I, n)
     x_tr_true[:, : D // 2] *= -1
-    x_te_true = rs.multivariate_normal(np.zeros(D), (1 - corr) * J + corr * I, n)
+    x_te_true = gaussian_cholesky(rs, (1 - corr) * J + corr * I, n)
     x_te_true[:, : D // 2] *= -1
     scale = np.array([0.4 * noise] * nc + [0.3 * noise] * (D - nc))
     x_tr = x_tr_true + scale * rs.normal(size=(n, D))
     x_te = x_te_true + scale * rs.normal(size=(n, D))
     beta = rs.uniform(size=nc) * 10
-    y_tr = x_tr_true[:, :nc] @ beta + y_noise * rs.normal(size=n)
-    y_te = x_te_true[:, :nc] @ beta + y_noise * rs.normal(size=n)
+    y_tr = _dot_fixed_order(x_tr_true[:, :nc], beta) + y_noise * rs.normal(size=n)
+    y_te = _dot_fixed_order(x_te_true[:, :nc], beta) + y_noise * rs.normal(size=n)
     return {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te, "beta": beta,
             "x_train_true": x_tr_true, "x_test_true": x_te_true}
 
