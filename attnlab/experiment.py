@@ -36,12 +36,39 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 # --------------------------------------------------------------------------- atomic writes
+def _umask_mode() -> int:
+    """The mode a new file gets from the process umask (mkstemp's files are 0600 whatever the umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def check_writable(path: str | os.PathLike, what: str) -> Path:
+    """Fail early, before any work, when `path` cannot be written: UsageError naming the argument."""
+    from attnlab.errors import UsageError
+
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a folder; give a file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{what} {path}: the file exists and is not writable")
+    return path
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write `text` to `path` atomically (temporary file in the same folder, then rename)."""
+    """Write `text` to `path` atomically (temporary file in the same folder, then rename), with the
+    mode the umask gives new files."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _umask_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -68,6 +95,7 @@ def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, _umask_mode())
     os.close(fd)
     try:
         torch.save(obj, tmp)

@@ -49,7 +49,7 @@ def per_instance(n_inst: int, n: int, d: int):
             warnings.simplefilter("ignore")
             try:
                 t_cvx, (p_cvx, _) = _best(lambda: ed.solve_primal_cvxpy(T, u, z, a, **ed.TIGHT), 3)
-            except RuntimeError:
+            except ed.SolverError:
                 continue
         t_np, (lam_np, _) = _best(lambda: ed.solve_dual_newton(T, u, z, a, tol=1e-10), 20)
         Tt, lu, zt = torch.tensor(T), torch.tensor(np.log(u)), torch.tensor(z)

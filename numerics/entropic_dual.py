@@ -8,6 +8,8 @@ Recovery (9): p*(lambda*) = softmax(log u + T lambda*);  h-hat = T^T p*         
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import logsumexp, softmax
 
@@ -53,12 +55,24 @@ def dual_objective(lam, T, u, z, alpha) -> float:
     return float(lam @ b - lam @ lam / (2 * alpha) - log_mgf(lam, T, u))
 
 
-def solve_dual_newton(T, u, z, alpha, tol: float = 1e-14, max_iter: int = 100):
-    """lambda* by damped Newton on the (1/alpha)-strongly concave dual (7), float64.
+class NewtonInfo(dict):
+    """iterations, grad_norm (max-norm of the gradient b - nu - h of the scaled dual at the answer),
+    decrement (the Newton decrement sqrt(g^T H^-1 g)), converged (decrement <= tol)."""
 
-    Gradient b - lambda/alpha - h(lambda); Hessian -I/alpha - Cov_{p(lambda)}(t).  Starts at the
-    approximation (14) lambda = alpha z; backtracking (Armijo) line search.  Returns
-    (lambda*, number of iterations).
+
+def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, return_info: bool = False):
+    """lambda* of the dual (7) by damped Newton in float64, in the scaled variable nu = lambda / alpha.
+
+    Scaled dual:  max_nu  F(nu) = <nu, b> - ||nu||^2 / 2 - (1/alpha) log M(alpha nu)   (= (7) / alpha),
+    gradient b - nu - h(alpha nu), Hessian -(I + alpha Cov_{p(alpha nu)}(t)).  F is 1-strongly concave for
+    every alpha, so the iteration is equally well scaled at alpha = 1e-3 and alpha = 1e12 (in lambda the
+    curvature 1/alpha vanishes and the steps and tolerances lose all meaning at large alpha).  Start
+    nu = z (the approximation (14), lambda = alpha z); Armijo backtracking; stop when the Newton decrement
+    sqrt(g^T (-H)^-1 g) <= max(tol, the rounding floor 64 eps sqrt(1 + alpha) |b| |T|).  As alpha -> infinity, (1/alpha) log M(alpha nu) -> max_i <t_i, nu> and
+    h-hat = b - nu* tends to the Euclidean projection of b = mu + z onto conv{t_i}.
+
+    Returns (lambda*, iterations) or, with return_info, (lambda*, NewtonInfo).  Does not raise when the
+    tolerance is not met: info['converged'] says so, and callers must report it.
     """
     T, u, z = check_instance(T, u, z, alpha)
     alpha = float(alpha)
@@ -66,72 +80,156 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-14, max_iter: int = 100):
     Tk = T[keep]
     lu = np.log(u[keep])
     b = u @ T + z
-    d = T.shape[1]
-    eye_a = np.eye(d) / alpha
+    eye = np.eye(T.shape[1])
 
-    def f_and_s(lam):
-        s = lu + Tk @ lam
+    def F_and_p(nu):
+        s = lu + alpha * (Tk @ nu)
         m = s.max()
         e = np.exp(s - m)
         S = e.sum()
-        return lam @ b - lam @ lam / (2 * alpha) - (m + np.log(S)), e / S
+        return nu @ b - nu @ nu / 2 - (m + np.log(S)) / alpha, e / S
 
-    lam = alpha * z
-    f, p = f_and_s(lam)
+    # The decrement cannot go below the rounding of the exponents alpha <t_i, nu> (relative eps): the
+    # gradient then carries noise ~ alpha eps |nu| |T| and the decrement ~ sqrt(alpha) eps |nu| |T|.
+    scale = max(1.0, float(np.abs(b).max())) * max(1.0, float(np.abs(Tk).max()))
+    floor = 64 * np.finfo(float).eps * np.sqrt(1.0 + alpha) * scale
+    tol_eff = max(float(tol), floor)
+    nu = z.copy()
+    f, p = F_and_p(nu)
+    it, dec, converged = 0, np.inf, False
     for it in range(1, max_iter + 1):
         h = p @ Tk
-        g = b - lam / alpha - h
+        g = b - nu - h
         C = Tk - h
-        step = np.linalg.solve(eye_a + C.T @ (C * p[:, None]), g)
-        slope = g @ step
+        step = np.linalg.solve(eye + alpha * (C.T @ (C * p[:, None])), g)
+        slope = float(g @ step)
+        dec = float(np.sqrt(max(slope, 0.0)))
+        if dec <= tol_eff:
+            converged = True
+            break
         t = 1.0
-        while True:
-            new = lam + t * step
-            fn, pn = f_and_s(new)
-            if fn >= f + 1e-4 * t * slope - 1e-15 * max(1.0, abs(f)) or t < 1e-10:
+        if dec < 1e-3:           # quadratic-convergence region: the full step (F's rounding, ~eps/alpha,
+            new = nu + step      # would blur an Armijo test here)
+            fn, pn = F_and_p(new)
+        else:
+            while True:
+                new = nu + t * step
+                fn, pn = F_and_p(new)
+                if fn >= f + 1e-4 * t * slope - 4e-16 * max(1.0, abs(f)) or t < 1e-12:
+                    break
+                t *= 0.5
+            if fn < f - 4e-16 * max(1.0, abs(f)):    # no ascent even at the smallest step: rounding floor
                 break
-            t *= 0.5
-        lam, f, p = new, fn, pn
-        if np.linalg.norm(t * step) <= tol * max(1.0, np.linalg.norm(lam)):
-            return lam, it
-    return lam, max_iter
+        nu, f, p = new, fn, pn
+    g = b - nu - p @ Tk
+    info = NewtonInfo(iterations=it, grad_norm=float(np.abs(g).max()), decrement=dec,
+                      tolerance=tol_eff, converged=bool(converged))
+    lam = alpha * nu
+    return (lam, info) if return_info else (lam, it)
 
 
 # CLARABEL options that give the primal p* to ~1e-8 (the defaults give ~1e-5); the exponential-cone
-# dual is less accurate (lambda to ~1e-6) and may be reported optimal_inaccurate at these settings.
+# dual is less accurate (lambda to ~1e-6).  Whether CLARABEL reports `optimal` or `optimal_inaccurate`
+# at these settings depends on the BLAS kernel, so a status string never decides: the answer is judged
+# by its own KKT residual (below).
 TIGHT = dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+ACCEPT = ("optimal", "optimal_inaccurate")
 
 
-def solve_primal_cvxpy(T, u, z, alpha, solver: str = "CLARABEL", **solver_opts):
-    """Primal (3) on the simplex by cvxpy. Returns (p*, P*).  solver_opts go to prob.solve (e.g.
-    CLARABEL's tol_gap_abs / tol_gap_rel / tol_feas, see TIGHT)."""
+class SolverError(RuntimeError):
+    """cvxpy gave no answer whose KKT residual meets the tolerance; the message says why."""
+
+
+def primal_kkt_residual(p, T, u, z, alpha) -> float:
+    """max_i |p_i - p_i(lambda(p))|: (9) at the multiplier lambda(p) = alpha (b - T^T p) of the primal
+    constraint (the first-order condition of (3)); 0 exactly at p*."""
+    p = np.asarray(p, float)
+    b = u @ T + z
+    return float(np.abs(p - tilted(alpha * (b - T.T @ p), T, u)).max())
+
+
+def dual_kkt_residual(lam, T, u, z, alpha) -> float:
+    """||b - lambda/alpha - h(lambda)||_inf, the gradient of (7); 0 exactly at lambda*."""
+    b = u @ T + z
+    return float(np.abs(b - np.asarray(lam, float) / alpha - tilted(lam, T, u) @ T).max())
+
+
+def _solve_judged(build, residual, what: str, solver: str, solver_opts: dict, kkt_tol: float):
+    """Solve with the given options; on a status other than `optimal` (or a solver exception) retry with
+    the solver's default tolerances; accept the first answer whose KKT residual is <= kkt_tol.  Returns
+    (value, objective, info) with info = {status, kkt_residual, attempts}."""
+    import cvxpy as cp
+
+    attempts, best = [], None
+    first = solver_opts or (TIGHT if solver == "CLARABEL" else {})
+    for opts in ([first, {}] if first else [{}]):
+        prob, var = build()
+        try:
+            with warnings.catch_warnings():      # "Solution may be inaccurate": judged below instead
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=solver, **opts)
+        except cp.error.SolverError as exc:
+            attempts.append(f"{solver}{' tight' if opts else ''}: {exc}".splitlines()[0])
+            continue
+        status = prob.status
+        if status not in ACCEPT or var.value is None:
+            attempts.append(f"{solver}{' tight' if opts else ''}: {status}")
+            continue
+        res = residual(var.value)
+        attempts.append(f"{solver}{' tight' if opts else ''}: {status}, KKT residual {res:.2e}")
+        if best is None or res < best[2]["kkt_residual"]:
+            best = (var.value, float(prob.value), {"status": status, "kkt_residual": res})
+        if status == "optimal" and res <= kkt_tol:
+            break
+    if best is None or best[2]["kkt_residual"] > kkt_tol:
+        raise SolverError(f"cvxpy {what}: no answer with KKT residual <= {kkt_tol:g} ({'; '.join(attempts)})")
+    best[2]["attempts"] = attempts
+    return best
+
+
+def solve_primal_cvxpy(T, u, z, alpha, solver: str = "CLARABEL", kkt_tol: float = 1e-6,
+                       return_info: bool = False, **solver_opts):
+    """Primal (3) on the simplex by cvxpy. Returns (p*, P*) [, info].  solver_opts go to prob.solve
+    (e.g. CLARABEL's tol_gap_abs / tol_gap_rel / tol_feas; default TIGHT for CLARABEL).  The answer is accepted when its
+    KKT residual (:func:`primal_kkt_residual`) is <= kkt_tol, whatever the status string; otherwise
+    the solve is retried at the solver's defaults, and SolverError is raised if neither meets it."""
     import cvxpy as cp
 
     T, u, z = check_instance(T, u, z, alpha)
     b = u @ T + z
-    p = cp.Variable(T.shape[0], nonneg=True)
-    obj = alpha / 2 * cp.sum_squares(b - T.T @ p) + cp.sum(cp.rel_entr(p, u))
-    prob = cp.Problem(cp.Minimize(obj), [cp.sum(p) == 1])
-    prob.solve(solver=solver, **solver_opts)
-    if prob.status != "optimal":
-        raise RuntimeError(f"cvxpy primal status {prob.status}")
-    return np.clip(p.value, 0, None), float(prob.value)
+
+    def build():
+        p = cp.Variable(T.shape[0], nonneg=True)
+        obj = alpha / 2 * cp.sum_squares(b - T.T @ p) + cp.sum(cp.rel_entr(p, u))
+        return cp.Problem(cp.Minimize(obj), [cp.sum(p) == 1]), p
+
+    def residual(v):
+        return primal_kkt_residual(np.clip(v, 0, None) / np.clip(v, 0, None).sum(), T, u, z, alpha)
+
+    p, val, info = _solve_judged(build, residual, "primal (3)", solver, solver_opts, kkt_tol)
+    p = np.clip(p, 0, None)
+    out = (p, val, info) if return_info else (p, val)
+    return out
 
 
-def solve_dual_cvxpy(T, u, z, alpha, solver: str = "CLARABEL", **solver_opts):
-    """Dual (7) by cvxpy. Returns (lambda*, D*).  solver_opts go to prob.solve (see TIGHT)."""
+def solve_dual_cvxpy(T, u, z, alpha, solver: str = "CLARABEL", kkt_tol: float = 1e-4,
+                     return_info: bool = False, **solver_opts):
+    """Dual (7) by cvxpy. Returns (lambda*, D*) [, info].  Judged like :func:`solve_primal_cvxpy`, by
+    the gradient of (7) (:func:`dual_kkt_residual`)."""
     import cvxpy as cp
 
     T, u, z = check_instance(T, u, z, alpha)
     b = u @ T + z
     keep = u > 0
-    lam = cp.Variable(T.shape[1])
-    obj = b @ lam - cp.sum_squares(lam) / (2 * alpha) - cp.log_sum_exp(T[keep] @ lam + np.log(u[keep]))
-    prob = cp.Problem(cp.Maximize(obj))
-    prob.solve(solver=solver, **solver_opts)
-    if prob.status != "optimal":
-        raise RuntimeError(f"cvxpy dual status {prob.status}")
-    return np.asarray(lam.value), float(prob.value)
+
+    def build():
+        lam = cp.Variable(T.shape[1])
+        obj = b @ lam - cp.sum_squares(lam) / (2 * alpha) - cp.log_sum_exp(T[keep] @ lam + np.log(u[keep]))
+        return cp.Problem(cp.Maximize(obj)), lam
+
+    lam, val, info = _solve_judged(build, lambda v: dual_kkt_residual(v, T, u, z, alpha), "dual (7)",
+                                   solver, solver_opts, kkt_tol)
+    return (np.asarray(lam), val, info) if return_info else (np.asarray(lam), val)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,12 +284,36 @@ def gaussian_closed_form(mu, z, alpha):
     return lam, mu + lam
 
 
-def solve(T, u, z, alpha):
-    """Exact solution by float64 Newton: dict(lam, p, h) (Eqs. (7), (9), (10))."""
-    lam, _ = solve_dual_newton(T, u, z, alpha)
+def solve(T, u, z, alpha, tol: float = 1e-12):
+    """Exact solution by float64 Newton: dict(lam, p, h, info) (Eqs. (7), (9), (10)).
+
+    h is taken from the first-order condition of (7), h-hat = b - lambda*/alpha, which equals the
+    recovery (10) T^T p(lambda*) at the optimum: it carries the accuracy of nu = lambda/alpha, while the
+    weights p(lambda*) at large alpha are sensitive to the rounding of alpha <t_i, nu> (at alpha = 1e12
+    T^T p is off by up to 1e-1 where b - nu is right to 1e-12).  info (NewtonInfo) holds the
+    iterations, the final gradient norm and the Newton decrement; info['converged'] is False when the
+    tolerance was not met."""
+    lam, info = solve_dual_newton(T, u, z, alpha, tol=tol, return_info=True)
     T, u, z = check_instance(T, u, z, alpha)
     p = tilted(lam, T, u)
-    return dict(lam=lam, p=p, h=p @ T)
+    return dict(lam=lam, p=p, h=u @ T + z - lam / float(alpha), info=info)
+
+
+def project_onto_hull(T, y) -> np.ndarray:
+    """The Euclidean projection of y onto conv{t_i} (rows of T): the alpha -> infinity limit of h-hat.
+    Solved as a small QP over the simplex by cvxpy; for checks, not for speed."""
+    import cvxpy as cp
+
+    T = as_matrix(T, "T")
+    y = as_vector(y, "y", T.shape[1])
+    w = cp.Variable(T.shape[0], nonneg=True)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(T.T @ w - y)), [cp.sum(w) == 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver="CLARABEL", **TIGHT)
+    if prob.status not in ACCEPT or w.value is None:
+        raise SolverError(f"projection onto the convex hull: cvxpy status {prob.status}")
+    return T.T @ np.clip(w.value, 0, None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,18 +4,26 @@ import json
 import numpy as np
 import pytest
 
+from attnlab import cli
+from attnlab.numerics import entropic_dual as ed
 from attnlab.theory.fenchel import compare as fc
 
 
+def _cli(*args):
+    return cli.main(["compare", "fenchel", *args])
+
+
 def test_default_instance_json(capsys):
-    assert fc.main(["--seed", "3", "--json", "-"]) == 0
+    assert _cli("--seed", "3", "--json", "-") == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["alpha"] for r in rows] == list(fc.DEFAULT_ALPHAS)
-    keys = {"alpha", "h_exact", "h_newton", "h_approx", "h_refined", "lambda_star", "err_approx",
-            "err_refined", "rel_dev", "tv"}
+    keys = {"alpha", "h_exact", "cvxpy_status", "cvxpy_kkt_residual", "h_newton", "newton_iterations",
+            "newton_grad_norm", "newton_converged", "h_approx", "h_refined", "h_limit", "lambda_star",
+            "err_approx", "err_refined", "err_limit", "rel_dev", "tv"}
     assert all(set(r) == keys for r in rows)
     for r in rows:
-        assert np.linalg.norm(np.subtract(r["h_exact"], r["h_newton"])) < 1e-4   # cvxpy vs Newton
+        assert np.linalg.norm(np.subtract(r["h_exact"], r["h_newton"])) < 1e-6   # cvxpy vs Newton
+        assert r["newton_converged"] and r["newton_grad_norm"] < 1e-12
         assert 0 <= r["tv"] <= 1
     # the approximation improves as alpha decreases
     assert rows[-1]["err_approx"] < rows[0]["err_approx"]
@@ -25,7 +33,7 @@ def test_instance_file(tmp_path, capsys):
     f = tmp_path / "inst.json"
     f.write_text(json.dumps({"T": [[1, 0], [0, 1], [-1, -1]], "u": [0.2, 0.3, 0.5], "z": [0.5, -0.2],
                              "alphas": [1, 0.1]}))
-    assert fc.main(["--instance", str(f)]) == 0
+    assert _cli("--instance", str(f)) == 0
     out = capsys.readouterr().out
     assert "n = 3 templates in R^2" in out and "err_approx" in out
 
@@ -35,10 +43,83 @@ def test_instance_file(tmp_path, capsys):
     ({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1, 1], "alphas": [1]}, "z must have length 2"),
     ({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [1, -2]}, "alphas[1]"),
     ({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1]}, "lacks key(s) alphas"),
+    ({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [True]}, "alphas[0] must be a number; got true"),
+    ({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": ["1.5"]}, 'alphas[0] must be a number; got "1.5"'),
+    ({"T": [[], []], "u": [0.5, 0.5], "z": [], "alphas": [1]}, "at least one row and one column"),
+    ({"T": [[1, 0], [0]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [1]}, "T is ragged"),
+    ({"T": [[1, "a"], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [1]}, "T[0][1] must be a number"),
 ])
 def test_invalid_instance_exit_2(tmp_path, capsys, inst, frag):
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(inst))
-    assert fc.main(["--instance", str(f)]) == 2
+    assert _cli("--instance", str(f)) == 2
     err = capsys.readouterr().err
-    assert frag in err and len(err.strip().splitlines()) == 1
+    assert frag in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unknown_keys_warn(tmp_path, capsys):
+    f = tmp_path / "inst.json"
+    f.write_text(json.dumps({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [1], "alpha": 3}))
+    assert _cli("--instance", str(f), "--json", "-") == 0
+    assert "ignoring unknown key(s) alpha " in capsys.readouterr().err
+
+
+def test_size_guard_refuses_then_allows(tmp_path, capsys, monkeypatch):
+    f = tmp_path / "big.json"
+    rng = np.random.default_rng(0)
+    n, d = 400, 3
+    f.write_text(json.dumps({"T": rng.normal(size=(n, d)).tolist(), "u": (np.ones(n) / n).tolist(),
+                             "z": [0.1, 0.2, 0.3], "alphas": [1]}))
+    monkeypatch.setattr(fc, "LARGE_SECONDS", 1e-3)
+    assert _cli("--instance", str(f)) == 2
+    err = capsys.readouterr().err
+    assert "--allow-large" in err and len(err.strip().splitlines()) == 1
+    assert _cli("--instance", str(f), "--no-cvxpy", "--json", "-") == 0
+    assert json.loads(capsys.readouterr().out)[0]["h_exact"] is None
+
+
+def test_unwritable_json_refused_before_work(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    assert _cli("--json", str(tmp_path / "a-file" / "out.json")) == 2
+    assert "--json" in capsys.readouterr().err
+
+
+def test_cvxpy_failure_at_one_alpha_gives_null_not_abort(monkeypatch):
+    real = ed.solve_primal_cvxpy
+
+    def flaky(T, u, z, alpha, **kw):
+        if alpha == 2.0:
+            raise ed.SolverError("cvxpy primal (3): no answer (CLARABEL: infeasible_inaccurate)")
+        return real(T, u, z, alpha, **kw)
+
+    monkeypatch.setattr(ed, "solve_primal_cvxpy", flaky)
+    T, u, z, alphas = fc.random_instance(0)
+    rows = fc.compare(T, u, z, [4.0, 2.0, 1.0])
+    assert [r["h_exact"] is None for r in rows] == [False, True, False]
+    assert "infeasible_inaccurate" in rows[1]["cvxpy_status"]
+    assert all(r["newton_converged"] for r in rows)
+
+
+def test_large_alpha_tends_to_the_projection_onto_the_hull():
+    """alpha -> infinity: h-hat -> the projection of mu + z onto conv{t_i}, at the rate 1/alpha where the
+    projection lies inside an edge; Newton converges up to alpha = 1e13."""
+    T = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    u = np.array([0.2, 0.3, 0.5])
+    z = np.array([1.0, 1.0]) - u @ T                      # mu + z = (1, 1): projection (1/2, 1/2)
+    rows = fc.compare(T, u, z, [1e2, 1e4, 1e6, 1e10, 1e12, 1e13], cvxpy=False)
+    assert all(r["newton_converged"] for r in rows)
+    np.testing.assert_allclose(rows[0]["h_limit"], [0.5, 0.5], atol=1e-9)
+    errs = [r["err_limit"] for r in rows]
+    assert 50 < errs[0] / errs[1] < 200 and 50 < errs[1] / errs[2] < 200     # ~1/alpha
+    assert max(errs[3:]) < 1e-8
+
+
+def test_newton_reports_when_it_cannot_converge():
+    rng = np.random.default_rng(0)
+    T = rng.normal(size=(10, 4))
+    u = rng.dirichlet(np.ones(10))
+    z = rng.normal(size=4) * 3
+    lam, info = ed.solve_dual_newton(T, u, z, 1e14, return_info=True)
+    assert not info["converged"] and info["grad_norm"] > 1e-3
+    lam, info = ed.solve_dual_newton(T, u, z, 1e14, max_iter=1, return_info=True)
+    assert info["iterations"] == 1 and not info["converged"]

@@ -49,7 +49,15 @@ def test_installed_namespace_from_outside_the_repository(tmp_path):
 @pytest.mark.slow
 def test_wheel_holds_only_attnlab(tmp_path):
     """A regular (non-editable) install: build the wheel, check its top-level names, import from it."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+    import shutil
+
+    src = tmp_path / "src"                  # build from a copy of the tracked files: no build/ in the tree
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for f in files.split():
+        if (ROOT / f).is_file():
+            (src / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, src / f)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(src)],
                    check=True, capture_output=True, timeout=600)
     wheel = next(tmp_path.glob("attnlab-*.whl"))
     with zipfile.ZipFile(wheel) as z:

@@ -32,10 +32,50 @@ def random_instance(seed: int):
     return T, u, z, list(DEFAULT_ALPHAS)
 
 
-def load_instance(path: str):
-    """Read and validate FILE.json; raises ValueError with a one-line message."""
+KEYS = ("T", "u", "z", "alphas")
+# A size guard: the cvxpy column costs roughly this many seconds per alpha at n templates in R^d
+# (an interior-point solve with an n-variable exponential cone: ~n^1.5 d); n = 20000, d = 200 took
+# 165 s and 1.9 GB per alpha before failing.
+LARGE_SECONDS = 30.0
+
+
+def _cost_estimate(n: int, d: int, n_alphas: int) -> float:
+    return n_alphas * 4e-6 * n ** 1.5 * max(d, 1) ** 0.5
+
+
+def _number(x, name: str) -> float:
+    """A JSON number (not a bool, not a string) -> float, or ValueError naming it."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{name} must be a number; got {json.dumps(x)}")
+    return float(x)
+
+
+def _array(x, name: str, ndim: int):
     import numpy as np
 
+    def walk(v, depth, path):
+        if depth == ndim:
+            return _number(v, name + path)
+        if not isinstance(v, list):
+            raise ValueError(f"{name} must be a {ndim}-D list of numbers; {name}{path} is {json.dumps(v)[:40]}")
+        return [walk(w, depth + 1, f"{path}[{i}]") for i, w in enumerate(v)]
+
+    rows = walk(x, 0, "")
+    if ndim == 2:
+        widths = {len(r) for r in rows}
+        if len(widths) > 1:
+            raise ValueError(f"{name} is ragged: its rows have lengths {sorted(widths)}; every row needs d numbers")
+        if not rows or not rows[0]:
+            raise ValueError(f"{name} must have at least one row and one column (n >= 1, d >= 1); got {len(rows)} x "
+                             f"{len(rows[0]) if rows else 0}")
+    elif not rows:
+        raise ValueError(f"{name} must not be empty")
+    return np.asarray(rows, dtype=float)
+
+
+def load_instance(path: str):
+    """Read and validate FILE.json; raises ValueError with a one-line message.  Unknown keys are
+    reported with a warning on stderr (they are not used)."""
     from attnlab.numerics.entropic_dual import check_instance
     from attnlab.numerics.validate import positive
 
@@ -44,41 +84,53 @@ def load_instance(path: str):
             data = json.load(f)
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON: {getattr(e, 'msg', e)}"
+                         + (f" (line {e.lineno})" if hasattr(e, "lineno") else "")) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a JSON object with keys T, u, z, alphas")
-    missing = [k for k in ("T", "u", "z", "alphas") if k not in data]
+    missing = [k for k in KEYS if k not in data]
     if missing:
         raise ValueError(f"{path} lacks key(s) {', '.join(missing)} (needs T: n x d, u: n, z: d, alphas: list)")
+    extra = sorted(set(data) - set(KEYS))
+    if extra:
+        print(f"attnlab compare fenchel: warning: {path}: ignoring unknown key(s) {', '.join(extra)} "
+              f"(known: {', '.join(KEYS)})", file=sys.stderr)
     try:
-        T, u, z = check_instance(np.asarray(data["T"], dtype=float), np.asarray(data["u"], dtype=float),
-                                 np.asarray(data["z"], dtype=float))
+        T = _array(data["T"], "T", 2)
+        T, u, z = check_instance(T, _array(data["u"], "u", 1), _array(data["z"], "z", 1))
         alphas = data["alphas"]
         if not isinstance(alphas, list) or not alphas:
             raise ValueError("alphas must be a non-empty list of numbers > 0")
-        alphas = [positive(a, "alphas[%d]" % i) for i, a in enumerate(alphas)]
+        alphas = [positive(_number(a, "alphas[%d]" % i), "alphas[%d]" % i) for i, a in enumerate(alphas)]
     except (TypeError, ValueError) as e:
         raise ValueError(str(e).splitlines()[0]) from None
     return T, u, z, alphas
 
 
-def compare(T, u, z, alphas) -> list[dict]:
-    """One dict per alpha with the keys of the JSON output."""
+def compare(T, u, z, alphas, cvxpy: bool = True) -> list[dict]:
+    """One dict per alpha with the keys of the JSON output.
+
+    h_newton (float64 Newton on the scaled dual, :func:`attnlab.numerics.entropic_dual.solve`) is the
+    reference: its row says how it ended (newton_iterations, newton_grad_norm, newton_converged).
+    h_exact is cvxpy's primal (3), the least accurate column (~1e-8 at best, judged by its KKT
+    residual); where cvxpy gives no acceptable answer it is null and cvxpy_status says why.
+    h_limit is the alpha -> infinity limit, the projection of mu + z onto the convex hull of the
+    templates."""
     import numpy as np
 
     from attnlab.numerics import entropic_dual as ed
 
-    import warnings
-
+    h_limit = ed.project_onto_hull(T, u @ T + z)
     rows = []
     for a in alphas:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")                  # cvxpy's 'may be inaccurate' is handled below
+        h_cvx, status, kkt = None, "not run", None
+        if cvxpy:
             try:
-                p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a, **ed.TIGHT)
-            except RuntimeError:
-                p_cvx, _ = ed.solve_primal_cvxpy(T, u, z, a)   # default tolerances if the tight solve stalls
+                p_cvx, _, info = ed.solve_primal_cvxpy(T, u, z, a, return_info=True)
+                h_cvx, status, kkt = (p_cvx @ T).tolist(), info["status"], info["kkt_residual"]
+            except ed.SolverError as exc:
+                status = str(exc)
         ex = ed.solve(T, u, z, a)
         h_apx = ed.h_approx(T, u, z, a)
         h_ref = ed.h_refined(T, u, z, a)
@@ -86,13 +138,20 @@ def compare(T, u, z, alphas) -> list[dict]:
         nl = float(np.linalg.norm(lam))
         rows.append(dict(
             alpha=float(a),
-            h_exact=(p_cvx @ T).tolist(),
+            h_exact=h_cvx,
+            cvxpy_status=status,
+            cvxpy_kkt_residual=kkt,
             h_newton=ex["h"].tolist(),
+            newton_iterations=int(ex["info"]["iterations"]),
+            newton_grad_norm=float(ex["info"]["grad_norm"]),
+            newton_converged=bool(ex["info"]["converged"]),
             h_approx=h_apx.tolist(),
             h_refined=h_ref.tolist(),
+            h_limit=h_limit.tolist(),
             lambda_star=lam.tolist(),
             err_approx=float(np.linalg.norm(ex["h"] - h_apx)),
             err_refined=float(np.linalg.norm(ex["h"] - h_ref)),
+            err_limit=float(np.linalg.norm(ex["h"] - h_limit)),
             rel_dev=float(np.linalg.norm(lam - a * z) / nl) if nl > 0 else 0.0,
             tv=float(0.5 * np.abs(ex["p"] - ed.tilted(a * z, T, u)).sum()),
         ))
@@ -104,46 +163,74 @@ def _fmt(v):
 
 
 def main(argv: list[str]) -> int:
+    from attnlab.errors import UsageError
+
     ap = argparse.ArgumentParser(
         prog="attnlab compare fenchel",
-        description="Exact solution of the Fenchel-dual problem (cvxpy and Newton) against the attention "
-                    "approximation (16) and the refined (13), per alpha.")
+        description="Exact solution of the Fenchel-dual problem (Newton on the dual (7), and cvxpy on the "
+                    "primal (3)) against the attention approximation (16), the refined (13) and the "
+                    "alpha -> infinity limit, per alpha.  h_newton is the reference; h_exact (cvxpy) is "
+                    "the least accurate column (~1e-8) and is null where cvxpy fails.")
     ap.add_argument("--instance", metavar="FILE.json",
                     help="JSON with T (n x d), u (n, probability vector), z (d), alphas (list of numbers > 0); "
                          f"default: a random instance (n = {DEFAULT_N}, d = {DEFAULT_D}, "
                          f"alphas = {', '.join(map(str, DEFAULT_ALPHAS))})")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random instance (default 0)")
     ap.add_argument("--json", metavar="OUT", help="write the rows as JSON to OUT ('-' for stdout)")
+    ap.add_argument("--no-cvxpy", action="store_true", help="skip the cvxpy column (h_exact null)")
+    ap.add_argument("--allow-large", action="store_true",
+                    help=f"run even when the cvxpy column is estimated to take more than {LARGE_SECONDS:g} s")
     args = ap.parse_args(argv)
+    if args.json and args.json != "-":
+        from attnlab.experiment import check_writable
+
+        check_writable(args.json, "--json")
     if args.instance:
         try:
             T, u, z, alphas = load_instance(args.instance)
         except ValueError as e:
-            print(f"attnlab compare fenchel: error: --instance: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--instance: {e}") from None
         src = args.instance
     else:
         T, u, z, alphas = random_instance(args.seed)
         src = f"random instance, seed {args.seed}"
-    rows = compare(T, u, z, alphas)
+    n, d = T.shape
+    est = _cost_estimate(n, d, len(alphas))
+    if not args.no_cvxpy and est > LARGE_SECONDS and not args.allow_large:
+        raise UsageError(f"--instance: n = {n} templates in R^{d} with {len(alphas)} alphas: the cvxpy column "
+                         f"is estimated at ~{est:.0f} s (and memory ~n^2); pass --no-cvxpy to skip it, or "
+                         "--allow-large to run it anyway")
+    rows = compare(T, u, z, alphas, cvxpy=not args.no_cvxpy)
+    for r in rows:
+        if not r["newton_converged"]:
+            print(f"attnlab compare fenchel: warning: alpha {r['alpha']:g}: Newton stopped after "
+                  f"{r['newton_iterations']} iterations with gradient norm {r['newton_grad_norm']:.2e} "
+                  "(tolerance not met; float64 cannot resolve alpha <t, nu> at this alpha)", file=sys.stderr)
+        if r["h_exact"] is None and not args.no_cvxpy:
+            print(f"attnlab compare fenchel: warning: alpha {r['alpha']:g}: h_exact is null: {r['cvxpy_status']}",
+                  file=sys.stderr)
     if args.json:
         text = json.dumps(rows, indent=2)
         if args.json == "-":
             print(text)
             return 0
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    n, d = T.shape
+        from attnlab.experiment import atomic_write_text
+
+        atomic_write_text(args.json, text + "\n")
     print(f"Fenchel-dual attention, {src}: n = {n} templates in R^{d}")
-    print("h_exact: cvxpy primal (3); h_newton: Newton on the dual (7); h_approx: (16); h_refined: h at (13); "
+    print("h_newton: Newton on the dual (7) (the reference); h_exact: cvxpy primal (3) (least accurate); "
+          "h_approx: (16); h_refined: h at (13); h_limit: projection of mu + z onto the hull (alpha -> inf); "
           "errors against h_newton; rel_dev = ||lambda*-alpha z||/||lambda*||; tv = TV(p(lambda*), p(alpha z))")
-    hdr = f"{'alpha':>7}  {'err_approx':>10}  {'err_refined':>11}  {'rel_dev':>8}  {'tv':>8}  {'|h_cvx-h_newton|':>16}"
+    hdr = (f"{'alpha':>7}  {'err_approx':>10}  {'err_refined':>11}  {'err_limit':>10}  {'rel_dev':>8}  "
+           f"{'tv':>8}  {'|h_cvx-h_newton|':>16}  {'newton it/|g|':>14}")
     print(hdr)
     import numpy as np
     for r in rows:
-        dcv = float(np.linalg.norm(np.subtract(r["h_exact"], r["h_newton"])))
-        print(f"{r['alpha']:>7g}  {r['err_approx']:>10.3e}  {r['err_refined']:>11.3e}  {r['rel_dev']:>8.4f}  "
-              f"{r['tv']:>8.4f}  {dcv:>16.2e}")
+        dcv = ("null" if r["h_exact"] is None
+               else f"{float(np.linalg.norm(np.subtract(r['h_exact'], r['h_newton']))):.2e}")
+        nw = f"{r['newton_iterations']}/{r['newton_grad_norm']:.0e}" + ("" if r["newton_converged"] else "!")
+        print(f"{r['alpha']:>7g}  {r['err_approx']:>10.3e}  {r['err_refined']:>11.3e}  {r['err_limit']:>10.3e}  "
+              f"{r['rel_dev']:>8.4f}  {r['tv']:>8.4f}  {dcv:>16}  {nw:>14}")
     for r in rows:
         print(f"alpha {r['alpha']:g}: h_newton {_fmt(r['h_newton'])}  h_approx {_fmt(r['h_approx'])}  "
               f"h_refined {_fmt(r['h_refined'])}  lambda* {_fmt(r['lambda_star'])}")
