@@ -12,7 +12,7 @@ PAPERS = ("efa", "bidir", "fenchel", "kernel")  # kept in sync with catalog.PAPE
 TIERS = ("fast", "slow", "all")
 
 
-from attnlab.errors import UsageError  # noqa: E402  (re-exported: attnlab.cli.UsageError)
+from attnlab.errors import ArgumentParser, UsageError  # noqa: E402  (re-exported: attnlab.cli.UsageError)
 
 
 def _choice(value: str, allowed, what: str) -> str:
@@ -22,7 +22,7 @@ def _choice(value: str, allowed, what: str) -> str:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="attnlab",
         description="Check, compute and reproduce four papers on attention as statistical inference "
                     "(efa, bidir, fenchel, kernel).")
@@ -102,7 +102,25 @@ def _select(args) -> list:
     return catalog.all_claims(paper=paper, tier=tier)
 
 
+def _check_json_dest(args) -> None:
+    if getattr(args, "json", None) and args.json != "-":
+        from attnlab.experiment import check_writable
+
+        check_writable(args.json, "--json")
+
+
+def call(fn, argv: list[str]) -> int:
+    """Run a command-line target `fn(argv)` through the one error path: a UsageError (bad input, a data
+    error) is printed as one line and gives exit code 2."""
+    try:
+        return int(fn(list(argv)) or 0)
+    except UsageError as exc:
+        print(f"attnlab: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def cmd_list(args) -> int:
+    _check_json_dest(args)
     claims = _select(args)
     if args.json:
         _write_json([{"id": c.id, "paper": c.paper, "reference": c.reference, "statement": c.statement,
@@ -120,6 +138,7 @@ def cmd_verify(args) -> int:
     from attnlab import catalog
     from attnlab.report import ProgressLine, records_table, summary_line
 
+    _check_json_dest(args)
     claims = _select(args)
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
@@ -154,7 +173,7 @@ def _dispatch(table: dict, target: str | None, rest: list[str], what: str) -> in
             raise UsageError(f"`attnlab {what} {target}` is not available in this version "
                              f"(module {mod_name} is missing)") from None
         raise
-    return int(getattr(mod, func)(list(rest)) or 0)
+    return call(getattr(mod, func), rest)
 
 
 def cmd_results(args) -> int:
@@ -164,7 +183,21 @@ def cmd_results(args) -> int:
     from attnlab.results import format_table, summarize
 
     _choice(args.paper, PAPERS, "paper")
-    rows = summarize(args.paper, Path(results_root(args)), config=args.config)
+    _check_json_dest(args)
+    root = Path(results_root(args))
+    if args.results_dir and not root.is_dir():
+        raise UsageError(f"--results-dir {root}: no such folder")
+    rows = summarize(args.paper, root, config=args.config)
+    ours = [r for r in rows if r["n_seeds"]]
+    if args.config and not ours:
+        from attnlab.results import load_records
+
+        have = sorted({r["config"] for r in load_records(root, args.paper, warn=lambda m: None)})
+        raise UsageError(f"--config {args.config}: no {args.paper} records of that config under {root}"
+                         + (f"; configs with records: {', '.join(have)}" if have else ""))
+    if not ours:
+        print(f"attnlab: warning: no {args.paper} records under {root} (only the paper's numbers are shown; "
+              "run `attnlab run ...`, or point --results-dir / $ATTNLAB_RESULTS at your records)", file=sys.stderr)
     if args.json:
         _write_json(rows, args.json)
         if args.json == "-":
@@ -195,11 +228,19 @@ def cmd_figures(args) -> int:
             raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
     names = args.only or list(available)
     n = 0
+    out_dir = Path(args.out) if args.out else None
+    if out_dir is not None:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise UsageError(f"--out {out_dir}: not a folder")
+        out_dir.mkdir(parents=True, exist_ok=True)
     for name in names:
         paper, fn, folder = available[name]
-        out = Path(args.out) if args.out else folder
         print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
-        for path in fn(out) or []:
+        try:
+            paths = fn(out_dir or folder) or []
+        except FileNotFoundError as exc:            # a figure drawn from records that are not there
+            raise UsageError(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)") from None
+        for path in paths:
             print(path)
             n += 1
     print(f"{n} file(s) written", file=sys.stderr)
@@ -225,10 +266,19 @@ def cmd_data(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["converge"]:          # argparse's REMAINDER would not pass on a leading --option
-        args = argparse.Namespace(command="converge", rest=argv[1:])
-    else:
-        args = parser.parse_args(argv)
+    try:
+        # `run`, `compare` and `converge` hand everything after the target to the target's own parser
+        # (argparse's REMAINDER would not pass on a leading --option such as --help).
+        if argv[:1] == ["converge"]:
+            args = argparse.Namespace(command="converge", rest=argv[1:])
+        elif argv[:1] in (["run"], ["compare"]):
+            args = argparse.Namespace(command=argv[0], target=argv[1] if len(argv) > 1 else None,
+                                      rest=argv[2:])
+        else:
+            args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"attnlab: error: {exc}", file=sys.stderr)
+        return 2
     if not args.command:
         parser.print_help()
         return 2
@@ -249,9 +299,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_figures(args)
         if args.command == "data":
             return cmd_data(args)
-    except UsageError as exc:
+    except UsageError as exc:                      # bad input, data errors (DataError is one)
         print(f"attnlab: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:                        # `attnlab ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130

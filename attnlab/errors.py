@@ -11,3 +11,14 @@ from __future__ import annotations
 
 class UsageError(ValueError):
     """Bad input: one line to stderr, exit code 2."""
+
+
+import argparse  # noqa: E402
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the one error path: a bad argument raises UsageError (one line, exit 2) instead
+    of printing the usage block and calling sys.exit; --help still prints the help and exits 0."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}")

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from attnlab.errors import ArgumentParser
+
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -45,7 +47,7 @@ def _umask_mode() -> int:
 
 def check_writable(path: str | os.PathLike, what: str) -> Path:
     """Fail early, before any work, when `path` cannot be written: UsageError naming the argument."""
-    from attnlab.errors import UsageError
+    from attnlab.errors import ArgumentParser, UsageError
 
     path = Path(path)
     if path.is_dir():
@@ -110,37 +112,70 @@ def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
 
 
 # --------------------------------------------------------------------------- arguments
+MAX_SEED = 2**32 - 1          # numpy / torch seeds
+MAX_SEEDS = 10_000            # seeds in one command
+
+
+def seed_value(text: str, what: str = "--seed") -> int:
+    """One seed: an integer in 0 .. 2**32 - 1."""
+    try:
+        s = int(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} must be an integer in 0..{MAX_SEED}; got {text!r}") from None
+    if not 0 <= s <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{what} must be an integer in 0..{MAX_SEED}; got {s}")
+    return s
+
+
 def parse_seeds(text: str) -> list[int]:
-    """'5' -> [0..4]; '0,3,7' -> [0, 3, 7]; '2-5' -> [2, 3, 4, 5]."""
+    """'5' -> [0..4]; '0,3,7' -> [0, 3, 7]; '2-5' -> [2, 3, 4, 5].  Seeds in 0 .. 2**32 - 1, at most
+    MAX_SEEDS of them, none twice."""
     text = str(text).strip()
+    usage = (f"--seeds must be a count N in 1..{MAX_SEEDS} (seeds 0..N-1), a list '0,3,7' or a range '2-5' "
+             f"of seeds in 0..{MAX_SEED}; got {text!r}")
     try:
         if "," in text:
             seeds = [int(s) for s in text.split(",") if s.strip()]
         elif "-" in text[1:]:
-            a, b = text.split("-", 1)
-            seeds = list(range(int(a), int(b) + 1))
+            a, b = (int(x) for x in text.split("-", 1))
+            if b < a or b - a + 1 > MAX_SEEDS:
+                raise ValueError
+            seeds = list(range(a, b + 1))
         else:
             n = int(text)
-            if n < 1:
+            if not 1 <= n <= MAX_SEEDS:
                 raise ValueError
             seeds = list(range(n))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--seeds must be a count N >= 1 (seeds 0..N-1), a list '0,3,7' or a range '2-5'; got {text!r}"
-        ) from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"--seeds gave no seeds: {text!r}")
+        raise argparse.ArgumentTypeError(usage) from None
+    if not seeds or len(seeds) > MAX_SEEDS or min(seeds) < 0 or max(seeds) > MAX_SEED:
+        raise argparse.ArgumentTypeError(usage)
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"--seeds lists a seed twice: {text!r}")
     return seeds
 
 
+def device_arg(name: str) -> str:
+    """--device, checked while parsing: 'cuda' without a usable GPU is refused here, not mid-run."""
+    if name not in DEVICES:
+        raise argparse.ArgumentTypeError(f"--device must be one of {', '.join(DEVICES)}; got {name!r}")
+    if name == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError("--device cuda: no CUDA GPU is available here "
+                                             "(torch.cuda.is_available() is False); use --device cpu or auto")
+    return name
+
+
 def experiment_parser(name: str, description: str, default_seeds: int = 5) -> argparse.ArgumentParser:
-    """An argparse parser with the flags every experiment shares."""
-    p = argparse.ArgumentParser(prog=f"attnlab run {name}", description=description)
+    """An argparse parser with the flags every experiment shares (bad values: UsageError, exit 2)."""
+    p = ArgumentParser(prog=f"attnlab run {name}", description=description)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, help="run this one seed")
+    g.add_argument("--seed", type=seed_value, help="run this one seed")
     g.add_argument("--seeds", type=parse_seeds, default=None,
                    help=f"seeds to run: a count N (0..N-1), a list 0,3,7 or a range 2-5 (default {default_seeds})")
-    p.add_argument("--device", choices=DEVICES, default="auto", help="auto = cuda when available")
+    p.add_argument("--device", type=device_arg, default="auto", help="auto | cpu | cuda (auto = cuda when available)")
     p.add_argument("--quick", action="store_true",
                    help="reduced config (about a minute on a 2-core CPU); used by CI")
     p.add_argument("--resume", action="store_true",
@@ -254,18 +289,38 @@ def metric_row(setting: str, model: str, metric: str, value: float) -> dict:
     return {"setting": str(setting), "model": str(model), "metric": str(metric), "value": float(value)}
 
 
+SETTINGS_KEY = "_attnlab_run_settings"
+# Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
+_NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
+                 "backend", "address", "compile", "data", "_default_seeds"}
+
+
+def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed: int, args=None) -> dict:
+    """The settings that define a run (what its checkpoint must match on --resume), JSON-plain."""
+    import json as _json
+
+    from attnlab.catalog import jsonable
+
+    flags = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_DEFINING} if args is not None else {}
+    out = {"experiment": experiment, "config": config_name, "tag": tag, "seed": int(seed),
+           "config_values": config, **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}
+    return _json.loads(_json.dumps(jsonable(out), sort_keys=True, default=str))
+
+
 class RunContext:
     """One (experiment, config, tag, seed) run: its record path, checkpoints, and record writing."""
 
     def __init__(self, experiment: str, seed: int, device: str, quick: bool, config: dict,
-                 args=None, tag: str = "", substitute: str | None = None):
+                 args=None, tag: str = "", substitute: str | None = None, config_name: str | None = None):
         self.experiment, self.seed, self.device = experiment, int(seed), device
-        self.config_name = "quick" if quick else "full"
+        # quick, full (the paper's), or a named intermediate config whose records get their own folder
+        self.config_name = "quick" if quick else (config_name or "full")
         self.config, self.tag, self.substitute = dict(config), tag, substitute
         self.args = args
         self.force = bool(getattr(args, "force", False))
         self.resume = bool(getattr(args, "resume", False))
         self.verbose = not bool(getattr(args, "quiet", False))
+        self.settings = run_settings(experiment, self.config_name, self.config, tag, self.seed, args)
         stem = f"{tag + '-' if tag else ''}seed{self.seed}"
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
         self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
@@ -283,17 +338,29 @@ class RunContext:
         return Progress(total, name or f"{self.experiment} seed {self.seed}", enabled=self.verbose)
 
     def save_checkpoint(self, state: dict) -> None:
-        atomic_torch_save(self.checkpoint_path, state)
+        atomic_torch_save(self.checkpoint_path, {**state, SETTINGS_KEY: self.settings})
 
     def load_checkpoint(self) -> dict | None:
-        """The last checkpoint when --resume was given and one exists, else None."""
+        """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
+        under other settings (another config, split seed, model, ...) is refused: a resumed run must be
+        the same run."""
         if not self.resume or not self.checkpoint_path.exists():
             return None
         import torch
 
+        from attnlab.errors import UsageError
+
+        state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
+        saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
+        if saved != self.settings:
+            diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
+                f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"
+                for k in sorted(set(saved) | set(self.settings)) if saved.get(k) != self.settings.get(k)))
+            raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} was written under other settings "
+                             f"({diff}); run with those settings, or without --resume to start afresh")
         if self.verbose:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
-        return torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
+        return state
 
     def write_record(self, metrics: list[dict], extra: dict | None = None) -> Path:
         rec = {
@@ -324,9 +391,9 @@ def _command_line(experiment: str) -> str:
 
 
 def contexts(args, experiment: str, config: dict, tag: str = "",
-             substitute: str | None = None) -> Iterator[RunContext]:
+             substitute: str | None = None, config_name: str | None = None) -> Iterator[RunContext]:
     """One RunContext per requested seed."""
     device = resolve_device(getattr(args, "device", "auto"))
     for s in seeds_of(args):
         yield RunContext(experiment, s, device, bool(getattr(args, "quick", False)), config, args,
-                         tag, substitute)
+                         tag, substitute, config_name)

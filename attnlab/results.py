@@ -28,15 +28,44 @@ def ci95(values: list[float]) -> float | None:
     return float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n))
 
 
-def load_records(root: Path, paper: str) -> list[dict]:
+def _record_problem(rec) -> str | None:
+    """Why a parsed record cannot be used (None when it can)."""
+    if not isinstance(rec, dict):
+        return f"holds a JSON {type(rec).__name__}, not an object"
+    for k in ("experiment", "config", "metrics"):
+        if k not in rec:
+            return f"lacks the key {k!r}"
+    if not isinstance(rec["metrics"], list):
+        return "its 'metrics' is not a list"
+    for i, m in enumerate(rec["metrics"]):
+        if not isinstance(m, dict) or not all(k in m for k in ("setting", "model", "metric", "value")):
+            return f"metrics[{i}] lacks setting/model/metric/value"
+        v = m["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"metrics[{i}].value is not a number ({json.dumps(v)[:30]})"
+    return None
+
+
+def load_records(root: Path, paper: str, warn=None) -> list[dict]:
+    """The usable records of a paper's experiments under `root`.  A record that cannot be read or used
+    is skipped with a one-line warning naming the file (on stderr, or through `warn`)."""
+    import sys
+
+    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
     recs = []
     if not root.exists():
         return recs
     for p in sorted(root.glob(f"{paper}-*/*/*.json")):
         try:
-            recs.append(json.loads(p.read_text()))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"unreadable results record {p}: {exc}") from None
+            rec = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            warn(f"skipping unreadable results record {p}: {getattr(exc, 'msg', None) or exc}")
+            continue
+        problem = _record_problem(rec)
+        if problem:
+            warn(f"skipping results record {p}: {problem}")
+            continue
+        recs.append(rec)
     return recs
 
 

@@ -105,6 +105,31 @@ def _ndtr(x):
     return torch.special.ndtr(x)
 
 
+# The truncated densities below are computed in float64 whatever the input dtype (and cast back): with
+# mu far outside [a, b] the normal mass and the parabola's r^2 - (t - mu)^2 cancel catastrophically in
+# float32 (a continuous-sparsemax density of mass 3.4e7 at mu = 1e3).  Beyond MAX_OUTSIDE standard
+# deviations (or supports) even float64 cannot resolve them, and the call says so.
+MAX_OUTSIDE = 1e6
+
+
+def _log_interval_mass(lo, hi):
+    """log(Phi(hi) - Phi(lo)) for lo <= hi, without underflow: on the side of the smaller tail,
+    log Phi(h) + log1p(-exp(log Phi(l) - log Phi(h)))."""
+    flip = (lo + hi) > 0
+    l_ = torch.where(flip, -hi, lo)
+    h_ = torch.where(flip, -lo, hi)
+    lh, ll = torch.special.log_ndtr(h_), torch.special.log_ndtr(l_)
+    return lh + torch.log1p(-torch.exp(torch.clamp(ll - lh, max=0.0)).clamp(max=1 - 1e-300))
+
+
+def _check_outside(mu, scale, dom, what: str):
+    a, b = dom
+    dist = torch.clamp(torch.maximum(a - mu, mu - b), min=0.0) / scale
+    if bool((dist > MAX_OUTSIDE).any()):
+        raise ValueError(f"mu lies {float(dist.max()):.3g} {what} outside the domain [{a:g}, {b:g}]; the truncated "
+                         f"density is not computable in float64 beyond {MAX_OUTSIDE:g} (move mu or widen the domain)")
+
+
 def _q0_on_grid(q0, t, like):
     if q0 is None:
         return torch.ones_like(t, dtype=like.dtype)
@@ -179,42 +204,55 @@ def context_vector(density, t, Psi, B) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 # continuous softmax: Gaussian (alpha = 1, f = theta^T (t, t^2))
 def gaussian_density(t, mu, sigma2, domain=None) -> torch.Tensor:
-    """N(t; mu, sigma2) on R, or renormalized to [a, b] (the Eq. 2 solution with S = [a, b])."""
+    """N(t; mu, sigma2) on R, or renormalized to [a, b] (the Eq. 2 solution with S = [a, b]); on [a, b]
+    computed in float64 log space (exact mass for mu far outside the domain), cast back to t's dtype."""
     t = _tensor(t)
     mu = _tensor(mu, t)
     sigma2 = _positive_tensor(sigma2, "sigma2", t)
-    s = torch.sqrt(sigma2)[..., None]
-    p = _std_pdf((t - mu[..., None]) / s) / s
     dom = _domain(domain)
-    if dom is not None:
-        a, b = dom
-        mass = _ndtr((b - mu) / s[..., 0]) - _ndtr((a - mu) / s[..., 0])
-        p = p * ((t >= a) & (t <= b)).to(p.dtype) / mass[..., None]
-    return p
+    if dom is None:
+        s = torch.sqrt(sigma2)[..., None]
+        return _std_pdf((t - mu[..., None]) / s) / s
+    dt = torch.promote_types(t.dtype, mu.dtype)
+    t64, mu64, s64 = t.double(), mu.double(), torch.sqrt(sigma2.double())
+    _check_outside(mu64.detach(), s64.detach(), dom, "standard deviations")
+    a, b = dom
+    x = (t64 - mu64[..., None]) / s64[..., None]
+    logmass = _log_interval_mass((a - mu64) / s64, (b - mu64) / s64)
+    logp = -0.5 * x * x - math.log(_SQRT2PI) - torch.log(s64)[..., None] - logmass[..., None]
+    inside = (t64 >= a) & (t64 <= b)
+    p = torch.where(inside, torch.exp(torch.where(inside, logp, torch.zeros_like(logp))), torch.zeros_like(logp))
+    return p.to(dt)
 
 
 def gaussian_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.Tensor:
     """Closed form E_p[psi_n], p = N(mu, sigma2) (truncated to [a, b] if given): [..., N].
-    On R: N(mu; mu_n, sigma2 + sigma_n^2)."""
+    On R: N(mu; mu_n, sigma2 + sigma_n^2).  On [a, b]: N(mu; mu_n, sigma2 + sigma_n^2) times the ratio of
+    two interval masses, in float64 log space (cast back)."""
     mu = _tensor(mu)
     sigma2 = _positive_tensor(sigma2, "sigma2", mu)
     c = _tensor(centers, mu).to(mu)
     s2 = _positive_tensor(widths, "widths", mu).to(mu) ** 2
-    m, v = mu[..., None], sigma2[..., None]
-    tot = v + s2
-    out = _std_pdf((m - c) / torch.sqrt(tot)) / torch.sqrt(tot)
     dom = _domain(domain)
     if dom is None:
-        return out
+        m, v = mu[..., None], sigma2[..., None]
+        tot = v + s2
+        return _std_pdf((m - c) / torch.sqrt(tot)) / torch.sqrt(tot)
+    dt = mu.dtype
+    mu64, sig2_64, c64, s2_64 = mu.double(), sigma2.double(), c.double(), s2.double()
+    _check_outside(mu64.detach(), torch.sqrt(sig2_64).detach(), dom, "standard deviations")
     a, b = dom
+    m, v = mu64[..., None], sig2_64[..., None]
+    tot = v + s2_64
     # N(t; mu, v) N(t; c, s2) = N(mu; c, v + s2) N(t; m*, v*)
-    vs = v * s2 / tot
-    ms = (m * s2 + c * v) / tot
+    log_out = -0.5 * (m - c64) ** 2 / tot - 0.5 * torch.log(2 * math.pi * tot)
+    vs = v * s2_64 / tot
+    ms = (m * s2_64 + c64 * v) / tot
     sd = torch.sqrt(vs)
-    part = _ndtr((b - ms) / sd) - _ndtr((a - ms) / sd)
-    sig = torch.sqrt(sigma2)
-    mass = _ndtr((b - mu) / sig) - _ndtr((a - mu) / sig)
-    return out * part / mass[..., None]
+    log_part = _log_interval_mass((a - ms) / sd, (b - ms) / sd)
+    sig = torch.sqrt(sig2_64)
+    log_mass = _log_interval_mass((a - mu64) / sig, (b - mu64) / sig)
+    return torch.exp(log_out + log_part - log_mass[..., None]).to(dt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,16 +295,24 @@ def truncated_parabola_radius(mu, sigma2, domain=None, iters: int = 200) -> torc
 
 
 def truncated_parabola_density(t, mu, sigma2, domain=None) -> torch.Tensor:
-    """Continuous sparsemax density on the grid: [(r^2 - (t - mu)^2)/(2 sigma2)]_+ (0 off the domain)."""
+    """Continuous sparsemax density on the grid: [(r^2 - (t - mu)^2)/(2 sigma2)]_+ (0 off the domain).
+    On [a, b] computed in float64 as (r - |t - mu|)(r + |t - mu|) (cast back): with mu far outside the
+    domain r and |t - mu| nearly cancel."""
     t = _tensor(t)
     mu = _tensor(mu, t)
     sigma2 = _positive_tensor(sigma2, "sigma2", t)
-    r = truncated_parabola_radius(mu, sigma2, domain)
-    p = torch.relu((r[..., None] ** 2 - (t - mu[..., None]) ** 2) / (2 * sigma2[..., None]))
     dom = _domain(domain)
-    if dom is not None:
-        p = p * ((t >= dom[0]) & (t <= dom[1])).to(p.dtype)
-    return p
+    if dom is None:
+        r = truncated_parabola_radius(mu, sigma2, domain)
+        return torch.relu((r[..., None] ** 2 - (t - mu[..., None]) ** 2) / (2 * sigma2[..., None]))
+    dt = torch.promote_types(t.dtype, mu.dtype)
+    t64, mu64, s2_64 = t.double(), mu.double(), sigma2.double()
+    _check_outside(mu64.detach(), torch.sqrt(s2_64).detach() + (dom[1] - dom[0]), dom, "widths (sigma + b - a)")
+    r = truncated_parabola_radius(mu64, s2_64, domain)[..., None]
+    d = (t64 - mu64[..., None]).abs()
+    p = torch.relu((r - d) * (r + d) / (2 * s2_64[..., None]))
+    p = p * ((t64 >= dom[0]) & (t64 <= dom[1])).to(p.dtype)
+    return p.to(dt)
 
 
 def _gauss_interval_moments(c, s, lo, hi):

@@ -92,23 +92,32 @@ def _hvp(v, p, K, h, a):
 
 def _cg(b, x, p, K, h, a, iters: int, tol: float):
     """Batched conjugate gradients for H x = b (H symmetric positive definite, condition number
-    1 + alpha lambda_max(Cov)); x is the initial guess."""
+    1 + alpha lambda_max(Cov)); x is the initial guess.  Rows stop (and stay frozen) once converged or
+    when a curvature d^T H d is not positive and finite (possible in float32 at huge scores); a row whose
+    iterate is not finite returns its initial guess."""
+    x0 = x
+    tiny = torch.finfo(b.dtype).tiny
     r = b - _hvp(x, p, K, h, a)
     d = r.clone()
     rr = (r * r).sum(-1, keepdim=True)
-    stop = tol * tol * (b * b).sum(-1, keepdim=True).clamp_min(torch.finfo(b.dtype).tiny)
+    stop = tol * tol * (b * b).sum(-1, keepdim=True).clamp_min(tiny)
+    active = (rr > stop) & torch.isfinite(rr)
     for _ in range(iters):
-        if bool((rr <= stop).all()):
+        if not bool(active.any()):
             break
         Hd = _hvp(d, p, K, h, a)
-        step = rr / (d * Hd).sum(-1, keepdim=True).clamp_min(torch.finfo(b.dtype).tiny)
-        step = torch.where(rr <= stop, torch.zeros_like(step), step)
+        dHd = (d * Hd).sum(-1, keepdim=True)
+        ok = active & (dHd > 0) & torch.isfinite(dHd)
+        step = torch.where(ok, rr / torch.where(ok, dHd, torch.ones_like(dHd)), torch.zeros_like(dHd))
         x = x + step * d
-        r = r - step * Hd
+        r = r - step * torch.where(ok, Hd, torch.zeros_like(Hd))
         rr_new = (r * r).sum(-1, keepdim=True)
-        d = r + rr_new / rr.clamp_min(torch.finfo(b.dtype).tiny) * d
-        rr = rr_new
-    return x
+        beta = torch.where(ok, rr_new / rr.clamp_min(tiny), torch.zeros_like(rr))
+        d = torch.where(ok, r + beta * d, torch.zeros_like(d))
+        rr = torch.where(ok, rr_new, rr)
+        active = ok & (rr_new > stop) & torch.isfinite(rr_new)
+    bad = ~torch.isfinite(x).all(-1, keepdim=True)
+    return torch.where(bad, x0, x)
 
 
 def _shared_parts(lam, K, logw, b, a):
@@ -147,15 +156,23 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             if bool((delta <= tol * (1 + lam.abs().amax(-1))).all()):
                 return lam
         eps = torch.finfo(Z.dtype).eps
+        safe = 1.0 / (1.0 / a + (K * K).sum(-1).amax(-1, keepdim=True).unsqueeze(-1))
+        done = torch.zeros(lam.shape[:-1] + (1,), dtype=torch.bool, device=lam.device)
         s, lse, f = _shared_parts(lam, K, logw, b, a)
         for _ in range(max_iter):
             p = torch.exp(s - lse)
             h = p @ K
             g = b - lam / a - h
             # stop on the gradient-mapped step alpha g (the fixed-point step of lambda = alpha (b - h))
-            if bool(((a * g).abs().amax(-1) <= tol * (1 + lam.abs().amax(-1))).all()):
+            done = done | ((a * g).abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
+            if bool(done.all()):
                 break
-            step = _cg(g, a * g, p, K, h, a, cg_iters, 1e-3 if Z.dtype == torch.float32 else 1e-8)
+            step = _cg(g, safe * g, p, K, h, a, cg_iters, 1e-3 if Z.dtype == torch.float32 else 1e-8)
+            # a step that is not finite, or not an ascent direction, becomes the safe gradient step
+            # g / (1/alpha + max ||t_i||^2) (the inverse of a bound on the curvature): always finite
+            bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g * step).sum(-1, keepdim=True) < 0)
+            step = torch.where(bad, safe * g, step)
+            step = torch.where(done, torch.zeros_like(step), step)     # converged rows stay frozen
             slope = (g * step).sum(-1, keepdim=True)
             t = torch.ones_like(slope)
             slack = 16 * eps * (f.abs() + lse.abs() + 1)
@@ -170,7 +187,8 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             delta = t * step
             lam = lam + delta
             s, lse, f = s_n, lse_n, f_n                              # the accepted point's logits
-            if bool((delta.abs().amax(-1) <= tol * (1 + lam.abs().amax(-1))).all()):
+            done = done | (delta.abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
+            if bool(done.all()):
                 break
         return lam
 
@@ -251,14 +269,35 @@ def fenchel_attention(query, key, value, alpha=1.0, log_u=None, attn_mask=None, 
         lu = lu + attn_mask
     if lu.dim() == 1:
         lu = lu.unsqueeze(0)                                          # (1, S): shared by all queries
-    alpha = torch.as_tensor(alpha, dtype=query.dtype, device=query.device)
+    alpha = check_alpha(alpha, query)
+    # a query whose keys are all masked attends to nothing: its output (and weights) are 0, as in
+    # scaled_dot_product_attention; the solver sees an unmasked row in its place
+    empty = torch.isneginf(lu).all(-1, keepdim=True) if lu.dtype.is_floating_point else None
+    if empty is not None and bool(empty.any()):
+        lu = torch.where(empty, torch.zeros_like(lu), lu)
     if exact:
         lam = FenchelDualShared.apply(K, lu, query, alpha, None)
     else:
         lam = alpha.unsqueeze(-1) * query if alpha.dim() else alpha * query
     p = torch.softmax(lu + lam @ K.transpose(-1, -2), -1)            # (9): p(lambda), (..., L, S)
+    if empty is not None and bool(empty.any()):
+        p = torch.where(empty, torch.zeros_like(p), p)
     out = p @ value
     return (out, p) if return_weights else out
+
+
+def check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
+    """alpha as a tensor of like's dtype and device; ValueError naming alpha unless finite and > 0."""
+    a = torch.as_tensor(alpha, dtype=like.dtype, device=like.device)
+    if not bool(torch.isfinite(a).all()) or bool((a <= 0).any()):
+        bad = a[~(torch.isfinite(a) & (a > 0))].flatten()[:3].tolist() if a.dim() else [float(a)]
+        raise ValueError(f"alpha must be finite and > 0 (the reliability of the evidence, Eq. (3)); got {bad}")
+    return a
+
+
+def inverse_softplus(x: float) -> float:
+    """softplus^{-1}(x) = log(expm1(x)) = x + log(-expm1(-x)) (no overflow for large x)."""
+    return x + math.log(-math.expm1(-x))
 
 
 class FenchelAttention(nn.Module):
@@ -282,15 +321,15 @@ class FenchelAttention(nn.Module):
             raise ValueError(f"embed_dim must be divisible by num_heads; got {embed_dim} and {num_heads}")
         if alpha_mode not in ("fixed", "head", "query"):
             raise ValueError(f"alpha_mode must be one of fixed, head, query; got {alpha_mode!r}")
-        if not alpha > 0:
-            raise ValueError(f"alpha must be > 0; got {alpha}")
+        if not (math.isfinite(alpha) and alpha > 0):
+            raise ValueError(f"alpha must be finite and > 0; got {alpha}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.alpha0, self.alpha_mode, self.exact = float(alpha), alpha_mode, exact
         self.q = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.k = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.v = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.o = nn.Linear(embed_dim, embed_dim, bias=bias)
-        inv = math.log(math.expm1(self.alpha0))                       # softplus^{-1}(alpha)
+        inv = inverse_softplus(self.alpha0)
         if alpha_mode == "head":
             self.alpha_raw = nn.Parameter(torch.full((num_heads,), inv))
         elif alpha_mode == "query":

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+
+from attnlab.cli import call
 import torch
 
 from attnlab.experiments.bidir import tabular_sim as ts
@@ -217,7 +219,7 @@ def test_analogies_without_nlp_extra(monkeypatch, capsys):
     from attnlab.experiments.bidir import analogies
 
     monkeypatch.setattr(analogies, "have_nlp", lambda: False)
-    assert analogies.main(["--quick", "--seed", "0"]) == 2
+    assert call(analogies.main, ["--quick", "--seed", "0"]) == 2
     assert "attnlab[nlp]" in capsys.readouterr().err
 
 
@@ -255,4 +257,4 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         assert rec["extra"]["random_seed"] == 42 + k
         assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
         assert set(rec["extra"]["skipped"]["pooled"].values()) == {am.SKIP_MESSAGE}
-    assert am.main(["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2
+    assert call(am.main, ["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2

@@ -8,6 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+
+from attnlab.cli import call
 import torch
 
 from attnlab.experiments.bidir import toy_corpus as tc
@@ -170,7 +172,7 @@ def test_runner_writes_record(tmp_path, monkeypatch):
     assert ("p=4", "CBOW", "spearman_prop9_ratio") in keys and ("p=4", "attention", "spearman_prop14_eq2") in keys
     t = tc.record_targets(rec, 4)
     assert t["sim_cbow"].shape == (12, 12) and t["eq2"].shape == (12, 12)
-    assert tc.main(["--dims", "x", "--results-dir", str(tmp_path)]) == 2
+    assert call(tc.main, ["--dims", "x", "--results-dir", str(tmp_path)]) == 2
     paper_keys = {k[1:] for k in tc.TOY_PAPER_NUMBERS}
     assert ("p=30", "CBOW", "spearman_prop9_ratio") in paper_keys
     # the scatter figure renders from such a record
@@ -192,8 +194,8 @@ def test_compare_json_and_errors(capsys):
     for k in ("heads", "layers", "seed", "max_abs_dev_logits", "max_abs_dev_loss"):
         assert k in out
     assert out["heads"] == 2 and out["max_abs_dev_logits"] < 1e-10
-    assert main(["--heads", "0"]) == 2
+    assert call(main, ["--heads", "0"]) == 2
     assert "--heads" in capsys.readouterr().err
-    assert main(["--seed", "-1"]) == 2
+    assert call(main, ["--seed", "-1"]) == 2
     with pytest.raises(ValueError, match="layers"):
         compare(layers=99)

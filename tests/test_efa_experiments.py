@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from attnlab.cli import call
+
 from attnlab.experiments.efa import data as D
 
 
@@ -186,7 +188,7 @@ def test_quick_temperature(tmp_path):
 def test_bad_arguments(capsys):
     from attnlab.experiments.efa import synthetic, temperature
 
-    assert synthetic.main(["--settings", "sideways"]) == 2
+    assert call(synthetic.main, ["--settings", "sideways"]) == 2
     assert "--settings" in capsys.readouterr().err
-    assert temperature.main(["--efa", "l3"]) == 2
+    assert call(temperature.main, ["--efa", "l3"]) == 2
     assert "--efa" in capsys.readouterr().err

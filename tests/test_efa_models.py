@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+
+from attnlab.cli import call
 import torch
 
 from attnlab.experiments.models.efa import (EFA, AttentionLayer, EFACategorical, EFAValue, FMAttributes,
@@ -249,9 +251,9 @@ def test_compare_cli(capsys):
     for k in ("prop", "seed", "max_abs_dev_natural", "max_abs_dev_loglik", "printed_form_max_abs"):
         assert k in d
     assert d["printed_form_max_abs"] == 0.0 and d["max_abs_dev_natural"] < 1e-12
-    assert main(["--prop", "5"]) == 2
+    assert call(main, ["--prop", "5"]) == 2
     assert "--prop" in capsys.readouterr().err
-    assert main(["--seed", "-1"]) == 2
+    assert call(main, ["--seed", "-1"]) == 2
 
 
 def test_thm2_constant_inequality_random_reals():

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+
+from attnlab.cli import call
 import torch
 
 from attnlab.experiments.fenchel.dual_metrics import deviation_metrics, head_problems
@@ -226,9 +228,9 @@ def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     (png,) = F.FIGURES["fenchel-exp-ot-vit"](tmp_path / "figs")
     assert png.stat().st_size > 10_000
-    assert main(["--dataset", "cifar10", "--quick", "--results-dir", str(tmp_path)]) == 2
+    assert call(main, ["--dataset", "cifar10", "--quick", "--results-dir", str(tmp_path)]) == 2
     assert "cifar-10-batches-py" in capsys.readouterr().err
-    assert main(["--dataset", "mnist", "--results-dir", str(tmp_path)]) == 2
+    assert call(main, ["--dataset", "mnist", "--results-dir", str(tmp_path)]) == 2
     assert "--dataset must be one of" in capsys.readouterr().err
 
 

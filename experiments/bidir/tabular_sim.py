@@ -15,6 +15,8 @@ One results record per seed holds all settings × protocols × models.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import itertools
 import time
 
@@ -192,8 +194,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = p.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
-        print(f"error: --epochs must be >= 1; got {args.epochs}", file=__import__("sys").stderr)
-        return 2
+        raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
     import torch
 
     from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn

@@ -25,6 +25,8 @@ from N(0, 0.1^2), as in the spec's re-run.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import itertools
 import math
 from fractions import Fraction
@@ -343,21 +345,15 @@ def main(argv: list[str]) -> int:
             if not dims or min(dims) < 1:
                 raise ValueError
         except ValueError:
-            print(f"attnlab run bidir-toy-corpus: --dims must be comma-separated integers >= 1; got {args.dims!r}",
-                  file=__import__("sys").stderr)
-            return 2
+            raise UsageError(f"--dims must be comma-separated integers >= 1; got {args.dims!r}") from None
         cfg["dims"] = dims
     if args.steps is not None:
         if args.steps < 1:
-            print(f"attnlab run bidir-toy-corpus: --steps must be an integer >= 1; got {args.steps}",
-                  file=__import__("sys").stderr)
-            return 2
+            raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
         cfg["steps"] = args.steps
     if args.sentences is not None:
         if args.sentences < 1:
-            print(f"attnlab run bidir-toy-corpus: --sentences must be an integer >= 1; got {args.sentences}",
-                  file=__import__("sys").stderr)
-            return 2
+            raise UsageError(f"--sentences must be an integer >= 1; got {args.sentences}")
         cfg["n_sentences"] = args.sentences
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     for ctx in contexts(args, "bidir-toy-corpus", config=cfg):

@@ -19,12 +19,15 @@ import hashlib
 import os
 from pathlib import Path
 
+from attnlab.errors import UsageError
+
 ENV_VAR = "ATTNLAB_DATA"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-class DataError(FileNotFoundError):
-    """A data file is missing or does not match its checksum."""
+class DataError(UsageError, FileNotFoundError):
+    """A data file is missing, unreadable or does not match its checksum (the command line answers it
+    with one line and exit code 2, like every bad input)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,27 +109,36 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
 
 
 def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, Path]]:
-    out = []
+    """Where to look, in order.  An explicit path, else $ATTNLAB_DATA when set, is the only place
+    looked at: a file missing there is an error, never a silent fall-back to another copy."""
     if path is not None:
         p = Path(path).expanduser()
-        out.append(("explicit path", p.parent if p.is_file() else p))
+        return [("explicit path", p.parent if p.is_file() else p)]
     env = os.environ.get(ENV_VAR)
     if env:
-        out.append((f"${ENV_VAR}", Path(env).expanduser() / ds.folder))
-    for base in (_PROJECT_ROOT, Path.cwd()):
-        out.append(("offline bundle", base.parent / "shared" / "data" / ds.folder))
-    return out
+        return [(f"${ENV_VAR}", Path(env).expanduser() / ds.folder)]
+    return [("offline bundle", base.parent / "shared" / "data" / ds.folder)
+            for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
 
 
 _VERIFIED: dict[tuple, bool] = {}
 
 
 def md5_uncompressed(path: Path) -> str:
+    """md5 of the file's content (of the decompressed content for .gz); a truncated or damaged gzip
+    stream is a DataError naming the file."""
+    import zlib
+
     opener = gzip.open if path.suffix == ".gz" else open
     h = hashlib.md5()
-    with opener(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    try:
+        with opener(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataError(f"{path} is corrupt: cannot decompress it ({type(exc).__name__}: {exc})") from None
+    except OSError as exc:
+        raise DataError(f"{path} cannot be read: {exc.strerror or exc}") from None
     return h.hexdigest()
 
 
@@ -142,19 +154,18 @@ def locate(name: str, path: str | os.PathLike | None = None, verify: bool = True
     ds = DATASETS[name]
     tried = []
     for origin, folder in _candidates(ds, path):
-        if all((folder / f.name).is_file() for f in ds.files):
+        missing = [f.name for f in ds.files if not (folder / f.name).is_file()]
+        if not missing:
             if verify:
                 for f in ds.files:
                     verify_file(ds, folder / f.name)
             return folder
-        tried.append(f"{folder} ({origin})")
-        if origin == "explicit path":
-            missing = [f.name for f in ds.files if not (folder / f.name).is_file()]
-            raise DataError(f"data set {name!r}: {', '.join(missing)} not found in {folder}; "
-                            + _how_to(ds, missing[0]))
-    missing = ds.files[0].name
-    raise DataError(f"data set {name!r}: file {missing} not found (looked in: {'; '.join(tried)}); "
-                    + _how_to(ds, missing))
+        tried.append((origin, folder, missing))
+    # name the files that are really missing, in the first place that holds any of the set's files
+    origin, folder, missing = next((t for t in tried if len(t[2]) < len(ds.files)), tried[0])
+    where = (f"in {folder} ({origin})" if len(tried) == 1 else
+             "; ".join(f"in {f} ({o})" for o, f, _ in tried))
+    raise DataError(f"data set {name!r}: {', '.join(missing)} not found {where}; " + _how_to(ds, missing[0]))
 
 
 def verify_file(ds: Dataset, p: Path) -> None:

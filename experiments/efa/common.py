@@ -161,9 +161,11 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
 # --------------------------------------------------------------------------- misc
 
 
-def choice_error(arg: str, value, allowed) -> int:
-    print(f"error: {arg} must be one of {', '.join(map(str, allowed))}; got {value!r}", file=sys.stderr)
-    return 2
+def choice_error(arg: str, value, allowed):
+    """A bad value of flag `arg`: UsageError (one line, exit 2)."""
+    from attnlab.errors import UsageError
+
+    raise UsageError(f"{arg} must be one of {', '.join(map(str, allowed))}; got {value!r}")
 
 
 def parse_list(text: str, allowed, arg: str):

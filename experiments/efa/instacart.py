@@ -11,6 +11,8 @@ weights of two 10-item test baskets (Figure 3) and the per-item Q, K, V embeddin
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 
 import numpy as np
@@ -66,8 +68,7 @@ def main(argv: list[str]) -> int:
     try:
         settings, models = T.parse_common(args)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{e}") from None
     cfg = QUICK if args.quick else FULL
     train_b, test_b = D.instacart_load(args.data)
     tr, va = D.split_two(len(train_b), cfg["val_fraction"], seed=cfg["split_seed"])

@@ -11,10 +11,12 @@ user-level 56.25 / 18.75 / 25 % split keeping every user.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import math
 import sys
 
-from attnlab.experiment import contexts, experiment_parser, metric_row
+from attnlab.experiment import contexts, experiment_parser, metric_row, seed_value
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 
@@ -69,7 +71,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--data", default=None, help="folder (or file u.data.gz) of your own MovieLens 100K copy")
-    p.add_argument("--split-seed", type=int, default=42, help="seed of the user-level split (fixed across runs)")
+    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
     try:
         versions = C.parse_list(args.versions, VERSIONS, "--versions")
@@ -77,8 +79,7 @@ def main(argv: list[str]) -> int:
         models = C.parse_list(args.models, MODELS, "--models")
         C.set_threads(args.threads)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{e}") from None
     cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed)
     seqs, info = D.movielens_preprocess(D.movielens_frame(args.data), "ratings", seed=cfg["dedup_seed"])
     tr, va, te = D.split_three(len(seqs), (0.5625, 0.1875, 0.25), seed=args.split_seed)

@@ -8,11 +8,14 @@ of the movie popularity are broken by the smaller movie id; users are split 56.2
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 
 from attnlab.experiments.efa import categorical as T
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
+from attnlab.experiment import seed_value
 
 EXPERIMENT = "efa-movielens-sequences"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 2000, "patience": 10, "batch_size": 256,
@@ -28,13 +31,12 @@ def load(data_path=None, split_seed: int = 42, dedup_seed: int = 42):
 
 def main(argv: list[str]) -> int:
     p = T.parser(EXPERIMENT, __doc__)
-    p.add_argument("--split-seed", type=int, default=42, help="seed of the user-level split (fixed across runs)")
+    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
     try:
         settings, models = T.parse_common(args)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{e}") from None
     cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed)
     seqs, (tr, va, te), info = load(args.data, args.split_seed)
     ex = [C.target_examples(seqs.subset(i)) for i in (tr, va, te)]

@@ -8,6 +8,8 @@ FM reaches 2.6051 (bidirectional) and 4.5181 (unidirectional, code normalisation
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import numpy as np
 
 from attnlab.experiment import contexts, experiment_parser, metric_row
@@ -70,8 +72,7 @@ def main(argv: list[str]) -> int:
         models = C.parse_list(args.models, MODELS, "--models")
         C.set_threads(args.threads)
     except ValueError as e:
-        print(f"error: {e}", file=__import__("sys").stderr)
-        return 2
+        raise UsageError(f"{e}") from None
     cfg = QUICK if args.quick else FULL
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
     summary = {}

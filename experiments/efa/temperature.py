@@ -13,6 +13,8 @@ exact setup.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 from pathlib import Path
 
@@ -95,8 +97,7 @@ def main(argv: list[str]) -> int:
         if bad:
             raise ValueError(f"--ks must lie in 1..{I - 1}; got {bad}")
     except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{e}") from None
     setting = SETTING_SUBSTITUTE if grid.substitute else SETTING_PAPER
     tr = grid.split == "train"
     mu, s = float(grid.temps[tr].mean()), float(grid.temps[tr].std())

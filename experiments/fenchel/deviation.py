@@ -17,6 +17,8 @@ first-order predictor alpha ||Sigma z|| / ||z||.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import math
 import sys
 from pathlib import Path
@@ -363,23 +365,20 @@ def main(argv: list[str]) -> int:
     p.add_argument("--alpha", type=float, default=None, help="reliability alpha (paper: 1)")
     args = p.parse_args(argv)
     if args.alpha is not None and not (args.alpha > 0 and math.isfinite(args.alpha)):
-        print(f"error: --alpha must be a finite number > 0; got {args.alpha}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--alpha must be a finite number > 0; got {args.alpha}")
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
     if args.alpha is not None:
         cfg["alpha"] = args.alpha
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
-        print(f"error: --device: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--device: {exc}") from None
     from attnlab.experiments.data import DataError
 
     try:
         sentences = tx.load_sentences(args.data)
     except (DataError, ValueError) as exc:
-        print(f"error: --data: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--data: {exc}") from None
     train, evl = tx.split_corpus(sentences, cfg["n_eval"], cfg["max_words"])
     if cfg["train_sentences"]:
         train = train[:cfg["train_sentences"]]
@@ -416,8 +415,7 @@ def _run_hf(args, cfg, evl):
         try:
             kind, model, tok = _load_hf(wpath)
         except (ValueError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{exc}") from None
         name = Path(wpath).name
         for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF):
             if ctx.done():

@@ -16,6 +16,8 @@ records the test accuracy; ``attnlab results fenchel`` gives the mean and 95% t-
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import gzip
 import math
 import pickle
@@ -213,13 +215,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--epochs", type=int, default=None, help="override the config's number of epochs")
     args = p.parse_args(argv)
     if args.dataset not in DATASETS:
-        print(f"error: --dataset must be one of {', '.join(DATASETS)}; got {args.dataset!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}; got {args.dataset!r}")
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
-        print(f"error: --device: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--device: {exc}") from None
     if args.dataset == "digits":
         cfg = dict(CONFIG_DIGITS_QUICK if args.quick else CONFIG_DIGITS)
         substitute = SUBSTITUTE_DIGITS
@@ -234,8 +234,7 @@ def main(argv: list[str]) -> int:
         try:
             data = load_local(args.dataset, args.data)
         except FileNotFoundError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{exc}") from None
         if args.quick:
             data = (data[0][:512], data[1][:512], data[2][:512], data[3][:512], data[4])
     if args.lrs:
@@ -244,12 +243,10 @@ def main(argv: list[str]) -> int:
             if not all(x > 0 and math.isfinite(x) for x in cfg["lrs"]):
                 raise ValueError
         except ValueError:
-            print(f"error: --lrs must be comma-separated positive numbers; got {args.lrs!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--lrs must be comma-separated positive numbers; got {args.lrs!r}") from None
     if args.epochs is not None:
         if args.epochs < 1:
-            print(f"error: --epochs must be >= 1; got {args.epochs}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
         cfg["epochs"] = args.epochs
     if substitute and not args.quiet:
         print(f"[{EXPERIMENT}] SUBSTITUTE: {substitute}", file=sys.stderr)

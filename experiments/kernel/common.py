@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import RunContext, metric_row, resolve_device, results_root, runs_root, seeds_of
+from attnlab.experiment import RunContext, metric_row, resolve_device, results_root, seeds_of
 
 # Display names = the paper's table rows; keys = our model identifiers.
 DISPLAY = {
@@ -30,9 +30,11 @@ DISPLAY = {
 }
 
 
-def bad_arg(name: str, value, allowed) -> int:
-    print(f"error: {name} must be one of {', '.join(map(str, allowed))}; got {value!r}", file=sys.stderr)
-    return 2
+def bad_arg(name: str, value, allowed):
+    """A bad value of flag `name`: UsageError (one line, exit 2)."""
+    from attnlab.errors import UsageError
+
+    raise UsageError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}")
 
 
 def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str] | None:
@@ -46,13 +48,8 @@ def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str] | None
 def make_context(args, experiment: str, config_name: str, config: dict, tag: str, seed: int,
                  substitute: str | None) -> RunContext:
     """A RunContext whose record folder is the named config (quick, full, or a reduced CPU config)."""
-    ctx = RunContext(experiment, seed, resolve_device(args.device), bool(args.quick), config, args, tag, substitute)
-    if config_name != ctx.config_name:
-        ctx.config_name = config_name
-        stem = ctx.record_path.name
-        ctx.record_path = results_root(args) / experiment / config_name / stem
-        ctx.checkpoint_path = runs_root() / experiment / config_name / ctx.checkpoint_path.name
-    return ctx
+    return RunContext(experiment, seed, resolve_device(args.device), bool(args.quick), config, args, tag,
+                      substitute, config_name=None if config_name in ("quick", "full") else config_name)
 
 
 def torch_setup(threads: int | None = None) -> None:

@@ -14,6 +14,8 @@ discrete softmax on this CPU are what is comparable across machines.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import statistics
 import sys
 import time
@@ -112,8 +114,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--settings", default=None, help="comma list of " + ",".join(SETTINGS))
     args = p.parse_args(argv)
     if args.repeats < 1:
-        print(f"error: --repeats must be >= 1; got {args.repeats}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--repeats must be >= 1; got {args.repeats}")
     settings = QUICK if args.quick else SETTINGS
     if args.settings and not args.quick:
         sel = [x.strip() for x in args.settings.split(",")]

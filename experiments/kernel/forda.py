@@ -6,6 +6,8 @@ Accuracy and macro-F1 (%) over seeds.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 
 import numpy as np
@@ -69,8 +71,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     try:
         train, test, k = loader(cfg, args.data)
     except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{exc}") from None
     seeds = seeds_of(args)
     C.announce(experiment, substitute, name, cfg, seeds)
     length = train[0].shape[1]

@@ -13,6 +13,8 @@ value function = ridge fit at the observation times; 100 heads; N in {64, 128}.
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import sys
 from pathlib import Path
 
@@ -119,8 +121,7 @@ def main(argv: list[str]) -> int:
             if any(v < 2 for v in cfg["basis"]):
                 raise ValueError
         except ValueError:
-            print(f"error: --basis must be a comma list of integers >= 2; got {args.basis!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--basis must be a comma list of integers >= 2; got {args.basis!r}") from None
     C.torch_setup()
     from attnlab.experiments.data import DataError
     from attnlab.experiments.models.kernel_models import GestureNet
@@ -128,8 +129,7 @@ def main(argv: list[str]) -> int:
     try:
         tr, ytr, te, yte, k, substitute = load_series(args.data)
     except (DataError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{exc}") from None
     if cfg.get("subset"):
         tr, ytr, te, yte = tr[:cfg["subset"]], ytr[:cfg["subset"]], te[:cfg["subset"]], yte[:cfg["subset"]]
     seeds = seeds_of(args)

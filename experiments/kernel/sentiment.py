@@ -14,6 +14,8 @@ offline).
 """
 from __future__ import annotations
 
+from attnlab.errors import UsageError
+
 import re
 import sys
 from collections import Counter
@@ -114,8 +116,7 @@ def main(argv: list[str]) -> int:
     try:
         tr, ytr, te, yte, substitute = load_texts(args.data)
     except (DataError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{exc}") from None
     if cfg.get("subset"):
         tr, ytr, te, yte = tr[:cfg["subset"]], ytr[:cfg["subset"]], te[:cfg["subset"]], yte[:cfg["subset"]]
     vocab = build_vocab(tr, cfg["min_count"])

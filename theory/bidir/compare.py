@@ -6,6 +6,8 @@ batch of random masked sentences (every masked position), in float64.
 """
 from __future__ import annotations
 
+from attnlab.errors import ArgumentParser, UsageError
+
 import argparse
 import json
 import sys
@@ -46,7 +48,7 @@ def compare(heads: int = 1, layers: int = 1, seed: int = 0, batch: int = 200,
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="attnlab compare bidir-moe",
+    p = ArgumentParser(prog="attnlab compare bidir-moe",
                                 description="Random linear bidirectional attention MLM vs its CBOW-with-"
                                             "MoE form (Lemma 1, Theorem 2): max deviation of logits and losses.")
     p.add_argument("--heads", type=str, default="1", help=f"number of heads, 1..{MAX_HEADS} (default 1)")
@@ -63,8 +65,7 @@ def main(argv: list[str]) -> int:
             v = None
         if v is None or v < lo or (hi is not None and v > hi):
             allowed = f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
-            print(f"attnlab compare bidir-moe: --{name} must be {allowed}; got {raw!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--{name} must be {allowed}; got {raw!r}")
         vals[name] = v
     res = compare(**vals)
     if args.json == "-":

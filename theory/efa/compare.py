@@ -12,6 +12,8 @@ descriptive ones; without --prop, a list of the three objects.
 """
 from __future__ import annotations
 
+from attnlab.errors import ArgumentParser, UsageError
+
 import argparse
 import json
 import sys
@@ -56,7 +58,7 @@ def _fmt(v):
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="attnlab compare efa-fm",
+    p = ArgumentParser(prog="attnlab compare efa-fm",
                                 description="Random EFA in the setting of Prop 1, 2 or 3 vs the latent factor "
                                             "model it should equal: max |deviation| of natural parameters "
                                             "and log-likelihoods (float64).")
@@ -68,16 +70,14 @@ def main(argv: list[str]) -> int:
         props = list(PROPS)
     else:
         if args.prop not in ("1", "2", "3"):
-            print(f"attnlab compare efa-fm: --prop must be one of 1, 2, 3; got {args.prop!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--prop must be one of 1, 2, 3; got {args.prop!r}")
         props = [int(args.prop)]
     try:
         seed = int(args.seed)
         if seed < 0:
             raise ValueError
     except ValueError:
-        print(f"attnlab compare efa-fm: --seed must be an integer >= 0; got {args.seed!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--seed must be an integer >= 0; got {args.seed!r}") from None
     results = [compare(pr, seed) for pr in props]
     payload = results[0] if args.prop is not None else results
     if args.json == "-":

@@ -163,9 +163,9 @@ def _fmt(v):
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.errors import UsageError
+    from attnlab.errors import ArgumentParser, UsageError
 
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="attnlab compare fenchel",
         description="Exact solution of the Fenchel-dual problem (Newton on the dual (7), and cvxpy on the "
                     "primal (3)) against the attention approximation (16), the refined (13) and the "

@@ -24,6 +24,8 @@ over the same [-L, L].  Dropping the tails changes neither side by more than 1e-
 """
 from __future__ import annotations
 
+from attnlab.errors import ArgumentParser, UsageError
+
 import argparse
 import json
 import math
@@ -43,6 +45,9 @@ def _default_instance() -> dict:
 
 class InstanceError(ValueError):
     pass
+
+
+MAX_NODES = 2_000_000            # trapezoid nodes per grid (float64 torch: 16 MB per vector)
 
 
 def _num_list(inst, key, positive=False, integer=False, min_len=1):
@@ -120,6 +125,28 @@ def validate(inst: dict) -> dict:
         out["grids"] = [int(x) for x in _num_list(out, "grids", integer=True, min_len=2)]
     else:
         raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
+    # what float64 and the trapezoid can take (the reference is mpmath and has no such limits)
+    gpos = sum(max(x, 0.0) for x in out["gamma"])
+    if fam == "kernel-softmax" and gpos > 700:
+        raise InstanceError(f"gamma: the positive gamma_i sum to {gpos:g}, so exp(f) can reach exp({gpos:g}), "
+                            "beyond float64 (max exp(709)); scale gamma down")
+    if out["domain"] == "R":
+        L = _half_width(out)
+        hs = out["steps"]
+        if len(set(hs)) != len(hs):
+            raise InstanceError(f"steps must be distinct (a repeated step gives a meaningless slope); got {hs}")
+        if max(hs) > L / 2:
+            raise InstanceError(f"steps must be <= {L / 2:g} (half the truncation half-width {L:g}: at least "
+                                f"5 nodes); got {max(hs):g}")
+        if 2 * L / min(hs) > MAX_NODES:
+            raise InstanceError(f"steps must be >= {2 * L / MAX_NODES:.2g} (at most {MAX_NODES:,} nodes on "
+                                f"[-{L:g}, {L:g}]); got {min(hs):g}")
+    else:
+        G = out["grids"]
+        if len(set(G)) != len(G):
+            raise InstanceError(f"grids must be distinct (a repeated grid gives a meaningless slope); got {G}")
+        if max(G) > MAX_NODES:
+            raise InstanceError(f"grids must be <= {MAX_NODES:,} points; got {max(G):,}")
     dps = out.get("dps", 50)
     if not isinstance(dps, int) or isinstance(dps, bool) or dps < 50 or dps > 200:
         raise InstanceError(f"dps must be an integer in [50, 200]; got {dps!r}")
@@ -137,9 +164,17 @@ def _half_width(inst) -> float:
         growth = gpos
     vmax = sum(abs(x) for row in inst["B"] for x in row) + 1.0
     L = 17.0
-    while math.log(math.erfc(L / math.sqrt(2))) + growth + math.log(vmax) > math.log(1e-60) - 1 and L < 60:
+    while _log_normal_tail(L) + growth + math.log(vmax) > math.log(1e-60) - 1 and L < 60:
         L += 0.5
     return L
+
+
+def _log_normal_tail(x: float) -> float:
+    """log erfc(x / sqrt 2) = log(2 P(N(0,1) > x)), without underflow for large x (the asymptotic
+    series of erfc beyond x = 30, where erfc underflows float64)."""
+    if x < 30:
+        return math.log(math.erfc(x / math.sqrt(2)))
+    return -x * x / 2 - math.log(x) + 0.5 * math.log(2 / math.pi) + math.log1p(-1 / (x * x))
 
 
 def trapezoid_context(inst):
@@ -169,50 +204,76 @@ def trapezoid_context(inst):
             u = u * torch.exp(-t * t / 2) / math.sqrt(2 * math.pi)
         Psi = torch.exp(-inst["basis_bandwidth"] * (t[None, :] - cen[:, None]) ** 2)
         Z = trapezoid(u, t)
+        if not float(Z) > 0:
+            raise UsageError(f"--instance: the density is zero on the whole grid {label} (u = q0 exp_(2-alpha)(f) "
+                             "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
+                             "the grid spacing; refine the grid or raise gamma")
         ctx = B @ (trapezoid(Psi * u, t) / Z)
         out.append((label, h, float(Z), [float(x) for x in ctx]))
     return out
 
 
-def compare(inst: dict) -> dict:
+def _progress():
+    """Per-integral progress of the reference on stderr, with the projected total time first, shown when
+    that exceeds 5 s.  The first integral (Z) fills the cache of u at the quadrature nodes, so the
+    projection uses the second: t_1 + (N - 1) t_2."""
+    import time
+
+    from attnlab.experiment import Progress
+
+    t0 = time.perf_counter()
+    state = {"t": [t0]}
+
+    def report(k, total):
+        state["t"].append(time.perf_counter())
+        if k == 2 or (k == total == 1):
+            t = state["t"]
+            est = (t[1] - t[0]) + (total - 1) * (t[-1] - t[-2])
+            if est > 5.0:
+                print(f"attnlab compare kernel-quadrature: the mpmath reference needs {total} integrals, "
+                      f"~{est:.0f} s in all", file=sys.stderr, flush=True)
+                state["bar"] = Progress(total, "mpmath reference, integral")
+        if "bar" in state:
+            state["bar"].update(k)
+
+    return report
+
+
+def compare(inst: dict, progress=None) -> dict:
     import mpmath as mp
     import numpy as np
 
-    from attnlab.numerics.convergence import classify_rate, loglog_slope
-    from attnlab.numerics.mp_reference import mp_context_reference
+    from attnlab.numerics.convergence import describe_rate
+    from attnlab.numerics.mp_reference import InaccurateReference, mp_context_reference
 
     rows = trapezoid_context(inst)
     dom = None if inst["domain"] == "R" else inst["domain"]
     L = _half_width(inst) if dom is None else None
-    Zr, cr, kinks = mp_context_reference(inst["gamma"], inst["inducing"], inst["bandwidth"], inst["B"],
-                                         inst["basis_centers"], inst["basis_bandwidth"], family=inst["family"],
-                                         alpha=inst["alpha"], base=inst["base"], domain=dom, dps=inst["dps"],
-                                         **({} if L is None else {"half_width": L}))
+    try:
+        Zr, cr, kinks, ref_err = mp_context_reference(
+            inst["gamma"], inst["inducing"], inst["bandwidth"], inst["B"], inst["basis_centers"],
+            inst["basis_bandwidth"], family=inst["family"], alpha=inst["alpha"], base=inst["base"], domain=dom,
+            dps=inst["dps"], progress=progress, **({} if L is None else {"half_width": L}))
+    except InaccurateReference as exc:
+        raise UsageError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
     Zrf, crf = float(Zr), [float(x) for x in cr]
     err_Z = [abs(float(mp.mpf(z) - Zr)) for _, _, z, _ in rows]
     err_c = [max(abs(float(mp.mpf(x) - y)) for x, y in zip(c, cr)) for _, _, _, c in rows]
     hs = np.array([h for _, h, _, _ in rows])
     xs = hs if dom is None else 1.0 / np.array(inst["grids"], float)
-    # errors at the float64 floor say nothing about the rate: keep those above 1e3 eps |c|
+    labels = [r[0] for r in rows]
+    # errors at the float64 floor say nothing about the rate (numerics.convergence.describe_rate)
     floor = 1e3 * np.finfo(float).eps * max(1.0, max(abs(x) for x in crf))
-    keep = [i for i, e in enumerate(err_c) if e > floor]
-    slope = loglog_slope(xs[keep], np.array(err_c)[keep]) if len(keep) >= 2 else None
-    # the rate: a kinked integrand on fixed grids gives erratic errors, and one lucky grid can fake a
-    # jump in the local order; so both err_context and err_Z must look exponential
-    def judge(err, fl):
-        k = [i for i, e in enumerate(err) if e > fl]
-        if len(k) >= 2:
-            return classify_rate(np.array(err)[k], h=xs[k])
-        return "exponential" if err[-1] <= fl else "algebraic"
-
     floor_Z = 1e3 * np.finfo(float).eps * max(1.0, abs(Zrf))
-    rate = ("exponential" if judge(err_c, floor) == judge(err_Z, floor_Z) == "exponential" else "algebraic")
-    return dict(instance={k: v for k, v in inst.items()}, grids=[r[0] for r in rows],
+    rate, slope = describe_rate(xs, err_c, floor, labels)
+    rate_Z, _ = describe_rate(xs, err_Z, floor_Z, labels)
+    return dict(instance={k: v for k, v in inst.items()}, grids=labels,
                 Z=[r[2] for r in rows], Z_ref=mp.nstr(Zr, inst["dps"]), context=[r[3] for r in rows],
-                context_ref=[mp.nstr(x, inst["dps"]) for x in cr], err_Z=err_Z, err_context=err_c,
-                slope=slope, slope_against="h" if dom is None else "1/G", rate=rate,
+                context_ref=[mp.nstr(x, inst["dps"]) for x in cr], ref_error_estimate=ref_err,
+                err_Z=err_Z, err_context=err_c,
+                slope=slope, slope_against="h" if dom is None else "1/G", rate=rate, rate_Z=rate_Z,
                 kinks=[mp.nstr(k, 20) for k in kinks], truncation_half_width=L,
-                float64_floor=floor, points_in_fit=len(keep))
+                float64_floor=floor, points_in_fit=int(sum(e > floor for e in err_c)))
 
 
 def _print_text(res):
@@ -222,7 +283,8 @@ def _print_text(res):
     print(f"{fam}, base {inst['base']}, domain {dom}"
           + (f" (truncated to [-{res['truncation_half_width']:g}, {res['truncation_half_width']:g}])"
              if inst["domain"] == "R" else ""))
-    print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s)):")
+    print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s) and at every inducing point "
+          f"and centre; estimated relative error {res['ref_error_estimate']:.1e}):")
     print(f"  Z_ref = {res['Z_ref'][:25]}")
     print(f"  c_ref = [{', '.join(x[:20] for x in res['context_ref'])}]")
     print(f"{'grid':>10}  {'Z':>22}  {'err_Z':>9}  {'err_c':>9}  context")
@@ -230,11 +292,12 @@ def _print_text(res):
         print(f"{g:>10}  {z:22.16g}  {ez:9.2e}  {ec:9.2e}  [{', '.join(f'{x:.12g}' for x in c)}]")
     sl = "n/a" if res["slope"] is None else f"{res['slope']:.3f}"
     print(f"log-log slope of err_context against {res['slope_against']}: {sl} "
-          f"({res['points_in_fit']} grids above the float64 floor {res['float64_floor']:.1e}); rate: {res['rate']}")
+          f"({res['points_in_fit']} grids above the float64 floor {res['float64_floor']:.1e}); "
+          f"rate of err_context: {res['rate']}; of err_Z: {res['rate_Z']}")
 
 
 def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quadrature") -> int:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=prog, description="Trapezoid rule (batched torch, float64) against a >= 50-digit mpmath "
         "reference for Z and the context vector c = E_p[V] of kernel continuous attention.",
         epilog="FILE keys: family (kernel-softmax | kernel-deformed), alpha (in (1, 2], kernel-deformed), gamma, "
@@ -258,10 +321,8 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
             raw = {}
         inst = validate(raw)
     except InstanceError as exc:
-        print(f"{prog}: error: --instance: {exc}" if not str(exc).startswith("--instance") else
-              f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    res = compare(inst)
+        raise UsageError(str(exc) if str(exc).startswith("--instance") else f"--instance: {exc}") from None
+    res = compare(inst, progress=_progress())
     if args.json == "-":
         json.dump(res, sys.stdout, indent=1)
         print()

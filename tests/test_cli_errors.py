@@ -1,0 +1,214 @@
+"""Every bad input the command line meets answers with one line, exit code 2, and nothing lost
+(attnlab.errors: UsageError is the one error path)."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnlab import cli
+from attnlab.experiment import RunContext
+
+
+def _one_line_exit_2(capsys, argv, *fragments):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("attnlab: error: ")
+    for f in fragments:
+        assert f in err, err
+    return err
+
+
+@pytest.mark.parametrize("cmd", ["run", "compare"])
+def test_run_and_compare_help_exit_0(capsys, cmd):
+    assert cli.main([cmd, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: attnlab {cmd} NAME")
+
+
+@pytest.mark.parametrize("cmd", [["verify", "--claim", "fenchel.eq7.kkt-identity"], ["list"]])
+def test_json_to_unwritable_path_refused_before_any_work(capsys, tmp_path, cmd, monkeypatch):
+    from attnlab import catalog
+
+    ran = []
+    monkeypatch.setattr(catalog, "run_claim", lambda c: ran.append(c))
+    (tmp_path / "file").write_text("")
+    _one_line_exit_2(capsys, [*cmd, "--json", str(tmp_path / "file" / "out.json")], "--json")
+    assert ran == []
+
+
+@pytest.mark.parametrize("args,frag", [
+    (["--seed", "-1"], "--seed must be an integer in 0..4294967295; got -1"),
+    (["--seeds", "1,-2"], "--seeds must be"),
+    (["--seeds", "100000000000"], "--seeds must be a count N in 1..10000"),
+    (["--seeds", "5-2"], "--seeds must be"),
+    (["--seeds", "0,0"], "lists a seed twice"),
+    (["--device", "gpu"], "--device must be one of auto, cpu, cuda"),
+])
+def test_runner_arguments(capsys, args, frag):
+    _one_line_exit_2(capsys, ["run", "efa-synthetic", *args], frag)
+
+
+def test_split_seed(capsys):
+    _one_line_exit_2(capsys, ["run", "efa-movielens-sequences", "--split-seed", "-1"], "--split-seed")
+
+
+def test_device_cuda_without_gpu_refused_while_parsing(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is available here")
+    _one_line_exit_2(capsys, ["run", "kernel-time-warping", "--device", "cuda"], "--device cuda: no CUDA GPU")
+
+
+def test_efa_data_nonexistent(capsys, tmp_path):
+    _one_line_exit_2(capsys, ["run", "efa-movielens-sequences", "--quick", "--seed", "0", "--data",
+                              str(tmp_path / "nonexistent"), "--results-dir", str(tmp_path / "r")],
+                     "u.data.gz not found", "--data PATH")
+
+
+def test_unknown_choice_in_a_runner(capsys):
+    _one_line_exit_2(capsys, ["run", "kernel-time-warping", "--models", "nope"], "--models must be one of")
+
+
+# --------------------------------------------------------------------------- results
+def _record(tmp_path, name, text):
+    f = tmp_path / "efa-synthetic" / "quick" / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(text)
+    return f
+
+
+def test_results_skip_corrupt_records_and_print_the_rest(capsys, tmp_path):
+    good = {"experiment": "efa-synthetic", "config": "quick", "seed": 0, "device": "cpu",
+            "metrics": [{"setting": "bidirectional", "model": "EFA", "metric": "test MSE", "value": 1.25}]}
+    _record(tmp_path, "EFA-seed0.json", json.dumps(good))
+    bad = [_record(tmp_path, "garbage-seed1.json", "{not json"),
+           _record(tmp_path, "list-seed2.json", "[1, 2]"),
+           _record(tmp_path, "nan-seed3.json", json.dumps({**good, "metrics": [{**good["metrics"][0], "value": "x"}]}))]
+    assert cli.main(["results", "efa", "--results-dir", str(tmp_path), "--json", "-"]) == 0
+    cap = capsys.readouterr()
+    rows = json.loads(cap.out)
+    ours = [r for r in rows if r["n_seeds"]]
+    assert len(ours) == 1 and ours[0]["ours_mean"] == 1.25
+    warnings = cap.err.strip().splitlines()
+    assert len(warnings) == 3 and all(sum(str(b) in w for w in warnings) == 1 for b in bad)
+
+
+def test_results_unknown_config_and_empty_dir(capsys, tmp_path):
+    _one_line_exit_2(capsys, ["results", "efa", "--config", "nope"], "--config nope", "configs with records")
+    _one_line_exit_2(capsys, ["results", "efa", "--results-dir", str(tmp_path / "missing")], "no such folder")
+    assert cli.main(["results", "efa", "--results-dir", str(tmp_path)]) == 0
+    assert "no efa records under" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- figures
+def test_figures_out_folder_is_created(tmp_path, capsys):
+    out = tmp_path / "new" / "figs"
+    assert cli.main(["figures", "--only", "fig2b-softplus", "--out", str(out)]) == 0
+    assert any(out.glob("*.png"))
+
+
+def test_figures_without_records_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)                          # outside the repository: no ./results
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    _one_line_exit_2(capsys, ["figures", "--only", "efa_exp_fig3", "--out", str(tmp_path)], "efa_exp_fig3")
+
+
+# --------------------------------------------------------------------------- data layer
+def _data_copy(tmp_path, name="ucr-ecg200"):
+    from attnlab.experiments import data as D
+
+    src = D.locate(name)
+    dst = tmp_path / D.DATASETS[name].folder
+    dst.mkdir(parents=True)
+    for f in D.DATASETS[name].files:
+        (dst / f.name).write_bytes((src / f.name).read_bytes())
+    return D, dst
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_corrupt_gz_is_a_data_error_naming_the_file(tmp_path, damage):
+    D, dst = _data_copy(tmp_path)
+    f = dst / "ECG200_TEST.tsv.gz"
+    b = bytearray(f.read_bytes())
+    if damage == "truncate":
+        b = b[: len(b) // 2]
+    else:
+        b[len(b) // 2] ^= 0xFF
+    f.write_bytes(bytes(b))
+    D._VERIFIED.clear()
+    with pytest.raises(D.DataError, match="ECG200_TEST.tsv.gz") as e:
+        D.locate("ucr-ecg200", dst)
+    assert "\n" not in str(e.value)
+
+
+def test_attnlab_data_env_lacking_a_file_refuses_and_names_it(tmp_path, monkeypatch):
+    D, dst = _data_copy(tmp_path)
+    (dst / "ECG200_TEST.tsv.gz").unlink()
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path))
+    with pytest.raises(D.DataError) as e:
+        D.locate("ucr-ecg200")
+    msg = str(e.value)
+    assert "ECG200_TEST.tsv.gz not found" in msg and "ECG200_TRAIN" not in msg.split(";")[0]
+    assert "$ATTNLAB_DATA" in msg                          # no silent fall-back to the bundle
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(D.DataError, match=r"\$ATTNLAB_DATA"):
+        D.locate("ucr-ecg200")
+
+
+def test_data_command_reports_a_corrupt_file_and_goes_on(tmp_path, monkeypatch, capsys):
+    D, dst = _data_copy(tmp_path)
+    (dst / "ECG200_TRAIN.tsv.gz").write_bytes(gzip.compress(b"x")[:10])
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path))
+    D._VERIFIED.clear()
+    assert cli.main(["data", "ucr-ecg200", "ucr-ecg5000"]) == 1
+    out = capsys.readouterr().out
+    assert "ECG200_TRAIN.tsv.gz is corrupt" in out and "ucr-ecg5000" in out
+
+
+# --------------------------------------------------------------------------- runs
+def _ctx(tmp_path, monkeypatch, **flags):
+    import argparse
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=True, force=False, quiet=True, results_dir=str(tmp_path / "res"),
+                              device="cpu", seeds=None, seed=0, **flags)
+    return RunContext("efa-movielens-sequences", 0, "cpu", False, {"lr": 1e-4}, args, tag="EFA")
+
+
+def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path, monkeypatch):
+    from attnlab.errors import UsageError
+
+    a = _ctx(tmp_path, monkeypatch, split_seed=42)
+    a.save_checkpoint({"epoch": 3})
+    assert _ctx(tmp_path, monkeypatch, split_seed=42).load_checkpoint() == {"epoch": 3}
+    with pytest.raises(UsageError, match=r"--split-seed: 42 there, 7 now"):
+        _ctx(tmp_path, monkeypatch, split_seed=7).load_checkpoint()
+
+
+def test_records_get_the_umask_mode(tmp_path, monkeypatch):
+    from attnlab.experiment import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        p = atomic_write_text(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert (p.stat().st_mode & 0o777) == 0o644
+
+
+def test_no_traceback_through_the_installed_command(tmp_path):
+    """The console script itself (a subprocess): one line on stderr, exit 2."""
+    exe = Path(sys.executable).with_name("attnlab")
+    if not exe.exists():
+        pytest.skip("the attnlab console script is not installed beside this python")
+    r = subprocess.run([str(exe), "run", "efa-synthetic", "--seeds", "1,-2"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -1,0 +1,109 @@
+"""The mpmath reference of `attnlab compare kernel-quadrature` against independent references (scipy
+quad with breakpoints in float64; closed forms), at narrow kernels and on wide domains, and its refusal
+to return a number its own error estimate does not support."""
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from attnlab.numerics.mp_reference import InaccurateReference, mp_context_reference, mp_integrate
+
+
+def _scipy_context(g, s, bw, B, c, bb, base, a, b):
+    from scipy.integrate import quad
+
+    def u(t):
+        f = sum(gi * np.exp(-bw * (t - si) ** 2) for gi, si in zip(g, s))
+        q0 = np.exp(-t * t / 2) / math.sqrt(2 * math.pi) if base == "normal" else 1.0
+        return q0 * np.exp(f)
+
+    w = 1 / math.sqrt(bw)
+    pts = sorted({x for si in list(s) + list(c) for k in (0, 1, 2, 4, 8) for x in (si - k * w, si + k * w)
+                  if a < x < b} | ({0.0} if a < 0 < b else set()))
+    edges = [a] + pts + [b]
+
+    def integral(fn):
+        return sum(quad(fn, lo, hi, limit=200, epsabs=0, epsrel=1e-13)[0] for lo, hi in zip(edges[:-1], edges[1:]))
+
+    Z = integral(u)
+    P = [integral(lambda t, cc=cc: u(t) * np.exp(-bb * (t - cc) ** 2)) for cc in c]
+    return Z, [sum(Bi * p for Bi, p in zip(row, P)) / Z for row in B]
+
+
+CASES = [(bw, dom, base) for bw in (1.0, 1e2, 1e4, 1e6) for dom in ((0.0, 1.0), (-100.0, 100.0), "R")
+         for base in ("normal",)] + [(10.0, (-100.0, 100.0), "uniform")]
+FAST = {(1e4, (0.0, 1.0), "normal"), (1e6, "R", "normal"), (10.0, (-100.0, 100.0), "uniform")}
+
+
+@pytest.mark.parametrize("bw,dom,base", [pytest.param(*c, marks=() if c in FAST else pytest.mark.slow)
+                                         for c in CASES])
+def test_reference_agrees_with_scipy(bw, dom, base):
+    g, s, B, c = [1.5, -2.0, 1.0], [0.2, 0.5, 0.8], [[1.0, -0.5]], [0.3, 0.7]
+    a, b = (-17.0, 17.0) if dom == "R" else dom
+    Z, ctx, _, est = mp_context_reference(g, s, bw, B, c, bw, base=base, domain=None if dom == "R" else dom,
+                                          dps=50, half_width=17.0)
+    Zs, cs = _scipy_context(g, s, bw, B, c, bw, base, a, b)
+    assert est < 1e-40                                   # what the reference claims, by its own estimate
+    assert abs(float(Z) - Zs) <= 1e-13 * abs(Zs)         # scipy's float64 accuracy
+    assert abs(float(ctx[0]) - cs[0]) <= 1e-12 * abs(cs[0]) + 1e-16
+
+
+@pytest.mark.parametrize("bb", [1.0, 1e2, 1e4, 1e6])
+def test_reference_against_closed_form(bb):
+    """f = 0, normal base on R: Z = 1, int N(t) exp(-bb (t-c)^2) dt = exp(-bb c^2/(1+2bb)) / sqrt(1+2bb)."""
+    c = [0.3, -1.1]
+    Z, ctx, _, est = mp_context_reference([0.0], [0.0], 1.0, [[1.0, 0.0], [0.0, 1.0]], c, bb, domain=None,
+                                          dps=50, half_width=17.0)
+    with mp.workdps(50):
+        exact = [mp.exp(-bb * mp.mpf(ci) ** 2 / (1 + 2 * bb)) / mp.sqrt(1 + 2 * bb) for ci in c]
+        assert abs(Z - 1) < mp.mpf(10) ** -40
+        for got, ref in zip(ctx, exact):
+            assert abs(got - ref) < mp.mpf(10) ** -40 * abs(ref)
+    assert est < 1e-40
+
+
+def test_refuses_what_its_error_estimate_does_not_support():
+    """A kink inside a piece: tanh-sinh converges slowly and says so; with no bisections allowed the
+    estimate stays above the claim, and no number is returned.  Split at the kink, it is exact."""
+    kink = lambda t: abs(t - mp.mpf("0.3"))   # noqa: E731
+    with pytest.raises(InaccurateReference, match="no reference returned"):
+        mp_integrate(kink, 0, 1, (), dps=30, max_bisections=0)
+    v, e = mp_integrate(kink, 0, 1, (mp.mpf("0.3"),), dps=30, return_error=True)
+    with mp.workdps(40):
+        assert abs(v - mp.mpf(29) / 100) < mp.mpf(10) ** -28 and e < 1e-20
+
+
+def test_describe_rate_rules():
+    from attnlab.numerics.convergence import describe_rate
+
+    h = np.array([1, 0.5, 0.25, 0.125, 0.0625])
+    assert describe_rate(h, h ** 2, 1e-13)[0] == "algebraic (slope 2.00)"
+    assert describe_rate(h, np.exp(-2 * np.pi / h), 1e-13)[0] == "exponential; at floor from h=0.125"
+    hs = np.array([1.0, 0.8, 0.6, 0.5])
+    assert describe_rate(hs, np.exp(-3 / hs ** 2), 1e-13)[0] == "super-exponential"
+    # one halving from 1e-5 to the floor: no slope is fitted through the floor
+    label, slope = describe_rate(h, [1e-5, 4e-16, 4e-16, 3e-16, 4e-16], 1e-13)
+    assert label == "at floor from h=0.5" and slope is None
+    assert describe_rate(h, [1e-16] * 5, 1e-13, labels=[f"G={g}" for g in range(5)])[0] == "at floor from G=0"
+
+
+def test_narrow_kernel_claim_fails_with_the_old_reference(monkeypatch):
+    """The claim can fail: with the reference as it was (split only at the kinks, mpmath's error
+    estimate ignored) it does."""
+    from attnlab import catalog
+    from attnlab.numerics import mp_reference
+
+    def unchecked(fn, a, b, breakpoints=(), dps=50, return_error=False, **_):
+        with mp.workdps(dps + 10):
+            pts = sorted({mp.mpf(a), mp.mpf(b)} | {mp.mpf(x) for x in breakpoints if a < x < b})
+            v = mp.fsum(mp.quad(fn, [lo, hi]) for lo, hi in zip(pts[:-1], pts[1:]))
+        return (v, mp.mpf(0)) if return_error else v
+
+    c = catalog.get_claim("kernel.ref.narrow-kernel")
+    assert catalog.run_claim(c).verdict == "holds"
+    monkeypatch.setattr(mp_reference, "feature_breakpoints", lambda *a, **k: [])
+    monkeypatch.setattr(mp_reference, "mp_integrate", unchecked)
+    assert catalog.run_claim(c).verdict == "fails"
