@@ -11,7 +11,7 @@ from attnlab.cli import call
 import torch
 
 from attnlab.experiments.kernel import common as C
-from attnlab.experiments.models.continuous_attention import (ContinuousAttention, GaussianBasis, moments_from_discrete,
+from attnlab.numerics.continuous_layers import (ContinuousAttention, GaussianBasis, moments_from_discrete,
                                                      ridge_value_coefficients)
 
 

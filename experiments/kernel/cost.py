@@ -37,7 +37,7 @@ QUICK = {"tiny": dict(b=4, H=2, L=20, D=8, N=8, I=10, G=20)}
 
 
 def make_block(kind: str, s: dict, device: str = "cpu"):
-    from attnlab.experiments.models.continuous_attention import ContinuousAttention, GaussianBasis, moments_from_discrete
+    from attnlab.numerics.continuous_layers import ContinuousAttention, GaussianBasis, moments_from_discrete
     from attnlab.experiments.models.kernel_models import ridge_operator
 
     if kind == "discrete_softmax":

@@ -1,5 +1,5 @@
 """Networks of the kernel paper's experiments (Moreno et al., NeurIPS 2022), built on
-:mod:`attnlab.experiments.models.continuous_attention`, plus the LSTM-FCN and transformer baselines.
+:mod:`attnlab.numerics.continuous_layers`, plus the LSTM-FCN and transformer baselines.
 
 - :class:`TimeWarpingNet` -- Sec. 6.1 / App. B.3: MLP encoder, two heads (one per class), logits
   <p_ik, V> with V the ridge fit of the observed curve.
@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as Fn
 from torch import nn
 
-from attnlab.experiments.models import kernel_math as km
-from attnlab.experiments.models.continuous_attention import (ATTENTIONS, ContinuousAttention, GaussianBasis,
+from attnlab.numerics import kernel_layer_math as km
+from attnlab.numerics.continuous_layers import (ATTENTIONS, ContinuousAttention, GaussianBasis,
                                                      moments_from_discrete, ridge_value_coefficients)
 
 
