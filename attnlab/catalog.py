@@ -28,7 +28,7 @@ PAPER_TITLES = {
     "fenchel": "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions",
     "kernel": "Kernel Multimodal Continuous Attention",
 }
-METHODS = ("sympy", "mpmath", "cvxpy", "float64", "torch", "training")
+METHODS = ("sympy", "mpmath", "cvxpy", "float64", "torch", "training", "results")
 TIERS = ("fast", "slow")
 EXPECTED = ("holds", "erratum")
 # Verdicts a run can produce.  `fails`: the statement (or, for an erratum, the corrected statement)

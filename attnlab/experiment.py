@@ -362,7 +362,21 @@ class RunContext:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
         return state
 
-    def write_record(self, metrics: list[dict], extra: dict | None = None) -> Path:
+    def converged(self, training: dict | None) -> bool | None:
+        """Whether the stop rule of this run's config fired: early stopping on validation, or the
+        paper's fixed schedule completed (config 'full'); never for quick runs.  None: not a training
+        run (training=None: a benchmark, an evaluation of given weights)."""
+        if training is None:
+            return None
+        if self.config_name == "quick":
+            return False
+        stopped = training.get("stopped")
+        return stopped == "early-stop" or (stopped == "fixed-schedule" and self.config_name == "full")
+
+    def write_record(self, metrics: list[dict], extra: dict | None = None, training: dict | None = None) -> Path:
+        """Write the run's record.  `training` says how training ended: {stopped: early-stop | max-epochs
+        | time-limit | fixed-schedule, best_epoch, epochs_run, max_epochs}; the record's `converged`
+        follows from it (:meth:`converged`)."""
         rec = {
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
             "seed": self.seed, "device": self.device, "device_name": device_description(self.device),
@@ -372,6 +386,8 @@ class RunContext:
             "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        rec["training"] = training
+        rec["converged"] = self.converged(training)
         if extra:
             rec["extra"] = extra
         path = atomic_write_json(self.record_path, rec)

@@ -13,7 +13,14 @@ from collections import defaultdict
 from pathlib import Path
 
 ROW_KEYS = ("experiment", "setting", "model", "metric", "paper", "ours_mean", "ours_ci95",
-            "n_seeds", "device", "config")
+            "n_seeds", "device", "config", "converged")
+
+
+def record_converged(rec: dict) -> bool:
+    """A record's training converged (its config's stop rule fired), or it is not a training run
+    (`converged: null`).  Records written before convergence was recorded have no `converged` key:
+    they count as not converged."""
+    return "converged" in rec and rec["converged"] in (True, None)
 
 
 def ci95(values: list[float]) -> float | None:
@@ -82,6 +89,7 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
     config, device) we ran, plus one per paper number we have not run (ours = None)."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     subst: dict[tuple, str | None] = {}
+    conv: dict[tuple, bool] = {}
     for r in load_records(root, paper):
         if config and r.get("config") != config:
             continue
@@ -90,6 +98,7 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
             key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"], dev)
             groups[key].append(float(m["value"]))
             subst[key] = r.get("substitute")
+            conv[key] = conv.get(key, True) and record_converged(r)
     numbers = paper_numbers(paper)
     rows, seen = [], set()
     for key in sorted(groups):
@@ -102,13 +111,14 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
             "experiment": exp, "setting": setting, "model": model, "metric": metric,
             "paper": ref, "ours_mean": mean, "ours_ci95": ci95(vals), "n_seeds": len(vals),
             "device": dev, "config": cfg, "diff": None if ref is None else mean - ref,
-            "substitute": subst[key],
+            "substitute": subst[key], "converged": conv[key],
         })
     for (exp, setting, model, metric), ref in sorted(numbers.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if (exp, setting, model, metric) not in seen:
             rows.append({"experiment": exp, "setting": setting, "model": model, "metric": metric,
                          "paper": ref, "ours_mean": None, "ours_ci95": None, "n_seeds": 0,
-                         "device": None, "config": None, "diff": None, "substitute": None})
+                         "device": None, "config": None, "diff": None, "substitute": None,
+                         "converged": None})
     return rows
 
 
@@ -126,7 +136,8 @@ def format_table(rows: list[dict]) -> str:
     for r in rows:
         ours = "-" if r["ours_mean"] is None else (
             f(r["ours_mean"]) + ("" if r["ours_ci95"] is None else f" ± {f(r['ours_ci95'], 2)}"))
-        exp = r["experiment"] + (" [substitute]" if r.get("substitute") else "")
+        exp = (r["experiment"] + (" [substitute]" if r.get("substitute") else "")
+               + (" [not converged]" if r.get("converged") is False else ""))
         body.append((exp, r["setting"], r["model"], r["metric"], f(r["paper"]), ours, f(r["diff"], 3),
                      str(r["n_seeds"]), f(r["config"]), f(r["device"])))
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]

@@ -218,7 +218,7 @@ def main(argv: list[str]) -> int:
                 if own[g]["n"]:
                     rows.append(metric_row(f"{g} (own vocabulary)", m, "acc", own[g]["acc"]))
                     rows.append(metric_row(f"{g} (own vocabulary)", m, "cosine", own[g]["cosine"]))
-        ctx.write_record(rows, extra={"n_questions": counts_out, "mlm_losses": losses, "skipped": skipped,
+        ctx.write_record(rows, training={"stopped": "fixed-schedule"}, extra={"n_questions": counts_out, "mlm_losses": losses, "skipped": skipped,
                                       "mlm_windows": int(len(win)), "cbow_vocab": len(cbow.words),
                                       "fixed_models_eval_s": time.perf_counter() - t_fixed if ctx.seed == 0 else None})
         log(args, f"seed {ctx.seed}: {len(common)} common questions; done in {time.perf_counter() - t0:.0f} s")

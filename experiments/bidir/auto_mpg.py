@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
                 for metric in ("acc", "mse", "train_acc"):
                     if metric in res[model]:
                         rows_out.append(metric_row(SETTING[prot], model, metric, res[model][metric]))
-        ctx.write_record(rows_out, extra={
+        ctx.write_record(rows_out, training={"stopped": "fixed-schedule"}, extra={
             "random_seed": seed, "timing_s": state["timing"], "skipped": skipped,
             "best_params": {prot: {m: state["res"][("base", prot)][m]["best"] for m in BASELINES}
                             for prot in protocols},

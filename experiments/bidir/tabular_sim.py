@@ -258,7 +258,7 @@ def main(argv: list[str]) -> int:
                 for metric in ("acc", "mse", "train_acc"):
                     rows_out.append(metric_row(label, model, metric, res[model][metric]))
         best = {label: {m: state["baselines"][label][m]["best"] for m in BASELINES} for label, _ in datasets}
-        ctx.write_record(rows_out, extra={"data_seed": data_seed, "timing_s": state["timing"],
+        ctx.write_record(rows_out, training={"stopped": "fixed-schedule"}, extra={"data_seed": data_seed, "timing_s": state["timing"],
                                           "cpu_seconds_total": time.perf_counter() - t0,
                                           "best_params": best,
                                           "atn_config": acfg.as_dict()})

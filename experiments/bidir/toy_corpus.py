@@ -383,7 +383,7 @@ def main(argv: list[str]) -> int:
                 ctx.save_checkpoint(state)
             rows += metrics_of(res)
             extra["per_dim"][str(dim)] = res
-        ctx.write_record(rows, extra=extra)
+        ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
         if ctx.verbose:
             for dim in cfg["dims"]:
                 r = extra["per_dim"][str(dim)]

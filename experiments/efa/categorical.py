@@ -68,7 +68,7 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
                     r2, e2 = after(ctx, setting, model, net)
                     rows += r2
                     extra.update(e2)
-                ctx.write_record(rows, extra=extra)
+                ctx.write_record(rows, extra=extra, training=res.training())
                 summary.setdefault((setting, model), []).append(ce)
                 if not args.quiet:
                     print(f"{experiment} {setting} {model} seed {ctx.seed}: test CE {ce:.4f} "

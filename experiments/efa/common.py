@@ -88,6 +88,13 @@ class FitResult:
     best_val: float
     train_seconds: float
     history: list
+    stopped: str = "max-epochs"       # early-stop | max-epochs | fixed-schedule
+    max_epochs: int = 0
+
+    def training(self) -> dict:
+        """How training ended, for the record (attnlab.experiment.RunContext.write_record)."""
+        return {"stopped": self.stopped, "best_epoch": self.best_epoch, "epochs_run": self.epochs_run,
+                "max_epochs": self.max_epochs}
 
 
 def evaluate(model, loss_fn, data: dict, device: str, batch_size: int = 4096) -> float:
@@ -154,8 +161,12 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
                              "history": history, "seconds": spent + time.perf_counter() - t0})
         prog.update(epoch + 1, train=tot / n, val=v, best=best_val)
     model.load_state_dict(best_state)
+    # early stopping fired; or the epochs ran out: the paper's fixed schedule when the config has no
+    # early stopping (patience >= epochs, e.g. Instacart's 1,000 epochs with the best weights restored)
+    stopped = ("early-stop" if bad >= cfg.patience and len(history) < cfg.epochs else
+               "fixed-schedule" if cfg.patience >= cfg.epochs else "max-epochs")
     return FitResult(len(history), best_epoch, best_val, spent + time.perf_counter() - t0,
-                     [list(h) for h in history])
+                     [list(h) for h in history], stopped, cfg.epochs)
 
 
 # --------------------------------------------------------------------------- misc

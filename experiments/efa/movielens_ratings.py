@@ -106,7 +106,8 @@ def main(argv: list[str]) -> int:
                     rows += [metric_row(s, model, f"mean pred | y={r}", mp[r - 1]) for r in (1, 2, 3)]
                     ctx.write_record(rows, extra={"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                                                   "train_seconds": res.train_seconds, "history": res.history,
-                                                  "n_test_targets": C.n_examples(test)})
+                                                  "n_test_targets": C.n_examples(test)},
+                                     training=res.training())
                     summary.setdefault((s, model), []).append((ce, full, *mp))
                     if not args.quiet:
                         print(f"{EXPERIMENT} {s} {model} seed {ctx.seed}: test CE {ce:.4f}, NLL {full:.4f}, "

@@ -89,7 +89,8 @@ def main(argv: list[str]) -> int:
                 ctx.write_record(rows, extra={"bayes_mse_test": bayes_mse(test_u),
                                               "fm_population_optimum": FM_OPTIMUM[setting],
                                               "epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
-                                              "train_seconds": res.train_seconds, "history": res.history})
+                                              "train_seconds": res.train_seconds, "history": res.history},
+                                 training=res.training())
                 summary.setdefault((setting, model), []).append(mse)
                 if not args.quiet:
                     print(f"{EXPERIMENT} {setting} {model} seed {ctx.seed}: test MSE {mse:.4f} "

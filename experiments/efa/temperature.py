@@ -137,7 +137,8 @@ def main(argv: list[str]) -> int:
             ctx.write_record([metric_row(setting, name, "test MSE", mse)],
                              extra={"data": grid.description, "scale": s, "epochs_run": res.epochs_run,
                                     "best_epoch": res.best_epoch, "train_seconds": res.train_seconds,
-                                    "history": res.history[-5:], "n_test_targets": C.n_examples(d["test"])})
+                                    "history": res.history[-5:], "n_test_targets": C.n_examples(d["test"])},
+                             training=res.training())
             summary.setdefault(name, []).append(mse)
             if not args.quiet:
                 print(f"{EXPERIMENT} {name} seed {ctx.seed}: test MSE {mse:.3f} (epochs {res.epochs_run}, "

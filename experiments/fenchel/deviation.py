@@ -405,7 +405,7 @@ def main(argv: list[str]) -> int:
                 else:
                     extra[k] = v
             rows.append(metric_row("training", kind, "eval_loss", losses[kind]))
-        path = ctx.write_record(rows, extra=extra)
+        path = ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
         _print_summary(rows, ctx.seed, path, args.quiet)
     return 0
 

@@ -257,7 +257,7 @@ def main(argv: list[str]) -> int:
         if ctx.done():
             continue
         rows, extra = run_seed(ctx, cfg, data, device)
-        path = ctx.write_record(rows, extra=extra)
+        path = ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
         if not args.quiet:
             print(f"seed {ctx.seed}: {path}" + ("  [substitute data/model]" if substitute else ""))
             for r in rows:

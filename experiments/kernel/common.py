@@ -220,7 +220,9 @@ def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("a
     ex = {"train_loss": res["train_loss"], "non_finite_batches": res["non_finite_batches"],
           "history": res["history"]}
     ex.update(extra or {})
-    return ctx.write_record(rows, extra=ex)
+    n = len(res["history"])
+    return ctx.write_record(rows, extra=ex, training={"stopped": "fixed-schedule", "best_epoch": n,
+                                                      "epochs_run": n, "max_epochs": n})
 
 
 def announce(experiment: str, substitute: str | None, config_name: str, config: dict, seeds) -> None:
