@@ -19,11 +19,13 @@ def build(model: str, setting: str, n_items: int, max_len: int, cfg: dict):
 
 
 def ce_loss(model, b):
+    """Per-target cross-entropy (0 at padded positions of sequence examples)."""
     import torch
 
     logits = model(b)
-    y = b["items"][torch.arange(len(logits)), b["target"]] - 1
-    return torch.nn.functional.cross_entropy(logits, y, reduction="none")
+    y = (C.at_targets(b, b["items"]) - 1).clamp_min(0)
+    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="none")
+    return C.target_weight(b, ce.reshape(y.shape))
 
 
 def parser(experiment: str, doc: str):
@@ -31,8 +33,15 @@ def parser(experiment: str, doc: str):
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
     return p
+
+
+def add_sampling_flag(p):
+    p.add_argument("--sampling", default="sequences",
+                   help="which targets share a training step: sequences (whole sequences, every position "
+                        "a target; default) or targets (batch_size shuffled targets, the authors' code)")
 
 
 def parse_common(args):
@@ -40,13 +49,16 @@ def parse_common(args):
     settings = C.parse_list(args.settings, SETTINGS, "--settings")
     models = C.parse_list(args.models, MODELS, "--models")
     C.set_threads(args.threads)
+    if args.sampling not in C.SAMPLINGS:
+        raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     return settings, models
 
 
 def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int, max_len: int,
         after=None) -> dict:
     """Train every (setting, model) over the seeds.  `splits(seed)` -> (train, val, test) example
-    dicts.  `after(ctx, setting, model, net)` may add metric rows and extras.  Returns
+    dicts (the training examples as ``cfg['sampling']`` says; validation and test by sequence).
+    `after(ctx, setting, model, net)` may add metric rows and extras.  Returns
     {(setting, model): [test CE per seed]}."""
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
     summary = {}
@@ -62,8 +74,8 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
                 rows = [metric_row(setting, model, "test CE", ce)]
                 extra = {"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                          "train_seconds": res.train_seconds, "history": res.history,
-                         "n_train_targets": C.n_examples(train), "n_val_targets": C.n_examples(val),
-                         "n_test_targets": C.n_examples(test)}
+                         "sampling": cfg["sampling"], "n_train_targets": C.n_targets(train),
+                         "n_val_targets": C.n_targets(val), "n_test_targets": C.n_targets(test)}
                 if after is not None:
                     r2, e2 = after(ctx, setting, model, net)
                     rows += r2

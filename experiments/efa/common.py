@@ -1,7 +1,19 @@
-"""Shared machinery of the EFA experiment runners: per-target examples, the training loop (Adam,
-early stopping on validation with best-weight restore, one checkpoint per epoch, resume) and
-small helpers.  The models come from :mod:`attnlab.experiments.models.efa` through
-:mod:`attnlab.experiments.efa.nets`.
+"""Shared machinery of the EFA experiment runners: examples (per sequence or per target), the
+training loop (Adam, early stopping on validation with best-weight restore, one checkpoint per
+epoch, resume) and small helpers.  The models come from :mod:`attnlab.experiments.models.efa`
+through :mod:`attnlab.experiments.efa.nets`.
+
+Sampling (which targets share an Adam step; recorded as ``sampling`` in every record):
+- 'sequences' (default): a step takes whole sequences with every position a target (the
+  per-target masking of Sec 2.1/2.2 done by the models' exact all-targets passes), as many
+  sequences as make about ``batch_size`` targets, so that an epoch has about as many steps as
+  with per-target sampling;
+- 'targets': the authors' code: a step takes ``batch_size`` shuffled (sequence, position)
+  targets.  Each step is evaluated in length groups, each trimmed to its own longest effective
+  length (the target position + 1 for a causal model, the sequence length otherwise): the same
+  step, at a lower cost.
+The loss of a step is the mean over its targets in both modes, and evaluation is always by
+sequence with all targets at once (a per-target loss does not depend on the batch).
 """
 from __future__ import annotations
 
@@ -15,14 +27,28 @@ import numpy as np
 
 from attnlab.experiments.efa.data import Sequences
 
+SAMPLINGS = ("sequences", "targets")
 
-# --------------------------------------------------------------------------- per-target examples
+
+# --------------------------------------------------------------------------- examples
+
+
+def sequence_examples(seqs: Sequences):
+    """One example per sequence, every observed position a target: a dict of torch tensors
+    items (N, L), values (N, L) (if any), lengths (N,)."""
+    import torch
+
+    out = {"items": torch.as_tensor(seqs.items), "lengths": torch.as_tensor(seqs.lengths)}
+    if seqs.values is not None:
+        out["values"] = torch.as_tensor(seqs.values, dtype=torch.float32)
+    return out
 
 
 def target_examples(seqs: Sequences):
-    """One example per (sequence, position): the per-target masking of Sec 2.1/2.2 (spec §1.6),
-    done by replicating each sequence once per observed position.  Returns a dict of torch tensors:
-    items (N, L), values (N, L) (if any), lengths (N,), target (N,) = masked position."""
+    """One example per (sequence, position): the per-target masking of Sec 2.1/2.2, done by
+    replicating each sequence once per observed position (the authors' sampling).  Returns a dict
+    of torch tensors: items (N, L), values (N, L) (if any), lengths (N,), target (N,) = masked
+    position."""
     import torch
 
     f_idx = np.repeat(np.arange(len(seqs)), seqs.lengths)
@@ -34,21 +60,94 @@ def target_examples(seqs: Sequences):
     return out
 
 
+def examples(seqs: Sequences, sampling: str = "sequences"):
+    """Training examples for `sampling` (see the module docstring)."""
+    if sampling not in SAMPLINGS:
+        choice_error("--sampling", sampling, SAMPLINGS)
+    return sequence_examples(seqs) if sampling == "sequences" else target_examples(seqs)
+
+
 def n_examples(batch: dict) -> int:
     return int(next(iter(batch.values())).shape[0])
+
+
+def n_targets(data: dict) -> int:
+    """Number of targets: one per example, or every observed position of every sequence."""
+    return n_examples(data) if "target" in data or "lengths" not in data else int(data["lengths"].sum())
 
 
 def take(batch: dict, idx) -> dict:
     return {k: v[idx] for k, v in batch.items()}
 
 
-def to_device(batch: dict, device: str) -> dict:
-    """Move a batch to `device`, trimming padded sequence tensors to the longest sequence in the
-    batch (padding beyond it is never attended to, so this changes nothing but the cost)."""
+def to_device(batch: dict, device: str, length: int | None = None) -> dict:
+    """Move a batch to `device`, trimming padded sequence tensors to `length` (default: the
+    longest sequence in the batch; columns beyond it are never attended to, so this changes
+    nothing but the cost)."""
     if "lengths" in batch and "items" in batch:
-        L = int(batch["lengths"].max())
+        L = int(batch["lengths"].max()) if length is None else int(length)
         batch = {k: (v[:, :L] if k in ("items", "values") else v) for k, v in batch.items()}
-    return {k: v.to(device) for k, v in batch.items()}
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def at_targets(b: dict, t):
+    """The entries of a (B, L, ...) tensor at the batch's targets: (B, ...) for per-target
+    examples, the whole (B, L, ...) tensor for sequences (every position a target)."""
+    import torch
+
+    if "target" in b:
+        return t[torch.arange(t.shape[0], device=t.device), b["target"]]
+    return t
+
+
+def target_mask(b: dict):
+    """Bool mask of the real targets, shaped as :func:`at_targets` gives: all True for per-target
+    examples, False at the padded positions of sequences."""
+    import torch
+
+    if "target" in b or "lengths" not in b:
+        return torch.ones(n_examples(b), dtype=torch.bool, device=b["lengths" if "lengths" in b else next(iter(b))].device)
+    L = b["items"].shape[1] if "items" in b else int(b["lengths"].max())
+    return torch.arange(L, device=b["lengths"].device) < b["lengths"][:, None]
+
+
+def target_weight(b: dict, loss):
+    """`loss` (per-target, shaped as :func:`at_targets` gives) with padded positions set to 0."""
+    import torch
+
+    if "target" in b or "lengths" not in b:
+        return loss
+    return torch.where(target_mask(b), loss, torch.zeros_like(loss))
+
+
+def effective_lengths(data: dict, causal: bool):
+    """Host-side (N,) number of leading columns an example's loss depends on: the target
+    position + 1 for a causal (unidirectional) model with per-target examples, else the length."""
+    if "target" in data and causal:
+        return data["target"] + 1
+    return data["lengths"]
+
+
+def groups(data: dict, idx, causal: bool, min_group: int = 64):
+    """Split the examples `idx` of one step into length groups (sorted by effective length, at
+    most 4 groups of at least `min_group` examples), each with the length to trim it to."""
+    import torch
+
+    if "lengths" not in data:
+        return [(idx, None)]
+    eff = effective_lengths(data, causal)[idx]
+    order = torch.argsort(eff, stable=True)
+    k = max(1, min(4, len(idx) // min_group))
+    return [(idx[part], int(eff[part].max())) for part in torch.tensor_split(order, k) if len(part)]
+
+
+def step_sizes(data: dict, batch_size: int) -> int:
+    """Examples per step: `batch_size` targets, or as many whole sequences as hold about
+    `batch_size` targets on average."""
+    if "target" in data or "lengths" not in data:
+        return batch_size
+    n, t = n_examples(data), n_targets(data)
+    return max(1, round(batch_size * n / max(t, 1)))
 
 
 # --------------------------------------------------------------------------- training
@@ -98,16 +197,23 @@ class FitResult:
 
 
 def evaluate(model, loss_fn, data: dict, device: str, batch_size: int = 4096) -> float:
-    """Mean of the per-example loss over `data` (no gradient)."""
+    """Mean of the per-target loss over `data` (no gradient), in length-sorted chunks of about
+    `batch_size` targets, each trimmed to its longest sequence."""
     import torch
 
     model.eval()
-    tot, n = 0.0, n_examples(data)
+    causal = bool(getattr(model, "causal", False))
+    n = n_examples(data)
+    order = torch.argsort(effective_lengths(data, causal), stable=True) if "lengths" in data else torch.arange(n)
+    step = step_sizes(data, batch_size)
+    tot = torch.zeros((), dtype=torch.float64, device=device)
     with torch.no_grad():
-        for s in range(0, n, batch_size):
-            b = to_device(take(data, slice(s, s + batch_size)), device)
-            tot += float(loss_fn(model, b).sum())
-    return tot / n
+        for s in range(0, n, step):
+            idx = order[s:s + step]
+            L = int(effective_lengths(data, causal)[idx].max()) if "lengths" in data else None
+            b = to_device(take(data, idx), device, L)
+            tot += loss_fn(model, b).sum(dtype=torch.float64)
+    return float(tot) / n_targets(data)
 
 
 def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str = "") -> FitResult:
@@ -121,6 +227,8 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     rng = np.random.default_rng([ctx.seed, 7])
     n = n_examples(train)
+    step = step_sizes(train, cfg.batch_size)
+    causal = bool(getattr(model, "causal", False))
     start, best_val, best_epoch, bad, history, spent = 0, math.inf, -1, 0, [], 0.0
     best_state = copy.deepcopy(model.state_dict())
     ck = ctx.load_checkpoint()
@@ -138,18 +246,22 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
             break
         model.train()
         perm = torch.as_tensor(rng.permutation(n))
-        tot = 0.0
-        for s in range(0, n, cfg.batch_size):
-            b = to_device(take(train, perm[s:s + cfg.batch_size]), device)
-            loss = loss_fn(model, b).mean()
+        tot = torch.zeros((), dtype=torch.float64, device=device)      # no host sync per step
+        for s in range(0, n, step):
+            idx = perm[s:s + step]
+            parts = groups(train, idx, causal)
+            count = len(idx) if "target" in train or "lengths" not in train else int(train["lengths"][idx].sum())
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            for part, L in parts:
+                lsum = loss_fn(model, to_device(take(train, part), device, L)).sum()
+                (lsum / count).backward()
+                tot += lsum.detach().to(torch.float64)
             opt.step()
-            tot += float(loss.detach()) * n_examples(b)
+        tot = float(tot) / n_targets(train)
         v = evaluate(model, loss_fn, val, device)
         if not math.isfinite(v):
             raise FloatingPointError(f"{name}: validation loss is {v} at epoch {epoch + 1}")
-        history.append((epoch + 1, tot / n, v))
+        history.append((epoch + 1, tot, v))
         if v < best_val:
             best_val, best_epoch, bad = v, epoch + 1, 0
             best_state = copy.deepcopy(model.state_dict())
@@ -159,7 +271,7 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
                              "rng": rng.bit_generator.state, "epoch": epoch + 1, "best_val": best_val,
                              "best_epoch": best_epoch, "bad": bad, "best_state": best_state,
                              "history": history, "seconds": spent + time.perf_counter() - t0})
-        prog.update(epoch + 1, train=tot / n, val=v, best=best_val)
+        prog.update(epoch + 1, train=tot, val=v, best=best_val)
     model.load_state_dict(best_state)
     # early stopping fired; or the epochs ran out: the paper's fixed schedule when the config has no
     # early stopping (patience >= epochs, e.g. Instacart's 1,000 epochs with the best weights restored)

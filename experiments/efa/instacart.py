@@ -69,13 +69,14 @@ def main(argv: list[str]) -> int:
         settings, models = T.parse_common(args)
     except ValueError as e:
         raise UsageError(f"{e}") from None
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL, sampling=args.sampling)
     train_b, test_b = D.instacart_load(args.data)
     tr, va = D.split_two(len(train_b), cfg["val_fraction"], seed=cfg["split_seed"])
     if cfg["max_train_baskets"]:
         tr = tr[np.random.default_rng(0).permutation(len(tr))[:cfg["max_train_baskets"]]]
         va = va[:max(1, cfg["max_train_baskets"] // 3)]
-    ex = (C.target_examples(train_b.subset(tr)), C.target_examples(train_b.subset(va)), C.target_examples(test_b))
+    ex = (C.examples(train_b.subset(tr), args.sampling), C.sequence_examples(train_b.subset(va)),
+          C.sequence_examples(test_b))
     if not args.quiet:
         print(f"Instacart: {len(train_b)} training baskets ({len(tr)} train / {len(va)} val used), "
               f"{len(test_b)} test baskets, 63 items", file=sys.stderr)

@@ -18,6 +18,7 @@ import sys
 
 from attnlab.experiment import contexts, experiment_parser, metric_row, seed_value
 from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa.categorical import add_sampling_flag
 from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-movielens-ratings"
@@ -41,16 +42,18 @@ def build(version: str, model: str, setting: str, max_len: int, cfg: dict):
 def _target(b):
     import torch
 
-    return b["values"][torch.arange(len(b["target"])), b["target"]]
+    y = C.at_targets(b, b["values"])
+    return torch.where(C.target_mask(b), y, torch.ones_like(y))      # padding: any valid rating
 
 
 def loss_fn(version: str, factorial: bool = False):
-    """Per-example loss: the authors' code loss (Poisson NLL without the log-factorial; the
+    """Per-target loss: the authors' code loss (Poisson NLL without the log-factorial; the
     training objective and Table 2's "cross-entropy"), or with `factorial` the full Poisson NLL
-    −log p(y | κ) of :mod:`attnlab.numerics.expfam` (log((y−1)!) for v1, log(y!) for v2 included)."""
+    −log p(y | κ) of :mod:`attnlab.numerics.expfam` (log((y−1)!) for v1, log(y!) for v2 included);
+    0 at padded positions of sequence examples."""
     if factorial:
-        return lambda model, b: -model.family.log_prob(model(b), _target(b))
-    return lambda model, b: model.family.code_loss(model(b), _target(b))
+        return lambda model, b: C.target_weight(b, -model.family.log_prob(model(b), _target(b)))
+    return lambda model, b: C.target_weight(b, model.family.code_loss(model(b), _target(b)))
 
 
 def mean_pred_by_rating(net, version: str, test: dict, device: str) -> list[float]:
@@ -60,8 +63,8 @@ def mean_pred_by_rating(net, version: str, test: dict, device: str) -> list[floa
     with torch.no_grad():
         b = C.to_device(dict(test), device)
         mu = net.family.mean(net(b))          # E[y]: 1 + e^z for both v1 and v2
-        y = _target(b)
-    return [float(mu[y == r].mean()) for r in (1, 2, 3)]
+        y, real = _target(b), C.target_mask(b)
+    return [float(mu[(y == r) & real].mean()) for r in (1, 2, 3)]
 
 
 def main(argv: list[str]) -> int:
@@ -70,6 +73,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file u.data.gz) of your own MovieLens 100K copy")
     p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
@@ -80,10 +84,11 @@ def main(argv: list[str]) -> int:
         C.set_threads(args.threads)
     except ValueError as e:
         raise UsageError(f"{e}") from None
-    cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed)
+    cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed, sampling=args.sampling)
     seqs, info = D.movielens_preprocess(D.movielens_frame(args.data), "ratings", seed=cfg["dedup_seed"])
     tr, va, te = D.split_three(len(seqs), (0.5625, 0.1875, 0.25), seed=args.split_seed)
-    train, val, test = (C.target_examples(seqs.subset(i)) for i in (tr, va, te))
+    train = C.examples(seqs.subset(tr), args.sampling)
+    val, test = (C.sequence_examples(seqs.subset(i)) for i in (va, te))
     if not args.quiet:
         print(f"MovieLens ratings: {info['users']} users ({len(tr)}/{len(va)}/{len(te)} train/val/test), "
               f"{info['ratings']} ratings, sparsity {info['sparsity_percent']} %", file=sys.stderr)
@@ -106,7 +111,7 @@ def main(argv: list[str]) -> int:
                     rows += [metric_row(s, model, f"mean pred | y={r}", mp[r - 1]) for r in (1, 2, 3)]
                     ctx.write_record(rows, extra={"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                                                   "train_seconds": res.train_seconds, "history": res.history,
-                                                  "n_test_targets": C.n_examples(test)},
+                                                  "sampling": args.sampling, "n_test_targets": C.n_targets(test)},
                                      training=res.training())
                     summary.setdefault((s, model), []).append((ce, full, *mp))
                     if not args.quiet:

@@ -37,9 +37,9 @@ def main(argv: list[str]) -> int:
         settings, models = T.parse_common(args)
     except ValueError as e:
         raise UsageError(f"{e}") from None
-    cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed)
+    cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed, sampling=args.sampling)
     seqs, (tr, va, te), info = load(args.data, args.split_seed)
-    ex = [C.target_examples(seqs.subset(i)) for i in (tr, va, te)]
+    ex = [C.examples(seqs.subset(tr), args.sampling)] + [C.sequence_examples(seqs.subset(i)) for i in (va, te)]
     if not args.quiet:
         print(f"MovieLens sequences: {info['users']} users ({len(tr)}/{len(va)}/{len(te)} train/val/test), "
               f"{info['ratings']} ratings, sparsity {info['sparsity_percent']} %; {info['tie_break']}",

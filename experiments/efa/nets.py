@@ -4,9 +4,12 @@ The experiments train those very modules; a wrapper only (a) builds them in the 
 the authors' code (spec §1.6, §3: 2 layers x 2 heads of key width 16 with biases, output projection
 and residual, learned positions, 32-d embeddings; FM with the code's normalisation) and (b) maps a
 batch dict of per-target examples from :func:`attnlab.experiments.efa.common.target_examples` — items
-(B, L) with 0 = padding, values (B, L), target (B,) — to the models' call convention (ids in
-[0, D), ``valid`` mask, ``targets`` (B, 1)).  Each wrapper's ``forward(b)`` returns the raw output
-of the masked target: logits (B, D), or one number per example (the family's raw output κ).
+(B, L) with 0 = padding, values (B, L), target (B,) — or of whole sequences from
+:func:`~attnlab.experiments.efa.common.sequence_examples` (no ``target``: every position is a
+target) to the models' call convention (ids in [0, D), ``valid`` mask, ``targets`` (B, 1) or all).
+Each wrapper's ``forward(b)`` returns the raw output of the masked targets: logits (B, D) or one
+number per example (the family's raw output κ) for per-target examples; (B, L, D) or (B, L) for
+sequences.
 """
 from __future__ import annotations
 
@@ -22,6 +25,16 @@ CODE_ATTENTION = {"convention": "standard", "head_dim": 16}
 def _ids_valid(items):
     valid = items > 0
     return torch.where(valid, items - 1, torch.zeros_like(items)), valid
+
+
+def _targets(b):
+    """(B, 1) target positions of per-target examples, or None: every position a target."""
+    return b["target"][:, None] if "target" in b else None
+
+
+def _per_target(b, out):
+    """Drop the target axis of per-target examples' outputs (B, 1, ...) -> (B, ...)."""
+    return out[:, 0] if "target" in b else out
 
 
 class Categorical(nn.Module):
@@ -40,9 +53,13 @@ class Categorical(nn.Module):
         else:
             raise ValueError(f"kind must be EFA or FM; got {kind!r}")
 
+    @property
+    def causal(self) -> bool:
+        return self.net.direction == "unidirectional"
+
     def forward(self, b):
         x, valid = _ids_valid(b["items"])
-        return self.net(x, valid, b["target"][:, None])[:, 0]
+        return _per_target(b, self.net(x, valid, _targets(b)))
 
     def attention(self, items: torch.Tensor):
         """EFA only: per layer, (T, heads, I, I) weights of one sequence (1, I) for all targets."""
@@ -76,12 +93,16 @@ class Ratings(nn.Module):
             raise ValueError(f"kind must be EFA or FM; got {kind!r}")
         self.family = self.net.family
 
+    @property
+    def causal(self) -> bool:
+        return self.net.direction == "unidirectional"
+
     def forward(self, b):
         x, valid = _ids_valid(b["items"])
         y = torch.where(valid, b["values"], torch.ones_like(b["values"]))
         if self.kind == "EFA":
-            return self.net(y, x, None, valid, b["target"][:, None])[:, 0]
-        return self.net(y, x, valid, b["target"][:, None])[:, 0]
+            return _per_target(b, self.net(y, x, None, valid, _targets(b)))
+        return _per_target(b, self.net(y, x, valid, _targets(b)))
 
 
 class Spatial(nn.Module):

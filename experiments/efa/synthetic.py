@@ -15,6 +15,7 @@ import numpy as np
 from attnlab.experiment import contexts, experiment_parser, metric_row
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
+from attnlab.experiments.efa.categorical import add_sampling_flag
 
 EXPERIMENT = "efa-synthetic"
 SETTINGS = ("unidirectional", "bidirectional")
@@ -41,18 +42,19 @@ def mse_loss(model, b):
     import torch
 
     pred = model(b)
-    y = b["values"][torch.arange(len(pred)), b["target"]]
-    return model.family.code_loss(pred, y)          # (y - μ)²: the Gaussian NLL up to an affine map
+    y = C.at_targets(b, b["values"])
+    # (y - μ)²: the Gaussian NLL up to an affine map; 0 at padded positions of sequences
+    return C.target_weight(b, model.family.code_loss(pred, y))
 
 
-def make_data(cfg: dict, seed: int):
+def make_data(cfg: dict, seed: int, sampling: str = "sequences"):
     """Fresh data per seed (the seed drives the generator); train users are split 75/25 into
     train/validation at the user level (the code split over examples, leaking users)."""
     rng = np.random.default_rng([seed, 41])
     train_u, test_u, _ = D.synthetic_dataset(cfg["n_users"], rng, cfg["n_train_users"])
     tr, va = D.split_two(len(train_u), cfg["val_fraction"], seed=seed)
-    return (C.target_examples(train_u.subset(tr)), C.target_examples(train_u.subset(va)),
-            C.target_examples(test_u), test_u)
+    return (C.examples(train_u.subset(tr), sampling), C.sequence_examples(train_u.subset(va)),
+            C.sequence_examples(test_u), test_u)
 
 
 def bayes_mse(test_u) -> float:
@@ -66,14 +68,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    add_sampling_flag(p)
     args = p.parse_args(argv)
     try:
         settings = C.parse_list(args.settings, SETTINGS, "--settings")
         models = C.parse_list(args.models, MODELS, "--models")
         C.set_threads(args.threads)
+        if args.sampling not in C.SAMPLINGS:
+            raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     except ValueError as e:
         raise UsageError(f"{e}") from None
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL, sampling=args.sampling)
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
     summary = {}
     for setting in settings:
@@ -81,13 +86,14 @@ def main(argv: list[str]) -> int:
             for ctx in contexts(args, EXPERIMENT, cfg, tag=f"{setting}-{model}"):
                 if ctx.done():
                     continue
-                train, val, test, test_u = make_data(cfg, ctx.seed)
+                train, val, test, test_u = make_data(cfg, ctx.seed, args.sampling)
                 net = C.init_model(lambda: build(model, setting, cfg), ctx.seed)
                 res = C.fit(ctx, net, mse_loss, train, val, tc, name=f"{setting}-{model}")
                 mse = C.evaluate(net, mse_loss, test, ctx.device)
                 rows = [metric_row(setting, model, "test MSE", mse)]
                 ctx.write_record(rows, extra={"bayes_mse_test": bayes_mse(test_u),
                                               "fm_population_optimum": FM_OPTIMUM[setting],
+                                              "sampling": args.sampling,
                                               "epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                                               "train_seconds": res.train_seconds, "history": res.history},
                                  training=res.training())

@@ -71,7 +71,8 @@ from attnlab.numerics import expfam
 
 __all__ = ["AttentionLayer", "AttentionStack", "EFACategorical", "EFAValue", "EFA",
            "FMCategorical", "FMValue", "FMAttributes", "replicate_targets", "gather_targets",
-           "all_targets", "per_target_outputs", "context_matrix"]
+           "all_targets", "per_target_outputs", "context_matrix", "all_targets_exact",
+           "bidirectional_all_targets"]
 
 DIRECTIONS = ("bidirectional", "unidirectional")
 NORMALIZATIONS = ("paper", "code")
@@ -154,6 +155,9 @@ def per_target_outputs(stack: AttentionStack, cols: torch.Tensor, masked_cols: t
     _choice(method, METHODS, "method")
     B, I, W = cols.shape
     T = targets.shape[1]
+    if method == "fast" and stack.direction == "bidirectional" and T > 1 and all_targets_exact(stack):
+        out = bidirectional_all_targets(stack, cols, masked_cols, valid)          # (B, I, W)
+        return out.gather(1, targets[..., None].expand(-1, -1, W))
     if method == "fast" and stack.direction == "unidirectional":
         j = torch.arange(I, device=cols.device)
         allowed_q = valid[:, None, :] & (j < targets[..., None])                 # (B, T, I)
@@ -176,6 +180,116 @@ def per_target_outputs(stack: AttentionStack, cols: torch.Tensor, masked_cols: t
     Zq = gather_targets(Z.reshape(B, T, I, W), targets).reshape(B * T, 1, W)
     out = layers[-1].cross(Zq, Z, v[:, None, :])
     return out.reshape(B, T, W)
+
+
+def all_targets_exact(stack: AttentionStack) -> bool:
+    """Whether :func:`bidirectional_all_targets` computes this stack exactly: one layer of any
+    kind, or two softmax layers whose first has no LayerNorm and no feed-forward block (so that
+    the second layer's keys and values are affine in the first layer's attention outputs)."""
+    layers = list(stack.layers)
+    if len(layers) == 1:
+        return True
+    if len(layers) != 2:
+        return False
+    first = layers[0]
+    return (first.attention == "softmax" and layers[1].attention == "softmax"
+            and first.norm1 is None and first.ffn is None)
+
+
+def _exclusive_sums(E: torch.Tensor, dim: int) -> torch.Tensor:
+    """out[..., t, ...] = sum over k != t of E[..., k, ...] along `dim`, as a prefix plus a suffix
+    sum (no subtraction, so no cancellation when one term dominates)."""
+    z = torch.zeros_like(E.narrow(dim, 0, 1))
+    pre = torch.cat([z, E.narrow(dim, 0, E.shape[dim] - 1).cumsum(dim)], dim)
+    rev = E.flip(dim)
+    suf = torch.cat([z, rev.narrow(dim, 0, E.shape[dim] - 1).cumsum(dim)], dim).flip(dim)
+    return pre + suf
+
+
+def _head_maps(layer) -> torch.Tensor:
+    """(H, width, vdim): the map of each head's attention output into the layer's output (the
+    head's block of W^O, or the identity when the heads are summed without a projection)."""
+    H, e = layer.heads, layer.W_V.shape[1]
+    if layer.out_proj:
+        return layer.W_O.reshape(layer.width, H, e).permute(1, 0, 2)
+    return torch.eye(layer.width, dtype=layer.W_V.dtype, device=layer.W_V.device).expand(H, -1, -1)
+
+
+def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_cols: torch.Tensor,
+                              valid: torch.Tensor) -> torch.Tensor:
+    """Column t of copy t after a bidirectional stack, for every position t at once: (B, I, W).
+
+    Exactly the per-target masking of Sec 2.1 (Remark 4), without the I masked copies.  In copy t
+    every column j != t of layer 1 attends to the unmasked columns k != t and to the [MASK] column
+    at t ('leave-one-out' attention: exclusive prefix + suffix sums of the unmasked terms plus the
+    masked term); the target column t is the [MASK] query stream.  Layer 2 needs only column t,
+    and its keys and values are affine in layer 1's outputs, so W^K_2 W^O_1 and W^V_2 W^O_1 are
+    applied to the per-head sums instead of forming the layer-1 columns of every copy:
+    O(I^2 width) per sequence instead of O(I^3 width + I^2 width^2).  For stacks accepted by
+    :func:`all_targets_exact` (the authors' 2-layer standard configuration without LayerNorm).
+    Note that 'masked-diagonal' two-stream attention is a different model for two layers
+    (layer-1 column j would see x_t)."""
+    if stack.direction != "bidirectional" or not all_targets_exact(stack):
+        raise ValueError("bidirectional_all_targets needs a bidirectional stack accepted by all_targets_exact")
+    B, I, W = cols.shape
+    eye = torch.eye(I, dtype=torch.bool, device=cols.device)
+    L1 = stack.layers[0]
+    # the target column of layer 1: [MASK] at t attends to the unmasked k != t and to itself
+    G = L1.cross(masked_cols, cols, valid[:, None, :] & ~eye, self_key=True)          # (B, I, W)
+    if len(stack.layers) == 1:
+        return G
+    L2 = stack.layers[1]
+    b = (lambda name: getattr(L1, name) if L1.use_bias else None)
+    (Wo, bo), (Wc, bc) = ((L1.W_Q, b("b_Q")), (L1.W_K, b("b_K"))) if L1.orientation == "row"         else ((L1.W_K, b("b_K")), (L1.W_Q, b("b_Q")))
+    a = L1._proj(cols, Wo, bo)                                          # (B, H, I_j, d) outputs j
+    c = L1._proj(cols, Wc, bc)                                          # (B, H, I_k, d) contexts k
+    cm = L1._proj(masked_cols, Wc, bc)                                  # (B, H, I_t, d) [MASK] at t
+    v = L1._proj(cols, L1.W_V, b("b_V"))                                # (B, H, I_k, e)
+    vm = L1._proj(masked_cols, L1.W_V, b("b_V"))                        # (B, H, I_t, e)
+    s = (a @ c.transpose(-1, -2)) * L1.scale                            # (B, H, j, k)
+    sm = (a @ cm.transpose(-1, -2)) * L1.scale                          # (B, H, j, t)
+    vk = valid[:, None, None, :]
+    neg = torch.finfo(s.dtype).min
+    ref = torch.maximum(s.masked_fill(~vk, neg).amax(-1, keepdim=True),
+                        sm.masked_fill(~vk, neg).amax(-1, keepdim=True)).detach()
+    E = torch.exp(s - ref) * vk                                         # unmasked terms (j, k)
+    Em = torch.exp(sm - ref) * vk                                       # [MASK] term (j, t)
+    den = _exclusive_sums(E, -1) + Em                                   # (B, H, j, t)
+    num = _exclusive_sums(E[..., None] * v[:, :, None, :, :], -2)       # (B, H, j, t, e)
+    num = num + Em[..., None] * vm[:, :, None, :, :]
+    den = den + (den == 0)                     # a padded column j of a padded copy t: unused
+    A = num / den[..., None]                   # head outputs of column j != t in copy t
+    P = _head_maps(L1)                                                  # (H, W, e)
+    bO = L1.b_O if (L1.out_proj and L1.b_O is not None) else None
+    r1 = 1.0 if L1.residual else 0.0
+    # layer 2, target column t: its query, and the affine maps of its keys/values
+    b2 = (lambda name: getattr(L2, name) if L2.use_bias else None)
+    (Wo2, bo2), (Wc2, bc2) = ((L2.W_Q, b2("b_Q")), (L2.W_K, b2("b_K"))) if L2.orientation == "row"         else ((L2.W_K, b2("b_K")), (L2.W_Q, b2("b_Q")))
+    q2 = L2._proj(G, Wo2, bo2)                                          # (B, G2, t, d2)
+    rk = q2 @ Wc2                                                       # (B, G2, t, W): W_c2^T q
+    off = r1 * (rk @ cols[:, None].transpose(-1, -2))                          # (B, G2, t, j): r.x_j
+    rho = torch.einsum("bgtw,hwe->bghte", rk, P)                        # (B, G2, H, t, e)
+    off = off + torch.einsum("bghte,bhjte->bgtj", rho, A)
+    if bO is not None:
+        off = off + (rk @ bO)[..., None]
+    if bc2 is not None:
+        cb = (q2 * bc2[None, :, None, :]).sum(-1, keepdim=True)        # q . b_c2
+        off = off + cb
+    diag = (q2 * L2._proj(G, Wc2, bc2)).sum(-1)                         # (B, G2, t): own key
+    s2 = torch.where(eye, diag[..., None], off) * L2.scale
+    w2 = L2._normalize(s2, valid[:, None, None, :])                     # (B, G2, t, j)
+    w2o = w2.masked_fill(eye, 0.0)
+    wd = w2.diagonal(dim1=-2, dim2=-1)                                  # (B, G2, t)
+    # sum_j w2[t, j] * (layer-1 column j of copy t), then W^V_2
+    Zs = r1 * (w2o @ cols[:, None]) + wd[..., None] * G[:, None]        # (B, G2, t, W)
+    Qs = torch.einsum("bgtj,bhjte->bghte", w2o, A)                      # (B, G2, H, t, e)
+    Zs = Zs + torch.einsum("bghte,hwe->bgtw", Qs, P)
+    if bO is not None:
+        Zs = Zs + w2o.sum(-1, keepdim=True) * bO
+    o = Zs @ L2.W_V.transpose(-1, -2)                                   # (B, G2, t, e2)
+    if L2.use_bias:
+        o = o + w2.sum(-1, keepdim=True) * L2.b_V[None, :, None, :]
+    return L2._post(G, L2._heads_out(o, G))
 
 
 def _prepare(x_like: torch.Tensor, valid, targets):
