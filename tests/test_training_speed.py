@@ -1,0 +1,158 @@
+"""The EFA fast paths against the per-target reference (the literal per-target masking of Sec 2.1/2.2
+of the EFA paper: one masked copy of the sequence per target).  Method: float64, loss and every
+parameter gradient; tolerance 1e-12 relative to the largest entry (outputs) or the largest gradient."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.experiments.efa import common as C
+from attnlab.experiments.efa import nets
+from attnlab.experiments.efa.categorical import ce_loss
+from attnlab.experiments.efa.data import Sequences
+from attnlab.experiments.models import efa as M
+
+torch.set_num_threads(1)
+TOL = 1e-12
+
+
+def _perturb(net, seed, scale=0.3):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return net
+
+
+def _grads(net):
+    return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in net.parameters()]
+
+
+def _rel(a, b):
+    return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-300)
+
+
+def _grad_rel(g1, g2):
+    scale = max(float(g.abs().max()) for g in g2)
+    return max(float((a - b).abs().max()) for a, b in zip(g1, g2)) / scale
+
+
+def _compare(net, call, valid):
+    """Outputs (at valid targets) and gradients of a fixed linear read-out, fast vs replicate."""
+    res = []
+    for method in ("fast", "replicate"):
+        net.zero_grad()
+        H = call(method)
+        w = torch.linspace(-1, 1, H.shape[-1], dtype=H.dtype)
+        ((H * w).sum(-1) * valid).sum().backward()
+        res.append((H.detach()[valid], _grads(net)))
+    (h1, g1), (h2, g2) = res
+    return _rel(h1, h2), _grad_rel(g1, g2)
+
+
+def _batch(rng, B, I, D):
+    x = torch.as_tensor(rng.integers(0, D, (B, I)))
+    lengths = rng.integers(1, I + 1, B)
+    lengths[0] = I
+    valid = torch.as_tensor(np.arange(I)[None] < lengths[:, None])
+    return x, valid
+
+
+CONFIGS = [("standard", {"head_dim": 4}), ("standard", {"head_dim": 3, "residual": False}),
+           ("paper", {}), ("paper", {"out_proj": True, "bias": True}),
+           ("standard", {"head_dim": 4, "orientation": "column"})]
+
+
+@pytest.mark.parametrize("direction", ["bidirectional", "unidirectional"])
+@pytest.mark.parametrize("conv,kw", CONFIGS)
+def test_categorical_all_targets_equal_replicate(direction, conv, kw):
+    rng = np.random.default_rng(zlib.crc32(f"{direction}{conv}{sorted(kw.items())}".encode()))
+    for B, I, layers in ((1, 1, 2), (2, 2, 2), (3, 7, 2), (2, 9, 1), (4, 5, 2)):
+        net = M.EFACategorical(11, 8, 16, heads=2, layers=layers, direction=direction, convention=conv,
+                               **kw).double()
+        _perturb(net, int(rng.integers(1 << 30)))
+        x, valid = _batch(rng, B, I, 11)
+        e_out, e_grad = _compare(net, lambda m: net.context(x, valid, method=m), valid)
+        assert e_out <= TOL and e_grad <= TOL, (B, I, layers, e_out, e_grad)
+
+
+@pytest.mark.parametrize("direction", ["bidirectional", "unidirectional"])
+def test_value_model_all_targets_equal_replicate(direction):
+    rng = np.random.default_rng(5)
+    net = M.EFAValue("poisson_v2", 6, 8, 8, 12, item_embeddings="center", value_embedding="lookup",
+                     n_values=4, value_offset=0, unembedding="mlp", unembed_hidden=5, heads=2, layers=2,
+                     direction=direction, convention="standard", head_dim=4).double()
+    _perturb(net, 3)
+    x, valid = _batch(rng, 4, 8, 6)
+    y = torch.as_tensor(rng.integers(0, 4, (4, 8)))
+    e_out, e_grad = _compare(net, lambda m: net.representation(y, x, None, valid, method=m), valid)
+    assert e_out <= TOL and e_grad <= TOL
+
+
+def test_layer_norm_stack_is_not_claimed_exact():
+    """LayerNorm after layer 1 makes layer 2's keys non-affine in layer 1's attention outputs: the
+    all-targets pass refuses it and the models keep the per-target path."""
+    net = M.EFACategorical(5, 8, 8, heads=2, layers=2, convention="standard", layer_norm=True)
+    assert not M.all_targets_exact(net.stack)
+    with pytest.raises(ValueError, match="all_targets_exact"):
+        M.bidirectional_all_targets(net.stack, torch.zeros(1, 3, 8), torch.zeros(1, 3, 8),
+                                    torch.ones(1, 3, dtype=torch.bool))
+    assert M.all_targets_exact(M.EFACategorical(5, 8, 8, layers=2, convention="standard", head_dim=4).stack)
+    assert not M.all_targets_exact(M.EFACategorical(5, 8, 8, layers=3, convention="standard", head_dim=4).stack)
+
+
+def _sequences(rng, N, L, D):
+    lengths = rng.integers(1, L + 1, N)
+    items = np.zeros((N, L), dtype=np.int64)
+    for f, n in enumerate(lengths):
+        items[f, :n] = rng.integers(1, D + 1, n)
+    return Sequences(items, lengths)
+
+
+@pytest.mark.parametrize("direction", ["bidirectional", "unidirectional"])
+@pytest.mark.parametrize("kind", ["EFA", "FM"])
+def test_sequence_sampling_loss_equals_per_target(direction, kind):
+    """The summed loss of a batch of whole sequences (every position a target) and of the same
+    targets as per-target examples, with their gradients (the training step's two samplings on the
+    same targets); and the per-target step evaluated in trimmed length groups."""
+    rng = np.random.default_rng(11)
+    seqs = _sequences(rng, 9, 8, 7)
+    net = nets.Categorical(kind, direction, 7, 8, dim=8, heads=2, layers=2).double()
+    _perturb(net, 1, 0.2)
+    seq, tgt = C.sequence_examples(seqs), C.target_examples(seqs)
+    assert C.n_targets(seq) == C.n_targets(tgt) == int(seqs.lengths.sum())
+    res = []
+    for data, grouped in ((seq, False), (tgt, False), (tgt, True)):
+        net.zero_grad()
+        idx = torch.arange(C.n_examples(data))
+        parts = C.groups(data, idx, net.causal, min_group=5) if grouped else [(idx, None)]
+        if grouped:
+            assert len(parts) > 1
+        total = sum(ce_loss(net, C.to_device(C.take(data, p), "cpu", L)).sum() for p, L in parts)
+        total.backward()
+        res.append((total.detach(), _grads(net)))
+    for tot, g in res[1:]:
+        assert _rel(tot, res[0][0]) <= TOL and _grad_rel(g, res[0][1]) <= TOL
+
+
+def test_evaluate_by_sequence_equals_per_target():
+    rng = np.random.default_rng(2)
+    seqs = _sequences(rng, 13, 9, 6)
+    for direction in ("bidirectional", "unidirectional"):
+        net = _perturb(nets.Categorical("EFA", direction, 6, 9, dim=8).double(), 4, 0.2)
+        a = C.evaluate(net, ce_loss, C.sequence_examples(seqs), "cpu", batch_size=20)
+        b = C.evaluate(net, ce_loss, C.target_examples(seqs), "cpu", batch_size=7)
+        assert abs(a - b) <= TOL * abs(b)
+
+
+def test_sequence_step_size():
+    seqs = Sequences(np.ones((10, 4), dtype=np.int64), np.full(10, 4))
+    assert C.step_sizes(C.sequence_examples(seqs), 8) == 2          # 2 sequences = 8 targets
+    assert C.step_sizes(C.target_examples(seqs), 8) == 8
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match="--sampling"):
+        C.examples(seqs, "batches")
