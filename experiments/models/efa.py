@@ -221,11 +221,13 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
 
     Exactly the per-target masking of Sec 2.1 (Remark 4), without the I masked copies.  In copy t
     every column j != t of layer 1 attends to the unmasked columns k != t and to the [MASK] column
-    at t ('leave-one-out' attention: exclusive prefix + suffix sums of the unmasked terms plus the
-    masked term); the target column t is the [MASK] query stream.  Layer 2 needs only column t,
-    and its keys and values are affine in layer 1's outputs, so W^K_2 W^O_1 and W^V_2 W^O_1 are
-    applied to the per-head sums instead of forming the layer-1 columns of every copy:
-    O(I^2 width) per sequence instead of O(I^3 width + I^2 width^2).  For stacks accepted by
+    at t ('leave-one-out' attention: the unmasked terms k != t plus the masked term); the target
+    column t is the [MASK] query stream.  Layer 2 needs only column t, and its keys and values are
+    affine in layer 1's outputs, so W^K_2 W^O_1 and W^V_2 W^O_1 are applied to the per-head sums
+    instead of forming the layer-1 columns of every copy: matrix products of I x I x I and
+    I x I x head_dim per pair of heads instead of O(I^3 width + I^2 width^2) per sequence.  The
+    sums over k != t are taken by zeroing the diagonal before a product, never by subtracting
+    the t term from a full sum (no cancellation when one term dominates).  For stacks accepted by
     :func:`all_targets_exact` (the authors' 2-layer standard configuration without LayerNorm).
     Note that 'masked-diagonal' two-stream attention is a different model for two layers
     (layer-1 column j would see x_t)."""
@@ -255,10 +257,10 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     E = torch.exp(s - ref) * vk                                         # unmasked terms (j, k)
     Em = torch.exp(sm - ref) * vk                                       # [MASK] term (j, t)
     den = _exclusive_sums(E, -1) + Em                                   # (B, H, j, t)
-    num = _exclusive_sums(E[..., None] * v[:, :, None, :, :], -2)       # (B, H, j, t, e)
-    num = num + Em[..., None] * vm[:, :, None, :, :]
     den = den + (den == 0)                     # a padded column j of a padded copy t: unused
-    A = num / den[..., None]                   # head outputs of column j != t in copy t
+    # head h's output at column j != t of copy t is A[j, t] = (sum_{k != t} E[j, k] v_k
+    # + Em[j, t] vm_t) / den[j, t]; it is only needed in contractions, done below without forming it
+    offd = ~eye
     P = _head_maps(L1)                                                  # (H, W, e)
     bO = L1.b_O if (L1.out_proj and L1.b_O is not None) else None
     r1 = 1.0 if L1.residual else 0.0
@@ -269,7 +271,10 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     rk = q2 @ Wc2                                                       # (B, G2, t, W): W_c2^T q
     off = r1 * (rk @ cols[:, None].transpose(-1, -2))                          # (B, G2, t, j): r.x_j
     rho = torch.einsum("bgtw,hwe->bghte", rk, P)                        # (B, G2, H, t, e)
-    off = off + torch.einsum("bghte,bhjte->bgtj", rho, A)
+    R = (rho @ v[:, None].transpose(-1, -2)) * offd                     # rho_t . v_k, k != t
+    Rm = (rho * vm[:, None]).sum(-1)                                    # rho_t . vm_t
+    num = E[:, None] @ R.transpose(-1, -2) + Em[:, None] * Rm[..., None, :]   # (B, G2, H, j, t)
+    off = off + (num / den[:, None]).sum(2).transpose(-1, -2)           # sum_h rho_t . A[j, t]
     if bO is not None:
         off = off + (rk @ bO)[..., None]
     if bc2 is not None:
@@ -282,7 +287,9 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     wd = w2.diagonal(dim1=-2, dim2=-1)                                  # (B, G2, t)
     # sum_j w2[t, j] * (layer-1 column j of copy t), then W^V_2
     Zs = r1 * (w2o @ cols[:, None]) + wd[..., None] * G[:, None]        # (B, G2, t, W)
-    Qs = torch.einsum("bgtj,bhjte->bghte", w2o, A)                      # (B, G2, H, t, e)
+    U = w2o[:, :, None] / den.transpose(-1, -2)[:, None]                # (B, G2, H, t, j)
+    Qs = ((U @ E[:, None]) * offd) @ v[:, None] \
+        + (U * Em.transpose(-1, -2)[:, None]).sum(-1, keepdim=True) * vm[:, None]   # sum_j w2o A[j, t]
     Zs = Zs + torch.einsum("bghte,hwe->bgtw", Qs, P)
     if bO is not None:
         Zs = Zs + w2o.sum(-1, keepdim=True) * bO
