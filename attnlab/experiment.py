@@ -184,8 +184,115 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
     p.add_argument("--results-dir", default=None,
                    help="where records go (default $ATTNLAB_RESULTS or ./results)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--threads", type=positive_int("--threads"), default=1,
+                   help="torch CPU threads per run (default 1; never more than the available cores per job)")
+    p.add_argument("--jobs", type=positive_int("--jobs"), default=1,
+                   help="runs (setting, model, seed) in this many processes at once (joblib; default 1)")
+    p.add_argument("--backend", type=backend_arg, default="local",
+                   help="local (this machine; --jobs processes) or ray (a Ray cluster at --address or "
+                        "$RAY_ADDRESS, else a local Ray runtime; needs the 'cluster' extra)")
+    p.add_argument("--address", default=None, help="Ray cluster address for --backend ray (default $RAY_ADDRESS)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model where a runner supports it")
     p.set_defaults(_default_seeds=default_seeds)
     return p
+
+
+# --------------------------------------------------------------------------- processes and threads
+BACKENDS = ("local", "ray")
+
+
+def positive_int(what: str):
+    """An argparse type: an integer >= 1 (bad values: one line naming `what`)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(str(text).strip())
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 1; got {text!r}")
+        return n
+    return parse
+
+
+def backend_arg(name: str) -> str:
+    if name not in BACKENDS:
+        raise argparse.ArgumentTypeError(f"--backend must be one of {', '.join(BACKENDS)}; got {name!r}")
+    return name
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:              # not Linux
+        return os.cpu_count() or 1
+
+
+def torch_threads(args=None) -> int:
+    """torch threads for one run: --threads, but never more than the available cores shared by the
+    --jobs processes of a local fan-out."""
+    threads = int(getattr(args, "threads", 1) or 1)
+    jobs = int(getattr(args, "jobs", 1) or 1) if getattr(args, "backend", "local") == "local" else 1
+    return max(1, min(threads, available_cores() // jobs))
+
+
+def set_torch_threads(args=None) -> int:
+    import torch
+
+    n = torch_threads(args)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def _in_worker(fn, task, threads: int):
+    import torch
+
+    torch.set_num_threads(threads)
+    return fn(task)
+
+
+def fan_out(args, fn, tasks: list) -> list:
+    """``[fn(task) for task in tasks]``, in task order: in this process (--jobs 1), in --jobs joblib
+    processes, or as tasks of a Ray cluster (--backend ray: ``ray.init(address=--address or
+    $RAY_ADDRESS)``, a local Ray runtime when neither is set).  Each task is one run that writes its
+    own record atomically (and skips itself when its record exists), so an interrupted fan-out
+    resumes like a serial one.  `fn` and the tasks are shipped with cloudpickle (closures allowed);
+    every worker runs with :func:`torch_threads` threads."""
+    tasks = list(tasks)
+    threads = torch_threads(args)
+    backend = getattr(args, "backend", "local")
+    jobs = int(getattr(args, "jobs", 1) or 1)
+    if backend == "ray":
+        return _ray_map(args, fn, tasks, threads)
+    if jobs == 1 or len(tasks) <= 1:
+        set_torch_threads(args)
+        return [fn(t) for t in tasks]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=min(jobs, len(tasks)), backend="loky")(
+        delayed(_in_worker)(fn, t, threads) for t in tasks)
+
+
+def _ray_map(args, fn, tasks: list, threads: int) -> list:
+    from attnlab.errors import UsageError
+
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--backend ray needs Ray: pip install 'attnlab[cluster]' (or pip install ray)") from None
+    address = getattr(args, "address", None) or os.environ.get("RAY_ADDRESS") or None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 **({} if address else {"num_cpus": available_cores()}))
+        started = True
+    try:
+        remote = ray.remote(num_cpus=threads)(_in_worker)
+        return ray.get([remote.remote(fn, t, threads) for t in tasks])
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def seeds_of(args) -> list[int]:
@@ -408,8 +515,15 @@ def _command_line(experiment: str) -> str:
 
 def contexts(args, experiment: str, config: dict, tag: str = "",
              substitute: str | None = None, config_name: str | None = None) -> Iterator[RunContext]:
-    """One RunContext per requested seed."""
-    device = resolve_device(getattr(args, "device", "auto"))
+    """One RunContext per requested seed (torch threads set from --threads)."""
+    set_torch_threads(args)
     for s in seeds_of(args):
-        yield RunContext(experiment, s, device, bool(getattr(args, "quick", False)), config, args,
-                         tag, substitute, config_name)
+        yield context(args, experiment, config, s, tag, substitute, config_name)
+
+
+def context(args, experiment: str, config: dict, seed: int, tag: str = "",
+            substitute: str | None = None, config_name: str | None = None) -> RunContext:
+    """The RunContext of one seed (for a task of :func:`fan_out`)."""
+    device = resolve_device(getattr(args, "device", "auto"))
+    return RunContext(experiment, seed, device, bool(getattr(args, "quick", False)), config, args,
+                      tag, substitute, config_name)

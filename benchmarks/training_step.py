@@ -10,10 +10,11 @@ Paths (per experiment and direction):
   (sequence, position) examples a step, each padded to the batch's longest sequence, one masked
   copy per target (`--sampling targets` without length groups);
 - targets-grouped: the same steps, evaluated in length groups each trimmed to its longest
-  effective length (`--sampling targets`);
+  effective length, with the fused Adam of the training loop (`--sampling targets`);
 - sequences: whole sequences with every position a target through the models' exact all-targets
   passes (unidirectional: the two-stream pass; bidirectional: the leave-one-out pass), as many
-  sequences a step as hold about 256 targets (`--sampling sequences`, the default).
+  sequences a step as hold about 256 targets, length groups and the fused Adam
+  (`--sampling sequences`, the default).
 ms_per_step is the median over `--steps` timed steps after 3 warm-up steps; s_per_epoch is
 ms_per_step times the steps of one training epoch (training only); ratio is the reference's
 s_per_epoch over the path's.  max_rel_diff: float32 agreement with the reference on the same
@@ -63,7 +64,8 @@ def load(name: str):
 
 
 def step_fn(net, data, grouped: bool):
-    opt = torch.optim.Adam(net.parameters(), lr=1e-4)
+    # the reference path as the runners trained before: per-target batches, the for-loop Adam
+    opt = C.adam(net, 1e-4) if grouped else torch.optim.Adam(net.parameters(), lr=1e-4)
     step = C.step_sizes(data, 256)
     rng = np.random.default_rng(0)
 

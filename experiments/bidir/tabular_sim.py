@@ -191,7 +191,6 @@ def main(argv: list[str]) -> int:
                           default_seeds=20)
     add_config_flag(p)
     p.add_argument("--epochs", type=int, default=None, help="override ATN epochs (recorded in the config)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = p.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
@@ -200,7 +199,6 @@ def main(argv: list[str]) -> int:
     from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
     from attnlab.experiments.bidir.baselines import accuracy_mse
 
-    torch.set_num_threads(max(1, args.threads))
     name = config_name(args)
     cfg = dict(CONFIGS[name])
     if args.epochs is not None:

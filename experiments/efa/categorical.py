@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.experiment import contexts, experiment_parser, metric_row
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of
 from attnlab.experiments.efa import common as C
 
 SETTINGS = ("unidirectional", "bidirectional")
@@ -32,7 +32,6 @@ def parser(experiment: str, doc: str):
     p = experiment_parser(experiment, doc.splitlines()[0])
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
     return p
@@ -48,7 +47,6 @@ def parse_common(args):
     """(settings, models) or raises ValueError naming the argument."""
     settings = C.parse_list(args.settings, SETTINGS, "--settings")
     models = C.parse_list(args.models, MODELS, "--models")
-    C.set_threads(args.threads)
     if args.sampling not in C.SAMPLINGS:
         raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     return settings, models
@@ -61,30 +59,36 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
     `after(ctx, setting, model, net)` may add metric rows and extras.  Returns
     {(setting, model): [test CE per seed]}."""
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+
+    def one(task):
+        setting, model, seed = task
+        ctx = context(args, experiment, cfg, seed, tag=f"{setting}-{model}")
+        if ctx.done():
+            return None
+        train, val, test = splits(ctx.seed)
+        net = C.init_model(lambda: build(model, setting, n_items, max_len, cfg), ctx.seed)
+        res = C.fit(ctx, net, ce_loss, train, val, tc, name=f"{setting}-{model}")
+        ce = C.evaluate(net, ce_loss, test, ctx.device)
+        rows = [metric_row(setting, model, "test CE", ce)]
+        extra = {"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
+                 "train_seconds": res.train_seconds, "history": res.history,
+                 "sampling": cfg["sampling"], "n_train_targets": C.n_targets(train),
+                 "n_val_targets": C.n_targets(val), "n_test_targets": C.n_targets(test)}
+        if after is not None:
+            r2, e2 = after(ctx, setting, model, net)
+            rows += r2
+            extra.update(e2)
+        ctx.write_record(rows, extra=extra, training=res.training())
+        if not args.quiet:
+            print(f"{experiment} {setting} {model} seed {ctx.seed}: test CE {ce:.4f} "
+                  f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)", file=sys.stderr)
+        return setting, model, ce
+
+    tasks = [(setting, model, seed) for setting in settings for model in models for seed in seeds_of(args)]
     summary = {}
-    for setting in settings:
-        for model in models:
-            for ctx in contexts(args, experiment, cfg, tag=f"{setting}-{model}"):
-                if ctx.done():
-                    continue
-                train, val, test = splits(ctx.seed)
-                net = C.init_model(lambda: build(model, setting, n_items, max_len, cfg), ctx.seed)
-                res = C.fit(ctx, net, ce_loss, train, val, tc, name=f"{setting}-{model}")
-                ce = C.evaluate(net, ce_loss, test, ctx.device)
-                rows = [metric_row(setting, model, "test CE", ce)]
-                extra = {"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
-                         "train_seconds": res.train_seconds, "history": res.history,
-                         "sampling": cfg["sampling"], "n_train_targets": C.n_targets(train),
-                         "n_val_targets": C.n_targets(val), "n_test_targets": C.n_targets(test)}
-                if after is not None:
-                    r2, e2 = after(ctx, setting, model, net)
-                    rows += r2
-                    extra.update(e2)
-                ctx.write_record(rows, extra=extra, training=res.training())
-                summary.setdefault((setting, model), []).append(ce)
-                if not args.quiet:
-                    print(f"{experiment} {setting} {model} seed {ctx.seed}: test CE {ce:.4f} "
-                          f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)", file=sys.stderr)
+    for out in fan_out(args, one, tasks):
+        if out is not None:
+            summary.setdefault(out[:2], []).append(out[2])
     for (setting, model), v in sorted(summary.items()):
         m, ci = C.mean_ci(v)
         print(f"{setting:15s} {model:4s} test CE {m:.4f}" + ("" if ci is None else f" ± {ci:.4f}") + f"  (n={len(v)})")

@@ -72,7 +72,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("--versions", default="v1,v2", help="comma-separated subset of v1, v2")
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file u.data.gz) of your own MovieLens 100K copy")
     p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
@@ -81,7 +80,6 @@ def main(argv: list[str]) -> int:
         versions = C.parse_list(args.versions, VERSIONS, "--versions")
         settings = C.parse_list(args.settings, SETTINGS, "--settings")
         models = C.parse_list(args.models, MODELS, "--models")
-        C.set_threads(args.threads)
     except ValueError as e:
         raise UsageError(f"{e}") from None
     cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed, sampling=args.sampling)

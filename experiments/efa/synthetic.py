@@ -67,13 +67,11 @@ def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, __doc__.splitlines()[0])
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     add_sampling_flag(p)
     args = p.parse_args(argv)
     try:
         settings = C.parse_list(args.settings, SETTINGS, "--settings")
         models = C.parse_list(args.models, MODELS, "--models")
-        C.set_threads(args.threads)
         if args.sampling not in C.SAMPLINGS:
             raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     except ValueError as e:

@@ -82,7 +82,6 @@ def main(argv: list[str]) -> int:
     p.add_argument("--ks", default=None, help="comma-separated k for FM(k) (default: the config's)")
     p.add_argument("--efa", default=None, help="comma-separated subset of " + ", ".join(EFA_VARIANTS)
                    + " (EFA with 1, 2, 4 layers; 4 layers with 1 or 2 lagged samples) or 'none'")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     args = p.parse_args(argv)
     cfg = dict(QUICK if args.quick else FULL)
     try:
@@ -90,7 +89,6 @@ def main(argv: list[str]) -> int:
             cfg["ks"] = [int(k) for k in args.ks.split(",") if k.strip()] if args.ks != "none" else []
         if args.efa is not None:
             cfg["efa"] = [] if args.efa == "none" else C.parse_list(args.efa, EFA_VARIANTS, "--efa")
-        C.set_threads(args.threads)
         grid = load_grid(args.data)
         I = grid.temps.shape[1]
         bad = [k for k in cfg["ks"] if not 1 <= k <= I - 1]
