@@ -3,6 +3,8 @@ of the EFA paper: one masked copy of the sequence per target).  Method: float64,
 parameter gradient; tolerance 1e-12 relative to the largest entry (outputs) or the largest gradient."""
 from __future__ import annotations
 
+import json
+import os
 import zlib
 
 import numpy as np
@@ -156,3 +158,55 @@ def test_sequence_step_size():
 
     with pytest.raises(UsageError, match="--sampling"):
         C.examples(seqs, "batches")
+
+
+# --------------------------------------------------------------------------- processes
+TIMING = ("wall_seconds", "finished", "train_seconds", "command")
+
+
+def _records(root):
+    out = {}
+    for p in sorted(root.rglob("*.json")):
+        rec = json.loads(p.read_text())
+        for k in TIMING:
+            rec.pop(k, None)
+            rec.get("extra", {}).pop(k, None)
+        out[p.relative_to(root).as_posix()] = rec
+    return out
+
+
+def _synthetic(tmp_path, *flags):
+    from attnlab.cli import main
+
+    assert main(["run", "efa-synthetic", "--quick", "--seeds", "2", "--settings", "unidirectional", "--models", "EFA",
+                 "--quiet", "--results-dir", str(tmp_path), *flags]) == 0
+
+
+def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
+    """--jobs 2 (two joblib processes) writes records identical to --jobs 1 except for timings;
+    a re-issued command skips the recorded runs; --jobs and --threads reject bad values."""
+    from attnlab.experiment import torch_threads
+    from attnlab.experiments.efa import synthetic
+
+    monkeypatch.setitem(synthetic.QUICK, "epochs", 2)
+    monkeypatch.setitem(synthetic.QUICK, "n_users", 200)
+    monkeypatch.setitem(synthetic.QUICK, "n_train_users", 120)
+    _synthetic(tmp_path / "one", "--jobs", "1")
+    _synthetic(tmp_path / "two", "--jobs", "2")
+    one, two = _records(tmp_path / "one"), _records(tmp_path / "two")
+    assert len(one) == 2 and one == two
+    assert all(r["extra"]["sampling"] == "sequences" for r in one.values())
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "two").rglob("*.json")}
+    _synthetic(tmp_path / "two", "--jobs", "2")                       # resume: nothing re-run
+    assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "two").rglob("*.json")}
+    assert torch_threads(type("A", (), {"threads": 64, "jobs": 1})()) <= os.cpu_count()
+    assert torch_threads(type("A", (), {"threads": 1, "jobs": 2})()) == 1
+    from attnlab.experiments.efa import movielens_sequences
+
+    from attnlab.cli import call
+
+    for flags, name in ((["--jobs", "0"], "--jobs"), (["--threads", "x"], "--threads"),
+                        (["--backend", "slurm"], "--backend"), (["--sampling", "all"], "--sampling")):
+        assert call(movielens_sequences.main, ["--quick", "--quiet", *flags]) == 2
+        err = capsys.readouterr().err
+        assert name in err and len(err.strip().splitlines()) == 1

@@ -12,7 +12,7 @@ from attnlab.errors import UsageError
 
 import numpy as np
 
-from attnlab.experiment import contexts, experiment_parser, metric_row
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 from attnlab.experiments.efa.categorical import add_sampling_flag
@@ -78,27 +78,33 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"{e}") from None
     cfg = dict(QUICK if args.quick else FULL, sampling=args.sampling)
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+
+    def one(task):
+        setting, model, seed = task
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{setting}-{model}")
+        if ctx.done():
+            return None
+        train, val, test, test_u = make_data(cfg, ctx.seed, args.sampling)
+        net = C.init_model(lambda: build(model, setting, cfg), ctx.seed)
+        res = C.fit(ctx, net, mse_loss, train, val, tc, name=f"{setting}-{model}")
+        mse = C.evaluate(net, mse_loss, test, ctx.device)
+        rows = [metric_row(setting, model, "test MSE", mse)]
+        ctx.write_record(rows, extra={"bayes_mse_test": bayes_mse(test_u),
+                                      "fm_population_optimum": FM_OPTIMUM[setting],
+                                      "sampling": args.sampling,
+                                      "epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
+                                      "train_seconds": res.train_seconds, "history": res.history},
+                         training=res.training())
+        if not args.quiet:
+            print(f"{EXPERIMENT} {setting} {model} seed {ctx.seed}: test MSE {mse:.4f} "
+                  f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)")
+        return setting, model, mse
+
     summary = {}
-    for setting in settings:
-        for model in models:
-            for ctx in contexts(args, EXPERIMENT, cfg, tag=f"{setting}-{model}"):
-                if ctx.done():
-                    continue
-                train, val, test, test_u = make_data(cfg, ctx.seed, args.sampling)
-                net = C.init_model(lambda: build(model, setting, cfg), ctx.seed)
-                res = C.fit(ctx, net, mse_loss, train, val, tc, name=f"{setting}-{model}")
-                mse = C.evaluate(net, mse_loss, test, ctx.device)
-                rows = [metric_row(setting, model, "test MSE", mse)]
-                ctx.write_record(rows, extra={"bayes_mse_test": bayes_mse(test_u),
-                                              "fm_population_optimum": FM_OPTIMUM[setting],
-                                              "sampling": args.sampling,
-                                              "epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
-                                              "train_seconds": res.train_seconds, "history": res.history},
-                                 training=res.training())
-                summary.setdefault((setting, model), []).append(mse)
-                if not args.quiet:
-                    print(f"{EXPERIMENT} {setting} {model} seed {ctx.seed}: test MSE {mse:.4f} "
-                          f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)")
+    tasks = [(setting, model, seed) for setting in settings for model in models for seed in seeds_of(args)]
+    for out in fan_out(args, one, tasks):
+        if out is not None:
+            summary.setdefault(out[:2], []).append(out[2])
     for (setting, model), v in sorted(summary.items()):
         m, ci = C.mean_ci(v)
         print(f"{setting:15s} {model:4s} test MSE {m:.4f}" + ("" if ci is None else f" ± {ci:.4f}") + f"  (n={len(v)})")
