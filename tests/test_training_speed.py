@@ -210,3 +210,16 @@ def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
         assert call(movielens_sequences.main, ["--quick", "--quiet", *flags]) == 2
         err = capsys.readouterr().err
         assert name in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_baseline_grid_search_n_jobs_same_choice():
+    """bidir baselines: GridSearchCV over 2 processes chooses and scores exactly as over one."""
+    from attnlab.experiments.bidir.baselines import run_baselines
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, (120, 4))
+    y = (X.sum(1) + rng.integers(0, 2, 120)) % 3
+    a, b = (run_baselines(X[:90], y[:90], X[90:], y[90:], 3, seed=0, grid="reduced", models=("RF",), n_jobs=j)
+            for j in (1, 2))
+    assert a == b

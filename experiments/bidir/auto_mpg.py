@@ -209,7 +209,7 @@ def main(argv: list[str]) -> int:
             if ("base", prot) not in state["res"]:
                 tb = time.perf_counter()
                 state["res"][("base", prot)] = run_baselines(d["x_train"], d["y_train"], d["x_test"], d["y_test"],
-                                                             C, seed, grid=cfg["grid"])
+                                                             C, seed, grid=cfg["grid"], n_jobs=args.jobs)
                 state["timing"][f"baselines_{prot}_s"] = time.perf_counter() - tb
                 ctx.save_checkpoint(state)
             state["res"][("atn", prot)] = atn_results[(ctx.seed, prot)]

@@ -55,8 +55,10 @@ def one_hot(X_train: np.ndarray, X_test: np.ndarray, n_levels: int | list[int]) 
     return enc(X_train), enc(X_test)
 
 
-def make_estimators(seed: int, grid: str = "paper") -> dict:
-    """The four baselines (App. E) as fitted-to-be sklearn estimators, tuned ones wrapped in GridSearchCV."""
+def make_estimators(seed: int, grid: str = "paper", n_jobs: int = 1) -> dict:
+    """The four baselines (App. E) as fitted-to-be sklearn estimators, tuned ones wrapped in
+    GridSearchCV (its grid points and folds over `n_jobs` processes; the choice does not depend on
+    `n_jobs`)."""
     if grid not in GRIDS:
         raise ValueError(f"grid must be one of {', '.join(GRIDS)}; got {grid!r}")
     from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
@@ -69,7 +71,7 @@ def make_estimators(seed: int, grid: str = "paper") -> dict:
     folds = CV_FOLDS[grid]
 
     def cv(est, params):
-        return GridSearchCV(est, params, scoring="accuracy", n_jobs=1,
+        return GridSearchCV(est, params, scoring="accuracy", n_jobs=n_jobs,
                             cv=StratifiedKFold(folds, shuffle=True, random_state=seed))
     return {
         "LR": LogisticRegression(random_state=seed, max_iter=2000),
@@ -94,12 +96,12 @@ def _single_point(grid) -> dict | None:
 
 
 def run_baselines(X_train, y_train, X_test, y_test, n_levels, seed: int, grid: str = "paper",
-                  models=MODELS) -> dict:
+                  models=MODELS, n_jobs: int = 1) -> dict:
     """Fit each baseline on one-hot features; returns {model: {acc, mse, train_acc, train_mse, best}}."""
     from sklearn.exceptions import ConvergenceWarning
 
     Xtr, Xte = one_hot(X_train, X_test, n_levels)
-    ests = make_estimators(seed, grid)
+    ests = make_estimators(seed, grid, n_jobs)
     out = {}
     for name in models:
         if name not in ests:

@@ -217,7 +217,7 @@ def main(argv: list[str]) -> int:
         for i, (label, d) in enumerate(datasets):
             if label not in state["baselines"]:
                 state["baselines"][label] = run_baselines(d["x_train"], d["y_train"], d["x_test"], d["y_test"],
-                                                          C, data_seed, grid=cfg["grid"])
+                                                          C, data_seed, grid=cfg["grid"], n_jobs=args.jobs)
                 ctx.save_checkpoint(state)
             prog.update(i + 1)
         state["timing"]["baselines_s"] = state["timing"].get("baselines_s", 0) + time.perf_counter() - tb
