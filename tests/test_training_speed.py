@@ -34,6 +34,7 @@ def _grads(net):
 
 
 def _rel(a, b):
+    a, b = a.detach(), b.detach()
     return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-300)
 
 
@@ -223,3 +224,25 @@ def test_baseline_grid_search_n_jobs_same_choice():
     a, b = (run_baselines(X[:90], y[:90], X[90:], y[90:], 3, seed=0, grid="reduced", models=("RF",), n_jobs=j)
             for j in (1, 2))
     assert a == b
+
+
+@pytest.mark.parametrize("kind", ["kernel_softmax", "cts_softmax"])
+def test_kernel_context_without_forming_B(kind):
+    """Kernel models: c = (r G^T) h equals r B^T with B = h^T G formed (Eq. 6 of the kernel paper),
+    float64, 1e-12 relative; outputs and gradients."""
+    from attnlab.experiments.models.kernel_models import SeriesAttentionNet, TimeWarpingNet
+
+    torch.manual_seed(0)
+    net = SeriesAttentionNet(kind, length=30, n_classes=3, hidden=8, n_basis=6, sigmas=(0.1, 0.5)).double()
+    h = torch.randn(4, 30, 8, dtype=torch.float64, requires_grad=True)
+    c = net.context(h)
+    p, prm = net.attention_params(h)
+    ref = (net.attn(**prm) @ (h.transpose(1, 2) @ net.G).transpose(1, 2)).squeeze(1)
+    assert _rel(c, ref) <= TOL
+    g1, = torch.autograd.grad(c.sum(), h)
+    g2, = torch.autograd.grad(ref.sum(), h)
+    assert _rel(g1, g2) <= TOL
+    tw = TimeWarpingNet(kind, length=20, n_basis=6, n_inducing=5).double()
+    x = torch.randn(5, 20, dtype=torch.float64)
+    ref = (tw.attn(**tw.params(x)) @ (x @ tw.G).unsqueeze(1).transpose(1, 2)).squeeze(-1)
+    assert _rel(tw(x), ref) <= TOL

@@ -66,9 +66,9 @@ class TimeWarpingNet(nn.Module):
         return dict(gamma=gamma, mu=mu, sigma2=s2)
 
     def forward(self, x):
-        B = (x @ self.G).unsqueeze(1)                                  # [b, 1, N]
         r = self.attn(**self.params(x))                               # [b, 2, N]
-        return (r @ B.transpose(1, 2)).squeeze(-1)                    # [b, 2]
+        # logit_k = r_k B^T with B = x G: taken as (r G^T) x, without forming B
+        return ((r @ self.G.T) @ x.unsqueeze(-1)).squeeze(-1)         # [b, 2]
 
     def density(self, x):
         return self.attn.density(**self.params(x))
@@ -128,9 +128,10 @@ class SeriesAttentionNet(nn.Module):
         p, prm = self.attention_params(h)
         if self.kind == "discrete_softmax":
             return (p.unsqueeze(-1) * h).sum(1)
-        B = h.transpose(1, 2) @ self.G                                # [b, hidden, N]
         r = self.attn(**prm)                                          # [b, 1, N]
-        return (r @ B.transpose(1, 2)).squeeze(1)                     # [b, hidden]
+        # c = r B^T with B = h^T G [b, hidden, N]: taken as (r G^T) h, O(L N + L hidden) per
+        # example instead of O(hidden L N) for forming B
+        return ((r @ self.G.T) @ h).squeeze(1)                        # [b, hidden]
 
     def forward(self, x):
         return self.head(self.context(self.states(x)))
