@@ -246,3 +246,19 @@ def test_kernel_context_without_forming_B(kind):
     x = torch.randn(5, 20, dtype=torch.float64)
     ref = (tw.attn(**tw.params(x)) @ (x @ tw.G).unsqueeze(1).transpose(1, 2)).squeeze(-1)
     assert _rel(tw(x), ref) <= TOL
+
+
+@pytest.mark.slow
+def test_ray_backend_writes_the_same_records(tmp_path, monkeypatch):
+    """--backend ray on a real local Ray runtime writes the records --jobs 1 writes (timings aside)."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'attnlab[cluster]')")
+    from attnlab.experiments.efa import synthetic
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setitem(synthetic.QUICK, "epochs", 2)
+    monkeypatch.setitem(synthetic.QUICK, "n_users", 200)
+    monkeypatch.setitem(synthetic.QUICK, "n_train_users", 120)
+    _synthetic(tmp_path / "one", "--jobs", "1")
+    _synthetic(tmp_path / "ray", "--backend", "ray")
+    one, ray_ = _records(tmp_path / "one"), _records(tmp_path / "ray")
+    assert len(one) == 2 and one == ray_
