@@ -262,3 +262,16 @@ def test_ray_backend_writes_the_same_records(tmp_path, monkeypatch):
     _synthetic(tmp_path / "ray", "--backend", "ray")
     one, ray_ = _records(tmp_path / "one"), _records(tmp_path / "ray")
     assert len(one) == 2 and one == ray_
+
+
+def test_input_checks_switch():
+    """Inside input_checks(False) the models skip the value checks (no host sync); they are back after."""
+    net = M.EFACategorical(5, 4, 6)
+    bad = torch.tensor([[0, 7, 1]])
+    with pytest.raises(ValueError, match="ids"):
+        net(bad)
+    with M.input_checks(False):
+        with pytest.raises(IndexError):           # the unchecked lookup fails later, in indexing
+            net(bad)
+    with pytest.raises(ValueError, match="ids"):
+        net(bad)

@@ -228,11 +228,34 @@ def evaluate(model, loss_fn, data: dict, device: str, batch_size: int = 4096) ->
     return float(tot) / n_targets(data)
 
 
+def train_epoch(model, loss_fn, opt, train: dict, perm, step: int, causal: bool, device: str) -> float:
+    """One pass over `train` in the order `perm`, `step` examples a step, each step evaluated in
+    trimmed length groups (:func:`groups`); returns the mean training loss over the targets.  No
+    host synchronisation inside the loop (the loss is summed on the device)."""
+    import torch
+
+    n = n_examples(train)
+    tot = torch.zeros((), dtype=torch.float64, device=device)
+    for s in range(0, n, step):
+        idx = perm[s:s + step]
+        parts = groups(train, idx, causal)
+        count = len(idx) if "target" in train or "lengths" not in train else int(train["lengths"][idx].sum())
+        opt.zero_grad(set_to_none=True)
+        for part, L in parts:
+            lsum = loss_fn(model, to_device(take(train, part), device, L)).sum()
+            (lsum / count).backward()
+            tot += lsum.detach().to(torch.float64)
+        opt.step()
+    return float(tot) / n_targets(train)
+
+
 def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str = "") -> FitResult:
     """Adam on the mean of `loss_fn(model, batch)` (a per-example loss), early stopping on the
     validation loss with `cfg.patience` (restoring the best weights, as the authors' code), and one
     checkpoint per epoch through `ctx` so that `--resume` loses at most one epoch."""
     import torch
+
+    from attnlab.experiments.models import efa as M
 
     device = ctx.device
     model.to(device)
@@ -253,24 +276,17 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
     prog = ctx.progress(cfg.epochs, f"{ctx.experiment} {name} seed {ctx.seed}")
     t0 = time.perf_counter()
     epoch = start
+    fwd = model
+    if getattr(ctx.args, "compile", False):
+        fwd = torch.compile(model, dynamic=True)      # the wrapper forwards attributes to `model`
     for epoch in range(start, cfg.epochs):
         if bad >= cfg.patience:
             break
         model.train()
         perm = torch.as_tensor(rng.permutation(n))
-        tot = torch.zeros((), dtype=torch.float64, device=device)      # no host sync per step
-        for s in range(0, n, step):
-            idx = perm[s:s + step]
-            parts = groups(train, idx, causal)
-            count = len(idx) if "target" in train or "lengths" not in train else int(train["lengths"][idx].sum())
-            opt.zero_grad(set_to_none=True)
-            for part, L in parts:
-                lsum = loss_fn(model, to_device(take(train, part), device, L)).sum()
-                (lsum / count).backward()
-                tot += lsum.detach().to(torch.float64)
-            opt.step()
-        tot = float(tot) / n_targets(train)
-        v = evaluate(model, loss_fn, val, device)
+        with M.input_checks(epoch == start):          # every input checked once, then no host syncs
+            tot = train_epoch(fwd, loss_fn, opt, train, perm, step, causal, device)
+            v = evaluate(fwd, loss_fn, val, device)
         if not math.isfinite(v):
             raise FloatingPointError(f"{name}: validation loss is {v} at epoch {epoch + 1}")
         history.append((epoch + 1, tot, v))

@@ -60,6 +60,7 @@ position j, whatever the convention (for 'paper' that is the transpose of Eq. (1
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Optional, Sequence
 
@@ -72,7 +73,7 @@ from attnlab.numerics import expfam
 __all__ = ["AttentionLayer", "AttentionStack", "EFACategorical", "EFAValue", "EFA",
            "FMCategorical", "FMValue", "FMAttributes", "replicate_targets", "gather_targets",
            "all_targets", "per_target_outputs", "context_matrix", "all_targets_exact",
-           "bidirectional_all_targets"]
+           "bidirectional_all_targets", "input_checks"]
 
 DIRECTIONS = ("bidirectional", "unidirectional")
 NORMALIZATIONS = ("paper", "code")
@@ -299,6 +300,22 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     return L2._post(G, L2._heads_out(o, G))
 
 
+_INPUT_CHECKS = [True]
+
+
+@contextlib.contextmanager
+def input_checks(enabled: bool):
+    """Turn the models' value checks of their inputs (ids in range, target positions in range) on
+    or off inside the block.  They read tensor values, a host synchronisation per call on a GPU;
+    a training loop checks every input once (its first epoch) and then runs without them."""
+    prev = _INPUT_CHECKS[0]
+    _INPUT_CHECKS[0] = bool(enabled)
+    try:
+        yield
+    finally:
+        _INPUT_CHECKS[0] = prev
+
+
 def _prepare(x_like: torch.Tensor, valid, targets):
     B, I = x_like.shape[:2]
     dev = x_like.device
@@ -314,7 +331,7 @@ def _prepare(x_like: torch.Tensor, valid, targets):
         targets = torch.as_tensor(targets, dtype=torch.long, device=dev)
         if targets.ndim != 2 or targets.shape[0] != B:
             raise ValueError(f"targets must have shape (B, T) with B = {B}; got {tuple(targets.shape)}")
-        if targets.numel() and (targets.min() < 0 or targets.max() >= I):
+        if _INPUT_CHECKS[0] and targets.numel() and (targets.min() < 0 or targets.max() >= I):
             raise ValueError(f"targets must hold positions in [0, {I - 1}]")
     target_valid = valid.gather(1, targets)
     return valid, targets, target_valid
@@ -323,7 +340,7 @@ def _prepare(x_like: torch.Tensor, valid, targets):
 def _check_ids(x, n, name):
     if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
         raise ValueError(f"{name} must be an integer tensor of ids in [0, {n - 1}]")
-    if x.numel() and (x.min() < 0 or x.max() >= n):
+    if _INPUT_CHECKS[0] and x.numel() and (x.min() < 0 or x.max() >= n):
         raise ValueError(f"{name} must hold ids in [0, {n - 1}]; got range [{int(x.min())}, {int(x.max())}]")
 
 
