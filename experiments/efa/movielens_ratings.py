@@ -16,7 +16,7 @@ from attnlab.errors import UsageError
 import math
 import sys
 
-from attnlab.experiment import contexts, experiment_parser, metric_row, seed_value
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seed_value, seeds_of
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa.categorical import add_sampling_flag
 from attnlab.experiments.efa import data as D
@@ -92,29 +92,35 @@ def main(argv: list[str]) -> int:
               f"{info['ratings']} ratings, sparsity {info['sparsity_percent']} %", file=sys.stderr)
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
     L = seqs.items.shape[1]
+
+    def one(task):
+        version, setting, model, seed = task
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{version}-{setting}-{model}")
+        if ctx.done():
+            return None
+        net = C.init_model(lambda: build(version, model, setting, L, cfg), ctx.seed)
+        res = C.fit(ctx, net, loss_fn(version), train, val, tc, name=f"{version}-{setting}-{model}")
+        ce = C.evaluate(net, loss_fn(version), test, ctx.device)
+        full = C.evaluate(net, loss_fn(version, True), test, ctx.device)
+        mp = mean_pred_by_rating(net, version, test, ctx.device)
+        s = f"{version} {setting}"
+        rows = [metric_row(s, model, "test CE", ce), metric_row(s, model, "test NLL (with log-factorial)", full)]
+        rows += [metric_row(s, model, f"mean pred | y={r}", mp[r - 1]) for r in (1, 2, 3)]
+        ctx.write_record(rows, extra={"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
+                                      "train_seconds": res.train_seconds, "history": res.history,
+                                      "sampling": args.sampling, "n_test_targets": C.n_targets(test)},
+                         training=res.training())
+        if not args.quiet:
+            print(f"{EXPERIMENT} {s} {model} seed {ctx.seed}: test CE {ce:.4f}, NLL {full:.4f}, "
+                  f"mean pred {mp[0]:.2f}/{mp[1]:.2f}/{mp[2]:.2f}", file=sys.stderr)
+        return s, model, (ce, full, *mp)
+
     summary = {}
-    for version in versions:
-        for setting in settings:
-            for model in models:
-                for ctx in contexts(args, EXPERIMENT, cfg, tag=f"{version}-{setting}-{model}"):
-                    if ctx.done():
-                        continue
-                    net = C.init_model(lambda: build(version, model, setting, L, cfg), ctx.seed)
-                    res = C.fit(ctx, net, loss_fn(version), train, val, tc, name=f"{version}-{setting}-{model}")
-                    ce = C.evaluate(net, loss_fn(version), test, ctx.device)
-                    full = C.evaluate(net, loss_fn(version, True), test, ctx.device)
-                    mp = mean_pred_by_rating(net, version, test, ctx.device)
-                    s = f"{version} {setting}"
-                    rows = [metric_row(s, model, "test CE", ce), metric_row(s, model, "test NLL (with log-factorial)", full)]
-                    rows += [metric_row(s, model, f"mean pred | y={r}", mp[r - 1]) for r in (1, 2, 3)]
-                    ctx.write_record(rows, extra={"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
-                                                  "train_seconds": res.train_seconds, "history": res.history,
-                                                  "sampling": args.sampling, "n_test_targets": C.n_targets(test)},
-                                     training=res.training())
-                    summary.setdefault((s, model), []).append((ce, full, *mp))
-                    if not args.quiet:
-                        print(f"{EXPERIMENT} {s} {model} seed {ctx.seed}: test CE {ce:.4f}, NLL {full:.4f}, "
-                              f"mean pred {mp[0]:.2f}/{mp[1]:.2f}/{mp[2]:.2f}", file=sys.stderr)
+    tasks = [(version, setting, model, seed) for version in versions for setting in settings
+             for model in models for seed in seeds_of(args)]
+    for out in fan_out(args, one, tasks):
+        if out is not None:
+            summary.setdefault(out[:2], []).append(out[2])
     for (s, model), v in sorted(summary.items()):
         m, ci = C.mean_ci([x[0] for x in v])
         mps = "/".join(f"{sum(x[k] for x in v) / len(v):.2f}" for k in (2, 3, 4))
