@@ -364,7 +364,7 @@ def dual_objective_torch(lam, T, logu, z, alpha):
 
 
 def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_iter: int = 50,
-                            return_info: bool = False):
+                            return_info: bool = False, space: str = "auto"):
     """lambda* of the dual (7), batched over leading dimensions, by damped Newton in torch.
 
     Parameters (leading dimensions ``...`` broadcast against each other):
@@ -385,6 +385,11 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     (float32), on the step relative to 1 + |lambda|.  No gradient is tracked (see
     attnlab.numerics.fenchel_attention for the implicit-function derivative).
 
+    ``space`` picks the coordinates of the Newton iteration: ``"lambda"`` (d unknowns, the (d, d)
+    Hessian above) or ``"atoms"`` (n unknowns, see :func:`_newton_atoms`); both produce the same
+    iterates in exact arithmetic.  ``"auto"`` (default) takes ``"atoms"`` when n < d, which is the case
+    of an attention head (n keys, d = model width).
+
     Conditioning: the dual is only (1/alpha)-strongly concave, so for very large alpha (>~ 1e3 times
     1/lambda_max(Cov)) Newton needs more iterations and h(lambda) becomes sensitive to lambda; there,
     use float64, raise max_iter, and check ``grad_norm`` (float32 at alpha = 1e4 stalls near 1e-3).
@@ -394,8 +399,12 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     alpha = _torch_check(T, logu, z, alpha)
     if not (T.dtype == logu.dtype == z.dtype):
         raise ValueError(f"T, logu, z must share one dtype; got {T.dtype}, {logu.dtype}, {z.dtype}")
+    if space not in ("auto", "lambda", "atoms"):
+        raise ValueError(f"space must be 'auto', 'lambda' or 'atoms'; got {space!r}")
     if tol is None:
         tol = 1e-12 if z.dtype == torch.float64 else 1e-5
+    if space == "atoms" or (space == "auto" and T.shape[-2] < T.shape[-1]):
+        return _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info)
     with torch.no_grad():
         lead = torch.broadcast_shapes(T.shape[:-2], logu.shape[:-1], z.shape[:-1], alpha.shape)
         d = T.shape[-1]
@@ -448,6 +457,81 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
         s, lse, _ = parts(lam)
         h = (torch.softmax(s, -1).unsqueeze(-2) @ T).squeeze(-2)
         gn = (b - lam / a - h).norm(dim=-1)
+        return lam, dict(iterations=it, grad_norm=float(gn.max()) if gn.numel() else 0.0,
+                         converged=converged)
+
+
+def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
+    """Newton on (7) in atom coordinates: lambda = alpha z + T^T c, c in R^n.
+
+    At the maximiser lambda* = alpha (b - h(lambda*)) = alpha z + alpha T^T (w - p*) (w the normalised u),
+    so lambda* lies on the affine set alpha z + range(T^T); from the start (14) c = 0 every Newton
+    step of the lambda-space iteration stays on it (the gradient T^T(w - p) - (lambda - alpha z)/alpha
+    and the Hessian I/alpha + T^T Sigma T both keep range(T^T)).  With the Gram matrix G = T T^T the
+    objective becomes, up to a constant,
+        f(c) = c^T G w - c^T G c / (2 alpha) - logsumexp(log w + alpha T z + G c),
+    with gradient G r, r = w - c/alpha - p, and negative Hessian G/alpha + G Sigma G (Sigma = diag p - p p^T).
+    The Newton step solves (I/alpha + Sigma G) delta = r, an (n, n) system whose eigenvalues are
+    >= 1/alpha (Sigma G is similar to the PSD Sigma^(1/2) G Sigma^(1/2)), so it is nonsingular even
+    when G is.  The line search, the stopping rule (on the lambda-space step T^T delta) and the
+    reported grad_norm (evaluated in lambda space) are those of the lambda-space iteration.
+    """
+    import torch
+
+    with torch.no_grad():
+        lead = torch.broadcast_shapes(T.shape[:-2], logu.shape[:-1], z.shape[:-1], alpha.shape)
+        n = T.shape[-2]
+        logw = logu - torch.logsumexp(logu, -1, keepdim=True)
+        w = logw.exp()
+        a = alpha.expand(lead).unsqueeze(-1)                      # (..., 1)
+        G = T @ T.transpose(-1, -2)                               # (..., n, n)
+        s0 = (logw + a * (T @ z.unsqueeze(-1)).squeeze(-1)).expand(*lead, n)
+        eye = torch.eye(n, dtype=z.dtype, device=z.device)
+        eps = torch.finfo(z.dtype).eps
+
+        def parts(c):
+            Gc = (G @ c.unsqueeze(-1)).squeeze(-1)
+            s = s0 + Gc
+            lse = torch.logsumexp(s, -1)
+            f = (Gc * w).sum(-1) - (c * Gc).sum(-1) / (2 * a.squeeze(-1)) - lse
+            return s, lse, f
+
+        def lam_of(c):
+            return a * z + (c.unsqueeze(-2) @ T).squeeze(-2)
+
+        c = torch.zeros(*lead, n, dtype=z.dtype, device=z.device)
+        converged = torch.zeros(lead, dtype=torch.bool, device=z.device)
+        it = 0
+        for it in range(1, max_iter + 1):
+            s, lse, f = parts(c)
+            p = torch.exp(s - lse.unsqueeze(-1))
+            r = w - c / a - p
+            pG = (p.unsqueeze(-2) @ G)                            # (..., 1, n)
+            M = eye / a.unsqueeze(-1) + p.unsqueeze(-1) * G - p.unsqueeze(-1) * pG
+            step, info = torch.linalg.solve_ex(M, r)
+            step = torch.where((info == 0).unsqueeze(-1), step, a * r)
+            slope = (r * (G @ step.unsqueeze(-1)).squeeze(-1)).sum(-1)   # g_c . step >= 0
+            t = torch.ones(lead, dtype=z.dtype, device=z.device)
+            slack = 16 * eps * (f.abs() + lse.abs() + 1)
+            for _ in range(40):
+                fn = parts(c + t.unsqueeze(-1) * step)[2]
+                ok = fn >= f + 1e-4 * t * slope - slack
+                if bool(ok.all()):
+                    break
+                t = torch.where(ok, t, 0.5 * t)
+            delta = t.unsqueeze(-1) * step
+            c = c + delta
+            dlam = (delta.unsqueeze(-2) @ T).squeeze(-2)
+            small = dlam.abs().amax(-1) <= tol * (1 + lam_of(c).abs().amax(-1))
+            converged = converged | small
+            if bool(converged.all()):
+                break
+        lam = lam_of(c)
+        if not return_info:
+            return lam
+        mu = (w.unsqueeze(-2) @ T).squeeze(-2)
+        h = (torch.softmax(logw + (T @ lam.unsqueeze(-1)).squeeze(-1), -1).unsqueeze(-2) @ T).squeeze(-2)
+        gn = (mu + z - lam / a - h).norm(dim=-1)
         return lam, dict(iterations=it, grad_norm=float(gn.max()) if gn.numel() else 0.0,
                          converged=converged)
 

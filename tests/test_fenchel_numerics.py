@@ -71,6 +71,35 @@ def test_torch_newton_batched_broadcast_and_per_problem_alpha():
             np.testing.assert_allclose(lam[i, k].numpy(), ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("n,d,alpha", [(1, 6, 1.0), (2, 9, 0.3), (5, 40, 1.0), (8, 8, 2.0), (12, 5, 0.7),
+                                     (6, 30, 40.0), (32, 64, 1.0)])
+def test_newton_in_atom_space_equals_lambda_space_and_numpy(n, d, alpha):
+    # lambda = alpha z + T^T c: the n-unknown iteration gives the lambda-space answer (float64, 1e-12),
+    # with masked atoms, shared templates and per-problem alpha; n = 1 and n >= d are the edges
+    g = torch.Generator().manual_seed(n * 100 + d)
+    T = torch.randn(2, 1, n, d, generator=g, dtype=torch.float64)
+    z = torch.randn(2, 3, d, generator=g, dtype=torch.float64)
+    logu = torch.randn(2, 1, n, generator=g, dtype=torch.float64)
+    if n > 2:
+        logu[0, 0, 1] = float("-inf")
+    a = alpha * (0.5 + torch.rand(2, 3, generator=g, dtype=torch.float64))
+    la, ia = ed.solve_dual_newton_torch(T, logu, z, a, space="atoms", return_info=True)
+    ll, il = ed.solve_dual_newton_torch(T, logu, z, a, space="lambda", return_info=True)
+    scale = 1 + float(ll.abs().max())
+    assert float((la - ll).abs().max()) <= 1e-12 * scale * max(1.0, alpha)
+    assert bool(ia["converged"].all()) and ia["grad_norm"] <= 1e-11 * max(1.0, alpha)
+    u = torch.softmax(logu[1, 0], -1).numpy()
+    ref, _ = ed.solve_dual_newton(T[1, 0].numpy(), u, z[1, 2].numpy(), float(a[1, 2]))
+    np.testing.assert_allclose(la[1, 2].numpy(), ref, atol=1e-12 * scale * max(1.0, alpha))
+
+
+def test_newton_space_is_validated():
+    T, logu, z = torch.randn(4, 3, dtype=torch.float64), torch.zeros(4, dtype=torch.float64), \
+        torch.randn(3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="space must be"):
+        ed.solve_dual_newton_torch(T, logu, z, 1.0, space="primal")
+
+
 def test_torch_newton_masked_atoms_and_identity():
     T, u, z = _inst(4, 6, 3)
     u[[1, 4]] = 0

