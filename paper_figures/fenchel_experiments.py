@@ -6,6 +6,8 @@
 - Figs 5-8: the same per head (BERT; T5 encoder self-, decoder self-, cross-attention).
 - Output-level errors (spec S8): per layer, the paper's metric beside ||h(lambda*) - h(alpha z)|| and the
   total variation between p(lambda*) and p(alpha z).
+- A real pretrained encoder (all-MiniLM-L6-v2, ``--model minilm``) beside the paper's bert-base and our
+  BERT-like substitute, and its output-level errors.
 - OT-ViT vs ViT (Tables 1-2): our test accuracies (mean, 95% t-CI over seeds) and the paper's.
 
 Our deviation models are SUBSTITUTES (small BERT-/T5-like models trained offline), titled as such.
@@ -233,6 +235,76 @@ def ot_vit(outdir: Path) -> list[Path]:
     return _save(fig, outdir, "fenchel_exp_ot_vit.png")
 
 
+MINILM = "bert:all-MiniLM-L6-v2"
+
+
+def _minilm_records() -> list[dict]:
+    root = results_root() / "fenchel-deviation" / "full"
+    recs = [json.loads(p.read_text()) for p in sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json"))]
+    if not recs:
+        raise FileNotFoundError(f"no records under {root}; run `attnlab run fenchel-deviation --model minilm` first")
+    return recs
+
+
+def _layer_stats(recs, model, sets, metric="rel_dev_mean"):
+    from attnlab.results import ci95
+
+    out = []
+    for s in sets:
+        v = [m["value"] for r in recs for m in r["metrics"] if m["setting"] == s and m["model"] == model
+             and m["metric"] == metric]
+        out.append((float(np.mean(v)), ci95(v) or 0.0))
+    return np.array(out)
+
+
+def pretrained(outdir: Path) -> list[Path]:
+    """A real pretrained encoder (all-MiniLM-L6-v2) beside the paper's bert-base and our small BERT-like
+    substitute: per layer, Fig 4's head-averaged relative deviation (left), and on MiniLM the paper's
+    metric beside the output-level errors (right)."""
+    from attnlab.experiments.paper_numbers.fenchel import FIG4_BERT
+
+    plt = _plt()
+    mini = _minilm_records()
+    msets = _settings(mini, MINILM)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    ax = axes[0]
+    ax.plot(np.arange(1, len(FIG4_BERT) + 1), FIG4_BERT, "k--o", ms=4, lw=1, label="paper: bert-base (12 layers, Fig 4a)")
+    st = _layer_stats(mini, MINILM, msets)
+    ax.errorbar(np.arange(1, len(msets) + 1), st[:, 0], yerr=st[:, 1], fmt="-o", color="tab:blue", capsize=3, ms=4,
+                label=f"ours: all-MiniLM-L6-v2, pretrained ({len(mini)} sentence samples, 95% CI)")
+    try:
+        small, _ = _records("fenchel-deviation", "full")
+        ssets = _settings(small, "bert")
+        ss = _layer_stats(small, "bert", ssets)
+        ax.errorbar(np.arange(1, len(ssets) + 1), ss[:, 0], yerr=ss[:, 1], fmt="-s", color="tab:orange", capsize=3,
+                    ms=4, label=f"ours: BERT-like SUBSTITUTE trained here ({len(small)} seeds)")
+    except FileNotFoundError:
+        pass
+    ax.set_xlabel("layer")
+    ax.set_ylabel("head-averaged ‖λ*−αz‖/‖λ*‖")
+    ax.set_xticks(range(1, 13))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title("Fig 4a's metric per layer: paper, a pretrained encoder, a small model", fontsize=9)
+    ax = axes[1]
+    x = np.arange(1, len(msets) + 1)
+    for met, label, mk in (("rel_dev_mean", "‖λ*−αz‖/‖λ*‖ (paper's metric)", "o"),
+                           ("first_order_mean", "α‖Σz‖/‖z‖ (first order)", "^"),
+                           ("tv_mean", "TV(p(λ*), p(αz))", "s"),
+                           ("out_err_mean", "‖ĥ(λ*)−ĥ(αz)‖ (template units)", "D")):
+        st = _layer_stats(mini, MINILM, msets, met)
+        ax.errorbar(x, st[:, 0], yerr=st[:, 1], fmt="-" + mk, capsize=3, ms=4, label=label)
+    pm = _layer_stats(mini, MINILM, msets, "p_max_mean")[:, 0]
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"L{i}\nmax p={v:.2f}" for i, v in zip(x, pm)], fontsize=7)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title("all-MiniLM-L6-v2: the λ-level metric beside output-level errors (mean, 95% CI)", fontsize=9)
+    fig.suptitle("λ* vs αz on a real pretrained encoder (movie-review sentences, α = 1, every head)", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, outdir, "fenchel_exp_pretrained.png")
+
+
 def _save(fig, outdir, name) -> list[Path]:
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -251,4 +323,5 @@ FIGURES = {
     "fenchel-exp-fig8": fig8,
     "fenchel-exp-output-errors": output_errors,
     "fenchel-exp-ot-vit": ot_vit,
+    "fenchel-exp-pretrained": pretrained,
 }

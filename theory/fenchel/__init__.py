@@ -1,1 +1,1 @@
-"""Claims of "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions" (`fenchel.*`), one module per part of the paper: compare, duality, kl_problem, ot, transformers."""
+"""Claims of "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions" (`fenchel.*`), one module per part of the paper: compare, duality, kl_problem, ot, transformers, pretrained (Secs 7-8 on real pretrained weights), results (the empirical claims, from the committed records)."""
