@@ -10,6 +10,7 @@ from attnlab.registry import COMPARE, FIGURES, RUN
 
 PAPERS = ("efa", "bidir", "fenchel", "kernel")  # kept in sync with catalog.PAPERS by a test
 TIERS = ("fast", "slow", "all")
+TABLE_FORMATS = ("table", "md", "latex", "csv", "json")  # kept in sync with tables.FORMATS by a test
 
 
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402  (re-exported: attnlab.cli.UsageError)
@@ -58,6 +59,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("results", help="our numbers (mean ± 95%% CI over seeds) beside the paper's")
     s.add_argument("paper", help=f"one of {', '.join(PAPERS)}")
     s.add_argument("--json", metavar="FILE", help="write rows as JSON ('-' for stdout)")
+    s.add_argument("--format", default="table", metavar="FMT",
+                   help=f"how to print the table: {' | '.join(TABLE_FORMATS)} (default table; csv and json "
+                        "carry the raw numbers)")
     s.add_argument("--config", help="only this config (quick, full, or a named reduced config such as cpu)")
     s.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
 
@@ -65,6 +69,15 @@ def _build_parser() -> argparse.ArgumentParser:
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     f.add_argument("--only", nargs="+", metavar="NAME", help="figure names to render")
     f.add_argument("--out", default=None, help="output folder (default: the paper_figures package folder)")
+
+    h = sub.add_parser("report", help="write a static HTML site: claims, errata, results and figures per paper")
+    h.add_argument("--paper", help=f"one of {', '.join(PAPERS)} (default: all four)")
+    h.add_argument("--out", default="report", help="output folder (default ./report)")
+    h.add_argument("--claims", metavar="FILE",
+                   help="verdicts from a file written by `attnlab verify --json FILE` (default: run the fast claims)")
+    h.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
+    h.add_argument("--screenshots", action="store_true",
+                   help="also load each page in headless Chromium and save <page>.png beside it")
 
     d = sub.add_parser("data", help="locate and checksum the real data sets")
     d.add_argument("names", nargs="*", help="data set names (default: all)")
@@ -128,7 +141,7 @@ def cmd_list(args) -> int:
                       "expected": c.expected, "requires": list(c.requires)} for c in claims], args.json)
         if args.json == "-":
             return 0
-    from attnlab.report import claims_markdown, claims_table
+    from attnlab.listing import claims_markdown, claims_table
 
     print(claims_markdown(claims) if args.markdown else claims_table(claims))
     return 0
@@ -136,7 +149,7 @@ def cmd_list(args) -> int:
 
 def cmd_verify(args) -> int:
     from attnlab import catalog
-    from attnlab.report import ProgressLine, records_table, summary_line
+    from attnlab.listing import ProgressLine, records_table, summary_line
 
     _check_json_dest(args)
     claims = _select(args)
@@ -180,9 +193,10 @@ def cmd_results(args) -> int:
     from pathlib import Path
 
     from attnlab.experiment import results_root
-    from attnlab.results import format_table, summarize
+    from attnlab.results import format_rows, summarize
 
     _choice(args.paper, PAPERS, "paper")
+    _choice(args.format, TABLE_FORMATS, "--format")
     _check_json_dest(args)
     root = Path(results_root(args))
     if args.results_dir and not root.is_dir():
@@ -202,7 +216,7 @@ def cmd_results(args) -> int:
         _write_json(rows, args.json)
         if args.json == "-":
             return 0
-    print(format_table(rows) if rows else f"no results for {args.paper} under {results_root(args)}")
+    print(format_rows(rows, args.format) if rows else f"no results for {args.paper} under {results_root(args)}")
     return 0
 
 
@@ -244,6 +258,51 @@ def cmd_figures(args) -> int:
             print(path)
             n += 1
     print(f"{n} file(s) written", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from attnlab import report
+    from attnlab.experiment import check_writable, results_root
+
+    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(PAPERS)
+    root = Path(results_root(args))
+    if args.results_dir and not root.is_dir():
+        raise UsageError(f"--results-dir {root}: no such folder")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a folder")
+    check_writable(str(out / "index.html"), "--out")
+    if args.screenshots:
+        from attnlab.browser import BROWSERS, find_browser
+
+        if find_browser() is None:
+            raise UsageError(f"--screenshots: no headless browser found (looked for {', '.join(BROWSERS)}); "
+                             "install Debian's chromium package")
+    if args.claims:
+        records, source = report.read_claim_records(args.claims), f"read from {args.claims}"
+    else:
+        from attnlab.listing import ProgressLine
+
+        prog = ProgressLine(0, stream=sys.stderr)
+        records, source = report.run_fast_claims(papers, prog), "the fast claims, run when the report was built"
+    pages = report.build(out, papers, records, source, root)
+    for page in pages:
+        print(page)
+    if args.screenshots:
+        from attnlab.browser import screenshot
+
+        bad = 0
+        for page in pages:
+            png = page.with_suffix(".png")
+            messages = screenshot(page, png)
+            print(png)
+            for m in messages:
+                print(f"attnlab: warning: {page.name}: browser console: {m}", file=sys.stderr)
+            bad += bool(messages)
+        return 1 if bad else 0
     return 0
 
 
@@ -297,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_results(args)
         if args.command == "figures":
             return cmd_figures(args)
+        if args.command == "report":
+            return cmd_report(args)
         if args.command == "data":
             return cmd_data(args)
     except UsageError as exc:                      # bad input, data errors (DataError is one)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from attnlab import catalog
 from attnlab.experiment import atomic_write_text
-from attnlab.report import claims_markdown, errata_markdown
+from attnlab.listing import claims_markdown, errata_markdown
 
 HEADER = """# Claims and errata
 

@@ -1,86 +1,160 @@
-"""Tables and progress display for `attnlab list` and `attnlab verify`."""
+"""`attnlab report`: a static HTML site -- an index and one page per paper -- that a reader opens in
+a browser, no server needed.
+
+Per paper it shows the claims with their verdicts, the errata (printed beside corrected form), our
+results beside the paper's numbers (mean ± 95% CI, substitute data and convergence marked) and every
+committed figure.  It reads what is there and never trains: the verdicts come from running the fast
+claims (seconds each) or from a file written by ``attnlab verify --json FILE``; the results from the
+committed records; the figures from the PNGs under ``paper_figures/``.  The pages are Jinja2
+templates under ``attnlab/templates/``.
+"""
 from __future__ import annotations
 
-import sys
+import json
+import shutil
 from collections import Counter
+from pathlib import Path
 
-from attnlab.catalog import Claim, Record, format_value
+from attnlab.errors import UsageError
 
-
-def _table(head, rows) -> str:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
-           "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(out)
+VERDICT_ORDER = ("holds", "erratum", "fails", "skipped", "error", "not run")
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def claims_table(claims: list[Claim]) -> str:
-    rows = [(c.id, c.reference, c.method, c.tier, c.expected, c.statement[:70] + ("…" if len(c.statement) > 70 else ""))
-            for c in claims]
-    return _table(("id", "reference", "method", "tier", "expected", "statement"), rows) + f"\n{len(claims)} claim(s)"
+def figures_folder() -> Path:
+    """The folder `attnlab figures` renders into by default: the paper_figures package."""
+    import attnlab.paper_figures
+
+    return Path(attnlab.paper_figures.__file__).resolve().parent
 
 
-def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def read_claim_records(path: str | Path) -> dict[str, dict]:
+    """The records of a file written by ``attnlab verify --json FILE``, keyed by claim id."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--claims {p}: cannot read it ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--claims {p}: not JSON ({getattr(exc, 'msg', exc)}); "
+                         "give a file written by `attnlab verify --json FILE`") from None
+    if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r and "verdict" in r for r in data):
+        raise UsageError(f"--claims {p}: not a list of claim records with 'id' and 'verdict'; "
+                         "give a file written by `attnlab verify --json FILE`")
+    return {r["id"]: r for r in data}
 
 
-def claims_markdown(claims: list[Claim]) -> str:
-    """Two Markdown tables: every claim; then the errata with the printed and corrected statements."""
-    out = ["| id | reference | method | tier | expected | statement |", "|---|---|---|---|---|---|"]
-    out += [f"| `{c.id}` | {_md(c.reference)} | {c.method} | {c.tier} | {c.expected} | {_md(c.statement)} |"
-            for c in claims]
-    return "\n".join(out) + "\n\n" + errata_markdown(claims)
+def run_fast_claims(papers, progress=None) -> dict[str, dict]:
+    """Run the fast claims of `papers` (as `attnlab verify --tier fast` does) and return their records."""
+    from attnlab import catalog
+
+    claims = [c for p in papers for c in catalog.all_claims(paper=p, tier="fast")]
+    out = {}
+    if progress is not None:
+        progress.total = len(claims)
+    for c in claims:
+        if progress is not None:
+            progress.start(c.id)
+        rec = catalog.run_claim(c)
+        if progress is not None:
+            progress.done(rec)
+        out[c.id] = rec.to_json()
+    return out
 
 
-def errata_markdown(claims: list[Claim]) -> str:
-    """The errata: the printed statement (whose check fails) beside the corrected one (whose check holds)."""
-    out = ["| erratum | reference | as printed (fails) | corrected (holds) |", "|---|---|---|---|"]
-    out += [f"| `{c.id}` | {_md(c.reference)} | {_md(c.statement)} | {_md(c.corrected)} |"
-            for c in claims if c.expected == "erratum"]
-    return "\n".join(out)
+def _short(x, width=60) -> str:
+    from attnlab.catalog import format_value
+
+    return format_value(x, width)
 
 
-def records_table(records: list[Record]) -> str:
+def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
+    """Every claim of `paper` with its verdict ('not run' where `records` lacks it)."""
+    from attnlab import catalog
+
     rows = []
-    for r in records:
-        v = r.verdict if r.ok else f"{r.verdict} (expected {r.claim.expected})"
-        rows.append((r.claim.id, r.claim.reference[:28], r.claim.method, v,
-                     format_value(r.evidence.measured, 34), format_value(r.evidence.tolerance, 18),
-                     f"{r.seconds:.2f}"))
-    return _table(("id", "reference", "method", "verdict", "measured", "tolerance", "seconds"), rows)
+    for c in catalog.all_claims(paper=paper):
+        r = records.get(c.id)
+        verdict = r["verdict"] if r else "not run"
+        rows.append({
+            "id": c.id, "reference": c.reference, "statement": c.statement, "corrected": c.corrected,
+            "method": c.method, "tier": c.tier, "expected": c.expected, "verdict": verdict,
+            "surprise": verdict not in (c.expected, "skipped", "not run"),
+            "measured": _short(r.get("measured")) if r else "", "tolerance": _short(r.get("tolerance"), 24) if r else "",
+            "explanation": (r.get("explanation") or "") if r else "",
+        })
+    return rows
 
 
-def summary_line(records: list[Record]) -> str:
-    counts = Counter(r.verdict for r in records)
-    bad = [r for r in records if not r.ok]
-    parts = ", ".join(f"{counts[v]} {v}" for v in ("holds", "erratum", "fails", "skipped", "error") if counts[v])
-    total = sum(r.seconds for r in records)
-    status = "all verdicts as expected" if not bad else f"{len(bad)} verdict(s) differ from expected: " + \
-        ", ".join(r.claim.id for r in bad)
-    return f"{len(records)} claim(s): {parts or 'none'} in {total:.1f}s; {status}"
+def result_tables(paper: str, root: Path) -> list[dict]:
+    """The results of `paper`, one table per experiment: the display rows of attnlab.results."""
+    from attnlab.results import DISPLAY_COLUMNS, display_row, summarize
+
+    tables: dict[str, list] = {}
+    for r in summarize(paper, root):
+        tables.setdefault(r["experiment"], []).append(display_row(r))
+    return [{"experiment": exp, "columns": [c for c in DISPLAY_COLUMNS if c != "experiment"], "rows": rows,
+             "n_ours": sum(r["n"] != "0" for r in rows)} for exp, rows in tables.items()]
 
 
-class ProgressLine:
-    """'[3/17] fenchel.thm1.strong-duality ... holds (0.41s)' on stderr, one line per claim."""
+def paper_figures(paper: str, folder: Path) -> list[Path]:
+    return sorted(folder.glob(f"{paper}_*.png"))
 
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.stream, self.i = total, stream, 0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
 
-    def start(self, cid: str) -> None:
-        self.i += 1
-        if self.tty:
-            self.stream.write(f"\r\x1b[K[{self.i}/{self.total}] {cid} ...")
-            self.stream.flush()
+def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[Path]) -> dict:
+    """Everything the paper template shows."""
+    from attnlab.catalog import PAPER_TITLES
 
-    def done(self, rec: Record) -> None:
-        mark = "" if rec.ok else "  <-- expected " + rec.claim.expected
-        line = f"[{self.i}/{self.total}] {rec.claim.id}: {rec.verdict} ({rec.seconds:.2f}s){mark}"
-        if rec.verdict == "error":
-            line += f"\n      {rec.evidence.explanation}"
-        self.stream.write(("\r\x1b[K" if self.tty else "") + line + "\n")
-        self.stream.flush()
+    claims = claim_rows(paper, records)
+    counts = Counter(c["verdict"] for c in claims)
+    return {
+        "paper": paper, "title": PAPER_TITLES[paper], "claims": claims,
+        "errata": [c for c in claims if c["expected"] == "erratum"],
+        "counts": [(v, counts[v]) for v in VERDICT_ORDER if counts[v]],
+        "surprises": [c["id"] for c in claims if c["surprise"]],
+        "results": result_tables(paper, root),
+        "figures": [{"src": f"figures/{p.name}", "name": p.stem} for p in figures],
+    }
 
-    def close(self) -> None:
-        self.stream.flush()
+
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                              autoescape=jinja2.select_autoescape(("html",)),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def build(out: Path, papers, records: dict[str, dict], claims_source: str, root: Path,
+          figures_dir: Path | None = None) -> list[Path]:
+    """Write the site into `out` (index.html, <paper>.html, style.css, figures/) and return the pages."""
+    from attnlab.catalog import PAPERS
+
+    for p in papers:
+        if p not in PAPERS:
+            raise UsageError(f"unknown paper {p!r}; valid: {', '.join(PAPERS)}")
+    figures_dir = figures_dir or figures_folder()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a folder")
+    try:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
+    env = _environment()
+    pages, written = [], []
+    for p in papers:
+        figs = paper_figures(p, figures_dir)
+        for f in figs:
+            shutil.copyfile(f, out / "figures" / f.name)
+        pages.append(paper_page(p, records, root, figs))
+    nav = [(pg["paper"], pg["title"]) for pg in pages]
+    common = {"nav": nav, "claims_source": claims_source, "results_root": str(root)}
+    shutil.copyfile(TEMPLATES / "style.css", out / "style.css")
+    for pg in pages:
+        path = out / f"{pg['paper']}.html"
+        path.write_text(env.get_template("paper.html").render(page=pg, **common), encoding="utf-8")
+        written.append(path)
+    index = out / "index.html"
+    index.write_text(env.get_template("index.html").render(pages=pages, **common), encoding="utf-8")
+    return [index] + written

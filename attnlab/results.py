@@ -122,26 +122,49 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
     return rows
 
 
-def format_table(rows: list[dict]) -> str:
-    def f(x, nd=4):
-        if x is None:
-            return "-"
-        if isinstance(x, float):
-            return f"{x:.{nd}g}"
-        return str(x)
+DISPLAY_COLUMNS = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",
+                   "config", "device", "notes")
 
-    head = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",
-            "config", "device")
-    body = []
-    for r in rows:
-        ours = "-" if r["ours_mean"] is None else (
-            f(r["ours_mean"]) + ("" if r["ours_ci95"] is None else f" ± {f(r['ours_ci95'], 2)}"))
-        exp = (r["experiment"] + (" [substitute]" if r.get("substitute") else "")
-               + (" [not converged]" if r.get("converged") is False else ""))
-        body.append((exp, r["setting"], r["model"], r["metric"], f(r["paper"]), ours, f(r["diff"], 3),
-                     str(r["n_seeds"]), f(r["config"]), f(r["device"])))
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    return "\n".join(lines)
+
+def _num(x, nd=4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{nd}g}"
+    return str(x)
+
+
+def notes(row: dict) -> str:
+    """What a reader must know before comparing a row with the paper: substitute data, no convergence."""
+    out = []
+    if row.get("substitute"):
+        out.append("substitute data")
+    if row.get("converged") is False:
+        out.append("not converged")
+    return "; ".join(out)
+
+
+def display_row(r: dict) -> dict:
+    """A row of :func:`summarize` as the strings a reader sees (DISPLAY_COLUMNS)."""
+    ours = "-" if r["ours_mean"] is None else (
+        _num(r["ours_mean"]) + ("" if r["ours_ci95"] is None else f" ± {_num(r['ours_ci95'], 2)}"))
+    return dict(zip(DISPLAY_COLUMNS, (r["experiment"], r["setting"], r["model"], r["metric"], _num(r["paper"]),
+                                      ours, _num(r["diff"], 3), str(r["n_seeds"]), _num(r["config"]),
+                                      _num(r["device"]), notes(r))))
+
+
+def table_frame(rows: list[dict], fmt: str = "table"):
+    """The DataFrame of `rows` for format `fmt`: the reader's strings (mean ± CI in one cell) for
+    'table', 'md' and 'latex'; the raw numbers (ROW_KEYS + diff, substitute) for 'csv' and 'json'."""
+    from attnlab.tables import frame
+
+    if fmt in ("csv", "json"):
+        return frame(rows, ROW_KEYS + ("diff", "substitute"))
+    return frame([display_row(r) for r in rows], DISPLAY_COLUMNS)
+
+
+def format_rows(rows: list[dict], fmt: str = "table") -> str:
+    """`rows` of :func:`summarize` rendered as one of attnlab.tables.FORMATS."""
+    from attnlab.tables import render
+
+    return render(table_frame(rows, fmt), fmt)

@@ -6,7 +6,7 @@ import pytest
 
 from attnlab import catalog
 from attnlab.registry import COMPARE, FIGURES, RUN
-from attnlab.report import claims_markdown
+from attnlab.listing import claims_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,58 @@
+"""attnlab.tables, the one table renderer, and `attnlab results --format`."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnlab import cli, tables
+from attnlab.results import format_rows
+
+ROWS = [
+    {"experiment": "kernel-x", "setting": "N64", "model": "Kernel | Softmax", "metric": "accuracy", "paper": 93.5,
+     "ours_mean": 91.25, "ours_ci95": 1.5, "n_seeds": 5, "device": "cpu", "config": "full", "diff": -2.25,
+     "substitute": None, "converged": True},
+    {"experiment": "kernel-x", "setting": "N64", "model": "Cts_Softmax", "metric": "accuracy", "paper": 90.0,
+     "ours_mean": None, "ours_ci95": None, "n_seeds": 0, "device": None, "config": None, "diff": None,
+     "substitute": "synthetic", "converged": False},
+]
+
+
+def test_cli_formats_are_the_renderer_formats():
+    assert cli.TABLE_FORMATS == tables.FORMATS
+
+
+def test_text_and_markdown():
+    t = format_rows(ROWS, "table").splitlines()
+    assert t[0].startswith("experiment") and set(t[1]) <= {"-", " "} and "91.25 ± 1.5" in t[2]
+    assert "substitute data; not converged" in t[3]
+    md = format_rows(ROWS, "md").splitlines()
+    assert md[1].startswith("|---|") and "Kernel \\| Softmax" in md[2] and len(md) == 4
+
+
+def test_latex_escapes():
+    tex = format_rows(ROWS, "latex")
+    assert tex.startswith("\\begin{tabular}") and "Cts\\_Softmax" in tex and "95\\% CI" in tex
+
+
+def test_csv_and_json_carry_raw_numbers():
+    csv = format_rows(ROWS, "csv").splitlines()
+    assert csv[0].split(",")[:6] == ["experiment", "setting", "model", "metric", "paper", "ours_mean"]
+    assert "91.25" in csv[1]
+    rows = json.loads(format_rows(ROWS, "json"))
+    assert rows[0]["ours_mean"] == 91.25 and rows[1]["ours_mean"] is None and rows[1]["converged"] is False
+
+
+def test_results_format_option(tmp_path, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(tmp_path), "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("experiment,setting,model,metric")
+    assert cli.main(["results", "efa", "--format", "html"]) == 2
+    assert "--format" in capsys.readouterr().err
+
+
+def test_bad_format_is_a_usage_error():
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match="--format"):
+        tables.render(tables.frame([], ("a",)), "xml")
