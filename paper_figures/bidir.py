@@ -3,8 +3,8 @@
 - ``toy_scatter`` (bidir_toy_scatter.png): the App. I toy corpus (Sec. 4.2).  Learned w_i^T c_j of
   CBOW (full softmax) against Prop 9's target M_ij = log(p(w_i,c_j)/p(c_j)) + log|V|, and of the
   Eq. (1) attention objective against Prop 14's Eq. (2) and against N_ij; one dot per (i, j), from the
-  committed record of `attnlab run bidir-toy-corpus` (seed 0, one row per recorded p; when no record
-  is there, a short p = 30 training is run instead and the title says so).  The paper has no figures.
+  committed record of `attnlab run bidir-toy-corpus` (seed 0, one row per recorded p; without it the
+  figure is not drawn and the message names that command).  The paper has no figures.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-RECORD = Path("results") / "bidir-toy-corpus" / "full" / "seed0.json"
+RECORD = Path("bidir-toy-corpus") / "full" / "seed0.json"     # under the results folder
 
 
 def _plt():
@@ -26,19 +26,15 @@ def _plt():
 
 
 def _data() -> tuple[list[tuple[int, dict]], str]:
+    from attnlab.experiment import results_root
     from attnlab.experiments.bidir import toy_corpus as tc
 
-    root = Path(__file__).resolve().parents[1]
-    rec_path = root / RECORD
-    if rec_path.exists():
-        rec = json.loads(rec_path.read_text(encoding="utf-8"))
-        dims = sorted(int(d) for d in rec["extra"]["per_dim"])
-        return [(d, tc.record_targets(rec, d)) for d in dims], f"record {RECORD.as_posix()}, seed 0"
-    corpus = tc.sample_corpus(tc.N_SENTENCES, np.random.default_rng(0))
-    r = tc.run_dimension(corpus, 30, 0, 200, 0.1)
-    d = dict(sim_cbow=r["cbow_sim"], sim_attention=r["attn_sim"], R=r["prop9_R"], M=r["prop9_M"],
-             eq2=r["prop14_target"], N=r["N"], summary=r)
-    return [(30, d)], "no record found: fresh run, seed 0, 200 L-BFGS iterations"
+    rec_path = results_root() / RECORD
+    if not rec_path.exists():
+        raise FileNotFoundError(f"no record {rec_path}; make it with `attnlab run bidir-toy-corpus --seed 0`")
+    rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    dims = sorted(int(d) for d in rec["extra"]["per_dim"])
+    return [(d, tc.record_targets(rec, d)) for d in dims], f"record {RECORD.as_posix()}, seed 0"
 
 
 def render_toy_scatter(outdir: Path) -> list[Path]:

@@ -6,9 +6,12 @@
 - ``kernel_exp_time_warping``: Sec. 6.1 / Lemma 4.2 -- for three test curves, the class-1 head's learned density
   of continuous softmax, kernel softmax and kernel sparsemax beside the oracle individualised density
   p_i1(t) = 2 1[g_i(t) < 1/2] g_i'(t) (the density that turns <p_i1, X_i> into the aligned average).
-  The models are trained here (the cpu config's network, 2 epochs on 5,000 curves, seed 0).
+  Drawn from the densities the runner stores in each record (``extra.attention_sample``: the first
+  test curves, the grid and the learned densities), lowest seed of the full, else cpu, else quick config.
 - ``kernel_exp_forda``: Figs. 1a, 4, 9 -- FordA test series with the attention density rescaled to the series'
-  maximum, for continuous softmax and kernel sparsemax trained here (the cpu-small config, 2 epochs).
+  maximum, for continuous softmax and kernel sparsemax, from the same stored samples of ``kernel-forda``.
+
+Nothing here trains: a missing record is one line naming the ``attnlab run`` command that writes it.
 """
 from __future__ import annotations
 
@@ -96,60 +99,67 @@ def render_results(outdir: Path) -> list[Path]:
     return [out]
 
 
-def _train(model, X, y, epochs, batch, lr, seed):
-    import torch
+def _sampled(experiment: str, models: tuple[str, ...], configs: tuple[str, ...], command: str):
+    """Per model, the lowest-seed record of the first config in `configs` that holds a stored attention
+    sample (``extra.attention_sample``, written by the runner) for every model in `models`."""
+    root = results_root() / experiment
+    for cfg in configs:
+        found = {}
+        for m in models:
+            recs = []
+            for f in sorted((root / cfg).glob(f"*{m}-seed*.json")):
+                r = json.loads(f.read_text(encoding="utf-8"))
+                if r.get("tag", "").endswith(m) and "attention_sample" in r.get("extra", {}):
+                    recs.append(r)
+            if recs:
+                found[m] = min(recs, key=lambda r: r["seed"])
+        if len(found) == len(models):
+            return found, cfg
+    raise FileNotFoundError(f"no {experiment} records with stored attention densities for {', '.join(models)} "
+                            f"under {root}; make them with `{command}`")
 
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(epochs):
-        perm = torch.randperm(len(y), generator=gen)
-        for i in range(0, len(y), batch):
-            idx = perm[i:i + batch]
-            loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-    return model.eval()
+
+def _accuracy(rec) -> float:
+    return next(m["value"] for m in rec["metrics"] if m["metric"] == "accuracy")
+
+
+TW_KINDS = ("cts_softmax", "kernel_softmax", "kernel_sparsemax")
 
 
 def render_time_warping(outdir: Path) -> list[Path]:
-    import torch
-
     from attnlab.experiments.kernel.common import time_warping_data, warp
-    from attnlab.experiments.models.kernel_models import TimeWarpingNet
 
-    torch.set_num_threads(1)
-    X, y, Z, lam = time_warping_data(5_500, seed=0)
-    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    kinds = ("cts_softmax", "kernel_softmax", "kernel_sparsemax")
-    nets = {}
-    for k in kinds:
-        torch.manual_seed(0)
-        nets[k] = _train(TimeWarpingNet(k), Xt[500:], yt[500:], epochs=2, batch=64, lr=1e-3, seed=0)
+    recs, cfg = _sampled("kernel-time-warping", TW_KINDS, ("full", "cpu", "quick"),
+                         "attnlab run kernel-time-warping --config cpu --models " + ",".join(TW_KINDS)
+                         + " --seed 0 --force")
+    first = recs[TW_KINDS[0]]
+    cv = first["config_values"]
+    # the warps lambda_i of the shown test curves: the generator is deterministic in the seed (no training)
+    _, _, _, lam = time_warping_data(cv["n"], cv["length"], cv["lam_max"], seed=first["seed"])
+    sample = first["extra"]["attention_sample"]
     plt = _plt()
-    show = [0, 1, 2]
+    show = sample["rows"][:3]
     fig, axes = plt.subplots(1, len(show), figsize=(13, 3.8), squeeze=False)
     t = np.linspace(0, 1, 2001)
     for ax, i in zip(axes[0], show):
         g = warp(t, lam[i])
         oracle = 2 * (g < 0.5) * np.gradient(g, t)
         ax.fill_between(t, oracle, color="0.85", label="oracle $p_{i1}$ (Lemma 4.2)")
-        with torch.no_grad():
-            for k in kinds:
-                p = nets[k].density(Xt[i:i + 1])[0, 0].numpy()
-                grid = nets[k].attn.grid.numpy()
-                ax.plot(grid, p, label=k.replace("_", " "))
+        for k in TW_KINDS:
+            s = recs[k]["extra"]["attention_sample"]
+            ax.plot(s["grid"], np.asarray(s["density"])[i, 0],
+                    label=f"{k.replace('_', ' ')} ({_accuracy(recs[k]):.1f}%)")
+        x = np.asarray(sample["input"][i])
         ax2 = ax.twinx()
-        ax2.plot(np.linspace(0, 1, X.shape[1]), X[i], color="k", lw=0.6, alpha=0.5)
+        ax2.plot(np.linspace(0, 1, x.size), x, color="k", lw=0.6, alpha=0.5)
         ax2.set_yticks([])
-        ax.set_title(f"test curve {i}: λ={lam[i]:.1f}, class {y[i] + 1}", fontsize=9)
+        ax.set_title(f"test curve {i}: λ={lam[i]:.1f}, class {sample['label'][i] + 1}", fontsize=9)
         ax.set_xlabel("t")
         ax.set_ylim(bottom=0)
     axes[0, 0].set_ylabel("class-1 head density")
     axes[0, 0].legend(fontsize=7, loc="upper right")
-    fig.suptitle("Time warping (App. B.3): learned class-1 densities vs the oracle individualised density "
-                 "(grey; thin black = observed curve)", fontsize=10)
+    fig.suptitle(f"Time warping (App. B.3): learned class-1 densities vs the oracle individualised density "
+                 f"(grey; thin black = observed curve); {cfg} config, seed {first['seed']}", fontsize=10)
     fig.tight_layout()
     out = outdir / "kernel_exp_time_warping.png"
     fig.savefig(out, dpi=110)
@@ -157,37 +167,31 @@ def render_time_warping(outdir: Path) -> list[Path]:
     return [out]
 
 
+FORDA_KINDS = ("cts_softmax", "kernel_sparsemax")
+
+
 def render_forda(outdir: Path) -> list[Path]:
-    import torch
-
-    from attnlab.experiments.kernel.forda import CONFIGS, build, load
-
-    torch.set_num_threads(1)
-    cfg = dict(CONFIGS["cpu-small"])
-    train, test, k = load(cfg)
-    L = train[0].shape[1]
-    kinds = ("cts_softmax", "kernel_sparsemax")
-    nets = {}
-    for m in kinds:
-        torch.manual_seed(0)
-        nets[m] = _train(build(m, L, k, cfg), train[0], train[1], epochs=2, batch=64, lr=1e-3, seed=0)
+    recs, cfg = _sampled("kernel-forda", FORDA_KINDS, ("full", "cpu-small", "quick"),
+                         "attnlab run kernel-forda --config cpu-small --models " + ",".join(FORDA_KINDS)
+                         + " --seed 0 --force")
     plt = _plt()
-    rows = [0, 1, 2, 3]
-    fig, axes = plt.subplots(len(kinds), len(rows), figsize=(14, 5.5), squeeze=False)
-    for a, m in enumerate(kinds):
-        with torch.no_grad():
-            p = nets[m].density(test[0][rows]).numpy()
-            acc = (nets[m](test[0]).argmax(-1) == test[1]).float().mean().item() * 100
+    rows = recs[FORDA_KINDS[0]]["extra"]["attention_sample"]["rows"]
+    fig, axes = plt.subplots(len(FORDA_KINDS), len(rows), figsize=(14, 5.5), squeeze=False)
+    for a, m in enumerate(FORDA_KINDS):
+        s = recs[m]["extra"]["attention_sample"]
+        p = np.asarray(s["density"])
         for b, i in enumerate(rows):
-            x = test[0][i].numpy()
+            x = np.asarray(s["input"][i])
             ax = axes[a, b]
             ax.plot(x, color="tab:blue", lw=0.8, label="series")
-            ax.plot(p[b] / p[b].max() * x.max(), color="tab:red", lw=1.2, label="rescaled attention")
-            ax.set_title(f"{m.replace('_', ' ')} (test acc {acc:.1f}%), series {i}", fontsize=8)
-            ax.set_xlabel("time index (every 5th point)", fontsize=7)
+            ax.plot(np.linspace(0, x.size - 1, p.shape[1]), p[b] / p[b].max() * x.max(), color="tab:red", lw=1.2,
+                    label="rescaled attention")
+            ax.set_title(f"{m.replace('_', ' ')} (test acc {_accuracy(recs[m]):.1f}%), series {i}", fontsize=8)
+            ax.set_xlabel("time index", fontsize=7)
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle("FordA: original series vs rescaled attention density (Figs. 1a, 4, 9; cpu-small network, "
-                 "2 epochs)", fontsize=10)
+    seed = recs[FORDA_KINDS[0]]["seed"]
+    fig.suptitle(f"FordA: original series vs rescaled attention density (Figs. 1a, 4, 9; {cfg} config, "
+                 f"seed {seed})", fontsize=10)
     fig.tight_layout()
     out = outdir / "kernel_exp_forda.png"
     fig.savefig(out, dpi=110)

@@ -206,11 +206,36 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
                              "epoch": ep + 1, "history": history, "skipped": skipped})
     *txs, ty = [t.to(dev) for t in test]
     res = scores(ty.cpu().numpy(), predict(model, txs))
+    sample = attention_sample(model, txs, ty)
+    if sample is not None:
+        res["attention_sample"] = sample
     res["train_loss"] = history[-1]["loss"] if history else float("nan")
     res["epoch_seconds"] = float(np.mean([h["seconds"] for h in history])) if history else float("nan")
     res["non_finite_batches"] = skipped
     res["history"] = history
     return res
+
+
+SAMPLE_ROWS = 4
+
+
+@torch.no_grad()
+def attention_sample(model, xs, y, rows: int = SAMPLE_ROWS) -> dict | None:
+    """The trained model's attention density on its grid for the first `rows` test inputs, with those
+    inputs and labels, kept in the record so that `attnlab figures` draws the densities (Figs. 1a, 4, 9;
+    the time-warping heads) without training.  None for a model without a continuous density (discrete
+    softmax, the baselines) or with more than one input tensor."""
+    attn = getattr(model, "attn", None)
+    if len(xs) != 1 or attn is None or not hasattr(model, "density") or not hasattr(attn, "grid"):
+        return None
+    model.eval()
+    x = xs[0][:rows]
+
+    def short(t):           # 6 decimals: what a figure needs, a few kB per record
+        return np.round(t.detach().double().cpu().numpy(), 6).tolist()
+
+    return {"rows": list(range(x.shape[0])), "input": short(x), "label": y[:rows].cpu().tolist(),
+            "grid": short(attn.grid), "density": short(model.density(x))}
 
 
 def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("accuracy", "f1"),
@@ -219,6 +244,8 @@ def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("a
     rows.append(metric_row(setting, DISPLAY[model_key], "epoch_seconds", res["epoch_seconds"]))
     ex = {"train_loss": res["train_loss"], "non_finite_batches": res["non_finite_batches"],
           "history": res["history"]}
+    if "attention_sample" in res:
+        ex["attention_sample"] = res["attention_sample"]
     ex.update(extra or {})
     n = len(res["history"])
     return ctx.write_record(rows, extra=ex, training={"stopped": "fixed-schedule", "best_epoch": n,
