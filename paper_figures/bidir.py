@@ -17,12 +17,9 @@ RECORD = Path("bidir-toy-corpus") / "full" / "seed0.json"     # under the result
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _data() -> tuple[list[tuple[int, dict]], str]:

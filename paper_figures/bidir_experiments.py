@@ -40,12 +40,9 @@ def _stats(recs: list[dict]) -> dict:
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _bars(ax, settings, models, st, metric, paper, exp):

@@ -13,12 +13,9 @@ import numpy as np
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def render_identifiability(outdir: Path) -> list[Path]:

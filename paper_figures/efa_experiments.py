@@ -31,12 +31,9 @@ def _records(experiment: str) -> tuple[list[dict], str]:
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _uni_efa(recs):
@@ -129,7 +126,7 @@ def fig6(outdir: Path) -> list[Path]:
     axes = axes[0]
     colors = ["tab:red", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
 
-    def panel(ax, models: dict, title, paper: bool):
+    def panel(ax, models: dict, title, paper: bool, unit: str):
         ks = sorted(int(m[5:-1]) for m in models if m.startswith("FM(k="))
         if ks:
             stats = [_t_ci(models[f"FM(k={k})"]) for k in ks]
@@ -141,19 +138,19 @@ def fig6(outdir: Path) -> list[Path]:
             mu, ci = _t_ci(models[m])
             ax.axhline(mu, color=c, ls="--", label=f"{m}: {mu:.3g}" + (f" ± {ci:.2g}" if ci else ""))
         ax.set_xlabel("number of neighbours k")
-        ax.set_ylabel("test MSE")
-        ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_ylabel(f"test MSE ({unit})")
+        ax.set_title(title)
+        ax.legend()
 
     for ax, s in zip(axes, settings):
         n = max(len(v) for v in by[s].values())
         label = f"ours: {s}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s) else " (°F)")
-        panel(ax, by[s], f"{label}\n{cfg} config, {n} seeds", False)
+        panel(ax, by[s], f"{label}\n{cfg} config, {n} seeds", False, "°C²" if subst.get(s) else "°F²")
     if "44 cities, October" not in by:
         paper = {m: [v] for (e, s, m, met), v in PAPER_NUMBERS.items()
                  if e == "efa-temperature" and s == "44 cities, October"}
-        panel(axes[-1], paper, "paper (Figure 6 data): 44 US cities, October daily, °F", True)
-    fig.suptitle("Figure 6: FM with k nearest neighbours vs EFA", fontsize=10)
+        panel(axes[-1], paper, "paper (Figure 6 data): 44 US cities, October daily, °F", True, "°F²")
+    fig.suptitle("Figure 6: FM with k nearest neighbours vs EFA")
     fig.tight_layout()
     p = Path(outdir) / "efa_exp_fig6.png"
     fig.savefig(p, dpi=110)

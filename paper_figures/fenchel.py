@@ -16,10 +16,9 @@ import numpy as np
 
 
 def render_fig3(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from attnlab.numerics import entropic_dual as ed
     from attnlab.theory.fenchel.kl_problem import FIG3_ALPHAS, FIG3_T, FIG3_U, FIG3_U_PRINTED, FIG3_Z
@@ -57,10 +56,9 @@ def render_fig3(outdir: Path) -> list[Path]:
 
 
 def render_error_vs_alpha(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from attnlab.theory.fenchel.duality import instance_i_rand
     from attnlab.theory.fenchel.kl_problem import error_sweep, loglog_slope

@@ -34,12 +34,9 @@ def _records(experiment: str, config: str | None = None) -> tuple[list[dict], st
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _sum_hist(recs, key, setting, head=None):

@@ -64,10 +64,9 @@ def _trap(g, B, kind, G, rho=None):
 
 
 def render_fig2a(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     sims = _sims()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
@@ -104,10 +103,9 @@ def render_fig2a(outdir: Path) -> list[Path]:
 
 
 def render_fig2b(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     g, B = _sims(1, seed=7)[0]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -128,10 +126,9 @@ def render_fig2b(outdir: Path) -> list[Path]:
 
 
 def render_convergence_R(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from attnlab.theory.kernel.convergence import SPARSE_H, _corE3_errors, sparse_rms_errors
 
@@ -158,10 +155,9 @@ def render_convergence_R(outdir: Path) -> list[Path]:
 
 
 def render_convergence_unit(outdir: Path) -> list[Path]:
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from attnlab.theory.kernel.convergence import unit_interval_errors
 

@@ -31,12 +31,9 @@ ORDER = ("Discrete Softmax", "Cts Softmax", "Cts Sparsemax", "Gaussian Mixture",
 
 
 def _plt():
-    import matplotlib
+    from attnlab.paper_figures.style import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _records(experiment: str):
