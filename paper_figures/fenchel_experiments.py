@@ -274,7 +274,7 @@ def pretrained(outdir: Path) -> list[Path]:
         ssets = _settings(small, "bert")
         ss = _layer_stats(small, "bert", ssets)
         ax.errorbar(np.arange(1, len(ssets) + 1), ss[:, 0], yerr=ss[:, 1], fmt="-s", color="tab:orange", capsize=3,
-                    ms=4, label=f"ours: BERT-like SUBSTITUTE trained here ({len(small)} seeds)")
+                    ms=4, label=f"ours: BERT-like SUBSTITUTE trained here ({len(small)} seeds; 2 epochs, not converged)")
     except FileNotFoundError:
         pass
     ax.set_xlabel("layer")
