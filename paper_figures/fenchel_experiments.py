@@ -78,29 +78,43 @@ def _layers_of(settings, prefix):
 
 
 def _suptitle(fig, text, recs, cfg):
-    sub = recs[0].get("substitute")
-    fig.suptitle(text + f"\nours: {len(recs)} seeds, config '{cfg}'" + ("\nSUBSTITUTE models (not bert-base/t5-small)" if sub else ""),
-                 fontsize=8)
+    if recs[0].get("tag", "").startswith("hf-"):
+        note = f"\npretrained weights ({recs[0]['config_values'].get('weights')}); text: movie-review sentences"
+    else:
+        note = "\nSUBSTITUTE models (not bert-base/t5-small)" if recs[0].get("substitute") else ""
+    fig.suptitle(text + f"\nours: {len(recs)} seeds, config '{cfg}'" + note, fontsize=8)
 
 
-def fig4_bert(outdir: Path) -> list[Path]:
+def _fig4_layers(outdir, recs, cfg, model, title, fname) -> list[Path]:
     from attnlab.experiments.paper_numbers.fenchel import FIG4_BERT
 
     plt = _plt()
-    recs, cfg = _records("fenchel-deviation")
     bins = np.array(recs[0]["extra"]["bins"])
-    layers = _settings(recs, "bert")
+    layers = _settings(recs, model)
     fig, axes = plt.subplots(1, len(layers), figsize=(2.2 * len(layers), 2.3), squeeze=False)
     for j, s in enumerate(layers):
         L = int(s.replace("layer", ""))
         ax = axes[0, j]
-        _hist_panel(ax, _sum_hist(recs, "hist_layer", s), bins, _means(recs, s, "bert"),
+        _hist_panel(ax, _sum_hist(recs, "hist_layer", s), bins, _means(recs, s, model),
                     FIG4_BERT[L - 1] if L <= 12 else None)
-        ax.set_title(f"Lay. {L}  ours {_means(recs, s, 'bert'):.3f}\npaper {FIG4_BERT[L - 1]:.3f}", fontsize=7)
+        ax.set_title(f"Lay. {L}  ours {_means(recs, s, model):.3f}\npaper {FIG4_BERT[L - 1]:.3f}", fontsize=7)
         ax.set_xlabel("‖λ*−αz‖/‖λ*‖", fontsize=7)
-    _suptitle(fig, "Fig 4a: BERT-like, head-averaged ‖λ*−αz‖/‖λ*‖ per layer (red: our mean; dashed: paper's)", recs, cfg)
+    _suptitle(fig, title, recs, cfg)
     fig.tight_layout()
-    return _save(fig, outdir, "fenchel_exp_fig4_bert.png")
+    return _save(fig, outdir, fname)
+
+
+def fig4_bert(outdir: Path) -> list[Path]:
+    recs, cfg = _records("fenchel-deviation")
+    return _fig4_layers(outdir, recs, cfg, "bert", "Fig 4a: BERT-like, head-averaged ‖λ*−αz‖/‖λ*‖ per layer "
+                        "(red: our mean; dashed: paper's)", "fenchel_exp_fig4_bert.png")
+
+
+def fig4_minilm(outdir: Path) -> list[Path]:
+    return _fig4_layers(outdir, _minilm_records(), "full", MINILM,
+                        "Fig 4a on a real pretrained encoder: all-MiniLM-L6-v2, head-averaged ‖λ*−αz‖/‖λ*‖ per layer\n"
+                        "(red: our mean; dashed: the paper's bert-base at the same layer index)",
+                        "fenchel_exp_fig4_minilm.png")
 
 
 def fig4_t5(outdir: Path) -> list[Path]:
@@ -126,11 +140,12 @@ def fig4_t5(outdir: Path) -> list[Path]:
     return _save(fig, outdir, "fenchel_exp_fig4_t5.png")
 
 
-def _per_head(outdir, model, prefix, title, fname, ymax):
+def _per_head(outdir, model, prefix, title, fname, ymax, recs=None, cfg="full"):
     from attnlab.experiments.paper_numbers.fenchel import PER_HEAD
 
     plt = _plt()
-    recs, cfg = _records("fenchel-deviation")
+    if recs is None:
+        recs, cfg = _records("fenchel-deviation")
     bins = np.array(recs[0]["extra"]["bins"])
     sets = [s for s in _settings(recs, model) if s.startswith(prefix)]
     H = len(recs[0]["extra"]["hist_head"][sets[0]])
@@ -151,6 +166,11 @@ def _per_head(outdir, model, prefix, title, fname, ymax):
 
 def fig5(outdir):
     return _per_head(outdir, "bert", "layer", "Fig 5: BERT-like", "fenchel_exp_fig5_bert_heads.png", 1.0)
+
+
+def fig5_minilm(outdir):
+    return _per_head(outdir, MINILM, "layer", "Fig 5 on a real pretrained encoder: all-MiniLM-L6-v2",
+                     "fenchel_exp_fig5_minilm_heads.png", 1.0, recs=_minilm_records())
 
 
 def fig6(outdir):
@@ -321,4 +341,6 @@ FIGURES = {
     "fenchel-exp-output-errors": output_errors,
     "fenchel-exp-ot-vit": ot_vit,
     "fenchel-exp-pretrained": pretrained,
+    "fenchel-exp-fig4-minilm": fig4_minilm,
+    "fenchel-exp-fig5-minilm": fig5_minilm,
 }
