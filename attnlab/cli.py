@@ -247,17 +247,28 @@ def cmd_figures(args) -> int:
         if out_dir.exists() and not out_dir.is_dir():
             raise UsageError(f"--out {out_dir}: not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
+    missing = []
     for name in names:
         paper, fn, folder = available[name]
         print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
         try:
             paths = fn(out_dir or folder) or []
         except FileNotFoundError as exc:            # a figure drawn from records that are not there
-            raise UsageError(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)") from None
+            missing.append(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)")
+            continue
+        except UsageError as exc:                   # a stored artefact is missing: the message names the run
+            missing.append(f"figure {name}: {exc}")
+            continue
         for path in paths:
             print(path)
             n += 1
     print(f"{n} file(s) written", file=sys.stderr)
+    if missing:                                     # the others are drawn; each missing one is one line
+        if len(missing) == 1:
+            raise UsageError(missing[0])
+        for line in missing[:-1]:
+            print(f"attnlab: error: {line}", file=sys.stderr)
+        raise UsageError(missing[-1])
     return 0
 
 

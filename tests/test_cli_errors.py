@@ -118,7 +118,19 @@ def test_figures_out_folder_is_created(tmp_path, capsys):
 def test_figures_without_records_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)                          # outside the repository: no ./results
     monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
-    _one_line_exit_2(capsys, ["figures", "--only", "efa_exp_fig3", "--out", str(tmp_path)], "efa_exp_fig3")
+    assert cli.main(["figures", "--only", "exp_fig3", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    errors = [line for line in err if line.startswith("attnlab: error: ")]
+    assert len(errors) == 1 and err[-1] == errors[0] and "attnlab run efa-instacart" in errors[0], err
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_figures_render_the_others_and_name_each_missing_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "empty"))
+    assert cli.main(["figures", "--only", "exp_fig3", "exp_fig4", "--out", str(tmp_path)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("attnlab: error: ")]
+    assert len(errors) == 2 and "exp_fig3" in errors[0] and "exp_fig4" in errors[1]
 
 
 # --------------------------------------------------------------------------- data layer
