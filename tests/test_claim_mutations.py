@@ -1,0 +1,66 @@
+"""Each rewritten check of issue 15 can fail: mutate its input or the library it vouches for and the
+verdict flips.  A check that passes under these mutations would vouch for nothing."""
+import numpy as np
+import pytest
+
+from attnlab import catalog
+
+
+def _verdict(claim_id):
+    return catalog.run_claim(catalog.get_claim(claim_id)).verdict
+
+
+# --- fenchel.eq2.evidence-model ---------------------------------------------------------------
+
+def test_eq2_holds_as_registered():
+    assert _verdict("fenchel.eq2.evidence-model") == "holds"
+
+
+def test_eq2_fails_when_p_leaves_supp_u():
+    """Evidence model violated: u keeps only d templates (a face of dimension d - 1), the true p
+    spreads over all of them, so h lies off conv(supp u) and h-hat cannot reach it."""
+    from attnlab.theory.fenchel import kl_problem as kp
+
+    cases = []
+    for T, u, p, g in kp.evidence_cases():
+        d = T.shape[1]
+        u = np.where(np.arange(len(u)) < d, u, 0.0)
+        cases.append((T, u / u.sum(), p, g))
+    assert kp.check_evidence_model(cases).verdict == "fails"
+
+
+def test_eq2_fails_when_solver_returns_the_approximation(monkeypatch):
+    """Library mutation: solve() answering with (16) (lambda = alpha z) instead of the exact lambda*."""
+    from attnlab.numerics import entropic_dual as ed
+
+    real = ed.solve
+
+    def approx(T, u, z, alpha, tol=1e-12):
+        out = real(T, u, z, alpha, tol)
+        return dict(out, h=ed.h_approx(T, u, z, alpha))
+
+    monkeypatch.setattr(ed, "solve", approx)
+    assert _verdict("fenchel.eq2.evidence-model") == "fails"
+
+
+# --- fenchel.fig3.weights ---------------------------------------------------------------------
+
+def test_fig3_weights_is_an_erratum():
+    assert _verdict("fenchel.fig3.weights") == "erratum"
+
+
+def test_fig3_weights_hold_when_labels_sum_to_one():
+    """Input mutation: the typo reading 0.3/0.4/0.3 makes the printed statement true."""
+    from attnlab.theory.fenchel import kl_problem as kp
+
+    assert kp.check_fig3_weights(labels=np.array([0.3, 0.4, 0.3])).verdict == "holds"
+
+
+def test_fig3_weights_fail_when_log_mgf_ignores_u(monkeypatch):
+    """Library mutation: log M (8) without the weights u is no longer shifted by a constant."""
+    from scipy.special import logsumexp
+
+    from attnlab.numerics import entropic_dual as ed
+
+    monkeypatch.setattr(ed, "log_mgf", lambda lam, T, u: float(logsumexp(T @ lam)))
+    assert _verdict("fenchel.fig3.weights") == "fails"
