@@ -320,3 +320,62 @@ def test_kernel_sparsemax_with_base_has_finite_gradients_when_f_peaks_off_the_ba
     assert torch.isfinite(p).all() and float(_trapz(p.detach(), att.grid)) == pytest.approx(1.0, abs=1e-5)
     att(gamma=gamma, mu=mu, sigma2=s2).sum().backward()
     assert all(torch.isfinite(x.grad).all() for x in (gamma, mu, s2))
+
+
+def test_validation_split_is_stratified_fixed_and_disjoint():
+    from attnlab.experiments.kernel.common import validation_split
+
+    y = torch.tensor([0] * 50 + [1] * 30 + [2] * 2 + [3])
+    tr, va = validation_split(y, 0.1)
+    tr2, va2 = validation_split(y, 0.1)
+    assert torch.equal(tr, tr2) and torch.equal(va, va2)                      # fixed across calls
+    assert set(tr.tolist()).isdisjoint(va.tolist()) and len(tr) + len(va) == len(y)
+    counts = torch.bincount(y[va], minlength=4).tolist()
+    assert counts == [5, 3, 1, 0]                                              # per class; a singleton stays in train
+    with pytest.raises(ValueError, match="fraction"):
+        validation_split(y, 1.0)
+
+
+def _toy_fit(tmp_path, monkeypatch, argv_extra=(), **kw):
+    import argparse
+
+    from attnlab.experiment import RunContext
+    from attnlab.experiments.kernel import common as C
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 5, generator=g)
+    y = (x[:, 0] + 0.5 * torch.randn(400, generator=g) > 0).long()            # noisy: overfits eventually
+    args = argparse.Namespace(results_dir=str(tmp_path / "res"), quiet=True, force=False, resume=False,
+                              **dict(argv_extra))
+    ctx = RunContext("kernel-toy", 0, "cpu", False, {"k": 1}, args=args, tag="toy", config_name="es")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 256), torch.nn.ReLU(), torch.nn.Linear(256, 2))
+    return C.fit(ctx, model, [x[:300], y[:300]], [x[300:], y[300:]], batch_size=16, lr=3e-2, **kw), ctx, model
+
+
+def test_fit_early_stopping_restores_the_best_weights(tmp_path, monkeypatch):
+    res, ctx, model = _toy_fit(tmp_path, monkeypatch, epochs=200, val_fraction=0.2, patience=3)
+    tr = res["training"]
+    assert tr["stopped"] == "early-stop" and tr["epochs_run"] == tr["best_epoch"] + 3 < 200
+    vals = [h["val_loss"] for h in res["history"]]
+    assert tr["best_val_loss"] == min(vals) == vals[tr["best_epoch"] - 1]
+    assert ctx.converged(tr) is True
+    # the restored weights are the best epoch's: their validation loss is the recorded minimum
+    from attnlab.experiments.kernel.common import _evaluate, validation_split
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 5, generator=g)
+    y = (x[:, 0] + 0.5 * torch.randn(400, generator=g) > 0).long()
+    _, va = validation_split(y[:300], 0.2)
+    loss, _ = _evaluate(model, [x[:300][va]], y[:300][va], torch.nn.CrossEntropyLoss())
+    assert abs(loss - tr["best_val_loss"]) < 1e-6
+
+
+def test_fit_without_patience_is_the_fixed_schedule_and_max_epochs_is_not_converged(tmp_path, monkeypatch):
+    res, ctx, _ = _toy_fit(tmp_path, monkeypatch, epochs=3)
+    assert res["training"]["stopped"] == "fixed-schedule" and res["training"]["epochs_run"] == 3
+    res, ctx, _ = _toy_fit(tmp_path / "b", monkeypatch, epochs=2, val_fraction=0.2, patience=50)
+    assert res["training"]["stopped"] == "max-epochs" and ctx.converged(res["training"]) is False
+    with pytest.raises(ValueError, match="val_fraction"):
+        _toy_fit(tmp_path / "c", monkeypatch, epochs=2, patience=3)

@@ -162,30 +162,84 @@ def scores(y_true, y_pred) -> dict:
             "f1": 100.0 * f1_score(y_true, y_pred, average="macro")}
 
 
+VAL_SPLIT_SEED = 20_231   # the validation split is fixed across seeds and models: CIs cover training randomness
+
+
+def validation_split(y: torch.Tensor, fraction: float, seed: int = VAL_SPLIT_SEED) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stratified (train, validation) index tensors: round(fraction * count) of every class (at least
+    one when the class has two or more members) go to validation, drawn with a fixed generator."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
+    gen = torch.Generator().manual_seed(seed)
+    tr, va = [], []
+    yc = y.cpu()
+    for c in torch.unique(yc).tolist():
+        idx = torch.nonzero(yc == c).flatten()
+        idx = idx[torch.randperm(idx.numel(), generator=gen)]
+        k = int(round(fraction * idx.numel()))
+        k = min(max(k, 1 if idx.numel() >= 2 else 0), idx.numel() - 1)
+        va.append(idx[:k])
+        tr.append(idx[k:])
+    return torch.sort(torch.cat(tr)).values, torch.sort(torch.cat(va)).values
+
+
+@torch.no_grad()
+def _evaluate(model, xs, y, lossf, batch_size: int = 256) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy %) on (xs, y) in eval mode."""
+    model.eval()
+    tot, correct, n = 0.0, 0, y.shape[0]
+    for i in range(0, n, batch_size):
+        out = model(*[x[i:i + batch_size] for x in xs])
+        tot += float(lossf(out, y[i:i + batch_size])) * out.shape[0]
+        correct += int((out.argmax(-1) == y[i:i + batch_size]).sum())
+    return tot / max(n, 1), 100.0 * correct / max(n, 1)
+
+
 def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tensor], *, epochs: int,
         batch_size: int, lr: float, weight_decay: float = 0.0, clip: float | None = None,
-        name: str = "") -> dict:
-    """Train with Adam + cross-entropy for `epochs`, checkpointing after every epoch (resume with
-    --resume loses at most one epoch), then score on `test` (last tensor = labels).  Returns
-    {'accuracy', 'f1' (macro, %), 'train_loss', 'epoch_seconds', 'non_finite_batches'}."""
+        name: str = "", val_fraction: float = 0.0, patience: int | None = None) -> dict:
+    """Train with Adam + cross-entropy, checkpointing after every epoch (resume with --resume loses at
+    most one epoch), then score on `test` (last tensor = labels).
+
+    Without `patience`: the fixed schedule of `epochs` epochs (the paper's protocol).  With
+    `patience` and `val_fraction`: a stratified validation split (:func:`validation_split`, fixed
+    across seeds) is held out of `train`; after every epoch the validation cross-entropy is measured,
+    the weights with the lowest one are kept, and training stops when it has not improved for
+    `patience` epochs (early stopping) or after `epochs` (then the run did not converge); the best
+    weights are restored before testing.  Returns {'accuracy', 'f1' (macro, %), 'train_loss',
+    'epoch_seconds', 'non_finite_batches', 'history', 'training'}."""
+    early = patience is not None
+    if early and not 0.0 < val_fraction < 1.0:
+        raise ValueError("early stopping (patience) needs val_fraction in (0, 1)")
     dev = ctx.device
     model.to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(10_000 + ctx.seed)
     start, history, skipped = 0, [], 0
+    best = {"loss": math.inf, "epoch": 0, "state": None}
     state = ctx.load_checkpoint()
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])
         start, history, skipped = state["epoch"], state["history"], state.get("skipped", 0)
+        best = state.get("best", best)
     *xs, y = [t.to(dev) for t in train]
+    if early:
+        tri, vai = validation_split(y, val_fraction)
+        vxs, vy = [x[vai.to(dev)] for x in xs], y[vai.to(dev)]
+        xs, y = [x[tri.to(dev)] for x in xs], y[tri.to(dev)]
     n = y.shape[0]
     steps = math.ceil(n / batch_size)
     prog = ctx.progress(epochs * steps, name or f"{ctx.experiment} {ctx.tag} seed {ctx.seed}")
     prog.update(start * steps)
     lossf = torch.nn.CrossEntropyLoss()
+    stopped = "fixed-schedule" if not early else "max-epochs"
+    if early and start > 0 and start - best["epoch"] >= patience:
+        stopped = "early-stop"
     for ep in range(start, epochs):
+        if stopped == "early-stop":
+            break
         model.train()
         t0, tot, cnt = time.perf_counter(), 0.0, 0
         for k, idx in enumerate(_batches(n, batch_size, gen)):
@@ -200,10 +254,21 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
             opt.step()
             tot += float(loss.detach()) * idx.numel()
             cnt += idx.numel()
-            prog.update(ep * steps + k + 1, epoch=ep + 1, loss=tot / max(cnt, 1))
-        history.append({"epoch": ep + 1, "loss": tot / max(cnt, 1), "seconds": time.perf_counter() - t0})
+            prog.update(ep * steps + k + 1, epoch=ep + 1, loss=tot / max(cnt, 1),
+                        **({"best": best["epoch"]} if early else {}))
+        h = {"epoch": ep + 1, "loss": tot / max(cnt, 1), "seconds": time.perf_counter() - t0}
+        if early:
+            h["val_loss"], h["val_accuracy"] = _evaluate(model, vxs, vy, lossf)
+            if h["val_loss"] < best["loss"]:
+                best = {"loss": h["val_loss"], "epoch": ep + 1,
+                        "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
+            if ep + 1 - best["epoch"] >= patience:
+                stopped = "early-stop"
+        history.append(h)
         ctx.save_checkpoint({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
-                             "epoch": ep + 1, "history": history, "skipped": skipped})
+                             "epoch": ep + 1, "history": history, "skipped": skipped, "best": best})
+    if early and best["state"] is not None:
+        model.load_state_dict(best["state"])
     *txs, ty = [t.to(dev) for t in test]
     res = scores(ty.cpu().numpy(), predict(model, txs))
     sample = attention_sample(model, txs, ty)
@@ -213,6 +278,10 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
     res["epoch_seconds"] = float(np.mean([h["seconds"] for h in history])) if history else float("nan")
     res["non_finite_batches"] = skipped
     res["history"] = history
+    res["training"] = {"stopped": stopped, "best_epoch": best["epoch"] if early else len(history),
+                       "epochs_run": len(history), "max_epochs": epochs}
+    if early:
+        res["training"].update(patience=patience, val_fraction=val_fraction, best_val_loss=best["loss"])
     return res
 
 
@@ -247,9 +316,7 @@ def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("a
     if "attention_sample" in res:
         ex["attention_sample"] = res["attention_sample"]
     ex.update(extra or {})
-    n = len(res["history"])
-    return ctx.write_record(rows, extra=ex, training={"stopped": "fixed-schedule", "best_epoch": n,
-                                                      "epochs_run": n, "max_epochs": n})
+    return ctx.write_record(rows, extra=ex, training=res["training"])
 
 
 def announce(experiment: str, substitute: str | None, config_name: str, config: dict, seeds) -> None:

@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
                                    grid_size=cfg["grid"], ref_points=cfg["ref_points"], hidden=cfg["hidden"],
                                    mixture_components=cfg["mixture_components"])
                 res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                            clip=1.0)
+                            clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
                 C.record(ctx, f"N={N}", m, res, metrics=("accuracy", "f1"))
                 if not args.quiet:
                     print(f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)

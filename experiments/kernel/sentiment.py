@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
                                     n_inducing=cfg["n_inducing"], grid_size=cfg["grid"],
                                     bandwidth=float(np.sqrt(cfg["kernel_variance"])))
                 res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                            clip=1.0)
+                            clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
                 C.record(ctx, f"N={N}", m, res, metrics=("accuracy",), extra={"vocab_size": len(vocab)})
                 if not args.quiet:
                     print(f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)

@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
             torch.manual_seed(seed)             # parameter initialisation (the data order has its own generator)
             model = TimeWarpingNet(m, cfg["length"], cfg["n_basis"], cfg["n_inducing"], cfg["grid"], cfg["hidden"])
             res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                        clip=1.0)
+                        clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
             C.record(ctx, f"N={cfg['n_basis']}", m, res, metrics=("accuracy",),
                      extra={"test_class_balance": float(y[:n_test].mean())})
             if not args.quiet:
