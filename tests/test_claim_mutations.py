@@ -64,3 +64,31 @@ def test_fig3_weights_fail_when_log_mgf_ignores_u(monkeypatch):
 
     monkeypatch.setattr(ed, "log_mgf", lambda lam, T, u: float(logsumexp(T @ lam)))
     assert _verdict("fenchel.fig3.weights") == "fails"
+
+
+# --- efa.remark12.normalization ---------------------------------------------------------------
+
+def test_remark12_fails_without_the_causal_mask(monkeypatch):
+    """Library mutation: the attention stack forgets the causal mask M; the unidirectional product of
+    conditionals is then no longer a normalized joint."""
+    from attnlab.experiments.models import efa as efa_models
+    from attnlab.theory.efa import structure
+
+    monkeypatch.setattr(efa_models.AttentionStack, "allowed",
+                        lambda self, valid: valid[:, None, :].expand(-1, valid.shape[1], -1))
+    assert structure.check_remark12(seeds=(6,), uni_seeds=(2,)).verdict == "fails"
+
+
+def test_remark12_bidirectional_joint_must_miss_one_by_more_than_rounding(monkeypatch):
+    """A bidirectional joint sum off 1 by rounding only (1e-9) no longer passes as 'not normalized'."""
+    from attnlab.theory.efa import structure
+
+    real = structure._enumerate_sum
+
+    def nearly_normalized(direction, joint, seed=2):
+        if direction == "bidirectional" and joint:
+            return 1.0 + 1e-9
+        return real(direction, joint, seed)
+
+    monkeypatch.setattr(structure, "_enumerate_sum", nearly_normalized)
+    assert structure.check_remark12(seeds=(6,), uni_seeds=(2,)).verdict == "fails"
