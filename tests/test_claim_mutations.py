@@ -92,3 +92,30 @@ def test_remark12_bidirectional_joint_must_miss_one_by_more_than_rounding(monkey
 
     monkeypatch.setattr(structure, "_enumerate_sum", nearly_normalized)
     assert structure.check_remark12(seeds=(6,), uni_seeds=(2,)).verdict == "fails"
+
+
+# --- fenchel.fig4.head-averages ---------------------------------------------------------------
+
+def test_fig4_head_averages_is_an_erratum():
+    assert _verdict("fenchel.fig4.head-averages") == "erratum"
+
+
+def test_fig4_fails_when_the_text_quotes_a_number_the_data_do_not_give():
+    """Text mutation: the old corrected text's 0.0717 for BERT layer 1 (the head-average is 0.0720)."""
+    from attnlab.theory.fenchel import transformers as tr
+
+    quoted = dict(tr.FIG4_QUOTED, bert_layer1_head_average=0.0717)
+    assert tr.check_fig4_means(quoted=quoted).verdict == "fails"
+
+
+def test_fig4_holds_when_the_dec_row_is_fig7s_head_average():
+    """Input mutation: every Fig 4 row set to the head-averages of Figs 5-8 (BERT layer 1 0.072, Fig 4b's
+    'Dec self' row from Fig 7, no copy error): the printed statement then holds."""
+    import numpy as np
+
+    from attnlab.theory.fenchel import transformers as tr
+
+    fig4 = dict(tr.FIG4)
+    for k in fig4:
+        fig4[k] = [round(float(np.mean(v)), 3) for v in tr.FIG5_8[k]]
+    assert tr.check_fig4_means(fig4=fig4).verdict == "holds"
