@@ -119,3 +119,65 @@ def test_fig4_holds_when_the_dec_row_is_fig7s_head_average():
     for k in fig4:
         fig4[k] = [round(float(np.mean(v)), 3) for v in tr.FIG5_8[k]]
     assert tr.check_fig4_means(fig4=fig4).verdict == "holds"
+
+
+# --- efa.thm2.parameter-count -----------------------------------------------------------------
+
+def test_efa_parameter_count_holds_as_registered():
+    assert _verdict("efa.thm2.parameter-count") == "holds"
+
+
+def test_efa_parameter_count_fails_with_a_bias_the_paper_does_not_have():
+    """Library mutation: an MLP bias per layer (not in Sec 5.2): shapes and numel leave the paper's d."""
+    import torch
+
+    from attnlab.experiments.models.efa_theory import BaiEFA
+    from attnlab.theory.efa import generalization as gen
+
+    class WithBias(BaiEFA):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.b = torch.nn.Parameter(torch.zeros(self.D))
+
+        def forward(self, tau, y, targets=None):
+            return super().forward(tau, y, targets) + self.b[-1]
+
+    assert gen.check_parameter_count(build=WithBias).verdict == "fails"
+
+
+def test_efa_parameter_count_fails_when_the_mlp_is_dropped(monkeypatch):
+    """Library mutation: the layers skip their MLP, so W_1, W_2 no longer reach the prediction."""
+    from attnlab.experiments.models import efa_theory
+    from attnlab.theory.efa import generalization as gen
+
+    def no_mlp(self, l, Hq, Hk):
+        import torch
+
+        I = Hk.shape[1]
+        q = torch.einsum("mde,nie->nmid", self.Q[l], Hq)
+        k = torch.einsum("mde,nje->nmjd", self.Kw[l], Hk)
+        v = torch.einsum("mde,nje->nmjd", self.V[l], Hk)
+        w = torch.relu(q @ k.transpose(-1, -2)) / I
+        return efa_theory.clip_norm(Hq + (w @ v).sum(1), self.R)
+
+    monkeypatch.setattr(efa_theory.BaiEFA, "_layer", no_mlp)
+    assert gen.check_parameter_count(cases=gen.PARAM_COUNT_CASES[:2]).verdict == "fails"
+
+
+# --- efa.remark1.latent-factor-form -----------------------------------------------------------
+
+def test_efa_remark1_holds_as_registered():
+    assert _verdict("efa.remark1.latent-factor-form") == "holds"
+
+
+@pytest.mark.parametrize("override", [dict(orientation="row"), dict(scale="sqrt_head")])
+def test_efa_remark1_fails_when_the_module_leaves_eq1(override):
+    """Library mutation: the module's attention with the row convention q_i.k_j or 1/sqrt(K) scaling
+    instead of Eq. (1)'s column-wise softmax of (W^Q X)^T W^K X / K."""
+    import functools
+
+    from attnlab.experiments.models.efa import EFACategorical
+    from attnlab.theory.efa import structure
+
+    build = functools.partial(EFACategorical, **override)
+    assert structure.check_remark1(build=build).verdict == "fails"
