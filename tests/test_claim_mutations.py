@@ -181,3 +181,72 @@ def test_efa_remark1_fails_when_the_module_leaves_eq1(override):
 
     build = functools.partial(EFACategorical, **override)
     assert structure.check_remark1(build=build).verdict == "fails"
+
+
+# --- fenchel.thm1.exact-identities, fenchel.eq7.kkt-identity ----------------------------------
+
+def _perturbed_newton(monkeypatch, rel=1e-9):
+    """Library mutation: the numpy dual solver answers lambda* (1 + rel)."""
+    from attnlab.numerics import entropic_dual as ed
+
+    real = ed.solve_dual_newton
+
+    def off(*a, **k):
+        lam, info = real(*a, **k)
+        return lam * (1 + rel), info
+
+    monkeypatch.setattr(ed, "solve_dual_newton", off)
+
+
+def test_thm1_identities_hold_as_registered():
+    assert _verdict("fenchel.thm1.exact-identities") == "holds"
+
+
+def test_thm1_identities_fail_when_lambda_is_off_by_1e9(monkeypatch):
+    _perturbed_newton(monkeypatch)
+    assert _verdict("fenchel.thm1.exact-identities") == "fails"
+
+
+def test_thm1_identities_fail_when_the_recovery_forgets_u(monkeypatch):
+    """Library mutation: (9) without log u, p = softmax(T lambda)."""
+    from scipy.special import softmax
+
+    from attnlab.numerics import entropic_dual as ed
+
+    monkeypatch.setattr(ed, "tilted", lambda lam, T, u: softmax(T @ lam))
+    assert _verdict("fenchel.thm1.exact-identities") == "fails"
+
+
+def test_thm1_identities_catch_a_bug_that_only_the_large_n_instances_see(monkeypatch):
+    """Library mutation that bites only for n >= 100 (log M (8) drops the last atom): the instances with
+    n < 100 pass it, the full set of sizes does not."""
+    from scipy.special import logsumexp
+
+    from attnlab.numerics import entropic_dual as ed
+    from attnlab.theory.fenchel import identities as ids
+
+    real = ed.log_mgf
+    monkeypatch.setattr(ed, "log_mgf", lambda lam, T, u: real(lam, T, u) if len(u) < 100
+                        else float(logsumexp(ed._log_u(u[:-1]) + T[:-1] @ lam)))
+    small = [c for c in ids.identity_cases() if c[1].shape[0] < 100]
+    assert ids.check_thm1_identities(small, solvers=("numpy",)).verdict == "holds"
+    assert ids.check_thm1_identities(solvers=("numpy",)).verdict == "fails"
+
+
+def test_kkt_identity_holds_as_registered():
+    assert _verdict("fenchel.eq7.kkt-identity") == "holds"
+
+
+def test_kkt_identity_fails_when_lambda_is_off_by_1e9(monkeypatch):
+    """The identity is read with h-hat from the recovery (10); read with h-hat = b - lambda/alpha (what
+    entropic_dual.solve returns) it would hold for any lambda and could not catch this."""
+    _perturbed_newton(monkeypatch)
+    assert _verdict("fenchel.eq7.kkt-identity") == "fails"
+
+
+def test_kkt_identity_fails_when_16_drops_alpha(monkeypatch):
+    """Library mutation: (16) evaluated at lambda = z instead of alpha z."""
+    from attnlab.numerics import entropic_dual as ed
+
+    monkeypatch.setattr(ed, "h_approx", lambda T, u, z, alpha: ed.h_of_lambda(np.asarray(z, float), T, u))
+    assert _verdict("fenchel.eq7.kkt-identity") == "fails"

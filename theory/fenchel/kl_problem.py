@@ -415,35 +415,6 @@ def _s8_orders():
                     sweep=rows)
 
 
-@claim("fenchel.eq7.kkt-identity",
-       reference="Eqs. (7), (10), (14)",
-       statement="Exactly, lambda* - alpha z = alpha (mu - h*) (first-order condition of (7)); hence the "
-                 "paper's relative deviation ||lambda* - alpha z|| / ||lambda*|| is at most "
-                 "alpha diam(T) / ||lambda*||.",
-       method="float64")
-def _s8_identity():
-    from attnlab.numerics import entropic_dual as ed
-
-    rng = np.random.default_rng(5)
-    worst, bound_ok = 0.0, True
-    for trial in range(20):
-        n, d = rng.integers(2, 12), rng.integers(1, 8)
-        T = rng.normal(size=(n, d))
-        u = rng.dirichlet(np.ones(n))
-        z = rng.normal(size=d) * rng.uniform(0.1, 5)
-        a = float(10 ** rng.uniform(-2, 1))
-        ex = ed.solve(T, u, z, a)
-        lhs = ex["lam"] - a * z
-        worst = max(worst, float(np.linalg.norm(lhs - a * (u @ T - ex["h"])) / max(1.0, np.linalg.norm(lhs))))
-        diam = max(np.linalg.norm(T[i] - T[j]) for i in range(n) for j in range(n))
-        bound_ok &= bool(np.linalg.norm(lhs) <= a * diam * (1 + 1e-12))
-    return holds_if(worst < 1e-13 and bound_ok, measured=dict(max_residual=worst, bound_holds=bound_ok),
-                    tolerance=dict(max_residual=1e-13),
-                    explanation="20 random instances (n <= 11, d <= 7, alpha in [0.01, 10]), float64 Newton: "
-                                "||(lambda*-alpha z) - alpha(mu - h*)|| / max(1, ||lambda*-alpha z||); "
-                                "||lambda* - alpha z|| <= alpha diam(T)")
-
-
 @claim("fenchel.fig3.toy",
        reference="Fig 3, Thm 2",
        statement="On the Fig 3 toy (d = 2, n = 3) the approximation (16) is close to the exact h for "
