@@ -421,7 +421,7 @@ class RunContext:
                  args=None, tag: str = "", substitute: str | None = None, config_name: str | None = None):
         self.experiment, self.seed, self.device = experiment, int(seed), device
         # quick, full (the paper's), or a named intermediate config whose records get their own folder
-        self.config_name = "quick" if quick else (config_name or "full")
+        self.config_name = config_name or ("quick" if quick else "full")
         self.config, self.tag, self.substitute = dict(config), tag, substitute
         self.args = args
         self.force = bool(getattr(args, "force", False))
@@ -434,12 +434,29 @@ class RunContext:
         self.t0 = time.perf_counter()
 
     def done(self) -> bool:
-        """A record for this run already exists (and --force was not given)."""
-        if self.record_path.exists() and not self.force:
-            if self.verbose:
-                print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
-            return True
-        return False
+        """A record of this run already exists (and --force was not given).  A record at this path
+        written with other config values (those both sides name) is not this run: refused with one line
+        rather than silently taken as done."""
+        if not self.record_path.exists() or self.force:
+            return False
+        try:
+            saved = json.loads(self.record_path.read_text()).get("config_values") or {}
+        except (OSError, ValueError):
+            saved = None
+        if isinstance(saved, dict):
+            from attnlab.catalog import jsonable
+
+            now = json.loads(json.dumps(jsonable(self.config), default=str))
+            diff = [k for k in sorted(set(saved) & set(now)) if saved[k] != now[k]]
+            if diff:
+                from attnlab.errors import UsageError
+
+                raise UsageError(f"{self.record_path} exists but was written with other settings ("
+                                 + ", ".join(f"{k}: {saved[k]!r} there, {now[k]!r} now" for k in diff)
+                                 + "); pass --force to replace it, or --results-dir for another folder")
+        if self.verbose:
+            print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
+        return True
 
     def progress(self, total: int, name: str = "") -> Progress:
         return Progress(total, name or f"{self.experiment} seed {self.seed}", enabled=self.verbose)
@@ -475,7 +492,7 @@ class RunContext:
         run (training=None: a benchmark, an evaluation of given weights)."""
         if training is None:
             return None
-        if self.config_name == "quick":
+        if self.config_name == "quick" or self.config_name.startswith("quick-"):
             return False
         stopped = training.get("stopped")
         return stopped == "early-stop" or (stopped == "fixed-schedule" and self.config_name == "full")

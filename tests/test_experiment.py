@@ -48,6 +48,34 @@ def test_records_resume_and_summary(tmp_path, monkeypatch):
     assert r["ours_ci95"] == pytest.approx(ci95([1.0, 2.0, 3.0]))
 
 
+def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
+    """Seed skipping takes a record as done only when it was written with the same config values; one
+    written with others is refused in one line (--force replaces it)."""
+    from attnlab.errors import UsageError
+
+    p = E.experiment_parser("efa-demo", "demo")
+    base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]
+    ctx = E.context(p.parse_args(base), "efa-demo", {"lr": 0.1, "sampling": "sequences"}, 0)
+    ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0)])
+    assert E.context(p.parse_args(base), "efa-demo", {"lr": 0.1, "sampling": "sequences"}, 0).done()
+    # a key only one side names (a config grown since) does not count as a difference
+    assert E.context(p.parse_args(base), "efa-demo", {"lr": 0.1, "sampling": "sequences", "new": 1}, 0).done()
+    with pytest.raises(UsageError, match="other settings .*sampling: 'sequences' there, 'targets' now"):
+        E.context(p.parse_args(base), "efa-demo", {"lr": 0.1, "sampling": "targets"}, 0).done()
+    assert not E.context(p.parse_args(base + ["--force"]), "efa-demo", {"lr": 0.1, "sampling": "targets"}, 0).done()
+
+
+def test_efa_sampling_modes_get_their_own_config_folder():
+    from attnlab.experiments.efa.common import config_name
+
+    ns = argparse.Namespace
+    assert config_name(ns(sampling="sequences", quick=False)) is None
+    assert config_name(ns(sampling="targets", quick=False)) == "full-targets"
+    assert config_name(ns(sampling="targets", quick=True)) == "quick-targets"
+    ctx = E.RunContext("efa-demo", 0, "cpu", True, {}, None, "t", None, "quick-targets")
+    assert ctx.record_path.parent.name == "quick-targets" and ctx.converged({"stopped": "early-stop"}) is False
+
+
 def test_ci95_student_t():
     # n = 2, sd = sqrt(0.5): t_{0.975,1} = 12.7062 -> 12.7062 * 0.5
     assert ci95([1.0, 2.0]) == pytest.approx(12.7062047 * 0.5, rel=1e-6)

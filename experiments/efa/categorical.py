@@ -62,7 +62,7 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
 
     def one(task):
         setting, model, seed = task
-        ctx = context(args, experiment, cfg, seed, tag=f"{setting}-{model}")
+        ctx = context(args, experiment, cfg, seed, tag=f"{setting}-{model}", config_name=C.config_name(args))
         if ctx.done():
             return None
         train, val, test = splits(ctx.seed)

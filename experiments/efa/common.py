@@ -30,6 +30,16 @@ from attnlab.experiments.efa.data import Sequences
 SAMPLINGS = ("sequences", "targets")
 
 
+def config_name(args) -> str | None:
+    """The records' config folder for a run: the default sampling keeps ``quick`` / ``full``; the
+    authors' per-target sampling gets its own (``quick-targets`` / ``full-targets``), so that records of
+    the two modes are never mixed in one table nor taken for each other by seed skipping."""
+    sampling = getattr(args, "sampling", "sequences")
+    if sampling == "sequences":
+        return None
+    return f"{'quick' if getattr(args, 'quick', False) else 'full'}-{sampling}"
+
+
 # --------------------------------------------------------------------------- examples
 
 

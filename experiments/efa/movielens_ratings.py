@@ -95,7 +95,8 @@ def main(argv: list[str]) -> int:
 
     def one(task):
         version, setting, model, seed = task
-        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{version}-{setting}-{model}")
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{version}-{setting}-{model}",
+                      config_name=C.config_name(args))
         if ctx.done():
             return None
         net = C.init_model(lambda: build(version, model, setting, L, cfg), ctx.seed)

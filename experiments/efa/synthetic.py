@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
 
     def one(task):
         setting, model, seed = task
-        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{setting}-{model}")
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=f"{setting}-{model}", config_name=C.config_name(args))
         if ctx.done():
             return None
         train, val, test, test_u = make_data(cfg, ctx.seed, args.sampling)
