@@ -250,3 +250,39 @@ def test_kkt_identity_fails_when_16_drops_alpha(monkeypatch):
 
     monkeypatch.setattr(ed, "h_approx", lambda T, u, z, alpha: ed.h_of_lambda(np.asarray(z, float), T, u))
     assert _verdict("fenchel.eq7.kkt-identity") == "fails"
+
+
+# --- kernel: Lemma D.5, Eq. 16/17, Term III (numerics.tsallis) ---------------------------------
+
+def test_lemmaD5_fails_with_the_gradient_term_sign_flipped(monkeypatch):
+    """Library mutation: B = Omega(p) - Omega(q) + <grad Omega(q), p - q> (a sign bug) stays far below the
+    slack bound (ii), but no longer equals the exact factored Bregman divergence."""
+    from attnlab.numerics import tsallis
+
+    def plus(p, q, t, alpha, q0=None):
+        return (tsallis.tsallis_negentropy(p, t, alpha) - tsallis.tsallis_negentropy(q, t, alpha)
+                + tsallis.trapezoid(tsallis.tsallis_gradient(q, alpha) * (p - q), t))
+
+    monkeypatch.setattr(tsallis, "tsallis_bregman", plus)
+    assert _verdict("kernel.lemmaD5.constants") == "fails"
+
+
+def test_lemmaD5_fails_with_a_wrong_gradient_exponent(monkeypatch):
+    from attnlab.numerics import tsallis
+
+    monkeypatch.setattr(tsallis, "tsallis_gradient", lambda p, alpha: p ** alpha / (alpha - 1))
+    assert _verdict("kernel.lemmaD5.constants") == "fails"
+
+
+def test_eq16_fails_with_a_wrong_gradient(monkeypatch):
+    from attnlab.numerics import tsallis
+
+    monkeypatch.setattr(tsallis, "tsallis_gradient", lambda p, alpha: p ** (alpha - 1) / alpha)
+    assert _verdict("kernel.eq16-17.tsallis-gradient") == "fails"
+
+
+def test_termIII_corrected_bound_fails_with_a_wrong_gradient(monkeypatch):
+    from attnlab.numerics import tsallis
+
+    monkeypatch.setattr(tsallis, "tsallis_gradient", lambda p, alpha: 3 * p ** (alpha - 1) / (alpha - 1))
+    assert _verdict("kernel.termIII.gradient-bound") != "erratum"

@@ -433,20 +433,30 @@ def _claim1():
 
 
 @claim("kernel.lemmaD5.constants",
-       reference="App. D, Lemma D.5 (i) and (ii)",
+       reference="App. D, Lemma D.5 (i) and (ii), Eq. 14-17",
        statement="(i) ||p_f - p_g||_inf <= 2 M_exp ||f - g||_inf with M_exp >= sup exp_{2-alpha}(h - A(h))^{2-alpha} "
                  "(M_exp = 1 for alpha = 2); (ii) 0 <= B_Omega(p_f, p_g) <= (1/(alpha-1)) ||p_f - p_g||_inf "
                  "[(||p_f||_inf + ||p_f - p_g||_inf)^{alpha-1} + exp_{2-alpha}(2 ||g||_inf)].",
        method="torch")
 def _lemmaD5():
+    return check_lemmaD5()
+
+
+def check_lemmaD5(alphas=(1.5, 2.0)):
+    """Lemma D.5 on 200 random pairs.  (ii) is a first-order bound on a second-order quantity, so it
+    is slack by construction (for alpha = 2 and Q a probability, B <= ||dp||_inf <= RHS/2): the check
+    therefore also holds B itself to its exact factored value -- alpha = 2: (1/2) int (p_f - p_g)^2 dQ;
+    alpha = 3/2: (2/3) int (sqrt p_f - sqrt p_g)^2 (2 sqrt p_f + sqrt p_g) dQ -- and (i) to the sharper
+    step (14), which is an equality for alpha = 2 where p_f, p_g > 0."""
     import torch
 
     from attnlab.numerics import continuous_attention as ca
     from attnlab.numerics.deformed_exp import exp_2ma
     from attnlab.numerics.quadrature import trapezoid
+    from attnlab.numerics.tsallis import tsallis_bregman
 
     rows, ok = {}, True
-    for alpha in (1.5, 2.0):
+    for alpha in alphas:
         t, f, g, pf, pg, Af, Ag = _lipschitz_instance(alpha)
         d_sup = (f - g).abs().max(-1).values
         if alpha == 2.0:
@@ -458,16 +468,32 @@ def _lemmaD5():
                 M = torch.maximum(M, (ph ** (2 - alpha)).max(-1).values)
         dp = (pf - pg).abs().max(-1).values
         i_ratio = float((dp / (2 * M * d_sup)).max())
-        Om = lambda p: (trapezoid(p ** alpha, t) - 1) / (alpha * (alpha - 1))
-        Bd = Om(pf) - Om(pg) - trapezoid(pg ** (alpha - 1) * (pf - pg), t) / (alpha - 1)
+        step14 = float((dp / (M * (d_sup + (Af - Ag).abs()))).max())        # Eq. 14 before |dA| <= ||f - g||
+        Bd = tsallis_bregman(pf, pg, t, alpha)
         rhs = dp / (alpha - 1) * ((pf.max(-1).values + dp) ** (alpha - 1)
                                   + exp_2ma(2 * g.abs().max(-1).values, alpha))
+        # the exact Bregman divergence in factored form (Taylor with exact remainder): alpha = 2,
+        # (x^2 - y^2 - 2y(x - y))/2 = (x - y)^2/2; alpha = 3/2, (4/3)(x^1.5 - y^1.5 - 1.5 y^.5 (x - y))
+        # = (2/3)(sqrt x - sqrt y)^2 (2 sqrt x + sqrt y)
+        if alpha == 2.0:
+            exact = 0.5 * trapezoid((pf - pg) ** 2, t)
+        else:
+            sf, sg = pf.sqrt(), pg.sqrt()
+            exact = trapezoid(2.0 / 3.0 * (sf - sg) ** 2 * (2 * sf + sg), t)
+        exact_dev = float((Bd - exact).abs().max())
+        exact_ok = exact_dev < 1e-12
         ii_ok = bool(torch.all(Bd >= -1e-12)) and bool(torch.all(Bd <= rhs))
-        ok &= i_ratio <= 1 + 1e-9 and ii_ok
-        rows[alpha] = dict(max_ratio_i=i_ratio, min_bregman=float(Bd.min()), max_ratio_ii=float((Bd / rhs).max()))
-    return holds_if(ok, measured=rows, tolerance="(i) ratio <= 1; (ii) 0 <= B <= RHS (1e-12 below 0 allowed)",
-                    explanation="200 random pairs, Q uniform on [0,1], 401-point trapezoid; M_exp for alpha = 1.5 "
-                                "as the max over 21 points c of the segment g + c (f - g)")
+        ok &= i_ratio <= 1 + 1e-9 and step14 <= 1 + 1e-9 and ii_ok and exact_ok
+        rows[alpha] = dict(max_ratio_i=i_ratio, max_ratio_eq14=step14, min_bregman=float(Bd.min()),
+                           max_ratio_ii=float((Bd / rhs).max()), bregman_vs_exact_max_abs=exact_dev)
+    return holds_if(ok, measured=rows,
+                    tolerance="(i) and Eq. 14 ratios <= 1 + 1e-9; (ii) 0 <= B <= RHS; B equal to its factored exact "
+                              "form to 1e-12 (absolute; the terms are O(1))",
+                    explanation="200 random pairs of Gaussian-kernel expansions, Q uniform on [0,1], 401-point "
+                                "trapezoid (numerics.quadrature), p_f, p_g by the threshold map (Eq. 4), B by "
+                                "numerics.tsallis (Eq. 15, 16); M_exp for alpha = 1.5 as the max over 21 points c of "
+                                "the segment g + c (f - g); (ii) is first order in ||p_f - p_g|| and B second order, "
+                                "so (ii) is slack by construction and B is held to its exact value")
 
 
 @claim("kernel.E1.max-shift-identity",

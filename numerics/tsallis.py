@@ -1,0 +1,49 @@
+"""The alpha-Tsallis negative entropy, its gradient and its Bregman divergence on a 1-D grid.
+
+Kernel Multimodal Continuous Attention (Moreno et al., NeurIPS 2022), Sec. 3 (Omega_alpha, the
+regularizer of Eq. 2 whose solution is Eq. 4) and App. D (Eq. 15, Eq. 16, Lemma D.5):
+
+    Omega_alpha(p)        = (int_S p^alpha dQ - 1) / (alpha (alpha - 1))            (alpha != 1)
+    grad Omega_alpha(p)   = p^{alpha - 1} / (alpha - 1)                                (Eq. 16)
+    B_Omega(p, q)         = Omega(p) - Omega(q) - <grad Omega(q), p - q>_{L2(Q)}       (Eq. 15)
+
+Densities are given on a grid t w.r.t. Q, with the base density q0 (None: q0 = 1, Lebesgue on
+[a, b]) entering only through dQ = q0 dt; integrals are the trapezoid rule of
+attnlab.numerics.quadrature.  Batched over leading dims, differentiable.
+
+    tsallis_negentropy(p, t, alpha, q0=None)   [...]
+    tsallis_gradient(p, alpha)                 [..., G]
+    tsallis_bregman(p, q, t, alpha, q0=None)   [...]
+"""
+from __future__ import annotations
+
+import torch
+
+from attnlab.numerics.deformed_exp import check_alpha
+from attnlab.numerics.quadrature import trapezoid
+
+__all__ = ["tsallis_negentropy", "tsallis_gradient", "tsallis_bregman"]
+
+
+def _dQ(y, q0):
+    return y if q0 is None else y * torch.as_tensor(q0, dtype=y.dtype, device=y.device)
+
+
+def tsallis_negentropy(p, t, alpha: float, q0=None) -> torch.Tensor:
+    """Omega_alpha(p) = (int p^alpha dQ - 1)/(alpha (alpha - 1)) for p >= 0 on the grid t."""
+    a = check_alpha(alpha)
+    if bool(torch.any(p < 0)):
+        raise ValueError("p (density on the grid) must be >= 0")
+    return (trapezoid(_dQ(p ** a, q0), t) - 1.0) / (a * (a - 1.0))
+
+
+def tsallis_gradient(p, alpha: float) -> torch.Tensor:
+    """Eq. 16: grad Omega_alpha(p)(t) = p(t)^{alpha - 1}/(alpha - 1)."""
+    a = check_alpha(alpha)
+    return p ** (a - 1.0) / (a - 1.0)
+
+
+def tsallis_bregman(p, q, t, alpha: float, q0=None) -> torch.Tensor:
+    """Eq. 15: B(p, q) = Omega(p) - Omega(q) - int grad Omega(q) (p - q) dQ (>= 0 by convexity)."""
+    return (tsallis_negentropy(p, t, alpha, q0) - tsallis_negentropy(q, t, alpha, q0)
+            - trapezoid(_dQ(tsallis_gradient(q, alpha) * (p - q), q0), t))
