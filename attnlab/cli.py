@@ -69,6 +69,8 @@ def _build_parser() -> argparse.ArgumentParser:
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     f.add_argument("--only", nargs="+", metavar="NAME", help="figure names to render")
     f.add_argument("--out", default=None, help="output folder (default: the paper_figures package folder)")
+    f.add_argument("--vector", action="store_true",
+                   help="also write each figure as PDF and SVG beside its PNG (not committed: made on demand)")
 
     h = sub.add_parser("report", help="write a static HTML site: claims, errata, results and figures per paper")
     h.add_argument("--paper", help=f"one of {', '.join(PAPERS)} (default: all four)")
@@ -248,9 +250,12 @@ def cmd_figures(args) -> int:
             raise UsageError(f"--out {out_dir}: not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
     missing = []
+    from attnlab.paper_figures.style import vector_output
+
     for name in names:
         paper, fn, folder = available[name]
         print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
+        previous = vector_output(args.vector)
         try:
             paths = fn(out_dir or folder) or []
         except FileNotFoundError as exc:            # a figure drawn from records that are not there
@@ -259,6 +264,8 @@ def cmd_figures(args) -> int:
         except UsageError as exc:                   # a stored artefact is missing: the message names the run
             missing.append(f"figure {name}: {exc}")
             continue
+        finally:
+            vector_output(previous)
         for path in paths:
             print(path)
             n += 1

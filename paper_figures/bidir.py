@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnlab.paper_figures.style import save
+
 RECORD = Path("bidir-toy-corpus") / "full" / "seed0.json"     # under the results folder
 
 
@@ -72,12 +74,7 @@ def render_toy_scatter(outdir: Path) -> list[Path]:
                  f"factorization targets of Props 9 and 14\n({source}; paper, CBOW: Spearman 0.74-0.77 "
                  "with the ratio, Pearson 0.67-0.71 with M)", fontsize=11)
     fig.tight_layout()
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / "bidir_toy_scatter.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return [path]
+    return save(fig, outdir, "bidir_toy_scatter.png")
 
 
 FIGURES = {"toy_scatter": render_toy_scatter}

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.paper_figures.style import save
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
 
@@ -84,10 +85,7 @@ def render_table1(outdir: Path) -> list[Path]:
     fig.suptitle(f"Table 1 (n_c, noise, corr): models LR, RF, GB, MLP, ATN left to right in each group; "
                  f"ours = mean ± 95% CI over {n} seed(s), config '{cfg}'", fontsize=9)
     fig.tight_layout()
-    out = Path(outdir) / "bidir_exp_table1.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "bidir_exp_table1.png")
 
 
 def render_table2(outdir: Path) -> list[Path]:
@@ -115,10 +113,7 @@ def render_table2(outdir: Path) -> list[Path]:
     fig.suptitle(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over {n} "
                  f"seeds, config '{cfg}'; missing pytorch_tabular models = not installed", fontsize=9)
     fig.tight_layout()
-    out = Path(outdir) / "bidir_exp_table2.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "bidir_exp_table2.png")
 
 
 FIGURES = {"table1": render_table1, "table2": render_table2}

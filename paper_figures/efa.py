@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnlab.paper_figures.style import save
+
 
 def _plt():
     from attnlab.paper_figures.style import pyplot
@@ -77,10 +79,7 @@ def render_identifiability(outdir: Path) -> list[Path]:
     fig.suptitle("EFA Theorem 1 (linear identifiability): the proof's recovery, and two counterexamples "
                  "to the statement", fontsize=11)
     fig.tight_layout()
-    out = Path(outdir) / "efa_identifiability.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "efa_identifiability.png")
 
 
 FIGURES = {"identifiability": render_identifiability}

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.paper_figures.style import save
 
 
 def _records(experiment: str) -> tuple[list[dict], str]:
@@ -69,10 +70,7 @@ def fig3(outdir: Path) -> list[Path]:
     fig.suptitle(f"Instacart, unidirectional EFA: attention weights averaged over 2 heads "
                  f"(seed {r['seed']}, {cfg} config)", fontsize=10)
     fig.tight_layout()
-    p = Path(outdir) / "efa_exp_fig3.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return [p]
+    return save(fig, outdir, "efa_exp_fig3.png")
 
 
 def fig4(outdir: Path) -> list[Path]:
@@ -97,10 +95,7 @@ def fig4(outdir: Path) -> list[Path]:
     fig.suptitle(f"Instacart, unidirectional EFA, layer 1: per-item Q, K, V embeddings (seed {r['seed']}, "
                  f"{cfg} config)", fontsize=10)
     fig.tight_layout()
-    p = Path(outdir) / "efa_exp_fig4.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    return [p]
+    return save(fig, outdir, "efa_exp_fig4.png")
 
 
 def _t_ci(v):
@@ -152,10 +147,7 @@ def fig6(outdir: Path) -> list[Path]:
         panel(axes[-1], paper, "paper (Figure 6 data): 44 US cities, October daily, °F", True, "°F²")
     fig.suptitle("Figure 6: FM with k nearest neighbours vs EFA")
     fig.tight_layout()
-    p = Path(outdir) / "efa_exp_fig6.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return [p]
+    return save(fig, outdir, "efa_exp_fig6.png")
 
 
 FIGURES = {"exp_fig3": fig3, "exp_fig4": fig4, "exp_fig6": fig6}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnlab.paper_figures.style import save
+
 
 def render_fig3(outdir: Path) -> list[Path]:
     from attnlab.paper_figures.style import pyplot
@@ -49,10 +51,7 @@ def render_fig3(outdir: Path) -> list[Path]:
     fig.suptitle("Fig 3 regenerated: exact solution of (3)/(7) vs the closed form (16); u normalised from "
                  "the printed 0.3/0.4/0.6 (sum 1.3); T, z not given in the paper", fontsize=10)
     fig.tight_layout()
-    path = Path(outdir) / "fenchel_fig3.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return save(fig, outdir, "fenchel_fig3.png")
 
 
 def render_error_vs_alpha(outdir: Path) -> list[Path]:
@@ -86,10 +85,7 @@ def render_error_vs_alpha(outdir: Path) -> list[Path]:
     ax.grid(which="both", alpha=0.3)
     ax.legend(fontsize=8.5)
     fig.tight_layout()
-    path = Path(outdir) / "fenchel_error_vs_alpha.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return save(fig, outdir, "fenchel_error_vs_alpha.png")
 
 
 FIGURES = {"fig3": render_fig3, "error-vs-alpha": render_error_vs_alpha}

@@ -2,9 +2,10 @@
 (``results/fenchel-*/``; run ``attnlab run fenchel-deviation`` / ``fenchel-ot-vit`` first).
 
 - Fig 4 (a: BERT, b: T5): per layer, the distribution over queries of ||lambda* - alpha z|| / ||lambda*||
-  averaged over heads; red line = our mean, black dashed = the paper's mean (its Fig 4).
+  averaged over heads: bars = fraction of queries per bin (mean ± 95% CI over seeds), red = our mean (band:
+  its 95% CI), black dashed = the paper's mean (its Fig 4).
 - Figs 5-8: the same per head (BERT; T5 encoder self-, decoder self-, cross-attention).
-- Output-level errors (spec S8): per layer, the paper's metric beside ||h(lambda*) - h(alpha z)|| and the
+- Output-level errors (Sec 8): per layer, the paper's metric beside ||h(lambda*) - h(alpha z)|| and the
   total variation between p(lambda*) and p(alpha z).
 - A real pretrained encoder (all-MiniLM-L6-v2, ``--model minilm``) beside the paper's bert-base and our
   BERT-like substitute, and its output-level errors.
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.paper_figures.style import save
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
@@ -39,12 +41,25 @@ def _plt():
     return pyplot()
 
 
-def _sum_hist(recs, key, setting, head=None):
-    tot = None
+def _t_ci(values, axis=0):
+    """Half-width of the 95% Student-t CI of the mean along `axis` (0 where there is one value)."""
+    from scipy import stats
+
+    v = np.asarray(values, float)
+    n = v.shape[axis]
+    if n < 2:
+        return np.zeros(np.delete(v.shape, axis)) if v.ndim > 1 else 0.0
+    return stats.t.ppf(0.975, n - 1) * v.std(axis=axis, ddof=1) / np.sqrt(n)
+
+
+def _hist_fractions(recs, key, setting, head=None) -> np.ndarray:
+    """Per record (seed), the fraction of its queries in each bin; the last column is the overflow
+    beyond the last edge.  Shape (seeds, bins)."""
+    rows = []
     for r in recs:
-        h = r["extra"][key][setting] if head is None else r["extra"][key][setting][head]
-        tot = np.array(h, float) if tot is None else tot + np.array(h, float)
-    return tot
+        h = np.asarray(r["extra"][key][setting] if head is None else r["extra"][key][setting][head], float)
+        rows.append(h / max(h.sum(), 1.0))
+    return np.array(rows)
 
 
 def _means(recs, setting, model, metric="rel_dev_mean"):
@@ -53,19 +68,76 @@ def _means(recs, setting, model, metric="rel_dev_mean"):
     return float(np.mean(v)) if v else None
 
 
-def _hist_panel(ax, counts, bins, mean, paper=None, ymax=1.0):
+def _panel_data(recs, setting, model, head=None) -> dict:
+    """What one histogram panel shows: per-bin mean and 95% CI of the fraction of queries over seeds,
+    the overflow fraction, and our mean relative deviation with its 95% CI over seeds."""
+    if head is None:
+        fr = _hist_fractions(recs, "hist_layer", setting)
+        per_seed = [m["value"] for r in recs for m in r["metrics"]
+                    if m["setting"] == setting and m["model"] == model and m["metric"] == "rel_dev_mean"]
+    else:
+        fr = _hist_fractions(recs, "hist_head", setting, head)
+        per_seed = [r["extra"]["per_head"][setting]["rel_dev"][head] for r in recs]
+    return {"frac": fr[:, :-1].mean(0), "frac_ci": _t_ci(fr[:, :-1]), "over": float(fr[:, -1].mean()),
+            "mean": float(np.mean(per_seed)), "mean_ci": float(_t_ci(per_seed)), "n": len(per_seed)}
+
+
+def _hist_panel(ax, d, bins, paper=None):
+    """Bars: mean fraction of queries per bin over seeds with its 95% CI; red: our mean relative
+    deviation with its 95% CI (band); black dashed: the paper's mean."""
     width = bins[1] - bins[0]
-    c = counts[:-1] / max(counts.sum(), 1)
-    ax.bar(bins[:-1], c, width=width, align="edge", color="tab:blue", alpha=0.8)
-    if mean is not None:
-        ax.axvline(mean, color="red", lw=1.5)
+    ax.bar(bins[:-1], d["frac"], width=width, align="edge", color="tab:blue", alpha=0.75)
+    nz = d["frac_ci"] > 0
+    if nz.any():
+        ax.errorbar(bins[:-1][nz] + width / 2, d["frac"][nz], yerr=d["frac_ci"][nz], fmt="none",
+                    ecolor="0.35", elinewidth=0.5, capsize=0)
+    ax.axvspan(d["mean"] - d["mean_ci"], d["mean"] + d["mean_ci"], color="red", alpha=0.2, lw=0)
+    ax.axvline(d["mean"], color="red", lw=1.5)
     if paper is not None:
-        ax.axvline(paper, color="black", ls="--", lw=1)
-    ax.set_xlim(0, 0.5)
-    ax.set_ylim(0, ymax)
-    ax.tick_params(labelsize=6)
-    if counts[-1] > 0:
-        ax.text(0.98, 0.9, f">0.5: {counts[-1] / counts.sum():.0%}", ha="right", fontsize=6, transform=ax.transAxes)
+        ax.axvline(paper, color="black", ls="--", lw=1.2)
+    if d["over"] > 0.005:
+        ax.text(0.97, 0.95, f"> {bins[-1]:g}: {d['over']:.0%}", ha="right", va="top", transform=ax.transAxes)
+
+
+def _hist_grid(panels, bins, nrows, ncols, figsize, share_rows=True):
+    """A grid of histogram panels: x shared by all, up to the largest non-empty bin (or paper line);
+    y from 0 to the tallest bar + CI of its row (`share_rows`, the layers of Figs 5-8) or of its
+    own panel (one row of layers, Fig 4)."""
+    plt = _plt()
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, sharex=True,
+                             sharey="row" if share_rows else False)
+    xmax, ymax = 0.05, {}
+    for (i, j), d, paper, _ in panels:
+        filled = np.nonzero(d["frac"] > 0)[0]
+        top = bins[filled[-1] + 1] if len(filled) else 0.0
+        xmax = max(xmax, top, d["mean"] + d["mean_ci"], paper or 0.0)
+        k = i if share_rows else (i, j)
+        ymax[k] = max(ymax.get(k, 0.0), min(1.0, float(np.max(d["frac"] + d["frac_ci"]))))
+    for (i, j), d, paper, title in panels:
+        ax = axes[i, j]
+        _hist_panel(ax, d, bins, paper)
+        ax.set_title(title)
+        ax.set_ylim(0, ymax[i if share_rows else (i, j)] * 1.12)
+    for ax in axes.flat:
+        if not ax.has_data():
+            ax.set_visible(False)
+    axes[0, 0].set_xlim(0, min(bins[-1], np.ceil(xmax * 1.05 / 0.05) * 0.05))
+    for ax in axes[-1, :]:
+        ax.set_xlabel("‖λ*−αz‖ / ‖λ*‖")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("fraction of queries")
+    return fig, axes
+
+
+def _hist_legend(fig, n, paper_label):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color="tab:blue", alpha=0.75, label=f"ours: fraction of queries per bin (mean ± 95% CI, {n} seeds)"),
+               Line2D([], [], color="red", lw=1.5, label="ours: mean (band: 95% CI over seeds)")]
+    if paper_label:
+        handles.append(Line2D([], [], color="black", ls="--", lw=1.2, label=paper_label))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0), frameon=False)
 
 
 def _settings(recs, model):
@@ -77,140 +149,153 @@ def _layers_of(settings, prefix):
     return [s for s in settings if s.startswith(prefix)]
 
 
-def _suptitle(fig, text, recs, cfg):
+def _source(recs, cfg) -> str:
+    """What the models are, for a figure title: the pretrained weights, or the substitutes."""
     if recs[0].get("tag", "").startswith("hf-"):
-        note = f"\npretrained weights ({recs[0]['config_values'].get('weights')}); text: movie-review sentences"
-    else:
-        note = "\nSUBSTITUTE models (not bert-base/t5-small)" if recs[0].get("substitute") else ""
-    fig.suptitle(text + f"\nours: {len(recs)} seeds, config '{cfg}'" + note, fontsize=8)
+        return f"pretrained {recs[0]['config_values'].get('weights')}, movie-review sentences"
+    if recs[0].get("substitute"):
+        return f"SUBSTITUTE small models trained here, config '{cfg}'"
+    return f"config '{cfg}'"
 
 
-def _fig4_layers(outdir, recs, cfg, model, title, fname) -> list[Path]:
+def _finish(fig, title):
+    """Title the figure and leave 0.4 in at the bottom for the legend."""
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))
+
+
+def _fig4_layers(outdir, recs, cfg, model, title, fname, paper_label) -> list[Path]:
     from attnlab.experiments.paper_numbers.fenchel import FIG4_BERT
 
-    plt = _plt()
     bins = np.array(recs[0]["extra"]["bins"])
-    layers = _settings(recs, model)
-    fig, axes = plt.subplots(1, len(layers), figsize=(2.2 * len(layers), 2.3), squeeze=False)
-    for j, s in enumerate(layers):
+    panels = []
+    for j, s in enumerate(_settings(recs, model)):
         L = int(s.replace("layer", ""))
-        ax = axes[0, j]
-        _hist_panel(ax, _sum_hist(recs, "hist_layer", s), bins, _means(recs, s, model),
-                    FIG4_BERT[L - 1] if L <= 12 else None)
-        ax.set_title(f"Lay. {L}  ours {_means(recs, s, model):.3f}\npaper {FIG4_BERT[L - 1]:.3f}", fontsize=7)
-        ax.set_xlabel("‖λ*−αz‖/‖λ*‖", fontsize=7)
-    _suptitle(fig, title, recs, cfg)
-    fig.tight_layout()
-    return _save(fig, outdir, fname)
+        d = _panel_data(recs, s, model)
+        paper = FIG4_BERT[L - 1] if L <= len(FIG4_BERT) else None
+        panels.append(((0, j), d, paper, f"layer {L}: {d['mean']:.3f}" + (f" (paper {paper:.3f})" if paper is not None else "")))
+    fig, _ = _hist_grid(panels, bins, 1, len(panels), (2.7 * len(panels), 3.3), share_rows=False)
+    _hist_legend(fig, len(recs), paper_label)
+    _finish(fig, f"{title} ({_source(recs, cfg)})")
+    return save(fig, outdir, fname)
 
 
 def fig4_bert(outdir: Path) -> list[Path]:
     recs, cfg = _records("fenchel-deviation")
-    return _fig4_layers(outdir, recs, cfg, "bert", "Fig 4a: BERT-like, head-averaged ‖λ*−αz‖/‖λ*‖ per layer "
-                        "(red: our mean; dashed: paper's)", "fenchel_exp_fig4_bert.png")
+    return _fig4_layers(outdir, recs, cfg, "bert", "Fig 4a, BERT-like: head-averaged relative deviation per layer",
+                        "fenchel_exp_fig4_bert.png", "paper: bert-base, Fig 4a")
 
 
 def fig4_minilm(outdir: Path) -> list[Path]:
     return _fig4_layers(outdir, _minilm_records(), "full", MINILM,
-                        "Fig 4a on a real pretrained encoder: all-MiniLM-L6-v2, head-averaged ‖λ*−αz‖/‖λ*‖ per layer\n"
-                        "(red: our mean; dashed: the paper's bert-base at the same layer index)",
-                        "fenchel_exp_fig4_minilm.png")
+                        "Fig 4a on all-MiniLM-L6-v2: head-averaged relative deviation per layer",
+                        "fenchel_exp_fig4_minilm.png", "paper: bert-base at the same layer index, Fig 4a")
 
 
 def fig4_t5(outdir: Path) -> list[Path]:
     from attnlab.experiments.paper_numbers.fenchel import FIG4_T5
 
-    plt = _plt()
     recs, cfg = _records("fenchel-deviation")
     bins = np.array(recs[0]["extra"]["bins"])
     sets = _settings(recs, "t5")
-    rows = [("enc-self", "Enc self"), ("dec-self", "Dec self"), ("cross", "Cross Attn")]
+    rows = [("enc-self", "enc self"), ("dec-self", "dec self"), ("cross", "cross")]
     n = max(len(_layers_of(sets, r)) for r, _ in rows)
-    fig, axes = plt.subplots(3, n, figsize=(2.3 * n, 6.2), squeeze=False)
+    panels = []
     for i, (pre, label) in enumerate(rows):
         for j, s in enumerate(_layers_of(sets, pre)):
             L = int(s.split("layer")[1])
-            ax = axes[i, j]
-            paper = FIG4_T5[pre][L - 1] if L <= 6 else None
-            m = _means(recs, s, "t5")
-            _hist_panel(ax, _sum_hist(recs, "hist_layer", s), bins, m, paper)
-            ax.set_title(f"{label}, Layer {L}\nours {m:.3f}  paper {paper:.3f}", fontsize=7)
-    _suptitle(fig, "Fig 4b: T5-like, head-averaged ‖λ*−αz‖/‖λ*‖ per layer\n(red: our mean; dashed: paper's)", recs, cfg)
-    fig.tight_layout()
-    return _save(fig, outdir, "fenchel_exp_fig4_t5.png")
+            paper = FIG4_T5[pre][L - 1] if L <= len(FIG4_T5[pre]) else None
+            d = _panel_data(recs, s, "t5")
+            panels.append(((i, j), d, paper, f"{label} L{L}: {d['mean']:.3f}"
+                           + (f" (paper {paper:.3f})" if paper is not None else "")))
+    fig, _ = _hist_grid(panels, bins, 3, n, (3.3 * n, 8.2), share_rows=False)
+    _hist_legend(fig, len(recs), "paper: t5-small, Fig 4b")
+    _finish(fig, f"Fig 4b, T5-like: head-averaged relative deviation per layer ({_source(recs, cfg)})")
+    return save(fig, outdir, "fenchel_exp_fig4_t5.png")
 
 
-def _per_head(outdir, model, prefix, title, fname, ymax, recs=None, cfg="full"):
+def _per_head(outdir, model, prefix, title, fname, recs=None, cfg="full", paper_model=None):
+    """Figs 5-8: one panel per (layer, head).  Our heads are not the paper's heads, so the reference
+    line is the paper's mean over the heads of the same layer (Figs 5-8)."""
     from attnlab.experiments.paper_numbers.fenchel import PER_HEAD
 
-    plt = _plt()
     if recs is None:
         recs, cfg = _records("fenchel-deviation")
     bins = np.array(recs[0]["extra"]["bins"])
     sets = [s for s in _settings(recs, model) if s.startswith(prefix)]
     H = len(recs[0]["extra"]["hist_head"][sets[0]])
-    fig, axes = plt.subplots(len(sets), H, figsize=(2.0 * H, 1.8 * len(sets)), squeeze=False)
+    panels = []
     for i, s in enumerate(sets):
-        paper_heads = PER_HEAD.get((model, s))
+        heads = PER_HEAD.get((paper_model or model, s))
+        paper = float(np.mean(heads)) if heads else None
+        layer = s.split("layer")[-1]
         for h in range(H):
-            ax = axes[i, h]
-            m = float(np.mean([r["extra"]["per_head"][s]["rel_dev"][h] for r in recs]))
-            _hist_panel(ax, _sum_hist(recs, "hist_head", s, h), bins, m, None, ymax)
-            ax.set_title(f"{s.split('/')[-1]} head {h + 1}: {m:.3f}", fontsize=7)
-        if paper_heads:
-            axes[i, 0].set_ylabel(f"paper heads:\n{np.mean(paper_heads):.3f} avg", fontsize=6)
-    _suptitle(fig, title + "\n(per head; red: our mean; our heads are not the paper's heads)", recs, cfg)
-    fig.tight_layout()
-    return _save(fig, outdir, fname)
+            d = _panel_data(recs, s, model, head=h)
+            panels.append(((i, h), d, paper, f"L{layer} head {h + 1}: {d['mean']:.3f}"))
+    fig, _ = _hist_grid(panels, bins, len(sets), H, (2.6 * H, 2.2 * len(sets) + 0.8))
+    _hist_legend(fig, len(recs), "paper: mean over the heads of that layer")
+    _finish(fig, f"{title}: relative deviation per head ({_source(recs, cfg)})")
+    return save(fig, outdir, fname)
 
 
 def fig5(outdir):
-    return _per_head(outdir, "bert", "layer", "Fig 5: BERT-like", "fenchel_exp_fig5_bert_heads.png", 1.0)
+    return _per_head(outdir, "bert", "layer", "Fig 5, BERT-like", "fenchel_exp_fig5_bert_heads.png")
 
 
 def fig5_minilm(outdir):
-    return _per_head(outdir, MINILM, "layer", "Fig 5 on a real pretrained encoder: all-MiniLM-L6-v2",
-                     "fenchel_exp_fig5_minilm_heads.png", 1.0, recs=_minilm_records())
+    return _per_head(outdir, MINILM, "layer", "Fig 5 on all-MiniLM-L6-v2 (paper: bert-base)",
+                     "fenchel_exp_fig5_minilm_heads.png", recs=_minilm_records(), paper_model="bert")
 
 
 def fig6(outdir):
-    return _per_head(outdir, "t5", "enc-self", "Fig 6: T5-like encoder self-attention", "fenchel_exp_fig6_t5_enc_heads.png", 1.0)
+    return _per_head(outdir, "t5", "enc-self", "Fig 6, T5-like encoder self-attention", "fenchel_exp_fig6_t5_enc_heads.png")
 
 
 def fig7(outdir):
-    return _per_head(outdir, "t5", "dec-self", "Fig 7: T5-like decoder self-attention", "fenchel_exp_fig7_t5_dec_heads.png", 1.0)
+    return _per_head(outdir, "t5", "dec-self", "Fig 7, T5-like decoder self-attention", "fenchel_exp_fig7_t5_dec_heads.png")
 
 
 def fig8(outdir):
-    return _per_head(outdir, "t5", "cross", "Fig 8: T5-like cross-attention", "fenchel_exp_fig8_t5_cross_heads.png", 0.75)
+    return _per_head(outdir, "t5", "cross", "Fig 8, T5-like cross-attention", "fenchel_exp_fig8_t5_cross_heads.png")
 
 
 def output_errors(outdir: Path) -> list[Path]:
-    """The paper's λ-level metric beside output-level errors and the first-order predictor (spec S8)."""
+    """The paper's λ-level metric beside output-level errors and the first-order predictor, per layer
+    (Sec 8): mean and 95% CI over seeds; black: the paper's metric (Fig 4)."""
+    from attnlab.experiments.paper_numbers.fenchel import PAPER_NUMBERS
+
     plt = _plt()
     recs, cfg = _records("fenchel-deviation")
     groups = [("bert", _settings(recs, "bert")), ("t5", _settings(recs, "t5"))]
-    metrics = [("rel_dev_mean", "‖λ*−αz‖/‖λ*‖ (paper)"), ("first_order_mean", "α‖Σz‖/‖z‖ (1st order)"),
+    metrics = [("rel_dev_mean", "‖λ*−αz‖/‖λ*‖ (the paper's metric)"), ("first_order_mean", "α‖Σz‖/‖z‖ (first order)"),
                ("tv_mean", "TV(p(λ*), p(αz))"), ("out_err_mean", "‖ĥ(λ*)−ĥ(αz)‖ (template units)")]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 2.2]})
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.0), gridspec_kw={"width_ratios": [1.35, 2.2]})
     for ax, (model, sets) in zip(axes, groups):
         x = np.arange(len(sets))
         w = 0.8 / len(metrics)
         for k, (met, label) in enumerate(metrics):
             vals = np.array([[m["value"] for m in r["metrics"] if m["setting"] == s and m["model"] == model
                               and m["metric"] == met][0] for s in sets for r in recs]).reshape(len(sets), len(recs))
-            ax.bar(x + (k - len(metrics) / 2 + 0.5) * w, vals.mean(1), w, yerr=vals.std(1, ddof=1) if len(recs) > 1 else None,
-                   label=label, capsize=1)
+            ax.bar(x + (k - len(metrics) / 2 + 0.5) * w, vals.mean(1), w, yerr=_t_ci(vals, axis=1),
+                   label=label, capsize=2, error_kw={"elinewidth": 0.8})
+        paper = [PAPER_NUMBERS.get(("fenchel-deviation", s, model, "rel_dev_mean"), np.nan) for s in sets]
+        ax.scatter(x + (0.5 - len(metrics) / 2) * w, paper, marker="_", s=300, color="black", lw=2,
+                   label="the paper's metric, Fig 4 (bert-base, t5-small)", zorder=3)
         ax.set_xticks(x)
         pmax = [np.mean([m["value"] for r in recs for m in r["metrics"] if m["setting"] == s and m["model"] == model
                          and m["metric"] == "p_max_mean"]) for s in sets]
-        ax.set_xticklabels([s.replace("/layer", "\nL").replace("layer", "L") + f"\nmax p={pm:.2f}"
-                            for s, pm in zip(sets, pmax)], fontsize=7)
-        ax.set_title(f"{model.upper()}-like", fontsize=9)
-    axes[1].legend(fontsize=7, loc="upper left", ncol=2)
-    _suptitle(fig, "λ-level metric vs output-level errors, per layer (mean ± sd over seeds)", recs, cfg)
-    fig.tight_layout()
-    return _save(fig, outdir, "fenchel_exp_output_errors.png")
+        ax.set_xticklabels([s.replace("-self/layer", " L").replace("/layer", " L").replace("layer", "L")
+                            + f"\nmax p {pm:.2f}" for s, pm in zip(sets, pmax)])
+        ax.set_title(f"{model.upper()}-like")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y")
+    axes[0].set_ylabel("mean over queries")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+    fig.suptitle(f"The λ-level metric beside output-level errors, per layer: mean ± 95% CI over {len(recs)} seeds "
+                 f"({_source(recs, cfg)})")
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
+    return save(fig, outdir, "fenchel_exp_output_errors.png")
 
 
 def ot_vit(outdir: Path) -> list[Path]:
@@ -226,7 +311,7 @@ def ot_vit(outdir: Path) -> list[Path]:
                 acc[(m["setting"], m["model"])].append(m["value"])
     ours = sorted({s for s, _ in acc})
     paper = sorted({k[1] for k in PAPER_NUMBERS if k[0] == "fenchel-ot-vit"})
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [max(1.6, len(ours)), len(paper)]})
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [max(1.6, len(ours)), len(paper)]})
     for ax, sets, src in ((axes[0], ours, "ours"), (axes[1], paper, "paper")):
         x = np.arange(len(sets))
         for k, (model, col) in enumerate((("vit", "tab:gray"), ("ot-vit", "tab:orange"))):
@@ -239,17 +324,19 @@ def ot_vit(outdir: Path) -> list[Path]:
                 err = [PAPER_CI[key(s)] for s in sets]
             ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=3, color=col, label=model.upper())
             for xi, mi, ei in zip(x, mean, err):
-                ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.015, f"{mi:.3f}", ha="center", fontsize=7)
+                ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.015, f"{mi:.3f}", ha="center", fontsize=8)
         ax.set_xticks(x)
-        ax.set_xticklabels(sets, fontsize=7, rotation=15)
-        ax.set_ylim(0, 1.08)
-        ax.set_ylabel("test accuracy")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_xticklabels([s.replace("/lr=", "\nlr = ") for s in sets])
+        ax.set_ylim(0, 1.0)
+        ax.set_ylabel("test accuracy (fraction)")
+        ax.grid(axis="y")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", ncol=2, frameon=False)
     n = max(len(v) for v in acc.values())
-    axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE)\n{n} seeds, 95% t-CI, config '{cfg}'", fontsize=8)
-    axes[1].set_title("paper: Tables 1–2\n(CIFAR-100 LR grid, Fashion-MNIST, CIFAR-10)", fontsize=8)
-    fig.tight_layout()
-    return _save(fig, outdir, "fenchel_exp_ot_vit.png")
+    axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE data)\n{n} seeds, mean ± 95% t-CI, config '{cfg}'")
+    axes[1].set_title("paper: Tables 1–2, mean ± 95% CI\n(CIFAR-10, CIFAR-100 learning-rate grid, Fashion-MNIST)")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return save(fig, outdir, "fenchel_exp_ot_vit.png")
 
 
 MINILM = "bert:all-MiniLM-L6-v2"
@@ -300,9 +387,9 @@ def pretrained(outdir: Path) -> list[Path]:
     ax.set_xlabel("layer")
     ax.set_ylabel("head-averaged ‖λ*−αz‖/‖λ*‖")
     ax.set_xticks(range(1, 13))
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("Fig 4a's metric per layer: paper, a pretrained encoder, a small model", fontsize=9)
+    ax.set_ylim(0, 1.55 * ax.get_ylim()[1])           # room for the legend above the curves
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("Fig 4a's metric per layer")
     ax = axes[1]
     x = np.arange(1, len(msets) + 1)
     for met, label, mk in (("rel_dev_mean", "‖λ*−αz‖/‖λ*‖ (paper's metric)", "o"),
@@ -313,22 +400,14 @@ def pretrained(outdir: Path) -> list[Path]:
         ax.errorbar(x, st[:, 0], yerr=st[:, 1], fmt="-" + mk, capsize=3, ms=4, label=label)
     pm = _layer_stats(mini, MINILM, msets, "p_max_mean")[:, 0]
     ax.set_xticks(x)
-    ax.set_xticklabels([f"L{i}\nmax p={v:.2f}" for i, v in zip(x, pm)], fontsize=7)
+    ax.set_xticklabels([f"L{i}\nmax p {v:.2f}" for i, v in zip(x, pm)])
+    ax.set_ylabel("mean over queries")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("all-MiniLM-L6-v2: the λ-level metric beside output-level errors (mean, 95% CI)", fontsize=9)
-    fig.suptitle("λ* vs αz on a real pretrained encoder (movie-review sentences, α = 1, every head)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("all-MiniLM-L6-v2: the metric beside output-level errors")
+    fig.suptitle("λ* vs αz on a real pretrained encoder (movie-review sentences, α = 1, every head; mean ± 95% CI)")
     fig.tight_layout()
-    return _save(fig, outdir, "fenchel_exp_pretrained.png")
-
-
-def _save(fig, outdir, name) -> list[Path]:
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    p = outdir / name
-    fig.savefig(p, dpi=110)
-    _plt().close(fig)
-    return [p]
+    return save(fig, outdir, "fenchel_exp_pretrained.png")
 
 
 FIGURES = {

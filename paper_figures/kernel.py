@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attnlab.paper_figures.style import save
+
 N_SIM = 100
 G_PAPER = np.arange(2, 20)
 
@@ -96,10 +98,7 @@ def render_fig2a(outdir: Path) -> list[Path]:
     fig.suptitle("Fig. 2a regenerated: trapezoid rule on [0, 1], 100 simulations (Gaussian kernel, zeta^2 = 10)",
                  fontsize=10)
     fig.tight_layout()
-    out = Path(outdir) / "kernel_fig2a_convergence.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_fig2a_convergence.png")
 
 
 def render_fig2b(outdir: Path) -> list[Path]:
@@ -119,10 +118,7 @@ def render_fig2b(outdir: Path) -> list[Path]:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    out = Path(outdir) / "kernel_fig2b_softplus.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_fig2b_softplus.png")
 
 
 def render_convergence_R(outdir: Path) -> list[Path]:
@@ -148,10 +144,7 @@ def render_convergence_R(outdir: Path) -> list[Path]:
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    out = Path(outdir) / "kernel_convergence_R.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_convergence_R.png")
 
 
 def render_convergence_unit(outdir: Path) -> list[Path]:
@@ -173,10 +166,7 @@ def render_convergence_unit(outdir: Path) -> list[Path]:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    out = Path(outdir) / "kernel_convergence_unit_interval.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_convergence_unit_interval.png")
 
 
 FIGURES = {"fig2a-convergence": render_fig2a, "fig2b-softplus": render_fig2b,

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.paper_figures.style import save
 
 EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda", "Table 2: FordA"),
                ("kernel-gestures", "Table 3 protocol: gestures"), ("kernel-sentiment", "Table 4 protocol: sentences"),
@@ -90,10 +91,7 @@ def render_results(outdir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    out = outdir / "kernel_exp_results.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_exp_results.png")
 
 
 def _sampled(experiment: str, models: tuple[str, ...], configs: tuple[str, ...], command: str):
@@ -158,10 +156,7 @@ def render_time_warping(outdir: Path) -> list[Path]:
     fig.suptitle(f"Time warping (App. B.3): learned class-1 densities vs the oracle individualised density "
                  f"(grey; thin black = observed curve); {cfg} config, seed {first['seed']}", fontsize=10)
     fig.tight_layout()
-    out = outdir / "kernel_exp_time_warping.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_exp_time_warping.png")
 
 
 FORDA_KINDS = ("cts_softmax", "kernel_sparsemax")
@@ -190,10 +185,7 @@ def render_forda(outdir: Path) -> list[Path]:
     fig.suptitle(f"FordA: original series vs rescaled attention density (Figs. 1a, 4, 9; {cfg} config, "
                  f"seed {seed})", fontsize=10)
     fig.tight_layout()
-    out = outdir / "kernel_exp_forda.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [out]
+    return save(fig, outdir, "kernel_exp_forda.png")
 
 
 FIGURES = {"kernel_exp_results": render_results, "kernel_exp_time_warping": render_time_warping,
