@@ -286,3 +286,176 @@ def test_termIII_corrected_bound_fails_with_a_wrong_gradient(monkeypatch):
 
     monkeypatch.setattr(tsallis, "tsallis_gradient", lambda p, alpha: 3 * p ** (alpha - 1) / (alpha - 1))
     assert _verdict("kernel.termIII.gradient-bound") != "erratum"
+
+
+# --- kernel: the convergence claims run numerics.quadrature --------------------------------------
+
+def test_doubled_trapezoid_end_weights_flip_the_kernel_quadrature_claims(monkeypatch):
+    """Library mutation: trapezoid_weights with doubled end weights (an O(h) error on [a, b]) must flip
+    every claim that vouches for the trapezoid rule on a finite interval."""
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics import quadrature as q
+
+    real = q.trapezoid_weights
+
+    def doubled(t):
+        w = real(t).clone()
+        w[0] *= 2
+        w[-1] *= 2
+        return w
+
+    monkeypatch.setattr(q, "trapezoid_weights", doubled)
+    monkeypatch.setattr(ca, "trapezoid_weights", doubled)
+    for cid in ("kernel.E4.unit-interval-rate", "kernel.E4.unit-interval-sparsemax",
+                "kernel.claim1.normalizer-bounds", "kernel.E4.laplace-kernel-rate"):
+        assert _verdict(cid) == "fails", cid
+
+
+# --- fenchel.eq11.bounded-moments -------------------------------------------------------------
+
+def test_bounded_moments_is_an_erratum():
+    assert _verdict("fenchel.eq11.bounded-moments") == "erratum"
+
+
+def test_bounded_moments_printed_form_holds_where_the_mgf_is_finite():
+    """Input mutation: lambda = -0.01, where the lognormal MGF is finite: the truncations converge and the
+    check finds nothing to correct."""
+    from attnlab.theory.fenchel import assumptions as asm
+
+    assert asm.check_bounded_moments(lam=-0.01).verdict == "holds"
+
+
+def test_bounded_moments_fail_when_log_mgf_is_the_quadratic_of_11(monkeypatch):
+    """Library mutation: log M (8) silently replaced by the quadratic of (11): it no longer diverges."""
+    from attnlab.numerics import entropic_dual as ed
+
+    def quadratic(lam, T, u):
+        mu, S = ed.moments(T, u)
+        return float(mu @ lam + 0.5 * lam @ S @ lam)
+
+    monkeypatch.setattr(ed, "log_mgf", quadratic)
+    assert _verdict("fenchel.eq11.bounded-moments") != "erratum"
+
+
+# --- fenchel.fn8.template-norms ---------------------------------------------------------------
+
+def test_fn8_is_an_erratum():
+    assert _verdict("fenchel.fn8.template-norms") == "erratum"
+
+
+def test_fn8_printed_form_holds_when_the_width_grows_with_d_prime():
+    """Input mutation: the width grows with d' (4 heads throughout): the printed statement then holds."""
+    from attnlab.theory.fenchel import assumptions as asm
+
+    real = asm.head_templates
+    try:
+        asm.head_templates = lambda D, dp, **k: real(4 * dp, dp, **k)
+        assert asm.check_footnote8().verdict == "holds"
+    finally:
+        asm.head_templates = real
+
+
+def test_fn8_fails_when_the_reparameterisation_loses_sqrt_d_prime(monkeypatch):
+    """Library mutation: z = K^T Q x_k without the sqrt(d') that makes <t_i, z> the model's logit."""
+    import math
+
+    from attnlab.experiments.fenchel import dual_metrics as dm
+
+    real = dm.head_problems
+
+    def wrong(xq, xk, add, W_Q, b_Q, W_K, logit_scale, valid_q=None):
+        T, logu, z, idx = real(xq, xk, add, W_Q, b_Q, W_K, logit_scale, valid_q)
+        return T, logu, z / math.sqrt(W_Q.shape[0]), idx
+
+    monkeypatch.setattr(dm, "head_problems", wrong)
+    assert _verdict("fenchel.fn8.template-norms") == "fails"
+
+
+# --- fenchel.fn9.inner-product-cost -----------------------------------------------------------
+
+def test_fn9_is_an_erratum():
+    assert _verdict("fenchel.fn9.inner-product-cost") == "erratum"
+
+
+def test_fn9_printed_form_holds_for_templates_of_equal_norm():
+    """Input mutation: templates on a sphere: <t', t> < ||t||^2 for t' != t, footnote 9 holds."""
+    from attnlab.theory.fenchel import assumptions as asm
+
+    A, u, z, _, _ = asm.fn9_instance()
+    A = A / np.linalg.norm(A, axis=1, keepdims=True)
+    G = A @ A.T
+    assert asm.check_footnote9(instance=(A, u, z, G, float(G.max()))).verdict == "holds"
+
+
+def test_fn9_fails_when_the_ot_vit_layer_flips_the_cost(monkeypatch):
+    """Model mutation: the OT-ViT layer uses +<t, t_i> in M (i.e. -(-M)): C no longer cancels into (22)."""
+    import math
+
+    import torch
+
+    from attnlab.experiments.models import fenchel_vit
+
+    def flipped(qk, G, a_mask, u, gamma):
+        s = (qk.unsqueeze(2) - G.unsqueeze(1)) / gamma
+        s = s.masked_fill(~a_mask[:, None, None, :], -math.inf)
+        return (u[:, None, :, None] * torch.softmax(s, dim=-1)).sum(2)
+
+    monkeypatch.setattr(fenchel_vit, "ot_attention_weights", flipped)
+    assert _verdict("fenchel.fn9.inner-product-cost") == "fails"
+
+
+# --- fenchel.tables.cifar100-consistency ------------------------------------------------------
+
+def test_tables_hold_as_registered():
+    assert _verdict("fenchel.tables.cifar100-consistency") == "holds"
+
+
+def test_tables_fail_when_table2_differs_from_table1():
+    from attnlab.theory.fenchel import tables as tb
+
+    t2 = {m: dict(v) for m, v in tb.TABLE2.items()}
+    t2["vit"]["cifar100"] = (0.465, 0.01)
+    assert tb.check_tables(table2=t2).verdict == "fails"
+
+
+def test_tables_fail_when_another_lr_is_best():
+    from attnlab.theory.fenchel import tables as tb
+
+    t1 = {m: dict(v) for m, v in tb.TABLE1.items()}
+    t1["ot-vit"]["3e-5"] = (0.5, 0.01)
+    assert tb.check_tables(table1=t1).verdict == "fails"
+
+
+# --- fenchel.eq39.lse-decomposition -----------------------------------------------------------
+
+def test_lse_decomposition_holds_as_registered():
+    assert _verdict("fenchel.eq39.lse-decomposition") == "holds"
+
+
+def test_lse_decomposition_fails_with_the_printed_33(monkeypatch):
+    """Library mutation: the conjugate with (33)'s printed index (p(t) in the inner sum)."""
+    from scipy.special import logsumexp
+
+    from attnlab.numerics import entropic_ot as eo
+
+    def printed(g, u, M, gamma):
+        keep = u > 0
+        inner = logsumexp((g[keep][None, :] - M[:, keep]) / gamma, axis=0)
+        return float(gamma * (eo.entropy(u) + u[keep] @ inner))
+
+    monkeypatch.setattr(eo, "conjugate", printed)
+    assert _verdict("fenchel.eq39.lse-decomposition") == "fails"
+
+
+def test_lse_decomposition_fails_when_sigma_bar_is_not_centred(monkeypatch):
+    """Library mutation: Sigma-bar of (42) without centring (second moments instead of covariances)."""
+    from attnlab.numerics import entropic_ot as eo
+
+    real = eo.mean_cov_per_column
+
+    def uncentred(A, u, M, gamma):
+        means, S = real(A, u, M, gamma)
+        return means, S + sum(u[t] * np.outer(means[t], means[t]) for t in range(len(u)))
+
+    monkeypatch.setattr(eo, "mean_cov_per_column", uncentred)
+    assert _verdict("fenchel.eq39.lse-decomposition") == "fails"

@@ -15,6 +15,27 @@ from attnlab.catalog import claim, erratum_if, holds_if
 H_PHI = (2.0, 1.5, 1.0, 0.75, 0.5)
 
 
+def _library_trapezoid(fn, t):
+    """The claims' trapezoid sums: numerics.quadrature.trapezoid of a numpy integrand on a library grid."""
+    import torch
+
+    from attnlab.numerics.quadrature import trapezoid
+
+    return trapezoid(torch.as_tensor(fn(t.numpy()), dtype=torch.float64), t)
+
+
+def _mp_library_trapezoid(w, h, L):
+    """sum_g weight_g w(t_g) at mpmath precision, with the nodes (real_line_grid(h, L)) and weights
+    (trapezoid_weights) of numerics.quadrature; for h = 2^-k and half-integers both are exact in float64."""
+    import mpmath as mp
+
+    from attnlab.numerics.quadrature import real_line_grid, trapezoid_weights
+
+    t = real_line_grid(h, L)
+    wt = trapezoid_weights(t)
+    return mp.fsum(mp.mpf(float(a)) * w(mp.mpf(float(x))) for a, x in zip(wt, t))
+
+
 def _phi_trapezoid_error(h, dps=60):
     """I_h - I for w = standard normal pdf: 2 sum_{k>=1} exp(-2 pi^2 k^2/h^2) (Poisson summation),
     cross-checked against the direct sum h sum_k phi(kh) - 1."""
@@ -23,8 +44,7 @@ def _phi_trapezoid_error(h, dps=60):
     with mp.workdps(dps):
         h = mp.mpf(h)
         poisson = 2 * mp.nsum(lambda k: mp.exp(-2 * mp.pi ** 2 * k ** 2 / h ** 2), [1, mp.inf])
-        n = int(40 / h) + 1
-        direct = h * mp.fsum(mp.npdf(k * h) for k in range(-n, n + 1)) - 1
+        direct = _mp_library_trapezoid(mp.npdf, float(h), 40.0) - 1
         return poisson, abs(direct - poisson)
 
 
@@ -101,7 +121,8 @@ def _corE3_M_claim():
 
 
 def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
-    """Trapezoid (mpmath, nodes kh in [-L, L]) minus reference for the Cor E.3 instance on R:
+    """Trapezoid (numerics.quadrature's nodes kh in [-L, L] and weights, summed in mpmath) minus the
+    reference for the Cor E.3 instance on R:
     w0 = phi e^f (the normalizer Z) and w1 = phi e^f V; gamma, B ~ U(-1, 1) seed 0, zeta2 = 10."""
     import mpmath as mp
 
@@ -116,11 +137,7 @@ def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
                 continue
             w = integrand_mp(g, B, 1.0, "normal", with_V=withV)
             ref = mp_integrate(w, -L, L, (-6, -3, -1, 0, 1, 2, 4, 7), dps)
-            errs = []
-            for h in hs:
-                hm = mp.mpf(1) / int(round(1 / h)) if h < 1 else mp.mpf(h)
-                n = int(L / float(hm))
-                errs.append(abs(hm * mp.fsum(w(k * hm) for k in range(-n, n + 1)) - ref))
+            errs = [abs(_mp_library_trapezoid(w, h, L) - ref) for h in hs]
             out[name] = (ref, errs)
     return out
 
@@ -128,16 +145,18 @@ def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
 def _strip_M(a, nb=5):
     """M(a) = max_{b in [0, a]} int |w(x + ib)| dx for w = phi e^f V (Cor E.3 instance), float64
     trapezoid on [-17, 17] with step 1e-3 (w is real on R, so b < 0 mirrors b > 0)."""
+    from attnlab.numerics.quadrature import uniform_grid
     from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
 
     g, B = draw(0)
-    x = np.arange(-17.0, 17.0 + 1e-9, 1e-3)
+    xt = uniform_grid(-17.0, 17.0, 34001)
+    x = xt.numpy()
     best = 0.0
     for b in np.linspace(0, a, nb):
         z = x + 1j * b
         K = np.exp(-ZETA2 * (z[:, None] - INDUCING) ** 2)
         w = np.exp(-z * z / 2) / math.sqrt(2 * math.pi) * np.exp(K @ g) * (K @ B)
-        best = max(best, float(np.trapezoid(np.abs(w), x)))
+        best = max(best, float(_library_trapezoid(lambda _: np.abs(w), xt)))
     return best
 
 
@@ -232,7 +251,9 @@ def real_line_reference(alpha, seed, gamma_scale, L=12.0, mp_dps=None):
 
 def sparse_rms_errors(alpha, n_shifts=16, hs=SPARSE_H, seed=0, L=12.0):
     """RMS over random grid shifts of the trapezoid error on R for w = phi exp_{2-alpha}(f) V
-    (gamma ~ 3 U(-1,1), B ~ U(-1,1), seed 0, zeta2 = 10); reference split at the support's kinks."""
+    (gamma ~ 3 U(-1,1), B ~ U(-1,1), seed 0, zeta2 = 10); reference split at the support's kinks.
+    The trapezoid sums are numerics.quadrature's (real_line_grid with a shift, trapezoid)."""
+    from attnlab.numerics.quadrature import real_line_grid
     from attnlab.theory.kernel.instances import draw, integrand_np
 
     g, B = draw(seed, 3.0)
@@ -240,10 +261,8 @@ def sparse_rms_errors(alpha, n_shifts=16, hs=SPARSE_H, seed=0, L=12.0):
     shifts = np.random.default_rng(1).uniform(0, 1, n_shifts)
     rms = []
     for h in hs:
-        e = []
-        for s in shifts:
-            k = np.arange(math.ceil(-L / h - s), math.floor(L / h - s) + 1)
-            e.append(h * math.fsum(integrand_np((k + s) * h, g, B, alpha, "normal")) - ref)
+        e = [float(_library_trapezoid(lambda x: integrand_np(x, g, B, alpha, "normal"),
+                                      real_line_grid(h, L, shift=float(s)))) - ref for s in shifts]
         rms.append(math.sqrt(float(np.mean(np.square(e)))))
     return np.array(rms), list(kinks), ref
 
@@ -292,6 +311,7 @@ def _sparse_rate_claim():
        method="float64")
 def _em_kink_claim():
     from attnlab.numerics.convergence import euler_maclaurin_kink_error
+    from attnlab.numerics.quadrature import real_line_grid
     from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw, integrand_np
 
     # (1) w = phi(x) max(0, x + 0.7): I = phi(0.7) + 0.7 Phi(0.7); J = phi(-0.7)
@@ -300,9 +320,8 @@ def _em_kink_claim():
     dev1 = {}
     for h in (0.01, 0.003, 0.001):
         x0 = -0.7 + 0.37 * h
-        k = np.arange(math.ceil((-12 - x0) / h), math.floor((12 - x0) / h) + 1)
-        x = x0 + k * h
-        err = h * math.fsum(phi(x) * np.maximum(0, x + 0.7)) - exact
+        err = float(_library_trapezoid(lambda x: phi(x) * np.maximum(0, x + 0.7),
+                                       real_line_grid(h, 12.0, center=-0.7, shift=0.37))) - exact
         pred = euler_maclaurin_kink_error(h, [-0.7], [float(phi(-0.7))], x0=x0)
         dev1[h] = abs(err / pred - 1)
     # (2) the kernel-sparsemax instance (alpha = 2) of kernel.E3.5.sparsemax-rate, fixed offset 0.37
@@ -314,13 +333,13 @@ def _em_kink_claim():
     dev2 = {}
     for h in (0.004, 0.002, 0.001):
         x0 = 0.37 * h
-        k = np.arange(math.ceil((-12 - x0) / h), math.floor((12 - x0) / h) + 1)
-        err = h * math.fsum(integrand_np(x0 + k * h, g, B, 2.0, "normal")) - ref
+        err = float(_library_trapezoid(lambda x: integrand_np(x, g, B, 2.0, "normal"),
+                                       real_line_grid(h, 12.0, shift=0.37))) - ref
         dev2[h] = abs(err / euler_maclaurin_kink_error(h, kinks, J, x0=x0) - 1)
     ok = dev1[0.001] < 0.01 and dev2[0.001] < 0.01
     return holds_if(ok, measured=dict(relative_deviation_phi_kink=dev1, relative_deviation_sparsemax=dev2),
                     tolerance="relative deviation of the measured error from the prediction < 1% at h = 1e-3",
-                    explanation="float64 trapezoid (math.fsum) against exact/mpmath integrals; jumps "
+                    explanation="numerics.quadrature trapezoid (float64, shifted lattice) against exact/mpmath integrals; jumps "
                                 "J_k = phi V |f'| at the roots of 1 + f")
 
 
@@ -348,7 +367,8 @@ def unit_interval_reference(alpha, seed, mp_dps=None):
 
 def unit_interval_errors(alpha, gs=UNIT_G, seed=0):
     """App. E.4 on [0, 1]: w = e^{-t^2/2} V exp_{2-alpha}(f) (alpha = 1: e^f), trapezoid with G points
-    against the reference (split at kinks).  Returns (errors, reference, kinks)."""
+    (numerics.quadrature) against the reference (split at kinks).  Returns (errors, reference, kinks)."""
+    from attnlab.numerics.quadrature import uniform_grid
     from attnlab.theory.kernel.instances import draw, integrand_np
 
     g, B = draw(seed)
@@ -356,8 +376,8 @@ def unit_interval_errors(alpha, gs=UNIT_G, seed=0):
     ref, kinks = float(ref), list(kinks)
     errs = []
     for G in gs:
-        t = np.linspace(0, 1, G)
-        errs.append(float(np.trapezoid(integrand_np(t, g, B, alpha, "gauss-unnormalized"), t)) - ref)
+        errs.append(float(_library_trapezoid(lambda x: integrand_np(x, g, B, alpha, "gauss-unnormalized"),
+                                             uniform_grid(0.0, 1.0, G))) - ref)
     return np.array(errs), ref, kinks
 
 
@@ -476,3 +496,83 @@ def _corE5_claim():
         ok &= abs(g - mp.log(2) / rho) < 1e-28
     return holds_if(ok, measured=dict(monotone=mono, sup_gap=gaps), tolerance=1e-28,
                     explanation="mpmath dps 30 on x in [-5, 5] step 0.25, rho in [1, 20] step 1")
+
+
+# ---------------------------------------------------------------------------------- the Laplace kernel
+LAPLACE_SCALE = 0.05       # exp(-|t - s|/0.05): the released time-warping code's kernel
+
+
+def _laplace_instance(seed=0, scale=LAPLACE_SCALE):
+    """Kernel softmax on [0, 1] with the released code's Laplace kernel: f = sum_i gamma_i
+    exp(-|t - t_i|/scale), t_i = linspace(0, 1, 10), gamma ~ U(-1, 1); V = sum_i B_i exp(-10 (t - t_i)^2)
+    (Gaussian basis, as in the code), B ~ U(-1, 1); q0 = 1.  Returns (w, dw_one_sided, kinks, jumps)."""
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
+
+    g, B = draw(seed)
+
+    def parts(t, side):
+        t = np.asarray(t, float)
+        d = t[..., None] - INDUCING
+        e = np.exp(-np.abs(d) / scale)
+        sgn = np.where(d == 0, side, np.sign(d))
+        f, df = e @ g, (-sgn / scale * e) @ g
+        kv = np.exp(-ZETA2 * d ** 2)
+        V, dV = kv @ B, (-2 * ZETA2 * d * kv) @ B
+        return np.exp(f), df, V, dV
+
+    def w(t):
+        ef, _, V, _ = parts(t, 1.0)
+        return ef * V
+
+    def dw(t, side):
+        ef, df, V, dV = parts(t, side)
+        return float(ef * (df * V + dV))
+
+    kinks = [float(x) for x in INDUCING[1:-1]]
+    jumps = [dw(x, 1.0) - dw(x, -1.0) for x in kinks]
+    return w, dw, kinks, jumps
+
+
+@claim("kernel.E4.laplace-kernel-rate",
+       reference="App. E, Cor E.2 (Fourier-decay hypothesis), App. E.4; the released code's Laplace kernel",
+       statement="With the Laplace kernel exp(-|t - s|/b) of the released code, Cor E.2's hypothesis "
+                 "|k^(xi)| <= A e^{-a|xi|} fails (the Fourier transform decays like xi^-2), f has kinks at the "
+                 "inducing points, and the trapezoid error of kernel softmax attention on [0, 1] is O(G^-2), "
+                 "predicted by Euler-Maclaurin with the kink terms: the exponential rate of App. E does not "
+                 "cover the released implementation.",
+       method="float64")
+def _laplace_rate_claim():
+    import sympy as sp
+
+    from attnlab.numerics.convergence import euler_maclaurin_kink_error, loglog_slope
+    from attnlab.numerics.quadrature import piecewise_gauss_legendre, uniform_grid
+
+    # (a) sympy: the Fourier transform (e^{-2 pi i xi t} convention) of e^{-|t|/b} and its decay
+    t, xi, b, a = sp.symbols("t xi b a", positive=True)
+    ft = 2 * sp.integrate(sp.exp(-t / b) * sp.cos(2 * sp.pi * xi * t), (t, 0, sp.oo))
+    ft = sp.simplify(ft)
+    ft_ok = sp.simplify(ft - 2 * b / (1 + 4 * sp.pi ** 2 * b ** 2 * xi ** 2)) == 0
+    not_exp = sp.limit(ft * sp.exp(a * xi), xi, sp.oo) == sp.oo        # for every a > 0
+    # (b) the trapezoid rule of numerics.quadrature on [0, 1] against a Gauss-Legendre reference split
+    # at the kinks, and the Euler-Maclaurin prediction (endpoint term + kink terms)
+    w, dw, kinks, jumps = _laplace_instance()
+    ref = piecewise_gauss_legendre(w, [0.0] + kinks + [1.0], 40, max_piece=0.05)
+    gs = (37, 73, 145, 289, 577, 1153)                    # h = 1/(36 * 2^k)
+    errs, ratios = [], []
+    for G in gs:
+        e = float(_library_trapezoid(w, uniform_grid(0.0, 1.0, G))) - ref
+        h = 1.0 / (G - 1)
+        pred = euler_maclaurin_kink_error(h, kinks, jumps, x0=0.0,
+                                          endpoint_derivatives=(dw(0.0, 1.0), dw(1.0, -1.0)))
+        errs.append(e)
+        ratios.append(e / pred)
+    hs = 1.0 / (np.array(gs) - 1.0)
+    slope = loglog_slope(hs, np.abs(errs))
+    ok = ft_ok and not_exp and abs(slope - 2) < 0.2 and abs(ratios[-1] - 1) < 0.01
+    return holds_if(ok, measured=dict(fourier_transform=str(ft), slope=slope, em_ratio_G1153=ratios[-1]),
+                    tolerance=dict(slope="2 +- 0.2 (against h = 1/(G-1))", em_ratio="|ratio - 1| < 1% at G = 1153"),
+                    explanation="sympy Fourier transform and limit k^(xi) e^{a xi} -> oo; kernel softmax with the "
+                                "Laplace kernel (scale 0.05, 10 inducing points, q0 = 1) on [0,1], "
+                                "numerics.quadrature trapezoid vs piecewise Gauss-Legendre split at the kinks, "
+                                "ratio = error / Euler-Maclaurin prediction",
+                    errors=[f"{e:.4e}" for e in errs], em_ratios=ratios)
