@@ -459,3 +459,109 @@ def test_lse_decomposition_fails_when_sigma_bar_is_not_centred(monkeypatch):
 
     monkeypatch.setattr(eo, "mean_cov_per_column", uncentred)
     assert _verdict("fenchel.eq39.lse-decomposition") == "fails"
+
+
+# --- bidir: Lemma 1, Theorem 2 and the stacked MoE over random sizes -------------------------
+
+def test_bidir_lemma1_fails_when_the_map_drops_the_residual(monkeypatch):
+    """Library mutation: Lemma 1's map with g = 0 (the residual X'_m = c_mask + P^T e_m forgotten)."""
+    from attnlab.experiments.models import bidir as bm
+
+    real = bm.moe_parameters
+
+    def no_g(model):
+        q = real(model)
+        q.g = q.g * 0.0
+        return q
+
+    monkeypatch.setattr(bm, "moe_parameters", no_g)
+    assert _verdict("bidir.lemma1.explicit-loss") == "fails"
+
+
+def test_bidir_thm2_fails_without_the_sqrt_dw_scale(monkeypatch):
+    """Library mutation: gate logits without 1/sqrt(d_w); only sizes with d_w > 1 can see it."""
+    import math
+
+    from attnlab.experiments.models import bidir as bm
+
+    real = bm.CBOWMoE.gate_logits
+    monkeypatch.setattr(bm.CBOWMoE, "gate_logits", lambda self, x, m: real(self, x, m) * math.sqrt(self.d_w))
+    assert _verdict("bidir.thm2.moe-logits") == "fails"
+
+
+def test_bidir_multi_head_fails_when_g_is_not_shared_by_heads(monkeypatch):
+    """Library mutation: every head adds the whole g + D e_m (not 1/H of it); only H > 1 sees it."""
+    from attnlab.experiments.models import bidir as bm
+
+    real = bm.CBOWMoE.experts
+
+    def whole_residual(self, x, m):
+        return real(self, x, m) + (self.heads - 1) / self.heads * (self.g[None] + self.D.T[m])[:, None, None, :]
+
+    monkeypatch.setattr(bm.CBOWMoE, "experts", whole_residual)
+    assert _verdict("bidir.sec2-2.multi-head-stacked-moe") == "fails"
+    assert _verdict("bidir.thm2.moe-logits") == "holds"          # one head: the mutation is invisible
+
+
+def test_bidir_lemma1_sympy_fails_with_W_l_without_W_prime(monkeypatch):
+    """Mutation: Lemma 1's W^l = W'' (the W''W' term dropped) is not an identity."""
+    from attnlab.theory.bidir import lemma1_sympy as ls
+
+    real = ls.moe_map
+
+    def no_w1(q):
+        return real(dict(q, W1=q["W1"] * 0))
+
+    monkeypatch.setattr(ls, "moe_map", no_w1)
+    assert _verdict("bidir.lemma1.sympy-proof") == "fails"
+
+
+# --- bidir: the two directions of Theorem 2 ---------------------------------------------------
+
+def test_bidir_image_fails_when_W_KQ_is_perturbed_off_rank_d_w(monkeypatch):
+    """Library mutation: the map returns W^KQ + 1e-6 I, of full rank p > d_w."""
+    import torch
+
+    from attnlab.experiments.models import bidir as bm
+
+    real = bm.moe_parameters
+
+    def full_rank(model):
+        q = real(model)
+        q.W_KQ = q.W_KQ + 1e-6 * torch.eye(q.W_KQ.shape[-1], dtype=q.W_KQ.dtype)
+        return q
+
+    monkeypatch.setattr(bm, "moe_parameters", full_rank)
+    assert _verdict("bidir.thm2.image-constraints") == "fails"
+
+
+def test_bidir_image_fails_when_generic_sizes_are_inside_the_image(monkeypatch):
+    """Input mutation: 'generic' sizes with p >= |V|, p >= S+1, d_w = p violate nothing."""
+    from attnlab.theory.bidir import moe_image as mi
+
+    monkeypatch.setattr(mi, "GENERIC_SIZES", {"d_w < p": (3, 2, 5, 5), "p < |V|": (3, 2, 5, 5),
+                                              "p < S+1": (3, 2, 5, 5)})
+    assert _verdict("bidir.thm2.image-constraints") == "fails"
+
+
+def test_bidir_inverse_map_fails_without_the_null_space_term(monkeypatch):
+    """Library mutation: W^l = [g, D][c_mask, P^T]^+ only (no null-space term): rank < |V| when
+    p > S+1, so the constructed model cannot carry W^LOV."""
+    import torch
+
+    from attnlab.experiments.models import bidir as bm
+
+    def least_squares_only(C, P, g, D, generator):
+        K = torch.cat([C[-1][:, None], P.T], dim=1)
+        return torch.cat([g[:, None], D], dim=1) @ torch.linalg.pinv(K)
+
+    monkeypatch.setattr(bm, "_lift_W_l", least_squares_only)
+    assert _verdict("bidir.thm2.inverse-map") == "fails"
+
+
+def test_bidir_inverse_map_fails_outside_the_image(monkeypatch):
+    """Input mutation: an MoE with p < |V| is not an attention model; the check must not pass it."""
+    from attnlab.theory.bidir import moe_image as mi
+
+    monkeypatch.setattr(mi, "INVERSE_SIZES", [(9, 2, 5, 5)])
+    assert mi.check_inverse_map(n_random=0).verdict == "fails"

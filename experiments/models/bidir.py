@@ -24,7 +24,9 @@ Modules (all default to float64, so the exact identities can be checked to ~1e-1
     ``logits = W sum_j gamma_j c_{a_j}`` with ``gamma_j = tau_{a_j} / sum_s tau_{a_s}`` and
     ``tau_j = exp(c_j^T W^KQ c_{|V|+1} / sqrt(d_w))``; the mask position is included.
 
-Helpers: ``mask_sentences(tokens, m, vocab_size)``, ``moe_parameters(model)``.
+Helpers: ``mask_sentences(tokens, m, vocab_size)``, ``moe_parameters(model)`` (Lemma 1's map) and
+``attention_from_moe(C, P, W_KQ, W_LOV, g, D, d_w)`` (its inverse, one head, where the MoE parameters
+are in the map's image: p >= |V|, p >= S+1, rank W^KQ <= d_w).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import torch
 from torch import nn
 
 __all__ = ["BidirAttentionMLM", "CBOWMoE", "MixtureOfMoEs", "CBOW", "AttentionCBOW",
-           "MoEParameters", "mask_sentences", "moe_parameters"]
+           "MoEParameters", "mask_sentences", "moe_parameters", "attention_from_moe"]
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -201,6 +203,66 @@ def moe_parameters(model: BidirAttentionMLM) -> MoEParameters:
             D = torch.zeros(model.vocab_size, model.seq_len, dtype=W2.dtype)
     return MoEParameters(model.C.detach().clone(), model.P.detach().clone(), W_KQ.clone(),
                          W_LOV.clone(), g.clone(), D.clone(), W_l.clone(), model.d_w)
+
+
+def _lift_W_l(C: torch.Tensor, P: torch.Tensor, g: torch.Tensor, D: torch.Tensor,
+              generator: torch.Generator | None) -> torch.Tensor:
+    """A W^l (V, p) of full row rank with W^l [c_{|V|+1}, P^T] = [g, D]: the least-squares solution
+    plus a random term in the null space of [c_{|V|+1}, P^T]^T."""
+    K = torch.cat([C[-1][:, None], P.T], dim=1)                                   # (p, S+1)
+    G = torch.cat([g[:, None], D], dim=1)                                         # (V, S+1)
+    Kp = torch.linalg.pinv(K)
+    Z = torch.randn(G.shape[0], K.shape[0], generator=generator, dtype=K.dtype)
+    return G @ Kp + Z @ (torch.eye(K.shape[0], dtype=K.dtype) - K @ Kp)
+
+
+def attention_from_moe(C, P, W_KQ, W_LOV, g, D, d_w: int,
+                       generator: torch.Generator | None = None) -> "BidirAttentionMLM":
+    """The inverse of Lemma 1's map for one layer and one head: a BidirAttentionMLM whose CBOW-with-MoE
+    form (Theorem 2) has exactly the parameters (C, P, W^KQ, W^LOV, g, D) and the gate scale d_w.
+
+    The map of Lemma 1 is not onto: its image has rank W^KQ <= d_w and the columns of W^LOV, g and
+    D in col(W^l).  This inverse covers the generic case p >= |V|, p >= S+1 with [c_{|V|+1}, P^T] of
+    full column rank: W^l solves W^l [c_{|V|+1}, P^T] = [g, D] with full row rank (`_lift_W_l`),
+    W' = 0, W'' = W^l, d = p, W^V = I, W^O = (W^l^+ W^LOV)^T, and W^K, W^Q (d_w x p) are the two
+    square-root factors of the SVD of W^KQ.  Raises ValueError outside that case."""
+    C, P, W_KQ, W_LOV, g, D = (torch.as_tensor(t, dtype=torch.float64) for t in (C, P, W_KQ, W_LOV, g, D))
+    V1, p = C.shape
+    V, S = V1 - 1, P.shape[0]
+    d_w = _pos_int(d_w, "d_w")
+    for name, t, shp in (("P", P, (S, p)), ("W_KQ", W_KQ, (p, p)), ("W_LOV", W_LOV, (V, p)),
+                         ("g", g, (V,)), ("D", D, (V, S))):
+        if tuple(t.shape) != shp:
+            raise ValueError(f"{name} must have shape {shp}; got {tuple(t.shape)}")
+    if p < V or p < S + 1:
+        raise ValueError(f"attention_from_moe needs p >= |V| and p >= S+1; got p={p}, |V|={V}, S={S}")
+    U, s, Vh = torch.linalg.svd(W_KQ)
+    rank_kq = int((s > 1e-12 * max(float(s[0]), 1e-300)).sum())
+    if rank_kq > d_w:
+        raise ValueError(f"W_KQ has rank {rank_kq} > d_w = {d_w}: not the product W^K^T W^Q of d_w x p maps")
+    K = torch.cat([C[-1][:, None], P.T], dim=1)
+    if int(torch.linalg.matrix_rank(K)) < S + 1:
+        raise ValueError("[c_mask, P^T] must have full column rank S+1")
+    W_l = _lift_W_l(C, P, g, D, generator)
+    if int(torch.linalg.matrix_rank(W_l)) < V:
+        raise ValueError("no W^l of full row rank solves W^l [c_mask, P^T] = [g, D]")
+    model = BidirAttentionMLM(V, S, p, d=p, d_w=d_w, generator=generator)
+    sq = s[:d_w].sqrt() if d_w <= p else torch.cat([s.sqrt(), torch.zeros(d_w - p, dtype=s.dtype)])
+    WK = torch.zeros(d_w, p, dtype=torch.float64)
+    WQ = torch.zeros(d_w, p, dtype=torch.float64)
+    k = min(d_w, p)
+    WK[:k] = (U[:, :k] * sq[:k]).T                                                  # W^K^T W^Q = U S V^T
+    WQ[:k] = sq[:k, None] * Vh[:k]
+    with torch.no_grad():
+        model.C.copy_(C)
+        model.P.copy_(P)
+        model.WK[0][0].copy_(WK)
+        model.WQ[0][0].copy_(WQ)
+        model.WV[0][0].copy_(torch.eye(p, dtype=torch.float64))
+        model.WO[0][0].copy_((torch.linalg.pinv(W_l) @ W_LOV).T)
+        model.W1[0].zero_()
+        model.W2.copy_(W_l)
+    return model
 
 
 class CBOWMoE(nn.Module):

@@ -2,10 +2,11 @@
 the model equivalences of Sec. 2 (Lemma 1, Theorem 2, multi-head and multi-layer forms, CBOW and
 the Sec. 4 objective as special cases).
 
-Spec: ../shared/spec/bidirectional_attention.md, §1 (models, the equivalence recipe §1.9) and §2.1-2.4.
-Every check runs on the torch modules of experiments/models/bidir.py in float64.  The random
-instance is the spec's recipe: |V| = 7, S = 5, p = 6, d = 4, d_w = 3, all weights N(0, 1) except
-W' (x 0.3); a batch of random sentences covering every masked position.
+Every check runs on the torch modules of experiments/models/bidir.py in float64.  Lemma 1, Theorem 2
+and the stacked MoE are checked over `size_cases`: the edges (S = 1, S = 2 with p = d = d_w = 1,
+|V| = 120, S = 100, exact and near ties, saturated gates) and random sizes, to 1e-12 relative.  The
+other checks use the default instance |V| = 7, S = 5, p = 6, d = 4, d_w = 3, all weights N(0, 1)
+except W' (x 0.3), on a batch of random sentences covering every masked position.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import numpy as np
 
 from attnlab.catalog import claim, holds_if
 
-# Sizes of the spec's recipe (§1.9).
+# The default instance's sizes.
 V, S, P_DIM, D_DIM, D_W = 7, 5, 6, 4, 3
-TOL = 1e-10          # the spec's tolerance for the float64 identities
+TOL = 1e-10          # absolute tolerance of the fixed-size float64 identities
 
 
 def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int = 40,
@@ -37,6 +38,136 @@ def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int =
     return model, x, m, b, tokens
 
 
+REL_TOL = 1e-12      # |deviation| / max(1, max |value|) for the identities over random sizes
+
+
+def size_cases(seed: int, heads: tuple = (1,), n_random: int = 8) -> list[dict]:
+    """Instances for the exact identities: the edges, then `n_random` random sizes.
+
+    Edges: S = 1 (the sentence is the mask alone), S = 2 with p = d = d_w = 1 and |V| = 2;
+    |V| = 120 and S = 100 (n >= 100 tokens); exact ties (no positions, one repeated word, so every
+    h_j of a word position is equal); near ties (W^Q scaled by 1e-9); saturated gates (weights
+    N(0, 3^2)).  Random: |V| in [2, 40], S in [1, 12], p in [1, 10], d, d_w in [1, 6], H from `heads`.
+    Each dict holds random_instance's keyword arguments, a 'ties' mode and a 'name'."""
+    rng = np.random.default_rng(seed)
+    H = lambda: int(rng.choice(heads))                                            # noqa: E731
+    base = dict(layers=1, init_std=1.0, ties=None)
+    cases = [
+        dict(name="S=1", vocab_size=3, seq_len=1, p=2, d=2, d_w=2),
+        dict(name="S=2,p=d=d_w=1,|V|=2", vocab_size=2, seq_len=2, p=1, d=1, d_w=1),
+        dict(name="|V|=120", vocab_size=120, seq_len=6, p=8, d=5, d_w=4),
+        dict(name="S=100", vocab_size=9, seq_len=100, p=6, d=4, d_w=3),
+        dict(name="exact ties", vocab_size=5, seq_len=6, p=4, d=3, d_w=2, positional=False, ties="exact"),
+        dict(name="near ties", vocab_size=5, seq_len=6, p=4, d=3, d_w=2, ties="near"),
+        dict(name="saturated", vocab_size=6, seq_len=5, p=5, d=3, d_w=3, init_std=3.0),
+    ]
+    for _ in range(n_random):
+        cases.append(dict(name="random", vocab_size=int(rng.integers(2, 41)), seq_len=int(rng.integers(1, 13)),
+                          p=int(rng.integers(1, 11)), d=int(rng.integers(1, 7)), d_w=int(rng.integers(1, 7))))
+    out = []
+    for i, c in enumerate(cases):
+        c = dict(base, **c, heads=H(), seed=1000 * seed + i)
+        c["batch"] = max(24, c["seq_len"])                  # m = arange(batch) % S covers every position
+        out.append(c)
+    return out
+
+
+def build_case(case: dict):
+    """(model, x, m, b) of one case of size_cases."""
+    import torch
+
+    from attnlab.experiments.models.bidir import mask_sentences
+
+    kw = {k: v for k, v in case.items() if k not in ("name", "ties")}
+    model, x, m, b, tokens = random_instance(**kw)
+    if case.get("ties") == "exact":
+        tokens = torch.zeros_like(tokens)                    # one repeated word
+        x, b = mask_sentences(tokens, m, model.vocab_size), tokens[torch.arange(len(m)), m]
+    elif case.get("ties") == "near":
+        with torch.no_grad():
+            model.WQ[0].mul_(1e-9)
+    return model, x, m, b
+
+
+def _rel(a, b) -> float:
+    """max |a - b| / max(1, max |a|)."""
+    return float((a - b).abs().max()) / max(1.0, float(a.abs().max()))
+
+
+def _sizes(case: dict) -> str:
+    return (f"{case['name']}: |V|={case['vocab_size']},S={case['seq_len']},p={case['p']},d={case['d']},"
+            f"d_w={case['d_w']},H={case['heads']}")
+
+
+def lemma1_deviations(case: dict) -> dict:
+    """Lemma 1 on one case (one head): relative loss deviation and |theta/sum theta - A[m, :]|."""
+    import torch
+
+    from attnlab.experiments.models.bidir import CBOWMoE
+
+    model, x, m, b = build_case(dict(case, heads=1))
+    moe = CBOWMoE.from_attention(model)
+    with torch.no_grad():
+        l_attn = model.loss(x, m, b, reduction="none")
+        l_lemma = moe.lemma1_loss(x, m, b)
+        A = model.attention_weights(x, m)[0][:, 0]                                  # (B,S,S)
+        row_m = A[torch.arange(len(m)), m]
+        theta = moe.gate(x, m)[:, 0]
+    return dict(loss=_rel(l_attn, l_lemma), theta_vs_attention=float((row_m - theta).abs().max()))
+
+
+def thm2_deviations(case: dict) -> dict:
+    """Theorem 2 on one case (one head): logits, probabilities, sum pi, expert m, four-term h."""
+    import math
+
+    import torch
+
+    from attnlab.experiments.models.bidir import CBOWMoE
+
+    model, x, m, b = build_case(dict(case, heads=1))
+    moe = CBOWMoE.from_attention(model)
+    with torch.no_grad():
+        logits, F = model(x, m), moe(x, m)
+        pi, f, h = moe.gate(x, m)[:, 0], moe.experts(x, m)[:, 0], moe.gate_logits(x, m)[:, 0]
+        n = torch.arange(len(m))
+        C, P, KQ, LOV, cm = moe.C, moe.P, moe.W_KQ[0], moe.W_LOV[0], moe.C[moe.vocab_size]
+        f_m = (cm + P[m]) @ LOV.T + moe.g + moe.D.T[m]                             # expert m from c_mask
+        Cx = C[x]                                                                  # e_j^T X_bar C
+        four = (Cx @ KQ @ cm + torch.einsum("bsp,pq,bq->bs", Cx, KQ, P[m])
+                + (P @ KQ @ cm)[None, :] + (P @ KQ @ P[m].T).T)
+    return dict(logits=_rel(logits, F), probs=float((logits.softmax(1) - F.softmax(1)).abs().max()),
+                gate_sum=float((pi.sum(1) - 1).abs().max()), expert_m=_rel(f[n, m], f_m),
+                four_terms=_rel(math.sqrt(moe.d_w) * h, four))
+
+
+def multihead_deviations(case: dict) -> dict:
+    """Stacked MoE (Sec. 2.2) on one case with case['heads'] heads: relative logits and loss."""
+    import torch
+
+    from attnlab.experiments.models.bidir import CBOWMoE
+
+    model, x, m, b = build_case(case)
+    moe = CBOWMoE.from_attention(model)
+    with torch.no_grad():
+        return dict(logits=_rel(model(x, m), moe(x, m)),
+                    loss=_rel(model.loss(x, m, b, "none"), moe.loss(x, m, b, "none")))
+
+
+def check_over_sizes(deviations, cases: list[dict], tol: float = REL_TOL):
+    """Evidence: the worst of each deviation over the cases, against tol."""
+    worst, per_case = {}, {}
+    for c in cases:
+        d = deviations(c)
+        per_case[_sizes(c)] = d
+        for k, v in d.items():
+            worst[k] = max(worst.get(k, 0.0), v)
+    return holds_if(max(worst.values()) <= tol, measured=worst, tolerance=tol,
+                    explanation=f"{len(cases)} instances in float64 (S = 1, S = 2 with p = d = d_w = 1, "
+                                "|V| = 120, S = 100, exact ties, near ties, saturated gates, random sizes), "
+                                "every masked position: worst |deviation| / max(1, max |value|)",
+                    per_case=per_case)
+
+
 @claim("bidir.lemma1.explicit-loss",
        reference="Lemma 1 (Sec. 2.1), proof App. C",
        statement="With W^l = W''+W''W', W^KQ = W^K^T W^Q, W^LOV = W^l W^O^T W^V, g = W^l c_{|V|+1}, "
@@ -45,26 +176,7 @@ def random_instance(heads: int = 1, layers: int = 1, seed: int = 0, batch: int =
                  "attention matrix.",
        method="torch")
 def _lemma1():
-    import torch
-
-    from attnlab.experiments.models.bidir import CBOWMoE
-
-    devs = dict(loss=0.0, theta_vs_attention=0.0)
-    for seed in range(3):
-        model, x, m, b, _ = random_instance(seed=seed)
-        moe = CBOWMoE.from_attention(model)
-        with torch.no_grad():
-            l_attn = model.loss(x, m, b, reduction="none")
-            l_lemma = moe.lemma1_loss(x, m, b)
-            A = model.attention_weights(x, m)[0][:, 0]                    # (B,S,S)
-            row_m = A[torch.arange(len(m)), m]
-            theta = moe.gate(x, m)[:, 0]
-        devs["loss"] = max(devs["loss"], float((l_attn - l_lemma).abs().max()))
-        devs["theta_vs_attention"] = max(devs["theta_vs_attention"], float((row_m - theta).abs().max()))
-    ok = all(v < TOL for v in devs.values())
-    return holds_if(ok, measured=devs, tolerance=TOL,
-                    explanation="3 random instances (|V|=7,S=5,p=6,d=4,d_w=3), 40 masked sentences "
-                                "each: max |L_MLM(attention) - L(Lemma 1)| and max |theta/sum theta - A[m,:]|, float64")
+    return check_over_sizes(lemma1_deviations, size_cases(1))
 
 
 @claim("bidir.thm2.moe-logits",
@@ -75,35 +187,7 @@ def _lemma1():
                  "the sum of the four token/position terms.",
        method="torch")
 def _thm2():
-    import math
-
-    import torch
-
-    from attnlab.experiments.models.bidir import CBOWMoE
-
-    devs = dict(logits=0.0, probs=0.0, gate_sum=0.0, expert_m=0.0, four_terms=0.0)
-    for seed in range(3):
-        model, x, m, b, _ = random_instance(seed=seed)
-        moe = CBOWMoE.from_attention(model)
-        with torch.no_grad():
-            logits, F = model(x, m), moe(x, m)
-            pi, f, h = moe.gate(x, m)[:, 0], moe.experts(x, m)[:, 0], moe.gate_logits(x, m)[:, 0]
-            n = torch.arange(len(m))
-            C, P, KQ, LOV, cm = moe.C, moe.P, moe.W_KQ[0], moe.W_LOV[0], moe.C[V]
-            f_m = (cm + P[m]) @ LOV.T + moe.g + moe.D.T[m]                     # expert m from c_mask
-            Cx = C[x]                                                          # e_j^T X_bar C
-            four = (Cx @ KQ @ cm + torch.einsum("bsp,pq,bq->bs", Cx, KQ, P[m])
-                    + (P @ KQ @ cm)[None, :] + (P @ KQ @ P[m].T).T)
-        devs["logits"] = max(devs["logits"], float((logits - F).abs().max()))
-        devs["probs"] = max(devs["probs"], float((logits.softmax(1) - F.softmax(1)).abs().max()))
-        devs["gate_sum"] = max(devs["gate_sum"], float((pi.sum(1) - 1).abs().max()))
-        devs["expert_m"] = max(devs["expert_m"], float((f[n, m] - f_m).abs().max()))
-        devs["four_terms"] = max(devs["four_terms"], float((math.sqrt(D_W) * h - four).abs().max()))
-    ok = all(v < TOL for v in devs.values())
-    return holds_if(ok, measured=devs, tolerance=TOL,
-                    explanation="3 random instances x 40 masked sentences, float64: max deviations of "
-                                "logits, probabilities, sum pi - 1, f_m vs W^LOV(c_mask+P_m)+g+De_m, and "
-                                "sqrt(d_w) h_j vs its four-term expansion")
+    return check_over_sizes(thm2_deviations, size_cases(2))
 
 
 @claim("bidir.thm2.gate-independent-of-b",
@@ -159,31 +243,14 @@ def _gate_b():
        reference="Sec. 2.2 (multi-head attention = stacked MoE)",
        statement="With H concat-then-project heads, F = sum_i sum_j pi^i_j f^i_j, f^i_j = "
                  "W^LOV_i (X_bar C+P)^T e_j + g/H + D e_m/H, W^LOV_i = W^l W^{O_i}^T W^{V_i}, "
-                 "W^KQ_i = W^{K_i}^T W^{Q_i}, equals the attention logits.",
+                 "W^KQ_i = W^{K_i}^T W^{Q_i}, equals the attention logits (H = 1 included).",
        method="torch")
 def _multihead():
-    import torch
-
-    from attnlab.experiments.models.bidir import CBOWMoE
-
-    per = {}
-    for H in (2, 3):
-        worst_l, worst_loss = 0.0, 0.0
-        for seed in range(3):
-            model, x, m, b, _ = random_instance(heads=H, seed=seed)
-            moe = CBOWMoE.from_attention(model)
-            with torch.no_grad():
-                worst_l = max(worst_l, float((model(x, m) - moe(x, m)).abs().max()))
-                worst_loss = max(worst_loss, float((model.loss(x, m, b, "none") - moe.loss(x, m, b, "none")).abs().max()))
-        per[f"H={H}"] = dict(logits=worst_l, loss=worst_loss)
-    worst = max(max(v.values()) for v in per.values())
-    return holds_if(worst < TOL, measured=per, tolerance=TOL,
-                    explanation="H in {2,3}, 3 random instances x 40 masked sentences: max |logits - F| "
-                                "and max |loss difference|, float64")
+    return check_over_sizes(multihead_deviations, size_cases(3, heads=(1, 2, 3, 4)))
 
 
 @claim("bidir.sec2-2.multi-layer-mixture-of-moes",
-       reference="Sec. 2.2 (multi-layer = \"mixture of MoEs\"; explicit form derived, spec §1.7)",
+       reference="Sec. 2.2 (multi-layer = \"mixture of MoEs\"; explicit form derived; docs/bidir.md)",
        statement="An L-layer linear attention MLM equals a mixture of MoEs: layer l mixes CBOW "
                  "experts L_{l,i} h_k with gates pi_{jk} from query position j, and the last layer is "
                  "the CBOW MoE of Theorem 2 over the previous layer's outputs.",
@@ -211,7 +278,7 @@ def _multilayer():
 
 
 @claim("bidir.sec2-2.cbow-special-case",
-       reference="Sec. 2.2 (CBOW as an MoE with a fixed gate; exact reduction derived, spec §1.5)",
+       reference="Sec. 2.2 (CBOW as an MoE with a fixed gate; exact reduction derived; docs/bidir.md)",
        statement="With W^KQ = 0, P = 0, g = 0, D = 0, c_{|V|+1} = 0 and W^LOV = S/(S-1) W_cbow, the "
                  "attention MoE equals CBOW with a whole-sentence window; for any window w the "
                  "omega-weighted average equals the window mean of c_{a_j} followed by W.",
