@@ -5,7 +5,7 @@ run ``attnlab run efa-instacart`` / ``efa-temperature`` first).
   masked target position i, columns = context items, causal) for the two test baskets of the paper,
   one heat map per layer, colour clipped at 0.25 as in the paper.
 - ``exp_fig4``: Figure 4, per-item query, key and value embeddings of layer 1 (W^Q β + b_Q, …),
-  one panel row per head (63 items x 16 dims).
+  three panels per head (63 named items x 16 dims), one colour scale.
 - ``exp_fig6``: Figure 6, test MSE of FM(k) against k (mean and 95% t-CI over seeds) with the EFA
   variants as horizontal lines; the paper's values beside ours when we ran the paper's data, and
   the substitute labelled as such otherwise.
@@ -74,27 +74,33 @@ def fig3(outdir: Path) -> list[Path]:
 
 
 def fig4(outdir: Path) -> list[Path]:
+    """Figure 4: per head of layer 1, the per-item query, key and value embeddings W^Q β + b_Q (etc.),
+    items named on the rows, one colour scale for every panel."""
+    from attnlab.experiments.efa.data import INSTACART_ITEMS
+
     plt = _plt()
     recs, cfg = _records("efa-instacart")
     r = _uni_efa(recs)
     qkv = r["extra"]["figure4_qkv_layer1"]
     heads = len(qkv["Q"])
-    fig, axes = plt.subplots(heads, 3, figsize=(8, 5.5 * heads), squeeze=False)
+    mats = {(h, name): np.array(qkv[name][h]) for h in range(heads) for name in ("Q", "K", "V")}
+    lim = max(np.abs(A).max() for A in mats.values())
+    n_items, dims = mats[(0, "Q")].shape
+    names = list(INSTACART_ITEMS[:n_items]) if len(INSTACART_ITEMS) >= n_items else [str(i + 1) for i in range(n_items)]
+    fig, axes = plt.subplots(1, 3 * heads, figsize=(2.0 + 1.9 * 3 * heads, 0.145 * n_items + 1.6), sharey=True)
     for h in range(heads):
         for c, name in enumerate(("Q", "K", "V")):
-            ax = axes[h, c]
-            A = np.array(qkv[name][h])
-            lim = np.abs(A).max()
-            ax.imshow(A, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.set_title(f"head {h + 1}: {name} (W^{name}β + b)", fontsize=9)
-            if c == 0:
-                ax.set_ylabel("63 items", fontsize=8)
-            ax.set_xlabel("16 dims", fontsize=8)
-    fig.suptitle(f"Instacart, unidirectional EFA, layer 1: per-item Q, K, V embeddings (seed {r['seed']}, "
-                 f"{cfg} config)", fontsize=10)
-    fig.tight_layout()
+            ax = axes[3 * h + c]
+            im = ax.imshow(mats[(h, name)], aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
+                           interpolation="nearest")
+            ax.set_title(f"head {h + 1}: {name}\n$W^{name}\\beta + b_{name}$")
+            ax.set_xticks([0, dims - 1], [1, dims])
+            ax.set_xlabel("dimension")
+    axes[0].set_yticks(range(n_items), names, fontsize=7)
+    axes[0].set_ylabel("item")
+    fig.colorbar(im, ax=list(axes), shrink=0.6, pad=0.01, label="embedding value (unitless)")
+    fig.suptitle(f"Figure 4, Instacart, unidirectional EFA, layer 1:\nper-item query, key and value embeddings "
+                 f"(seed {r['seed']}, {cfg} config)", x=0.45)
     return save(fig, outdir, "efa_exp_fig4.png")
 
 
