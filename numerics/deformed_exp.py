@@ -124,9 +124,14 @@ def mp_alpha_division(x, y, alpha):
 
 
 def mp_exp_rho_beta(t, rho, beta):
+    """Eq. 20 in mpmath.  For complex t: principal branches of log and of the outer power
+    (Claim 2), i.e. log(1 + e^x) with 1 + e^x on the principal sheet and s^{1/(1-beta)} = e^{log s/(1-beta)}."""
     import mpmath as mp
 
     rho, beta = mp.mpf(rho), mp.mpf(beta)
     x = rho * (1 + (1 - beta) * t)
-    sp = x + mp.log1p(mp.exp(-x)) if x > 0 else mp.log1p(mp.exp(x))
+    if isinstance(x, mp.mpc):
+        sp = mp.log(1 + mp.exp(x))
+    else:
+        sp = x + mp.log1p(mp.exp(-x)) if x > 0 else mp.log1p(mp.exp(x))
     return (sp / rho) ** (1 / (1 - beta))

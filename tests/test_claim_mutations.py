@@ -565,3 +565,27 @@ def test_bidir_inverse_map_fails_outside_the_image(monkeypatch):
 
     monkeypatch.setattr(mi, "INVERSE_SIZES", [(9, 2, 5, 5)])
     assert mi.check_inverse_map(n_random=0).verdict == "fails"
+
+
+# --- kernel.claim2.softplus-strip --------------------------------------------------------------
+
+def test_claim2_fails_when_the_library_map_is_entire(monkeypatch):
+    """Library mutation: an exp_{rho,beta} without the softplus's singularities (an entire function)
+    leaves no closed contour integral across the corrected strip's edge, so the corrected form fails."""
+    import mpmath as mp
+
+    from attnlab.numerics import deformed_exp
+
+    monkeypatch.setattr(deformed_exp, "mp_exp_rho_beta",
+                        lambda t, rho, beta: mp.exp(rho * (1 + (1 - mp.mpf(beta)) * t)) / rho)
+    assert _verdict("kernel.claim2.softplus-strip") == "fails"
+
+
+def test_claim2_outer_cut_is_required_for_non_integer_powers():
+    """Input mutation: dropping the outer power s^{1/(1-beta)} at beta = 2/5 (the same softplus, but
+    no cut on Re w < 0) must fail the corrected form, which requires that cut."""
+    from attnlab.numerics.deformed_exp import mp_exp_rho_beta
+    from attnlab.theory.kernel.convergence import check_claim2
+
+    ev = check_claim2(rhos=(5,), betas=(0.4,), fn=lambda z, rho, beta: mp_exp_rho_beta((1 - beta) * z, rho, 0.0))
+    assert ev.verdict == "fails"
