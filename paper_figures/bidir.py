@@ -64,10 +64,14 @@ def render_toy_scatter(outdir: Path) -> list[Path]:
                     bbox=dict(boxstyle="round", fc="white", alpha=0.8))
             if "Eq. (2)" in lab and np.nanmax(np.abs(t[keep])) > 1e3:
                 # Eq. (2) divides by Q_j: words the learned gate ignores (gamma ~ 0) get huge targets
-                from matplotlib.ticker import SymmetricalLogLocator
+                from matplotlib.ticker import FixedLocator, NullLocator
 
                 ax.set_xscale("symlog", linthresh=1.0)
-                ax.xaxis.set_major_locator(SymmetricalLogLocator(linthresh=1.0, base=1e6))
+                lo, hi = np.nanmin(t[keep]), np.nanmax(t[keep])
+                decades = [10.0 ** e for e in range(6, 31, 6)]      # 0 and +-1e6, 1e12, ...: no ticks crowd at 0
+                ticks = [-x for x in decades if -x >= lo * 1.5] + [0.0] + [x for x in decades if x <= hi * 1.5]
+                ax.xaxis.set_major_locator(FixedLocator(ticks))
+                ax.xaxis.set_minor_locator(NullLocator())
                 ax.set_xlabel(lab + " (symlog; tau ~ 0 words give huge values)")
             ax.grid(alpha=0.3)
     fig.suptitle("App. I toy corpus (|V| = 12, 10,000 sentences of length 5): learned similarities vs the "
