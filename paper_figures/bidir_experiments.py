@@ -19,6 +19,7 @@ from attnlab.experiment import results_root
 from attnlab.paper_figures.style import save
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
+YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-index units)"}
 
 
 def _records(experiment: str) -> tuple[list[dict], str]:
@@ -62,11 +63,11 @@ def _bars(ax, settings, models, st, metric, paper, exp):
         ax.scatter(x + i * w - 0.4 + w / 2, py, marker="_", s=120, color="k",
                    label="paper" if i == 0 else None)
         for xi in x:
-            ax.text(xi + i * w - 0.4 + w / 2, 0.0, model, rotation=90, fontsize=5, ha="center", va="bottom",
+            ax.text(xi + i * w - 0.4 + w / 2, 0.0, model, rotation=90, fontsize=7, ha="center", va="bottom",
                     transform=ax.get_xaxis_transform())
     ax.set_xticks(x)
-    ax.set_xticklabels(settings, rotation=30, fontsize=7)
-    ax.set_ylabel(metric)
+    ax.set_xticklabels(settings, rotation=30)
+    ax.set_ylabel(YLABEL[metric])
 
 
 def render_table1(outdir: Path) -> list[Path]:
@@ -80,10 +81,10 @@ def render_table1(outdir: Path) -> list[Path]:
     fig, axes = plt.subplots(2, 1, figsize=(13, 8))
     for ax, metric in zip(axes, ("acc", "mse")):
         _bars(ax, settings, MODELS1, st, metric, PAPER_NUMBERS, "bidir-tabular-sim")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=8)
     n = max(v[2] for v in st.values())
     fig.suptitle(f"Table 1 (n_c, noise, corr): models LR, RF, GB, MLP, ATN left to right in each group; "
-                 f"ours = mean ± 95% CI over {n} seed(s), config '{cfg}'", fontsize=9)
+                 f"ours = mean ± 95% CI over {n} seed(s), config '{cfg}'")
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table1.png")
 
@@ -106,12 +107,13 @@ def render_table2(outdir: Path) -> list[Path]:
         ax.scatter(x, [PAPER_NUMBERS.get(("bidir-auto-mpg", "origin split", m, metric), np.nan) for m in models],
                    marker="_", s=200, color="k", label="paper (seed 42)")
         ax.set_xticks(x)
-        ax.set_xticklabels(models, rotation=30, fontsize=8)
-        ax.set_ylabel(metric)
-    axes[0].legend(fontsize=7)
+        ax.set_xticklabels(models, rotation=30, ha="right")
+        ax.set_ylabel(YLABEL[metric])
+        ax.grid(axis="y")
+    axes[0].legend(fontsize=8)
     n = max(v[2] for v in st.values())
     fig.suptitle(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over {n} "
-                 f"seeds, config '{cfg}'; missing pytorch_tabular models = not installed", fontsize=9)
+                 f"seeds, config '{cfg}'\n(models with the paper's number only: pytorch_tabular not installed)")
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table2.png")
 
