@@ -589,3 +589,57 @@ def test_claim2_outer_cut_is_required_for_non_integer_powers():
 
     ev = check_claim2(rhos=(5,), betas=(0.4,), fn=lambda z, rho, beta: mp_exp_rho_beta((1 - beta) * z, rho, 0.0))
     assert ev.verdict == "fails"
+
+
+# --- bidir.props12-17.matrix-convention ---------------------------------------------------------
+
+def test_bidir_matrix_convention_is_an_erratum():
+    assert _verdict("bidir.props12-17.matrix-convention") == "erratum"
+
+
+def test_bidir_matrix_convention_fails_when_lemma11_drops_delta(monkeypatch):
+    """Library mutation: Lemma 11's delta term missing; Prop 12 no longer follows in either reading."""
+    from attnlab.theory.bidir import analogy, notation
+
+    real = analogy.paraphrase_terms
+
+    def no_delta(T, W, Ws):
+        return dict(real(T, W, Ws), delta=np.zeros(T.shape[0]))
+
+    monkeypatch.setattr(notation, "paraphrase_terms", no_delta)
+    assert _verdict("bidir.props12-17.matrix-convention") == "fails"
+
+
+def test_bidir_matrix_convention_fails_with_a_scaled_transpose_for_the_dagger(monkeypatch):
+    """Mutation: C^dagger = C / ||C||_2^2 (no (C C^T)^{-1}) is no left inverse of C^T."""
+    from attnlab.theory.bidir import notation
+
+    monkeypatch.setattr(notation, "printed_dagger", lambda C: C / np.linalg.norm(C, 2) ** 2)
+    assert _verdict("bidir.props12-17.matrix-convention") == "fails"
+
+
+# --- kernel.thm5.6.approximation ---------------------------------------------------------------
+
+def test_thm56_fails_with_the_max_shift_map(monkeypatch):
+    """Library mutation: the Eq. 4 map replaced by the released code's max-shift convention (a
+    different map of the scores) no longer reproduces p_theta from f, and the bound breaks."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_deformed_max_shift
+    monkeypatch.setattr(ca, "kernel_deformed_threshold", lambda f, t, alpha, q0=None: real(f, t, alpha, q0))
+    assert _verdict("kernel.thm5.6.approximation") == "fails"
+
+
+def test_thm56_fails_when_the_density_map_drifts(monkeypatch):
+    """Library mutation: a threshold map whose density is off by 1 % of its own size (normalization
+    bug) breaks the reverse triangle inequality with the theorem's 2 M_exp constant."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_deformed_threshold
+
+    def drift(f, t, alpha, q0=None, iters=200):
+        p, tau = real(f, t, alpha, q0, iters)
+        return p * 1.01, tau
+
+    monkeypatch.setattr(ca, "kernel_deformed_threshold", drift)
+    assert _verdict("kernel.thm5.6.approximation") == "fails"

@@ -2,9 +2,10 @@
 what CBOW and attention factorize (Props 9, 14), the paraphrase decompositions (Lemmas 11, 15),
 the analogy identities (Props 12, 13, 16, 17) and the paper's errata in App. G-L.
 
-Spec: ../shared/spec/bidirectional_attention.md §2.5-2.15 and §7.4.  Conventions (spec §2.9):
-W, C in R^{|V| x p}, rows w_i, c_j; M = W C^T; the pseudo-inverse is C^+ = pinv(C) = (C^T C)^{-1} C^T
-for C of full column rank.  Every construction is seeded with numpy.random.default_rng.
+Conventions (as declared in Sec. 4.2): W, C in R^{|V| x p}, rows w_i, c_j; M = W C^T; the
+pseudo-inverse is C^+ = pinv(C) = (C^T C)^{-1} C^T for C of full column rank (the printed
+(C C^T)^{-1} C belongs to the p x |V| convention: notation.py).  Every construction is seeded with
+numpy.random.default_rng.
 """
 from __future__ import annotations
 
@@ -390,7 +391,7 @@ def _analogy_error(P, rng):
 
 
 @claim("bidir.prop12.analogy-identity",
-       reference="Prop 12 (= Prop 4); C^+ read as pinv (see bidir.prop12-16.pseudo-inverse)",
+       reference="Prop 12 (= Prop 4); C^+ read as pinv (see bidir.props12-17.matrix-convention)",
        statement="Given M = W C^T exactly, w_b* = w_a* - w_a + w_b + C^+(rho + sigma^W - sigma^W* + delta) "
                  "= w_a* - w_a + w_b + C^+(xi + sigma^W - sigma^W*), W = {b, a*}, W* = {b*, a}; the "
                  "analogy is exact iff Lambda_j = log[p(b*|c_j)p(a|c_j)/(p(a*|c_j)p(b|c_j))] = 0.",
@@ -535,87 +536,6 @@ def _prop17():
 
 
 # --------------------------------------------------------------------------- errata
-@claim("bidir.prop12-16.pseudo-inverse",
-       reference="Props 12, 16 (App. G.1, G.2): C^+ = (C C^T)^{-1} C \"assuming C has full row rank\"",
-       statement="Props 12 and 16 follow by multiplying Lemma 11 (15) by C^+ = (C C^T)^{-1} C, C (C~) of "
-                 "full row rank.",
-       corrected="With C in R^{|V| x p} use C^+ = pinv(C) = (C^T C)^{-1} C^T and assume full column rank "
-                 "(p <= |V|); then C^+ M_i = w_i and Props 12/16 hold exactly.",
-       expected="erratum", method="float64")
-def _pinv_erratum():
-    rng = np.random.default_rng(1216)
-    n = 8
-    out = {}
-    # p < |V|: an exact rank-p factorization; C C^T is |V| x |V| of rank p, not invertible
-    Wm, Cm = rng.normal(size=(n, 5)), rng.normal(size=(n, 5))
-    M = Wm @ Cm.T
-    out["rank_CCt_p5"] = int(np.linalg.matrix_rank(Cm @ Cm.T))
-    out["pinv_recovers_W_p5"] = float(np.abs(M @ np.linalg.pinv(Cm).T - Wm).max())
-    # p = |V|: (C C^T)^{-1} C = C^{-T} exists but does not invert M_i = C w_i
-    worst_printed, worst_corr = 0.0, 0.0
-    for sym in (True, False):                                  # Prop 12 (p) and Prop 16 (pbar)
-        T = exchangeable_joint(n, rng, symmetric=sym)
-        a, a_s, b_, b_s = (int(v) for v in rng.choice(n, size=4, replace=False))
-        t = paraphrase_terms(T, (b_, a_s), (b_s, a))
-        Wm, Cm = exact_factorization(t["M"], rng)
-        rhs = t["rho"] + t["sigma_W"] - t["sigma_Ws"] + t["delta"]
-        lhs = Wm[b_s] - (Wm[a_s] - Wm[a] + Wm[b_])
-        printed = np.linalg.solve(Cm @ Cm.T, Cm)              # (C C^T)^{-1} C, |V| x p
-        # the printed C^+ in either orientation: the best of the two must still miss for an erratum
-        best = min(float(np.abs(lhs - printed @ rhs).max()), float(np.abs(lhs - printed.T @ rhs).max()))
-        worst_printed = max(worst_printed, best)
-        worst_corr = max(worst_corr, float(np.abs(lhs - np.linalg.pinv(Cm) @ rhs).max()))
-    out["printed_residual_p8"] = worst_printed
-    out["corrected_residual_p8"] = worst_corr
-    printed_ok = out["rank_CCt_p5"] == n and worst_printed < 1e-8
-    corrected_ok = out["pinv_recovers_W_p5"] < 1e-10 and worst_corr < 1e-10
-    return erratum_if(printed_ok, corrected_ok, measured=out, tolerance=1e-10,
-                      explanation="p = 5 < |V| = 8: rank(C C^T) = 5, so (C C^T)^{-1} does not exist, while "
-                                  "pinv(C) recovers W exactly; p = |V| = 8: the printed C^+ applied to Lemma "
-                                  "11/15 (either orientation) misses w_b* - (w_a* - w_a + w_b), pinv hits it")
-
-
-@claim("bidir.prop13-17.rank-condition",
-       reference="Props 13, 17 (App. G.1, G.2; proofs App. K, L): \"assume that W has full row rank\"",
-       statement="Props 13 and 17 hold when W has full row rank and w_r + w_s = w_t + w_u.",
-       corrected="The proofs need W x = 0 => x = 0, i.e. W in R^{|V| x p} of full column rank (rank p); "
-                 "full row rank is incompatible with an exact w_r + w_s = w_t + w_u (a dependence among rows) "
-                 "and does not determine C.",
-       expected="erratum", method="float64")
-def _rank_erratum():
-    rng = np.random.default_rng(1317)
-    base = _context_analogy(_symmetric_joint(rng))             # exact hypothesis, balanced: c-analogy exact
-    Wm, Cm, n = base["W"], base["C"], 12
-    r = Wm.shape[1]
-    # pad W to p = |V| + 3 columns with random columns that keep w_r + w_s = w_t + w_u: best row rank
-    pad = rng.normal(size=(n, n + 3 - r))
-    pad[R_] = pad[T_] + pad[U_] - pad[S_]
-    Wp = np.hstack([Wm, pad])
-    rank_padded = int(np.linalg.matrix_rank(Wp))
-    # a W of full row rank (rank |V|) necessarily breaks the hypothesis
-    Wfr = np.hstack([Wm, rng.normal(size=(n, n + 3 - r))])
-    fr_rank = int(np.linalg.matrix_rank(Wfr))
-    fr_hyp = float(np.linalg.norm(Wfr[R_] + Wfr[S_] - Wfr[T_] - Wfr[U_]))
-    # without full column rank C is not determined: C' = [C, Z] with W_pad-consistent null directions
-    Wz = np.hstack([Wm, np.zeros((n, 2))])                      # rank r < p = r + 2
-    Z = rng.normal(size=(n, 2))
-    Cz = np.hstack([Cm, Z])
-    same_M = float(np.abs(Wz @ Cz.T - Wm @ Cm.T).max())
-    cz_err = float(np.linalg.norm(Cz[R_] + Cz[S_] - Cz[T_] - Cz[U_]))
-    printed_ok = rank_padded == n                                # can the printed hypotheses be met jointly?
-    corrected_ok = (np.linalg.matrix_rank(Wm) == r and base["c_error"] < 1e-10 and base["w_residual"] < 1e-10
-                    and same_M < 1e-12 and cz_err > 1e-2)
-    return erratum_if(printed_ok, corrected_ok,
-                      measured=dict(max_row_rank_under_hypothesis=rank_padded, vocab=n,
-                                    full_row_rank_W_hypothesis_residual=fr_hyp, full_row_rank=fr_rank,
-                                    column_rank_W=r, c_error_full_column_rank=base["c_error"],
-                                    c_error_rank_deficient_same_M=cz_err),
-                      tolerance=1e-10,
-                      explanation="Prop 13 construction (|V| = 12): with p = |V|+3 and w_r+w_s = w_t+w_u the "
-                                  "row rank stays <= |V|-1; a full-row-rank W breaks the hypothesis; full column "
-                                  "rank gives the exact c-analogy, a rank-deficient W (same M) leaves it undetermined")
-
-
 @claim("bidir.prop13.symmetry-assumption",
        reference="Prop 13 (= Prop 5), proof App. K (\"This implies log p(w_v, c_r) + ...\")",
        statement="Prop 13 as printed: p(W) ~ p(W*), marginal independence, W of full (column) rank and "
