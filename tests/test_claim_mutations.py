@@ -643,3 +643,15 @@ def test_thm56_fails_when_the_density_map_drifts(monkeypatch):
 
     monkeypatch.setattr(ca, "kernel_deformed_threshold", drift)
     assert _verdict("kernel.thm5.6.approximation") == "fails"
+
+
+# --- efa.thm1.recovery-theta1 -----------------------------------------------------------------
+
+def test_efa_thm1_theta1_fails_when_the_conditionals_differ():
+    """Input mutation: theta' stopped after 20 L-BFGS iterations, so its conditionals differ from
+    theta*'s; the linear relation H' = A H* then breaks on the contexts (not only the premise)."""
+    from attnlab.theory.efa import identifiability as idf
+
+    ev = idf.check_theta1_fitted(max_iter=20)
+    assert ev.verdict == "fails"
+    assert ev.measured["dev_H_rel"] > 1e-4

@@ -87,6 +87,15 @@ def _randomize(m, rng, scale=0.7):
     return m
 
 
+def _gaussian_init(m, seed, scale):
+    """Every parameter N(0, scale^2) from a torch generator seeded with ``seed`` (float64)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * scale)
+    return m
+
+
 def _H_E(m, x):
     with torch.no_grad():
         return m.context(x)[:, -1].numpy(), m.delta.detach().numpy().copy()
@@ -137,21 +146,93 @@ def theta1_recovery(seed=0, D=6, K=3, I=5):
                 A0=A0, A_hat=A_hat, B0=np.linalg.inv(A0).T, B_hat=Bt[1:, 1:])
 
 
+def fit_conditionals(target_model, D, K, I, seed=105, scale=1.0, max_iter=1500):
+    """theta' of the categorical part fitted to theta*'s conditionals: an EFACategorical of the same
+    class from an independent random initialisation (N(0, scale^2) entries, ``seed``), trained by
+    L-BFGS (float64) on the squared differences of log p(x_i | x_{1:i-1}) over every x in [D]^I.
+    No relation between the two parameter sets is planted; the fit either reaches equal conditionals
+    or it does not, and the caller measures which."""
+    xs = torch.tensor(list(itertools.product(range(D), repeat=I)))
+    with torch.no_grad():
+        target = torch.log_softmax(target_model(xs), -1)
+    m = _gaussian_init(EFACategorical(D, K, I, direction=target_model.direction).double(), seed, scale)
+    opt = torch.optim.LBFGS(m.parameters(), lr=1, max_iter=max_iter, tolerance_grad=1e-15,
+                            tolerance_change=1e-25, history_size=100, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((torch.log_softmax(m(xs), -1) - target) ** 2).mean()
+        loss.backward()
+        return loss
+
+    for _ in range(2):                   # a restart of the L-BFGS memory after max_iter iterations
+        opt.step(closure)
+    return m, xs
+
+
+def theta1_fitted_recovery(D=4, K=2, I=3, seed_star=0, seed_prime=105, max_iter=1500):
+    """Theorem 1 for theta_1 on a pair with equal conditionals found by fitting, not by construction:
+    theta* random (seed_star), theta' = :func:`fit_conditionals`.  The proof's A = (L* L'^{-1})^T
+    from K tuples and B~ = (M* M'^{-1})^T from K+1 contexts are then tested on every context."""
+    m1 = _gaussian_init(EFACategorical(D, K, I, direction="unidirectional").double(), seed_star, 0.7)
+    m2, xs = fit_conditionals(m1, D, K, I, seed_prime, max_iter=max_iter)
+    with torch.no_grad():
+        dlogp = float((m1.loglik(xs) - m2.loglik(xs)).abs().max())
+        # contexts H(x)_i of every target of every sequence, de-duplicated
+        H1 = m1.context(xs).reshape(-1, K).numpy()
+        H2 = m2.context(xs).reshape(-1, K).numpy()
+        E1, E2 = m1.delta.numpy().copy(), m2.delta.numpy().copy()
+    _, idx = np.unique(np.round(H1, 12), axis=0, return_index=True)
+    H1, H2 = H1[np.sort(idx)], H2[np.sort(idx)]
+    pairs = [(j + 1, 0) for j in range(K)]
+    L1, L2 = diversity_L(E1, pairs), diversity_L(E2, pairs)
+    A = recover_A(L1, L2)
+    scale_H = np.abs(H2).max()
+    dev_H = float(np.abs(H2 - H1 @ A.T).max() / scale_H)
+    M1, M2 = diversity_M(H1[:K + 1], E1), diversity_M(H2[:K + 1], E2)
+    Bt = recover_Btilde(M1, M2)
+    one = np.ones((D, 1))
+    dev_e = float(np.abs(np.hstack([one, E2]) - np.hstack([one, E1]) @ Bt.T).max() / np.abs(E2).max())
+    B_ls, *_ = np.linalg.lstsq(E1, E2, rcond=None)
+    return dict(dlogp=dlogp, dev_H_rel=dev_H, dev_e_affine_rel=dev_e, n_contexts=len(H1),
+                det_L=(float(np.linalg.det(L1)), float(np.linalg.det(L2))),
+                det_M=(float(np.linalg.det(M1)), float(np.linalg.det(M2))),
+                linear_B_residual=float(np.linalg.norm(E2 - E1 @ B_ls)),
+                A=A, dist_A_from_identity=float(np.abs(A - np.eye(K)).max()),
+                param_distance=float(max((p1 - p2).detach().abs().max() for p1, p2 in
+                                         zip(m1.parameters(), m2.parameters()))))
+
+
+THETA1_FIT_TOL = {"dlogp": 1e-10, "relation": 1e-7}
+
+
+def check_theta1_fitted(**kw) -> "Evidence":
+    r = theta1_fitted_recovery(**kw)
+    assumptions = min(abs(v) for v in r["det_L"] + r["det_M"]) > 1e-6
+    ok = (r["dlogp"] < THETA1_FIT_TOL["dlogp"] and assumptions
+          and r["dev_H_rel"] < THETA1_FIT_TOL["relation"] and r["dev_e_affine_rel"] < THETA1_FIT_TOL["relation"])
+    return holds_if(ok, measured={k: r[k] for k in ("dlogp", "dev_H_rel", "dev_e_affine_rel", "det_L", "det_M",
+                                                    "n_contexts", "dist_A_from_identity", "param_distance",
+                                                    "linear_B_residual")},
+                    tolerance=dict(THETA1_FIT_TOL, assumptions="|det L|, |det M| > 1e-6"),
+                    explanation="theta*: random causal EFACategorical (D=4, K=2, I=3); theta': the same class "
+                                "from an independent random start, L-BFGS on the squared log p differences over "
+                                "all 64 sequences (no relation planted); A from K = 2 tuples, B~ from K+1 "
+                                "contexts, both tested on every distinct context (relative max deviation); "
+                                "the relation error is bounded by the fit error times the conditioning of L, M",
+                    A=r["A"].tolist())
+
+
 @claim("efa.thm1.recovery-theta1",
        reference="Thm 1, Def 1, Assumptions 2-3, App. C (via Roeder et al. Thm 1)",
-       statement="For EFA parameter pairs with identical conditionals p(x_i | x_{1:i-1}) "
-                 "(H' = A0 H*, e' = A0^{-T} e*), the proof's recoveries A = (L* L'^{-1})^T and "
-                 "B~ = (M* M'^{-1})^T return A0 and the block-diagonal [1, 0; 0, A0^{-T}], and "
-                 "H'(x) = A H*(x) on held-out contexts.",
+       statement="Two causal EFAs with equal conditionals p(x_i | x_{1:i-1}) -- theta' obtained by fitting "
+                 "an independently initialised EFA to theta*'s conditionals -- have context embeddings "
+                 "related by one invertible linear map, H'(x)_i = A H*(x)_i with A = (L* L'^{-1})^T, on "
+                 "every context, and center embeddings related affinely, [1; e'] = B~ [1; e*] with "
+                 "B~ = (M* M'^{-1})^T.",
        method="float64")
 def _thm1_theta1():
-    r = theta1_recovery()
-    keys = ("dlogp", "dev_A", "dev_H_heldout", "dev_e_affine", "dev_B_block")
-    worst = max(r[k] for k in keys)
-    return holds_if(worst < TOL and abs(r["det_L"]) > 1e-6 and abs(r["det_M"]) > 1e-6,
-                    measured={k: r[k] for k in keys + ("det_L", "det_M")}, tolerance=TOL,
-                    explanation="D=6, K=3, I=5, random causal EFACategorical (seed 0), 40 sequences; "
-                                "L from K tuples, M from K+1 contexts, 20 held-out contexts")
+    return check_theta1_fitted()
 
 
 def theta2_recovery(seed=1, D=5, K=2, I=5):
@@ -187,9 +268,11 @@ def theta2_recovery(seed=1, D=5, K=2, I=5):
 
 @claim("efa.thm1.recovery-theta2",
        reference="Thm 1, Def 2, Assumptions 1, 4, App. C",
-       statement="For Gaussian EFA pairs with equal means (K' = C0 K*, L' = C0^{-T} L*), the proof's "
+       statement="The algebra of the proof for theta_2 (not identifiability itself): for a Gaussian EFA pair "
+                 "constructed with equal means (K' = C0 K*, L' = C0^{-T} L*), the proof's "
                  "D = (N* N'^{-1})^T and C = (D^{-1})^T return C = C0, D L* = L', and K'(y) = C K*(y) "
-                 "on fresh data.",
+                 "on fresh data. (Whether equal means force K' = C K* is efa.thm1.gap-pointwise: they do "
+                 "not.)",
        method="float64")
 def _thm1_theta2():
     r = theta2_recovery()
