@@ -655,3 +655,60 @@ def test_efa_thm1_theta1_fails_when_the_conditionals_differ():
     ev = idf.check_theta1_fitted(max_iter=20)
     assert ev.verdict == "fails"
     assert ev.measured["dev_H_rel"] > 1e-4
+
+
+# --- bidir: App. F, Table 2 and Table 3 arithmetic ----------------------------------------------
+
+def test_bidir_printed_numbers_hold():
+    for cid in ("bidir.app-f.question-counts", "bidir.table2.counts-over-140", "bidir.table3.overall-weighted-mean"):
+        assert _verdict(cid) == "holds"
+
+
+def test_bidir_app_f_fails_on_an_inconsistent_count_or_share(monkeypatch):
+    """Input mutation: 9,523 kept (the parts no longer add up), or a printed share of 48 %."""
+    from attnlab.theory.bidir import printed_numbers as pn
+
+    monkeypatch.setattr(pn, "APP_F", dict(pn.APP_F, kept=9_523))
+    assert _verdict("bidir.app-f.question-counts") == "fails"
+    assert pn.check_app_f(dict(pn.APP_F, kept=9_522, kept_pct=48)).verdict == "fails"
+
+
+def test_bidir_table2_fails_when_accuracy_and_mse_disagree():
+    """Input mutation: TabNet at 0.607 (85/140) with MSE 68/140 leaves 55 errors and 13 extra squared
+    units, not a multiple of 3; an accuracy of 0.655 is no k/140."""
+    from attnlab.experiments.paper_numbers.bidir import TABLE2_ACC
+    from attnlab.theory.bidir import printed_numbers as pn
+
+    acc = list(TABLE2_ACC)
+    acc[8] = 0.607
+    assert pn.check_table2(acc=acc).verdict == "fails"
+    acc[8] = 0.655
+    assert pn.check_table2(acc=acc).verdict == "fails"
+
+
+def test_bidir_table3_fails_on_a_wrong_overall_or_swapped_counts():
+    """Input mutations: BERT's overall accuracy 0.730, or the category counts swapped."""
+    from attnlab.experiments.paper_numbers.bidir import TABLE3
+    from attnlab.theory.bidir import printed_numbers as pn
+
+    t = dict(TABLE3)
+    t[("overall", "BERT", "acc")] = 0.730
+    assert pn.check_table3(table=t).verdict == "fails"
+    assert pn.check_table3(n_sem=7_244, n_syn=2_278).verdict == "fails"
+
+
+# --- kernel.appF.complexity --------------------------------------------------------------------
+
+def test_appF_fails_with_a_quadratic_in_G_integration(monkeypatch):
+    """Library mutation: E_p[psi] through a dense G x G weight matrix (quadratic in the grid) exceeds
+    Table 5's exponent 1 in G."""
+    import torch
+
+    from attnlab.numerics import continuous_attention as ca
+
+    def dense(density, t, Psi):
+        W = torch.diag(ca.trapezoid_weights(t).to(density))          # [G, G]
+        return (density @ W) @ Psi.transpose(-1, -2).to(density)
+
+    monkeypatch.setattr(ca, "expected_basis", dense)
+    assert _verdict("kernel.appF.complexity") == "fails"
