@@ -64,6 +64,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "carry the raw numbers)")
     s.add_argument("--config", help="only this config (quick, full, or a named reduced config such as cpu)")
     s.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
+    s.add_argument("--wall-times", action="store_true",
+                   help="the cost of the runs instead: per experiment, config and run, the records' mean wall "
+                        "seconds, epochs run, seconds per epoch and how training stopped")
 
     f = sub.add_parser("figures", help="render the papers' figures into paper_figures/")
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
@@ -203,6 +206,19 @@ def cmd_results(args) -> int:
     root = Path(results_root(args))
     if args.results_dir and not root.is_dir():
         raise UsageError(f"--results-dir {root}: no such folder")
+    if args.wall_times:
+        from attnlab.results import format_wall_times, wall_times
+
+        rows = wall_times(args.paper, root, config=args.config)
+        if not rows:
+            raise UsageError(f"--wall-times: no {args.paper} records"
+                             + (f" of config {args.config}" if args.config else "") + f" under {root}")
+        if args.json:
+            _write_json(rows, args.json)
+            if args.json == "-":
+                return 0
+        print(format_wall_times(rows, args.format))
+        return 0
     rows = summarize(args.paper, root, config=args.config)
     ours = [r for r in rows if r["n_seeds"]]
     if args.config and not ours:

@@ -122,6 +122,44 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
     return rows
 
 
+WALL_COLUMNS = ("experiment", "config", "run", "n", "mean wall s", "min-max wall s", "mean epochs",
+                "s/epoch", "stopped", "device")
+
+
+def wall_times(paper: str, root: Path, config: str | None = None) -> list[dict]:
+    """The cost of each (experiment, config, run tag, device) from its records: how many, the mean and
+    range of their wall seconds, the mean epochs run, seconds per epoch (wall time, evaluation included,
+    over epochs run) and how training stopped (counts per stop rule)."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in load_records(root, paper):
+        if (config and r.get("config") != config) or r.get("wall_seconds") is None:
+            continue
+        groups[(r["experiment"], r["config"], r.get("tag") or "-", r.get("device_name") or r.get("device"))].append(r)
+    rows = []
+    for (exp, cfg, tag, dev), recs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        wall = [float(r["wall_seconds"]) for r in recs]
+        epochs = [(r.get("training") or {}).get("epochs_run") for r in recs]
+        per_epoch = [w / e for w, e in zip(wall, epochs) if e]
+        stops = defaultdict(int)
+        for r in recs:
+            stops[(r.get("training") or {}).get("stopped") or "-"] += 1
+        rows.append({"experiment": exp, "config": cfg, "run": tag, "n": len(recs),
+                     "mean wall s": sum(wall) / len(wall), "min-max wall s": f"{min(wall):.0f}-{max(wall):.0f}",
+                     "mean epochs": (sum(e for e in epochs if e) / len(per_epoch)) if per_epoch else None,
+                     "s/epoch": (sum(per_epoch) / len(per_epoch)) if per_epoch else None,
+                     "stopped": ", ".join(f"{k} {v}" for k, v in sorted(stops.items())), "device": dev})
+    return rows
+
+
+def format_wall_times(rows: list[dict], fmt: str = "table") -> str:
+    """`rows` of :func:`wall_times` rendered as one of attnlab.tables.FORMATS."""
+    from attnlab.tables import frame, render
+
+    if fmt not in ("csv", "json"):
+        rows = [{k: (_num(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+    return render(frame(rows, WALL_COLUMNS), fmt)
+
+
 DISPLAY_COLUMNS = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",
                    "config", "device", "notes")
 

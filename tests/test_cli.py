@@ -57,3 +57,25 @@ def test_help_is_fast_and_light():
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "", f"`attnlab --help` would import {out.strip()}"
+
+
+def test_results_wall_times_from_records(tmp_path, capsys):
+    """`attnlab results P --wall-times` reads the cost of each run from its records: mean wall seconds,
+    epochs run, wall seconds per epoch, and how training stopped."""
+    import argparse
+
+    from attnlab import experiment as E
+
+    args = argparse.Namespace(results_dir=str(tmp_path), quiet=True, force=False, resume=False)
+    for seed, (wall, epochs) in enumerate([(10.0, 5), (30.0, 10)]):
+        ctx = E.RunContext("efa-demo", seed, "cpu", False, {"lr": 0.1}, args, "uni-EFA")
+        ctx.t0 -= wall
+        ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0)],
+                         training={"stopped": "early-stop", "epochs_run": epochs, "best_epoch": epochs - 1})
+    assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--json", "-"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["run"] == "uni-EFA" and row["n"] == 2 and row["stopped"] == "early-stop 2"
+    assert row["mean wall s"] == pytest.approx(20.0, abs=0.5)
+    assert row["s/epoch"] == pytest.approx((10 / 5 + 30 / 10) / 2, abs=0.1)
+    assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--config", "quick"]) == 2
+    assert "--wall-times: no efa records of config quick" in capsys.readouterr().err
