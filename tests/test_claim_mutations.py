@@ -712,3 +712,28 @@ def test_appF_fails_with_a_quadratic_in_G_integration(monkeypatch):
 
     monkeypatch.setattr(ca, "expected_basis", dense)
     assert _verdict("kernel.appF.complexity") == "fails"
+
+
+# --- fenchel.sec7.dot-product-attention -------------------------------------------------------
+
+def test_dot_product_attention_fails_with_a_wrong_default_scale(monkeypatch):
+    """Library mutation: the layer's default template scale 1/E instead of 1/sqrt(E) (no longer SDPA)."""
+    from attnlab.numerics import fenchel_attention as fa
+
+    real = fa.fenchel_attention
+
+    def wrong(query, key, value, alpha=1.0, log_u=None, attn_mask=None, scale=None, **kw):
+        return real(query, key, value, alpha, log_u, attn_mask, 1.0 / query.shape[-1] if scale is None else scale, **kw)
+
+    monkeypatch.setattr(fa, "fenchel_attention", wrong)
+    assert _verdict("fenchel.sec7.dot-product-attention") == "fails"
+
+
+def test_dot_product_attention_fails_when_16_ignores_u(monkeypatch):
+    """Library mutation: the layer drops the mask (log u), so masked keys get weight."""
+    from attnlab.numerics import fenchel_attention as fa
+
+    real = fa.fenchel_attention
+    monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, **kw:
+                        real(q, k, v, alpha, None, None, **kw))
+    assert _verdict("fenchel.sec7.dot-product-attention") == "fails"

@@ -24,6 +24,8 @@ def _s10_dot_product():
     import torch
     import torch.nn.functional as F
 
+    from attnlab.numerics.fenchel_attention import fenchel_attention
+
     g = torch.Generator().manual_seed(0)
     B, n, d, dp = 3, 7, 16, 4
     x = torch.randn(B, n, d, generator=g, dtype=torch.float64)
@@ -36,15 +38,22 @@ def _s10_dot_product():
         ref = F.scaled_dot_product_attention(q, k, v)                 # (B, n, d') over all queries
         t = x / dp ** 0.5                                             # templates
         z = (q @ K)                                                   # z_k = K^T (Q x_k + b_Q), (B, n, d)
-        logu = torch.zeros(B, 1, n, dtype=torch.float64)              # uniform u (unnormalised log)
-        p = attention16_torch(t.unsqueeze(1), logu, z, 1.0)          # (B, n_queries, n_keys)
-        h = p @ t                                                     # (16), in template space
+        # (16) by the library's layer: templates t (scale 1), evidence z, alpha = 1, u uniform (log u = 0)
+        h = fenchel_attention(z, t, t, alpha=1.0, scale=1.0, exact=False)          # (B, n, d): h-hat per query
         out = h @ (V * dp ** 0.5).T + vb                              # V' h (+ V bias)
         errs["with_biases" if biased else "no_biases"] = float((out - ref).abs().max())
+        # the layer as a drop-in for SDPA (its default scale 1/sqrt(d'), with a boolean mask)
+        mask = torch.rand(B, n, n, generator=g) < 0.7
+        mask[..., 0] = True
+        errs["drop_in" + ("_biased" if biased else "")] = float(
+            (fenchel_attention(q, k, v, exact=False, attn_mask=mask)
+             - F.scaled_dot_product_attention(q, k, v, attn_mask=mask)).abs().max())
     worst = max(errs.values())
     return holds_if(worst < 1e-12, measured=errs, tolerance=1e-12,
                     explanation="torch float64, B = 3, n = 7, d = 16, d' = 4: scaled_dot_product_attention "
-                                "vs V sqrt(d') (16) with alpha = 1, u uniform, t = x/sqrt(d'), z = K^T Q x_k")
+                                "vs V sqrt(d') (16) with alpha = 1, u uniform, t = x/sqrt(d'), z = K^T Q x_k, (16) "
+                                "by numerics.fenchel_attention (exact=False); the layer with its default scale "
+                                "and a random mask vs scaled_dot_product_attention")
 
 
 def _t5_inputs(seed=0):
