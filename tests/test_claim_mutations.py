@@ -737,3 +737,32 @@ def test_dot_product_attention_fails_when_16_ignores_u(monkeypatch):
     monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, **kw:
                         real(q, k, v, alpha, None, None, **kw))
     assert _verdict("fenchel.sec7.dot-product-attention") == "fails"
+
+
+# --- kernel.eq2.argmax-closed-forms, kernel.eq6.ridge-closed-form -------------------------------
+
+def test_eq2_fails_when_the_deformed_map_uses_the_max_shift(monkeypatch):
+    """Library mutation: Eq. 4 replaced by the released code's max-shift map: not the argmax of Eq. 2."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_deformed_max_shift
+    monkeypatch.setattr(ca, "kernel_deformed_threshold", lambda f, t, alpha, q0=None: real(f, t, alpha, q0))
+    assert _verdict("kernel.eq2.argmax-closed-forms") == "fails"
+
+
+def test_eq2_fails_with_a_softmax_temperature(monkeypatch):
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_softmax
+    monkeypatch.setattr(ca, "kernel_softmax", lambda f, t, log_q0=None: real(1.1 * f, t, log_q0))
+    assert _verdict("kernel.eq2.argmax-closed-forms") == "fails"
+
+
+def test_eq6_fails_without_the_ridge_term(monkeypatch):
+    """Library mutation: the closed form with lambda dropped is not the ridge argmin."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.ridge_value_coefficients
+    monkeypatch.setattr(ca, "ridge_value_coefficients",
+                        lambda H, positions, centers, widths, lam=0.01: real(H, positions, centers, widths, lam / 2))
+    assert _verdict("kernel.eq6.ridge-closed-form") == "fails"
