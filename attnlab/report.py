@@ -1,11 +1,13 @@
 """`attnlab report`: a static HTML site -- an index and one page per paper -- that a reader opens in
 a browser, no server needed.
 
-Per paper it shows the claims with their verdicts, the errata (printed beside corrected form), our
-results beside the paper's numbers (mean ± 95% CI, substitute data and convergence marked) and every
-committed figure.  It reads what is there and never trains: the verdicts come from running the fast
-claims (seconds each) or from a file written by ``attnlab verify --json FILE``; the results from the
-committed records; the figures from the PNGs under ``paper_figures/``.  The pages are Jinja2
+Per paper it shows the claims with their verdicts, the errata (printed beside corrected form), the
+exact-against-approximate tables of `attnlab compare` on their default instances
+(:mod:`attnlab.comparisons`), our results beside the paper's numbers (mean ± 95% CI, substitute data
+and convergence marked) and every committed figure.  It reads what is there and never trains: the
+verdicts come from running the fast claims (seconds each) or from a file written by ``attnlab verify
+--json FILE``; the results from the committed records; the figures from the PNGs under
+``paper_figures/``.  The pages are Jinja2
 templates under ``attnlab/templates/``.
 """
 from __future__ import annotations
@@ -103,6 +105,7 @@ def paper_figures(paper: str, folder: Path) -> list[Path]:
 
 def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[Path]) -> dict:
     """Everything the paper template shows."""
+    from attnlab import comparisons
     from attnlab.catalog import PAPER_TITLES
 
     claims = claim_rows(paper, records)
@@ -112,6 +115,7 @@ def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[P
         "errata": [c for c in claims if c["expected"] == "erratum"],
         "counts": [(v, counts[v]) for v in VERDICT_ORDER if counts[v]],
         "surprises": [c["id"] for c in claims if c["surprise"]],
+        "compare": comparisons.tables(paper),
         "results": result_tables(paper, root),
         "figures": [{"src": f"figures/{p.name}", "name": p.stem} for p in figures],
     }

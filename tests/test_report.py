@@ -106,6 +106,20 @@ def test_pages_show_verdicts_errata_and_results(site):
     assert all(f'href="{p}.html"' in index for p in catalog.PAPERS)
 
 
+def test_pages_show_the_compare_tables_on_default_instances(site):
+    """Each paper page carries the exact-vs-approximate table of `attnlab compare` on its default
+    instance, with numbers in it (errors of the exact forms at rounding level)."""
+    import re
+
+    for paper, command in (("efa", "efa-fm"), ("bidir", "bidir-moe"), ("fenchel", "fenchel"),
+                           ("kernel", "kernel-quadrature")):
+        html = (site / f"{paper}.html").read_text(encoding="utf-8")
+        assert 'id="compare"' in html and f"attnlab compare {command}" in html, paper
+        table = html.split('id="compare"', 1)[1].split('id="results"', 1)[0]
+        assert '<table class="compare">' in table, paper
+        assert re.search(r"<td class=\"num\">\d\.\d\de-1[0-7]</td>", table), f"{paper}: no rounding-level error"
+
+
 def test_one_paper_only(tmp_path):
     out = tmp_path / "one"
     assert main(["report", "--paper", "fenchel", "--claims", str(_claims_file(tmp_path)), "--out", str(out)]) == 0
