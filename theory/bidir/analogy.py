@@ -131,7 +131,7 @@ def _prop9():
 
 
 @claim("bidir.prop9.single-context-optimum",
-       reference="Prop 9 (= Prop 3); exact special case derived (spec §2.6c)",
+       reference="Prop 9 (= Prop 3); exact special case derived here",
        statement="With one context word and p >= |V|, the full-softmax CBOW optimum satisfies w_i^T c_j = "
                  "log p(w_i|c_j) + kappa_j: Prop 9 holds exactly up to a per-column constant.",
        method="float64")
@@ -169,7 +169,7 @@ def _tau_corpus(seed: int = 0, n: int = 400):
 
 
 @claim("bidir.prop14.surrogate-optimum",
-       reference="Prop 14 (= Prop 6), Eq. (2); proof omitted (\"similar to Prop 9\"), derived in spec §2.11",
+       reference="Prop 14 (= Prop 6), Eq. (2); proof omitted (\"similar to Prop 9\"), derived here",
        statement="For Eq. (1), the Taylor/Cauchy-Schwarz surrogate summed over masking instances is the "
                  "separable quadratic sum_ij [-|V| A_ij x + B_j x + (S/2) Q_j x^2], minimised at Eq. (2): "
                  "x_ij = (|V| A_ij - B_j)/(S Q_j).",
@@ -469,7 +469,7 @@ def _symmetric_joint(rng, bias=None):
 
 
 @claim("bidir.prop13.context-analogy",
-       reference="Prop 13 (= Prop 5), proof App. K; exact form derived (spec §2.10)",
+       reference="Prop 13 (= Prop 5), proof App. K; exact form derived here",
        statement="If M = W C^T exactly with W of full column rank, P symmetric and w_r + w_s = w_t + w_u, "
                  "then c_r + c_s - c_t - c_u = W^+ 1 log(p(t)p(u)/(p(r)p(s))): the context analogy holds "
                  "iff p(r)p(s) = p(t)p(u).",
@@ -493,7 +493,7 @@ def _prop13():
 
 
 @claim("bidir.prop17.transformed-context-analogy",
-       reference="Prop 17 (= Prop 8), proof App. L; exact form derived (spec §2.15)",
+       reference="Prop 17 (= Prop 8), proof App. L; exact form derived here",
        statement="If N = W C~^T exactly, W of full column rank, pbar symmetric and w_r + w_s = w_t + w_u, then "
                  "c~_r + c~_s - c~_t - c~_u = W^+ 1 log(pbar(t)pbar(u)/(pbar(r)pbar(s))); the raw "
                  "c_x = c~_x/(S zeta_x) inherit the analogy only when zeta_r = zeta_s = zeta_t = zeta_u; "

@@ -17,7 +17,7 @@ MAX_HEADS, MAX_LAYERS = 16, 8
 
 def compare(heads: int = 1, layers: int = 1, seed: int = 0, batch: int = 200,
             init_std: float | None = None) -> dict:
-    """Build a random BidirAttentionMLM (spec §1.9 sizes) and its MoE form; return the deviations."""
+    """Build a random BidirAttentionMLM (the default sizes of equivalences.random_instance) and its MoE form; return the deviations."""
     import torch
 
     from attnlab.experiments.models.bidir import CBOWMoE, MixtureOfMoEs

@@ -2,7 +2,7 @@
 `bidir.prop14.toy-*`): the exact population of the corpus (fast) and the Sec. 4.2 correlations of
 trained CBOW / Eq. (1) attention embeddings with the targets of Props 9 and 14 (slow, training).
 
-Spec: ../shared/spec/bidirectional_attention.md §4.2.  The training protocol is that of
+The paper's toy-corpus check is in App. G.1 (Sec. 4.2 restates Prop 9 as Prop 3).  The training protocol is that of
 `attnlab run bidir-toy-corpus` (experiments/bidir/toy_corpus.py): full-batch L-BFGS from
 N(0, 0.1^2), every masking instance of a 10,000-sentence corpus drawn with seed s.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.catalog import claim, holds_if
+from attnlab.catalog import claim, erratum_if, holds_if
 
-# The spec's loose thresholds for the toy-corpus correlations (§4.2: "Spearman > 0.6, Pearson > 0.5"),
-# fixed before training; the same thresholds are applied to the attention analogue (Prop 14).
+# Loose thresholds fixed before training for the attention analogue (Prop 14), which the paper does not
+# report: Spearman > 0.6, Pearson > 0.5.
 SPEARMAN_MIN, PEARSON_MIN = 0.6, 0.5
 SLOW_DIMS, SLOW_SEEDS, SLOW_STEPS = (30, 100), (0, 1, 2), 1000
 
@@ -101,19 +101,73 @@ def _summary(key_s: str, key_p: str) -> dict:
     return out
 
 
+PROP9_DIMS, PROP9_SEEDS = (30, 100, 300, 900), (0, 1, 2, 3, 4)
+
+
+def train_cbow(seed: int, p: int, steps: int = SLOW_STEPS) -> dict:
+    """CBOW of `attnlab run bidir-toy-corpus` (same corpus, initialisation and L-BFGS) for one seed and
+    dimension: Spearman with p(w_i,c_j)/p(c_j) and Pearson with M_ij, and the final loss."""
+    import torch
+
+    from attnlab.experiments.bidir.toy_corpus import (V as NV, _torch_instances, cooccurrence_counts,
+                                                      correlations, prop9_targets, sample_corpus, train)
+    from attnlab.experiments.models.bidir import CBOW
+
+    torch.set_num_threads(1)
+    corpus = sample_corpus(10_000, np.random.default_rng(seed))
+    data, _ = _torch_instances(corpus)
+    R, M = prop9_targets(cooccurrence_counts(corpus))
+    cbow = CBOW(NV, p, window=None, init_std=0.1, generator=torch.Generator().manual_seed(10_000 * seed + p))
+    loss = train(cbow, data, steps)
+    with torch.no_grad():
+        sim = cbow.similarity().numpy()
+    return dict(spearman=correlations(sim, R)["spearman"], pearson=correlations(sim, M, R > 0)["pearson"],
+                loss=loss)
+
+
+def judge_prop9(values: dict) -> object:
+    """values[(p, metric)] = per-seed list, metric in ('spearman', 'pearson').  Printed: every paper value
+    lies in the 95% t-interval of the seed mean.  Not reproduced (corrected): at every p >= 100 both
+    paper values lie above that interval, and every seed's correlation is positive."""
+    from attnlab.evidence import _t95
+    from attnlab.experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS
+
+    key = dict(spearman="spearman_prop9_ratio", pearson="pearson_prop9_M")
+    per, inside, above, positive = {}, True, True, True
+    for (p, metric), v in sorted(values.items()):
+        v = np.asarray(v, dtype=float)
+        mean = float(v.mean())
+        h = _t95(len(v)) * float(v.std(ddof=1)) / np.sqrt(len(v))
+        paper = TOY_PAPER_NUMBERS[("bidir-toy-corpus", f"p={p}", "CBOW", key[metric])]
+        per[f"p={p} {metric}"] = dict(per_seed=[round(float(x), 4) for x in v], mean=round(mean, 4),
+                                      ci95=[round(mean - h, 4), round(mean + h, 4)], paper=paper)
+        inside &= mean - h <= paper <= mean + h
+        if p >= 100:
+            above &= paper > mean + h
+        positive &= bool((v > 0).all())
+    return erratum_if(inside, above and positive, measured=per,
+                      tolerance="95% Student-t interval of the mean over seeds",
+                      explanation="CBOW (full softmax, whole-sentence context) trained by L-BFGS (1000 iterations, "
+                                  "N(0, 0.1^2)) on the App. I corpus (10,000 sentences drawn with seed s), seeds "
+                                  f"{list(PROP9_SEEDS)}, p in {list(PROP9_DIMS)}: per-seed correlations, their mean "
+                                  "and 95% interval against the paper's values")
+
+
 @claim("bidir.prop9.toy-corpus-correlation",
-       reference="Prop 9 (= Prop 3), Sec. 4.2 toy-corpus check (paper: Spearman 0.74-0.77, Pearson 0.67-0.71)",
-       statement="CBOW (full softmax, whole-sentence context) trained on the App. I corpus learns w_i^T c_j "
-                 "that correlate with Prop 9's targets: Spearman with p(w_i,c_j)/p(c_j) and Pearson with M_ij.",
-       method="training", tier="slow")
+       reference="Prop 9 (= Prop 3), App. G.1 toy-corpus check, App. I corpus",
+       statement="CBOW trained on the App. I corpus gives Spearman (0.74, 0.77, 0.77, 0.77) between w_i^T c_j and "
+                 "p(w_i,c_j)/p(c_j), and Pearson (0.67, 0.71, 0.70, 0.71) with M_ij, at p = 30, 100, 300, 900.",
+       corrected="Not reproduced: converged full-softmax CBOW correlates positively with Prop 9's targets but, at "
+                 "every p >= 100, below the paper: both printed values lie above the 95% interval of five seeds "
+                 "(the learned w_i^T c_j are not identified for p > |V| and depend on the initialisation).",
+       method="training", tier="slow", expected="erratum")
 def _prop9_toy():
-    summ = _summary("cbow_prop9_ratio", "cbow_prop9_M")
-    ok = all(v["spearman_mean"] > SPEARMAN_MIN and v["pearson_mean"] > PEARSON_MIN for v in summ.values())
-    return holds_if(ok, measured=summ, tolerance=dict(spearman_min=SPEARMAN_MIN, pearson_min=PEARSON_MIN),
-                    explanation=f"p in {SLOW_DIMS}, seeds {SLOW_SEEDS}, L-BFGS {SLOW_STEPS} iterations; mean "
-                                "over seeds against the spec's loose thresholds; paper (p=30, 100): "
-                                "Spearman 0.74, 0.77, Pearson 0.67, 0.71",
-                    paper={"p=30": dict(spearman=0.74, pearson=0.67), "p=100": dict(spearman=0.77, pearson=0.71)})
+    values = {}
+    for p in PROP9_DIMS:
+        runs = [train_cbow(s, p) for s in PROP9_SEEDS]
+        values[(p, "spearman")] = [r["spearman"] for r in runs]
+        values[(p, "pearson")] = [r["pearson"] for r in runs]
+    return judge_prop9(values)
 
 
 @claim("bidir.prop14.toy-corpus-correlation",
