@@ -8,9 +8,11 @@ Recovery (9): p*(lambda*) = softmax(log u + T lambda*);  h-hat = T^T p*         
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
+from scipy.linalg import lapack
 from scipy.special import logsumexp, softmax
 
 from attnlab.numerics.validate import as_matrix, as_vector, positive, probability_vector
@@ -55,77 +57,162 @@ def dual_objective(lam, T, u, z, alpha) -> float:
     return float(lam @ b - lam @ lam / (2 * alpha) - log_mgf(lam, T, u))
 
 
+_EPS = float(np.finfo(float).eps)
+_BORDER: dict = {}                     # diag(0, 1, ..., 1) by size, for solve_dual_newton
+
+
 class NewtonInfo(dict):
-    """iterations, grad_norm (max-norm of the gradient b - nu - h of the scaled dual at the answer),
-    decrement (the Newton decrement sqrt(g^T H^-1 g)), converged (decrement <= tol)."""
+    """iterations; grad_norm (||g||_2, g = b - nu - h the gradient of the scaled dual at the answer; it
+    bounds ||nu - nu*||); decrement (the Newton decrement sqrt(g^T H^-1 g) at the answer, or its upper
+    bound ||g||_2 when the gradient test stopped the iteration); tolerance (the one the decrement was held
+    to: tol or the rounding floor); converged."""
 
 
 def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, return_info: bool = False):
     """lambda* of the dual (7) by damped Newton in float64, in the scaled variable nu = lambda / alpha.
 
     Scaled dual:  max_nu  F(nu) = <nu, b> - ||nu||^2 / 2 - (1/alpha) log M(alpha nu)   (= (7) / alpha),
-    gradient b - nu - h(alpha nu), Hessian -(I + alpha Cov_{p(alpha nu)}(t)).  F is 1-strongly concave for
-    every alpha, so the iteration is equally well scaled at alpha = 1e-3 and alpha = 1e12 (in lambda the
-    curvature 1/alpha vanishes and the steps and tolerances lose all meaning at large alpha).  Start
-    nu = z (the approximation (14), lambda = alpha z); Armijo backtracking; stop when the Newton decrement
-    sqrt(g^T (-H)^-1 g) <= max(tol, the rounding floor 64 eps sqrt(1 + alpha) |b| |T|).  As alpha -> infinity, (1/alpha) log M(alpha nu) -> max_i <t_i, nu> and
-    h-hat = b - nu* tends to the Euclidean projection of b = mu + z onto conv{t_i}.
+    gradient g = b - nu - h(alpha nu), Hessian -(I + alpha Cov_{p(alpha nu)}(t)).  F is 1-strongly concave
+    for every alpha, so the iteration is equally well scaled at alpha = 1e-3 and alpha = 1e12 (in lambda
+    the curvature 1/alpha vanishes and the steps and tolerances lose all meaning at large alpha), and
+    ||nu - nu*|| <= ||g||: the gradient bounds the error.
+
+    Start at nu = 0, where p = u and the Hessian is I + alpha Sigma, so that the first (full) Newton step
+    is the refined approximation (13), lambda = alpha (I + alpha Sigma)^{-1} z; Armijo backtracking
+    (the full step once the decrement is below 1e-3).  Stop when ||g||_2 <= tol (tested before the
+    Hessian is formed, so the last pass costs no solve), or at the rounding floor: the decrement
+    sqrt(g^T (-H)^-1 g) <= max(tol, 64 eps sqrt(1 + alpha) |b| |T|) and ||g|| within the rounding of the
+    logits (64 eps |s| |T|); there the last Newton step is kept if it does not increase ||g||.  As
+    alpha -> infinity, (1/alpha) log M(alpha nu) -> max_i <t_i, nu> and h-hat = b - nu* tends to the
+    Euclidean projection of b = mu + z onto conv{t_i}.
+
+    Small problems (n = 10, d = 4: tens of microseconds) cost numpy's per-call overhead, not arithmetic,
+    so an iteration is a dozen calls: with a_i = (1, t_i) and the weights e_i = exp(s_i - max s),
+    one product e^T [a_i a_i^T] gives S = sum e_i, S h and S E_p[t t^T] at once, and the Newton step
+    solves the bordered system [[alpha, alpha h^T], [alpha h, I + alpha E_p[t t^T]]] (x0, x) = (0, g),
+    whose Schur complement is I + alpha Cov_p(t) (LAPACK Cholesky, dposv).  That forms Cov_p(t) as
+    E[t t^T] - h h^T, which loses ~eps alpha |t|^2 to cancellation; where alpha |T|_F^2 > 1e6 the
+    iteration uses the centred Cov_p(t) = sum_i p_i (t_i - h)(t_i - h)^T instead, as it does for d > 16
+    (where the n x (d+1)^2 products would cost memory).
 
     Returns (lambda*, iterations) or, with return_info, (lambda*, NewtonInfo).  Does not raise when the
     tolerance is not met: info['converged'] says so, and callers must report it.
     """
     T, u, z = check_instance(T, u, z, alpha)
     alpha = float(alpha)
-    keep = u > 0                       # atoms outside supp(u) never carry mass (9)
-    Tk = T[keep]
-    lu = np.log(u[keep])
-    b = u @ T + z
-    eye = np.eye(T.shape[1])
+    if min(u.tolist()) > 0:
+        Tk, uk = T, u
+    else:                              # atoms outside supp(u) never carry mass (9)
+        keep = u > 0
+        Tk, uk = T[keep], u[keep]
+    n, d = Tk.shape
+    m = d + 1
+    A = np.empty((n, m))               # a_i = (1, t_i)
+    A[:, 0] = 1.0
+    A[:, 1:] = Tk
+    tt = Tk.ravel()
+    centred = d > 16 or alpha * float(tt.dot(tt)) > 1e6      # (|T|_F >= max |t_ij|)
+    # rows a_i a_i^T (bordered) or a_i (centred): q = e^T P starts with (S, S h) either way
+    P = A if centred else (A[:, :, None] * A[:, None, :]).reshape(n, m * m)
+    Aa = alpha * A                     # logits s = log u + Aa nu~ with nu~ = (0, nu)
+    Aa[:, 0] = 0.0
+    lu = np.log(uk)
+    tmax = None                        # max(1, max |t_ij|), for the rounding floor
+    D = _BORDER.get(m)
+    if D is None:
+        D = _BORDER.setdefault(m, np.diag(np.r_[0.0, np.ones(d)]))
+    tol = float(tol)
+    floor = None                       # the decrement's rounding floor, computed when first needed
 
-    def F_and_p(nu):
-        s = lu + alpha * (Tk @ nu)
-        m = s.max()
-        e = np.exp(s - m)
-        S = e.sum()
-        return nu @ b - nu @ nu / 2 - (m + np.log(S)) / alpha, e / S
+    def weights(x):
+        """At nu~ = x: the shifted logits' exponentials e, q = e^T P (q[0] = S, q[1:m] = S h), the shift c."""
+        s = lu + Aa.dot(x)
+        c = max(s.tolist())
+        e = np.exp(s - c)
+        return e, e.dot(P), c
 
-    # The decrement cannot go below the rounding of the exponents alpha <t_i, nu> (relative eps): the
-    # gradient then carries noise ~ alpha eps |nu| |T| and the decrement ~ sqrt(alpha) eps |nu| |T|.
-    scale = max(1.0, float(np.abs(b).max())) * max(1.0, float(np.abs(Tk).max()))
-    floor = 64 * np.finfo(float).eps * np.sqrt(1.0 + alpha) * scale
-    tol_eff = max(float(tol), floor)
-    nu = z.copy()
-    f, p = F_and_p(nu)
-    it, dec, converged = 0, np.inf, False
+    def objective(x, S, c):            # F at nu~ = x
+        v = x[1:]
+        return float(v.dot(bt[1:] - 0.5 * v)) - (c + math.log(S)) / alpha
+
+    x = np.zeros(m)                    # nu~ = (0, nu): nu = 0, where p = u
+    e, q, c = uk, uk.dot(P), 0.0
+    bt = q[:m] / q[0]                  # (1, mu) with mu = sum_i u_i t_i
+    bt[1:] += z                        # (1, b)
+    f = None                           # F at x, computed when a line search needs it
+    it, dec, converged = 0, math.inf, False
     for it in range(1, max_iter + 1):
-        h = p @ Tk
-        g = b - nu - h
-        C = Tk - h
-        step = np.linalg.solve(eye + alpha * (C.T @ (C * p[:, None])), g)
-        slope = float(g @ step)
-        dec = float(np.sqrt(max(slope, 0.0)))
-        if dec <= tol_eff:
-            converged = True
+        S = q.item(0)
+        g = bt - x - q[:m] / S         # (0, b - nu - h)
+        g[0] = 0.0
+        gn = math.sqrt(g.dot(g))
+        if gn <= tol:
+            dec, converged = gn, True  # the decrement is <= ||g||_2
             break
-        t = 1.0
-        if dec < 1e-3:           # quadratic-convergence region: the full step (F's rounding, ~eps/alpha,
-            new = nu + step      # would blur an Armijo test here)
-            fn, pn = F_and_p(new)
+        if centred:
+            K = np.zeros((m, m))
+            K[0, 0] = 1.0
+            C = Tk - q[1:m] / S
+            K[1:, 1:] = (C.T * e).dot(C) * (alpha / S)
+            K += D
         else:
-            while True:
-                new = nu + t * step
-                fn, pn = F_and_p(new)
-                if fn >= f + 1e-4 * t * slope - 4e-16 * max(1.0, abs(f)) or t < 1e-12:
-                    break
-                t *= 0.5
-            if fn < f - 4e-16 * max(1.0, abs(f)):    # no ascent even at the smallest step: rounding floor
+            K = q.reshape(m, m) * (alpha / S)
+            K += D
+        step, bad = lapack.dposv(K, g)[1:]
+        slope = float(g.dot(step))     # decrement^2 >= 0
+        if bad or not 0.0 <= slope < math.inf:
+            step, slope = g, gn * gn   # the gradient step (F is 1-strongly concave, -H >= I)
+        step[0] = 0.0
+        dec = math.sqrt(slope)
+        if dec < 1e-3:
+            # The decrement cannot go below the rounding of the exponents alpha <t_i, nu> (relative eps):
+            # the gradient then carries noise ~ alpha eps |nu| |T|, the decrement ~ sqrt(alpha) of it.  The
+            # floor (max-norms) is computed only when dec is below its cheap bound (2-norms).
+            if floor is None and dec <= max(tol, 64 * _EPS * math.sqrt((1.0 + alpha) * bt.dot(bt) * (1.0 + tt.dot(tt)))):
+                tmax = max(1.0, float(np.abs(Tk).max()))
+                floor = max(tol, 64 * _EPS * math.sqrt(1.0 + alpha) * max(1.0, float(np.abs(bt).max())) * tmax)
+            # At the rounding floor the step is below resolution and the gradient is noise: the logits s
+            # carry an error ~ eps |s|, so h (and g) one ~ eps |s| |T| (a small decrement alone is not
+            # enough: far from lambda* at huge alpha, I + alpha Cov makes it small too).  There, keep
+            # the last Newton step if it does not increase the gradient (it still helps at huge alpha).
+            if floor is not None and dec <= floor and gn <= 64 * _EPS * (1.0 + float(np.abs(lu + Aa.dot(x)).max())) * tmax:
+                converged = True
+                new = x + step
+                en, qn, cn = weights(new)
+                gnew = bt - new - qn[:m] / qn.item(0)
+                gnew[0] = 0.0
+                if gnew.dot(gnew) <= gn * gn:
+                    x, e, q, c, g, gn = new, en, qn, cn, gnew, math.sqrt(gnew.dot(gnew))
                 break
-        nu, f, p = new, fn, pn
-    g = b - nu - p @ Tk
-    info = NewtonInfo(iterations=it, grad_norm=float(np.abs(g).max()), decrement=dec,
-                      tolerance=tol_eff, converged=bool(converged))
-    lam = alpha * nu
-    return (lam, info) if return_info else (lam, it)
+            x = x + step               # quadratic-convergence region: the full step (F's rounding,
+            e, q, c = weights(x)       # ~eps/alpha, would blur an Armijo test here)
+            f = None
+            continue
+        if f is None:
+            f = objective(x, S, c)
+        t = 1.0
+        slack = 4e-16 * max(1.0, abs(f))
+        while True:
+            new = x + t * step
+            en, qn, cn = weights(new)
+            fn = objective(new, qn.item(0), cn)
+            if fn >= f + 1e-4 * t * slope - slack or t < 1e-12:
+                break
+            t *= 0.5
+        if fn < f - slack:             # no ascent even at the smallest step: rounding floor
+            break
+        x, e, q, c, f = new, en, qn, cn, fn
+    else:                              # max_iter exhausted: the gradient at the returned point
+        g = bt - x - q[:m] / q.item(0)
+        g[0] = 0.0
+        gn = math.sqrt(g.dot(g))
+    lam = alpha * x[1:]
+    if not return_info:
+        return lam, it
+    if floor is None:
+        floor = max(tol, 64 * _EPS * math.sqrt(1.0 + alpha) * max(1.0, float(np.abs(bt).max()))
+                    * max(1.0, float(np.abs(Tk).max())))
+    return lam, NewtonInfo(iterations=it, grad_norm=gn, decrement=dec, tolerance=floor, converged=bool(converged))
 
 
 # CLARABEL options that give the primal p* to ~1e-8 (the defaults give ~1e-5); the exponential-cone

@@ -10,7 +10,7 @@ def as_matrix(x, name: str, cols: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be a 2-D array (n x d); got shape {a.shape}")
     if cols is not None and a.shape[1] != cols:
         raise ValueError(f"{name} must have {cols} columns; got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite (no NaN/inf)")
     return a
 
@@ -21,16 +21,16 @@ def as_vector(x, name: str, size: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be a 1-D array; got shape {a.shape}")
     if size is not None and a.shape[0] != size:
         raise ValueError(f"{name} must have length {size}; got {a.shape[0]}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite (no NaN/inf)")
     return a
 
 
 def probability_vector(x, name: str, size: int | None = None, atol: float = 1e-9) -> np.ndarray:
     a = as_vector(x, name, size)
-    if np.any(a < 0):
+    if a.size and a.min() < 0:
         raise ValueError(f"{name} must be a probability vector (entries >= 0); min entry {a.min():.3g}")
-    if abs(a.sum() - 1.0) > atol:
+    if abs(float(a.sum()) - 1.0) > atol:
         raise ValueError(f"{name} must be a probability vector summing to 1 (within {atol:g}); sums to {a.sum():.12g}")
     return a
 
