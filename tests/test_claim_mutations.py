@@ -911,3 +911,55 @@ def test_table9_caption_holds_when_kernel_sparsemax_leads():
     numbers[("kernel-ecg", "test", "Kernel Sparsemax", "accuracy")] = 98.90
     numbers[("kernel-ecg", "test", "Kernel Sparsemax", "f1")] = 93.00
     assert check_table9(numbers).verdict == "holds"
+
+
+# --- efa.prop1/2/3 sweeps and efa.props1-3.sympy-constructions --------------------------------
+
+def test_efa_prop_sweeps_fail_when_the_fm_factor_is_1_over_I(monkeypatch):
+    """Library mutation: the FMs' printed factor 1/(I-1) replaced by 1/I (off by (I-1)/I, largest at
+    the edge I = 2)."""
+    from attnlab.experiments.models import efa as efa_models
+    from attnlab.theory.efa import reductions as R
+
+    real = efa_models._fm_norm
+
+    def one_over_I(valid, targets, ctx, direction, normalization, kind):
+        n = valid.sum(1, keepdim=True).to(real(valid, targets, ctx, direction, normalization, kind).dtype)
+        return real(valid, targets, ctx, direction, normalization, kind) * (n - 1) / n
+
+    monkeypatch.setattr(efa_models, "_fm_norm", one_over_I)
+    assert _verdict("efa.prop1.bidirectional") == "fails"
+    assert max(max(v.values()) for v in R.prop3_sweep(seeds=(0,)).values()) > 1e-3
+
+
+def test_efa_prop2_fails_without_the_linear_attention_scale(monkeypatch):
+    """Library mutation: the attention layer ignores its 1/(K+1) scale."""
+    from attnlab.numerics import efa_attention
+
+    real = efa_attention.AttentionLayer.__init__
+
+    def unscaled(self, *a, **kw):
+        real(self, *a, **kw)
+        self.scale = 1.0
+
+    monkeypatch.setattr(efa_attention.AttentionLayer, "__init__", unscaled)
+    assert _verdict("efa.prop2.gaussian-fm") == "fails"
+
+
+def test_efa_sympy_props_fail_with_the_printed_WK(monkeypatch):
+    """Input mutation: App. G's printed W^K in place of the corrected one."""
+    from attnlab.theory.efa import reductions_sympy as RS
+
+    real = RS.prop3_WK
+    monkeypatch.setattr(RS, "prop3_WK", lambda form: real("printed"))
+    assert RS.check_sympy_constructions().verdict == "fails"
+
+
+def test_efa_sympy_props_fail_without_the_attention_scale(monkeypatch):
+    """Library mutation of the symbolic Eq. (1): the 1/(K+1) scaling dropped (Prop 2 then misses
+    lambda_2's factor K+1)."""
+    from attnlab.theory.efa import reductions_sympy as RS
+
+    real = RS.attention
+    monkeypatch.setattr(RS, "attention", lambda Y, WQ, WK, WV, scale, **kw: real(Y, WQ, WK, WV, 1, **kw))
+    assert RS.check_sympy_constructions().verdict == "fails"
