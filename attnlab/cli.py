@@ -83,6 +83,8 @@ def _build_parser() -> argparse.ArgumentParser:
     h.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
     h.add_argument("--screenshots", action="store_true",
                    help="also load each page in headless Chromium and save <page>.png beside it")
+    h.add_argument("--screenshot-size", default="1280x1600", metavar="WxH",
+                   help="browser window of the screenshots in pixels (default 1280x1600)")
 
     d = sub.add_parser("data", help="locate and checksum the real data sets")
     d.add_argument("names", nargs="*", help="data set names (default: all)")
@@ -295,6 +297,17 @@ def cmd_figures(args) -> int:
     return 0
 
 
+def _window_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+        if not (100 <= w <= 10000 and 100 <= h <= 20000):
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--screenshot-size must be WxH in pixels (100..10000 x 100..20000), e.g. 1280x1600; "
+                         f"got {text!r}") from None
+    return w, h
+
+
 def cmd_report(args) -> int:
     from pathlib import Path
 
@@ -309,6 +322,7 @@ def cmd_report(args) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a folder")
     check_writable(str(out / "index.html"), "--out")
+    size = _window_size(args.screenshot_size)
     if args.screenshots:
         from attnlab.browser import BROWSERS, find_browser
 
@@ -331,7 +345,7 @@ def cmd_report(args) -> int:
         bad = 0
         for page in pages:
             png = page.with_suffix(".png")
-            messages = screenshot(page, png)
+            messages = screenshot(page, png, width=size[0], height=size[1])
             print(png)
             for m in messages:
                 print(f"attnlab: warning: {page.name}: browser console: {m}", file=sys.stderr)

@@ -1,0 +1,84 @@
+"""Every command of the README's tour runs as printed (`python -m attnlab ...` in a fresh working
+folder, reading the committed records).  The ones that train, need a GPU or run the whole catalog are
+in the slow tier; every line of the tour must be classified here, so a new line cannot go untested."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The tour's lines (after `attnlab`, comment removed) -> (tier, allowed exit codes).
+# `data` exits 1 where a real data set is not installed (it says which), which is its documented answer.
+TOUR = {
+    "list": ("fast", {0}),
+    "list --paper fenchel": ("fast", {0}),
+    "verify": ("slow", {0}),
+    "verify --paper kernel --tier all --json verdicts.json": ("slow", {0}),
+    "verify --claim fenchel.thm1.strong-duality --json -": ("fast", {0}),
+    "compare fenchel --help": ("fast", {0}),
+    "compare bidir-moe --heads 2 --layers 2": ("fast", {0}),
+    "run kernel-time-warping --quick": ("slow", {0}),
+    "run kernel-time-warping --seeds 10 --device cuda": ("gpu", {0}),
+    "results efa": ("fast", {0}),
+    "results efa --format latex": ("fast", {0}),
+    "figures --paper fenchel": ("fast", {0}),
+    "report --out report": ("slow", {0}),
+    "data": ("fast", {0, 1}),
+}
+
+
+def tour_lines() -> list[str]:
+    """The commands of the README's `## A tour` code block, without `attnlab` and comments."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## A tour\s+```bash\n(.*?)```", text, re.S)
+    assert block, "README.md has no '## A tour' bash block"
+    lines = []
+    for line in block.group(1).splitlines():
+        cmd = re.split(r"\s+#", line, maxsplit=1)[0].strip()
+        if cmd:
+            assert cmd.startswith("attnlab "), cmd
+            lines.append(cmd[len("attnlab "):])
+    return lines
+
+
+def test_every_tour_line_is_classified():
+    lines = tour_lines()
+    assert set(lines) == set(TOUR), (f"README tour lines not classified here: {sorted(set(lines) - set(TOUR))}; "
+                                     f"classified but gone from the README: {sorted(set(TOUR) - set(lines))}")
+
+
+def _params():
+    out = []
+    for line, (tier, codes) in TOUR.items():
+        marks = [pytest.mark.slow] if tier in ("slow", "gpu") else []
+        out.append(pytest.param(line, tier, codes, id=line, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("line,tier,codes", _params())
+def test_tour_line_runs_as_printed(line, tier, codes, tmp_path):
+    if tier == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("needs a CUDA GPU")
+    argv = shlex.split(line)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    if argv[0] == "run":
+        env["ATTNLAB_RESULTS"] = str(tmp_path / "results")      # new records go to the temporary folder
+    else:
+        env["ATTNLAB_RESULTS"] = str(ROOT / "results")          # read the committed records
+    if argv[0] == "figures":
+        argv += ["--out", str(tmp_path / "figures")]            # keep the committed PNGs as they are
+    proc = subprocess.run([sys.executable, "-m", "attnlab", *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=3600)
+    assert proc.returncode in codes, (f"`attnlab {line}` exited {proc.returncode}:\n"
+                                      + (proc.stderr or proc.stdout)[-2000:])
+    assert proc.stdout.strip(), f"`attnlab {line}` printed nothing"
