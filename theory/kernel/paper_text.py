@@ -7,7 +7,6 @@ generator attnlab.experiments.kernel.common (the library the time-warping experi
 """
 from __future__ import annotations
 
-
 from attnlab.catalog import claim, erratum_if, holds_if
 
 
