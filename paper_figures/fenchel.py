@@ -3,7 +3,7 @@
 - ``fig3`` (fenchel_fig3.png): Fig 3 regenerated, four panels alpha = 4, 2, 1, 0.5: the support of u
   (labelled with the paper's weights 0.3/0.4/0.6, normalised), mu, the evidence arrow mu -> mu + z, the
   exact h (from lambda* maximising (7), Newton) and the approximation (16).  The paper does not give
-  T and z; we use the spec's instance (attnlab.theory.fenchel.kl_problem.FIG3_*).
+  T and z; we use ours (attnlab.theory.fenchel.kl_problem.FIG3_*; docs/instances.md).
 - ``error-vs-alpha`` (fenchel_error_vs_alpha.png): log-log errors against alpha on instance I-rand:
   ||lambda* - alpha z|| (14), ||h* - h_16||, ||lambda* - lambda_13|| and ||h* - h(lambda_13)||, with
   least-squares slopes fitted over alpha <= 0.02 (expected 2, 2, 3, 3).

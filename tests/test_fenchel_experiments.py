@@ -56,7 +56,7 @@ def test_deviation_metric_degenerate_cases():
     logu = torch.tensor([[0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf]], dtype=torch.float64)
     out = deviation_metrics(T, logu, torch.randn(2, 4, dtype=torch.float64))
     assert out["kept"].tolist() == [False, True] and out["rel_dev"].numel() == 1
-    # small alpha: rel_dev ~ first-order predictor alpha ||Sigma z|| / ||z|| (spec S8)
+    # small alpha: rel_dev ~ first-order predictor alpha ||Sigma z|| / ||z|| (docs/instances.md)
     T, logu, z, *_ = _instance(9)
     o = deviation_metrics(T[None], logu[None], z[None], alpha=1e-3)
     assert abs(float(o["rel_dev"][0]) / float(o["first_order"][0]) - 1) < 0.02

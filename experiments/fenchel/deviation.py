@@ -1,5 +1,5 @@
 """`attnlab run fenchel-deviation`: lambda* against alpha z in every layer and head of a BERT-like
-and a T5-like transformer (Fenchel-dual attention paper, Sec 8, Figs 4-8; spec §3.2).
+and a T5-like transformer (Fenchel-dual attention paper, Sec 8, Figs 4-8).
 
 SUBSTITUTE.  The paper measures pretrained bert-base and t5-small on unspecified text.  Those
 weights cannot be downloaded offline, so by default this runner trains, per seed, a small BERT-like
@@ -12,7 +12,7 @@ For every query of every head: t_i = x_i/sqrt(d'), z = K^T Q y_k (times sqrt(d')
 no 1/sqrt(d')), log u = the additive logit term (T5: relative-position bias, Eq. 17; masks -> u_i = 0),
 alpha = 1; lambda* by the exact float64 Newton solver of the dual (7).  Reported per layer (Fig 4,
 averaged over heads) and per head (Figs 5-8): the paper's ||lambda* - alpha z|| / ||lambda*||, and the
-output-level errors ||h(lambda*) - h(alpha z)|| and TV(p(lambda*), p(alpha z)) (spec S8), with the
+output-level errors ||h(lambda*) - h(alpha z)|| and TV(p(lambda*), p(alpha z)) (docs/instances.md), with the
 first-order predictor alpha ||Sigma z|| / ||z||.
 """
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The paper's deviation metric ||lambda* - alpha z|| / ||lambda*|| (Sec 8, Figs 4-8) and the
-output-level errors (spec S8), for attention heads read as the convex problem (3).
+output-level errors (docs/instances.md), for attention heads read as the convex problem (3).
 
 For one query of one head the instance is (T, log u, z) with
   t_i = x_i / sqrt(d')                         (templates, Sec 8 reparameterisation, Eq. 19)
   z   = c * W_K^T (W_Q y_k + b_Q)              (evidence; c = 1 when the logits carry 1/sqrt(d'), as in
-                                                BERT; c = sqrt(d') when they do not, as in T5 -- spec §3.2 caveat 2)
+                                                BERT; c = sqrt(d') when they do not, as in T5 -- docs/instances.md)
   log u_i = additive logit term (T5: relative-position bias, Eq. 17; -inf on masked/padded atoms)
 so that <t_i, z> + log u_i is exactly the model's attention logit (a key bias only adds a constant
 over i, which the softmax drops).  lambda* is the maximiser of the dual (7), found by the batched
@@ -51,7 +51,7 @@ def deviation_metrics(T, logu, z, alpha: float = 1.0, lam=None, min_atoms: int =
     - ``rel_dev``     ||lambda* - alpha z|| / ||lambda*||          (the paper's Fig 4-8 metric)
     - ``out_err``     ||h(lambda*) - h(alpha z)||                  (output-level error, in template units)
     - ``tv``          TV(p(lambda*), p(alpha z)) = 1/2 sum_i |p*_i - p_i|
-    - ``first_order`` alpha ||Sigma z|| / ||z||                    (first-order predictor of rel_dev, spec S8)
+    - ``first_order`` alpha ||Sigma z|| / ||z||                    (first-order predictor of rel_dev, docs/instances.md)
     - ``p_max``       max_i p_i(alpha z)                           (how peaked the head's attention is)
     - ``n_atoms``     number of atoms with u_i > 0
     Instances with fewer than ``min_atoms`` atoms (trivially lambda* = alpha z) are dropped; ``kept``

@@ -1,5 +1,4 @@
-"""`attnlab run fenchel-ot-vit`: ViT against OT-ViT (Fenchel-dual attention paper, Sec 9, Tables 1-2;
-spec §3.3).
+"""`attnlab run fenchel-ot-vit`: ViT against OT-ViT (Fenchel-dual attention paper, Sec 9, Tables 1-2).
 
 OT-ViT = the ViT with the final layer's attention replaced by the OT-based attention (22), cost
 M(a, b) = -a^T b + C, alpha = 1, gamma = sqrt(hidden dim); in training, with probability 1/2 the
@@ -52,7 +51,7 @@ CONFIG_DIGITS = dict(dataset="digits", image_size=8, patch=2, channels=1, dim=32
 CONFIG_DIGITS_QUICK = dict(CONFIG_DIGITS, dim=16, depth=2, heads=2, mlp_dim=32, epochs=2, lrs=[3e-3],
                            batch_size=64, train_limit=256)
 # the paper's setup (Sec 9): patch 4x4, dropout 0.2, 6 layers, ~3.2M parameters (embedding 256, MLP 512:
-# the spec's reading of "hidden dimension 512" under the 3.2M budget), LR 3e-4; optimizer, epochs and
+# our reading of "hidden dimension 512" under the 3.2M budget), LR 3e-4; optimizer, epochs and
 # batch size are not stated -- AdamW, 100 epochs, batch 128 are ours.
 CONFIG_PAPER = dict(patch=4, dim=256, depth=6, heads=8, mlp_dim=512, dropout=0.2, epochs=100,
                     batch_size=128, lrs=[3e-4], weight_decay=0.05, partner_prob=0.5)

@@ -2,7 +2,7 @@
 (``attnlab.experiments.data``, data set ``movie-review-sentences``), a word-level vocabulary, BERT-style
 masking for masked-language modelling and T5-style span corruption.
 
-The paper does not say which text it fed to BERT and T5 (spec §3.2); any English text serves the
+The paper does not say which text it fed to BERT and T5 (Sec 8); any English text serves the
 purpose of the measurement.
 """
 from __future__ import annotations

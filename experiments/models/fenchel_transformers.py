@@ -6,7 +6,7 @@ reparameterisation of attention as (16) (Sec 8, Eq. 19):
 
 - ``BertLike``: post-LayerNorm encoder, learned absolute positions, Q/K/V with bias, logits
   <K x_i, Q x_k>/sqrt(d'), trained by masked-language modelling.  The self-attention input x_i is
-  the previous layer's LayerNorm output (spec §3.2 caveat 1).
+  the previous layer's LayerNorm output (docs/instances.md, attention heads).
 - ``T5Like``: pre-RMSNorm encoder-decoder, no bias in projections, **no 1/sqrt(d') scaling**, a
   bucketed relative-position bias (32 buckets, max distance 128; bidirectional in the encoder,
   causal in the decoder) computed once and shared by all layers of a stack, no position bias in

@@ -1,4 +1,4 @@
-"""ViT and OT-ViT (Fenchel-dual attention paper, Sec 9, Tables 1-2; spec §1.7 and §3.3).
+"""ViT and OT-ViT (Fenchel-dual attention paper, Sec 9, App. D, Tables 1-2).
 
 OT-ViT is the ViT with its **final** transformer layer's attention replaced by the OT-based attention
 (22)/(44) with cost M(a, b) = -a^T b + C, alpha = 1 and temperature gamma:

@@ -1,4 +1,4 @@
-"""The Fenchel-dual attention paper's experiment numbers, transcribed from the paper (spec §3.2-3.3).
+"""The Fenchel-dual attention paper's experiment numbers, transcribed from the paper (Figs 4-8, Tables 1-2).
 
 Keys are (experiment, setting, model, metric) as written by the runners
 ``experiments/fenchel/deviation.py`` and ``experiments/fenchel/ot_vit.py``.

@@ -1,7 +1,7 @@
 """Claims of "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions" (`fenchel.*`).
 
-Spec: ../shared/spec/fenchel_dual_attention.md, section 2 (S1-S14).  Instance I-rand is the spec's
-canonical instance: rng = default_rng(0); T = normal(5x3); u = dirichlet(1_5); z = normal(3).
+Instance I-rand (docs/instances.md) is the small random
+instance: rng = default_rng(0); T = normal(5x3); u = dirichlet(1_5); z = normal(3).
 """
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 from attnlab.catalog import claim, holds_if
 
 ALPHAS_S3 = (0.5, 1.0, 2.0, 4.0)
-# P* = D* on I-rand as reported by the spec (cvxpy 1.9.3 / CLARABEL), 8 decimals.
+# P* = D* on I-rand as computed once with cvxpy 1.9.3 / CLARABEL (docs/instances.md), 8 decimals.
 S3_REFERENCE = {0.5: 0.50112418, 1.0: 0.87816463, 2.0: 1.42282609, 4.0: 2.19004108}
 
 
 def instance_i_rand():
-    """(T, u, z) of instance I-rand, drawn in the spec's order."""
+    """(T, u, z) of instance I-rand, drawn in this order."""
     rng = np.random.default_rng(0)
     T = rng.normal(size=(5, 3))
     u = rng.dirichlet(np.ones(5))
@@ -57,7 +57,7 @@ def _thm1_strong_duality():
                     explanation="I-rand, alpha in {0.5,1,2,4}: |P*-D*| (cvxpy CLARABEL), "
                                 "max|p_cvx - p(lambda*)| with lambda* by float64 Newton, "
                                 "||lambda* - alpha(b - h*)||, |P(p(lambda*)) - D(lambda*)|, "
-                                "|D* - spec reference (8 decimals)|",
+                                "|D* - reference (8 decimals)|",
                     per_alpha=per)
 
 

@@ -1,8 +1,8 @@
 """Claims of the Fenchel-dual attention paper about the KL problem (3), its dual (7) and the
-closed-form approximations (11)-(16): spec sections S1, S2, S3 (symbolic companion), S4 (refined),
-S5 (MEM, an erratum), S6, S7, S8, S9.
+closed-form approximations (11)-(16): (1)-(2), Thm 1 (symbolic companion), Sec 5, Sec 4 (MEM, an
+erratum), App. A-B, Thm 2 and Fig 3; the error orders and instances are in docs/instances.md.
 
-Instances: I-rand (attnlab.theory.fenchel.duality.instance_i_rand) and the spec's Fig 3 toy (FIG3_*).
+Instances: I-rand (attnlab.theory.fenchel.duality.instance_i_rand) and our Fig 3 instance (FIG3_*), both in docs/instances.md.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from attnlab.catalog import claim, erratum_if, holds_if
 from attnlab.theory.fenchel.duality import instance_i_rand
 
-# The spec's Fig 3 instance (S9): the figure labels u(t1)=0.3, u(t2)=0.4, u(t3)=0.6 (sum 1.3),
+# Our Fig 3 instance (docs/instances.md): the figure labels u(t1)=0.3, u(t2)=0.4, u(t3)=0.6 (sum 1.3),
 # normalised; T and z are not given in the paper.
 FIG3_T = np.array([[-0.6, -0.4], [0.0, 0.6], [0.7, -0.2]])
 FIG3_U_PRINTED = np.array([0.3, 0.4, 0.6])
@@ -384,7 +384,7 @@ def _s7_cumulant():
        reference="Thm 2, Eqs. (13), (14), (16)",
        statement="As alpha -> 0 the approximation lambda* ~ alpha z (14) and the attention (16) have errors "
                  "O(alpha^2) (leading terms -alpha^2 Sigma z and -alpha^2 Sigma^2 z), and the refined (13) "
-                 "has error O(alpha^3) (paper: qualitative 'for a small enough alpha'; orders from the spec).",
+                 "has error O(alpha^3) (paper: qualitative 'for a small enough alpha'; orders derived in docs/instances.md).",
        method="float64")
 def _s8_orders():
     from attnlab.numerics import entropic_dual as ed
@@ -403,7 +403,7 @@ def _s8_orders():
         lead[a] = dict(lam=float(np.linalg.norm(ex["lam"] - a * z + a ** 2 * S @ z) / a ** 3),
                        h=float(np.linalg.norm(ex["h"] - ed.h_approx(T, u, z, a) + a ** 2 * S @ S @ z) / a ** 3))
     lead_ok = all(0.5 < lead[1e-3][k] / lead[1e-2][k] < 2 for k in ("lam", "h"))
-    # the spec's reference table (4 significant digits)
+    # the reference table of docs/instances.md (4 significant digits)
     ref = error_sweep(T, u, z, list(S8_REFERENCE))
     ref_err = max(abs(r[k] - v) / v for r in ref for k, v in zip(("lam14", "lam13", "h16", "h13"),
                                                                      S8_REFERENCE[r["alpha"]]))
@@ -411,7 +411,7 @@ def _s8_orders():
     return holds_if(ok, measured=dict(slopes=slopes, leading_remainder_over_alpha3=lead, ref_rel_err=ref_err),
                     tolerance=dict(slope=0.2, leading_ratio="in (0.5, 2)", ref_rel_err=2e-3),
                     explanation="I-rand, float64 Newton; log-log slopes over alpha = 0.02 * 2^-k, k = 0..5; "
-                                "remainder/alpha^3 bounded at alpha = 1e-2, 1e-3; spec table at alpha = 0.4, 0.1, 0.025",
+                                "remainder/alpha^3 bounded at alpha = 1e-2, 1e-3; reference table at alpha = 0.4, 0.1, 0.025",
                     sweep=rows)
 
 
@@ -436,12 +436,12 @@ def _s9_fig3():
     return holds_if(mono and toward and ref < 1e-4,
                     measured=dict(err_h16=errs, dist_h_mu=dist, max_abs_diff_to_spec=ref),
                     tolerance=dict(monotone=True, spec_table=1e-4),
-                    explanation="spec's Fig 3 instance (u normalised from 0.3/0.4/0.6), float64 Newton")
+                    explanation="our Fig 3 instance (u normalised from 0.3/0.4/0.6), float64 Newton")
 
 
 def check_fig3_weights(labels=FIG3_U_PRINTED, T=FIG3_T, z=FIG3_Z, alphas=FIG3_ALPHAS, seed: int = 3):
     """Fig 3's labels as weights: do they sum to 1 (printed), and which quantities does their scale
-    reach?  Measured with the library's log M (8), recovery (9) and exact solver, on the spec's instance."""
+    reach?  Measured with the library's log M (8), recovery (9) and exact solver, on our Fig 3 instance."""
     from attnlab.numerics import entropic_dual as ed
 
     raw = np.asarray(labels, dtype=float)
@@ -470,7 +470,7 @@ def check_fig3_weights(labels=FIG3_U_PRINTED, T=FIG3_T, z=FIG3_Z, alphas=FIG3_AL
                                      lambda_move_raw_mu="> 1e-3 (the scale must reach lambda* through mu)"),
                       explanation="sum of the printed labels; float64 log M (8) and recovery (9) with raw vs "
                                   "normalised weights at alpha z (Fig 3's alphas) and 20 random lambda; exact "
-                                  "Newton lambda*, h-hat with mu from the normalised vs the raw labels, spec's "
+                                  "Newton lambda*, h-hat with mu from the normalised vs the raw labels, our "
                                   "Fig 3 instance")
 
 

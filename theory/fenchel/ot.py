@@ -1,7 +1,6 @@
-"""Claims of the Fenchel-dual attention paper about OT-based attention (Sec 9, App. D, Eqs. (20)-(44)):
-spec section S12.
+"""Claims of the Fenchel-dual attention paper about OT-based attention (Sec 9, App. D, Eqs. (20)-(44)).
 
-Instance I-ot (spec S12): N = 6 templates in R^2 from default_rng(1) normal, u Dirichlet on the first
+Instance I-ot (docs/instances.md): N = 6 templates in R^2 from default_rng(1) normal, u Dirichlet on the first
 3, M = squared Euclidean distances, z = 0.7 N(0, I), drawn in that order.
 """
 from __future__ import annotations
@@ -10,7 +9,7 @@ import numpy as np
 
 from attnlab.catalog import claim, erratum_if, holds_if
 
-# spec S12 reference values: (gamma, alpha) -> P* = D*
+# reference values (cvxpy, docs/instances.md): (gamma, alpha) -> P* = D*
 S12_REFERENCE = {(1.0, 1.0): -0.9410722, (0.3, 1.0): -0.1534747}
 
 
@@ -58,7 +57,7 @@ def _s12_duality():
                     explanation="I-ot: cvxpy primal over (p, X) vs dual (Newton; cvxpy at gamma = alpha = 1); "
                                 "(35) vs cvxpy p; primal value at p(lambda*) with W_gamma by log-domain Sinkhorn "
                                 "(gamma = 1) or semi-dual Newton (gamma = 0.3); "
-                                "spec's P* (7 decimals)", per_case=per)
+                                "reference P* (7 decimals)", per_case=per)
 
 
 @claim("fenchel.prop1.true-preference",

