@@ -963,3 +963,75 @@ def test_efa_sympy_props_fail_without_the_attention_scale(monkeypatch):
     real = RS.attention
     monkeypatch.setattr(RS, "attention", lambda Y, WQ, WK, WV, scale, **kw: real(Y, WQ, WK, WV, 1, **kw))
     assert RS.check_sympy_constructions().verdict == "fails"
+
+
+# --- efa.thm2.transformer-lipschitz, efa.thm2.erm-decomposition -------------------------------
+
+def test_efa_lipschitz_fails_without_clipping(monkeypatch):
+    """Library mutation: TF^R without the norm clipping the bound relies on."""
+    from attnlab.experiments.models import efa_theory
+    from attnlab.theory.efa import thm2_proof
+
+    monkeypatch.setattr(efa_theory, "clip_norm", lambda h, R: h)
+    assert thm2_proof.check_lipschitz().verdict == "fails"
+
+
+def test_efa_erm_decomposition_fails_for_a_non_minimiser():
+    """Input mutation: theta^ = the empirical risk MAXimiser of the finite class."""
+    import numpy as np
+
+    from attnlab.theory.efa import thm2_proof
+
+    assert thm2_proof.check_erm_decomposition(select=np.argmax).verdict == "fails"
+
+
+# --- efa.table2.* -----------------------------------------------------------------------------
+
+def test_efa_constant_predictor_fails_with_the_full_poisson_nll(monkeypatch):
+    """Library mutation: the code losses with the log-factorial terms (the full NLL): the constant
+    then scores 1.23 / 1.44 and no longer matches mu - mu log mu."""
+    from attnlab.numerics import expfam
+    from attnlab.theory.efa import table2
+
+    monkeypatch.setattr(expfam.PoissonV1, "code_loss", lambda self, out, y: -self.log_prob(out, y))
+    monkeypatch.setattr(expfam.PoissonV2, "code_loss", lambda self, out, y: -self.log_prob(out, y))
+    try:
+        y = table2.movielens_ratings()
+    except catalog.Skip as exc:
+        pytest.skip(str(exc))
+    assert table2.check_constant_predictor(y=y).verdict == "fails"
+
+
+def test_efa_constant_predictor_fails_if_the_table_were_above_it():
+    """Input mutation: a Table 2 with a v2 entry of 0.53 (above the constant's 0.527)."""
+    from attnlab.theory.efa import table2
+
+    try:
+        y = table2.movielens_ratings()
+    except catalog.Skip as exc:
+        pytest.skip(str(exc))
+    table = dict(table2.TABLE2, **{"v2 bidirectional": ((0.53, 0.494), table2.TABLE2["v2 bidirectional"][1])})
+    assert table2.check_constant_predictor(y=y, table=table).verdict == "fails"
+
+
+def test_efa_closer_fails_when_one_setting_is_swapped():
+    """Input mutation: FM and EFA predictions exchanged in one setting."""
+    from attnlab.theory.efa import table2
+
+    ce, (fm, efa) = table2.TABLE2["v1 unidirectional"]
+    table = dict(table2.TABLE2, **{"v1 unidirectional": (ce, (efa, fm))})
+    assert table2.check_closer(table).verdict == "fails"
+
+
+# --- efa.eq4.theta-disjoint -------------------------------------------------------------------
+
+def test_efa_theta_disjoint_fails_when_a_tensor_is_shared():
+    """Library mutation: the y-part's delta_bar tied to the x-part's delta."""
+    from attnlab.experiments.models.efa import EFA
+    from attnlab.theory.efa import structure
+
+    def tied(xm, ym):
+        ym.delta_bar = xm.delta
+        return EFA(xm, ym)
+
+    assert structure.check_disjoint(build=tied).verdict == "fails"
