@@ -1,4 +1,4 @@
-"""Data for the EFA experiments (spec efa.md §3): the App. H.1 synthetic generator, the MovieLens
+"""Data for the EFA experiments (Sec 6, App. H): the App. H.1 synthetic generator, the MovieLens
 100K preprocessing of Sec 6.2 / App. H.2, the Instacart baskets of Sec 6.3 / App. H.3, the city
 temperatures of Sec 6.4 / App. H.4 and their offline substitute, plus user/basket-level splits.
 
@@ -62,7 +62,7 @@ def split_three(n: int, fractions=(0.5625, 0.1875, 0.25), seed: int = 42):
     Used for the MovieLens user-level split (56.25 / 18.75 / 25 %: 25 % test, then 25 % of the rest
     for validation).  Every index lands in exactly one part: unlike the authors' code, which
     matches shuffled *positions* 0..n-1 against raw user ids 1..943 and so silently drops users
-    (spec §3.2), no user is lost."""
+    (App. H.2 as run), no user is lost."""
     if n < 3:
         raise ValueError(f"n must be >= 3 to split into three parts; got {n}")
     fr = np.asarray(fractions, dtype=float)
@@ -88,7 +88,7 @@ def split_two(n: int, val_fraction: float = 0.25, seed: int = 42):
 
 
 def synthetic_ratings(n_users: int, rng: np.random.Generator, sigma: float = 1.0):
-    """The exact generating process of App. H.1 (spec §3.1).
+    """The exact generating process of App. H.1.
 
     Five movies (ids 1..5), each user rates all five in a uniformly random order.  Rating means:
     3 by default; movie 2: 1 if rated after movie 1 (anywhere before), else 5; movie 4: 1 if rated
@@ -130,7 +130,7 @@ def synthetic_dataset(n_users: int, rng: np.random.Generator, n_train: int | Non
 # --------------------------------------------------------------------------- MovieLens (Sec 6.2)
 
 MOVIELENS_COUNTS = {
-    # experiment: (users, movies, sparsity %, ratings)   ratings [ours], spec §3.2/§3.3
+    # experiment: (users, movies, sparsity %, ratings)   ratings [ours]; App. H.2
     "sequences": (902, 50, 69.50, 13757),
     "ratings": (893, 50, 72.08, 12465),
 }
@@ -156,7 +156,7 @@ def movielens_frame(path=None):
 
 
 def movielens_preprocess(df, experiment: str = "sequences", seed: int = 42, check: bool = True):
-    """The paper's preprocessing (App. H.2, spec §3.2–3.3), in the authors' order of steps.
+    """The paper's preprocessing (App. H.2), in the authors' order of steps.
 
     experiment 'sequences' (Sec 6.2.1): top 50 movies by distinct users; drop users whose number of
     reviews is >= 2x their number of distinct timestamps; per (user, timestamp) keep one movie at
@@ -208,7 +208,7 @@ def movielens_preprocess(df, experiment: str = "sequences", seed: int = 42, chec
 INSTACART_COUNTS = {"train_baskets": 24781, "test_baskets": 1433, "train_rows": 275345,
                     "test_rows": 16066, "items": 63}
 
-# Item ids 1..63 of the processed files, in order (spec §3.4, from the authors' notebook outputs).
+# Item ids 1..63 of the processed files, in order (from the authors' notebook outputs; docs/instances.md).
 INSTACART_ITEMS = [
     "Organic Baby Spinach", "Organic Cucumber", "Organic Ginger Root", "Bag of Organic Bananas",
     "Organic Baby Arugula", "Organic Red Onion", "Organic Yellow Onion", "Organic Lemon",
@@ -286,7 +286,7 @@ KAGGLE_EXCLUDED_STATES = ("Alaska", "Hawaii", "Additional Territories", "Distric
 
 
 def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
-    """The paper's exact setup (App. H.4, spec §3.5) from the Kaggle file city_temperature.csv:
+    """The paper's exact setup (App. H.4) from the Kaggle file city_temperature.csv:
     October daily means (°F) of one city per contiguous state, 2007–2019; 44 cities after dropping
     AK, HI, DC, territories and AZ, CT, SD (missing values); Delaware has no city.  Train 2007–2012,
     validation 2013–2016, test 2017–2019; one sample per day.  Lags are the previous days (Oct 1's

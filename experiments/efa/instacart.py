@@ -27,7 +27,7 @@ FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 1000, "patienc
         "val_fraction": 0.25, "split_seed": 42, "max_train_baskets": None}
 QUICK = dict(FULL, lr=5e-3, epochs=2, patience=2, max_train_baskets=1200)
 TABLE3_ITEMS = ("Asparagus", "Carrots", "Fresh Cauliflower", "Organic Avocado")
-# Figure 3's baskets (spec §4): the first ten items of two test baskets of the authors' notebook
+# Figure 3's baskets (Sec 6.3): the first ten items of two test baskets of the authors' notebook
 FIG3_BASKETS = {
     "A": ("Limes", "Large Lemon", "Organic Baby Spinach", "Organic Strawberries", "Asparagus",
           "Organic Blueberries", "Organic Italian Parsley Bunch", "Organic Cucumber",

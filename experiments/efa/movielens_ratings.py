@@ -2,7 +2,7 @@
 
 Ratings 3,4,5 mapped to y ∈ {1,2,3}; predict a masked rating from the user's rated movies and the
 other (bidirectional) or earlier (unidirectional) ratings.  Poisson "v1": y−1 ~ Poisson(e^z);
-"v2": y ~ Poisson(1+e^z) (spec §1.4).  EFA (value part, Sec 2.2 / Example 3) against the Prop 3
+"v2": y ~ Poisson(1+e^z) (Sec 6.2.2, Table 2; docs/instances.md).  EFA (value part, Sec 2.2 / Example 3) against the Prop 3
 latent factor model.  Metrics: the test NLL as the paper reports it ("test CE", the authors' loss,
 without the log-factorial), the full Poisson NLL (with log((y−1)!) for v1, log(y!) for v2), and the
 mean predicted rating for test items whose true rating is 1, 2, 3.  Preprocessing as in the paper

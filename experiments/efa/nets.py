@@ -1,7 +1,7 @@
 """Thin task wrappers around the EFA and FM modules of :mod:`attnlab.experiments.models.efa`.
 
 The experiments train those very modules; a wrapper only (a) builds them in the configuration of
-the authors' code (spec §1.6, §3: 2 layers x 2 heads of key width 16 with biases, output projection
+the authors' code (docs/instances.md; App. H: 2 layers x 2 heads of key width 16 with biases, output projection
 and residual, learned positions, 32-d embeddings; FM with the code's normalisation) and (b) maps a
 batch dict of per-target examples from :func:`attnlab.experiments.efa.common.target_examples` — items
 (B, L) with 0 = padding, values (B, L), target (B,) — or of whole sequences from
@@ -18,7 +18,7 @@ from torch import nn
 
 from attnlab.experiments.models import efa as M
 
-# the authors' Keras attention: MultiHeadAttention(num_heads=2, key_dim=16) + residual (spec §1.6)
+# the authors' Keras attention: MultiHeadAttention(num_heads=2, key_dim=16) + residual (docs/instances.md)
 CODE_ATTENTION = {"convention": "standard", "head_dim": 16}
 
 

@@ -4,7 +4,7 @@ Ratings of 5 movies whose means depend on the viewing order; EFA (value part, Se
 Gaussian latent factor model (FM, Prop 3 with the exp removed), unidirectional and bidirectional;
 metric: test MSE (the Gaussian NLL up to an affine map).  The Bayes-optimal MSE is 1; the best
 FM reaches 2.6051 (bidirectional) and 4.5181 (unidirectional, code normalisation) in population
-(spec §3.1).
+(App. H.1; docs/instances.md).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from attnlab.experiments.efa.categorical import add_sampling_flag
 EXPERIMENT = "efa-synthetic"
 SETTINGS = ("unidirectional", "bidirectional")
 MODELS = ("FM", "EFA")
-# population optima of the best FM (spec §3.1, exact rationals computed by sympy)
+# population optima of the best FM (App. H.1; exact rationals computed by sympy, docs/instances.md)
 FM_OPTIMUM = {"bidirectional": 2.605109, "unidirectional": 4.518119}
 
 FULL = {"n_users": 10000, "n_train_users": 7500, "val_fraction": 0.25, "dim": 32, "heads": 2,
@@ -32,7 +32,7 @@ QUICK = dict(FULL, n_users=2000, n_train_users=1500, lr=5e-3, epochs=8, patience
 def build(model: str, setting: str, cfg: dict):
     from attnlab.experiments.efa import nets
 
-    # λ₁: a lookup table over trunc(y) (the authors' Keras Embedding on float ratings, spec §1.6);
+    # λ₁: a lookup table over trunc(y) (the authors' Keras Embedding on float ratings, docs/instances.md);
     # trunc(y) + 8 covers y in (-8, 12), i.e. every N(μ, 1) draw with μ in {1, 3, 5} in practice
     return nets.Ratings(model, setting, "gaussian", 5, 5, n_values=20, value_offset=8,
                         dim=cfg["dim"], heads=cfg["heads"], layers=cfg["layers"])

@@ -31,7 +31,7 @@ EFA_VARIANTS = {"l1": ("EFA(l=1)", 1, 0), "l2": ("EFA(l=2)", 2, 0), "l4": ("EFA(
                 "lag1": ("EFA(l=4, 1D ahead)", 4, 1), "lag2": ("EFA(l=4, 2D ahead)", 4, 2)}
 SETTING_PAPER = "44 cities, October"
 SETTING_SUBSTITUTE = "Colorado substitute"
-# the paper's optimisation (App. H.4; spec §3.5): Adam 1e-3, 2,000 full-batch epochs without
+# the paper's optimisation (App. H.4): Adam 1e-3, 2,000 full-batch epochs without
 # early stopping (restoring the best validation weights); lag models 200 epochs of batch 128
 FULL = {"lr": 1e-3, "epochs": 2000, "patience": 2000, "batch_size": 10000,
         "lag_epochs": 200, "lag_batch_size": 128, "lag_patience": 200, "ks": list(KS),

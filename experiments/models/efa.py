@@ -16,7 +16,7 @@ Models
 - :class:`EFA`  the joint model of Eq. (2): the sum of the two (their parameters theta_1, theta_2 are
   disjoint, Sec 5.1.1).
 - :class:`FMCategorical`, :class:`FMValue`, :class:`FMAttributes`  the latent factor models of
-  Props 1, 3 and 2 (Sec 4, spec section 1.5), with ``normalization='paper'`` (the printed 1/(I-1))
+  Props 1, 3 and 2 (Sec 4; docs/instances.md), with ``normalization='paper'`` (the printed 1/(I-1))
   or ``'code'`` (what the authors' code computed).
 
 Common arguments (all constructors)
@@ -714,7 +714,7 @@ def context_matrix(valid: torch.Tensor, targets: torch.Tensor, direction: str) -
 
 
 def _fm_norm(valid, targets, ctx, direction, normalization, kind):
-    """The factor in front of the context sum (spec section 1.5)."""
+    """The factor in front of the context sum (Sec 4; the code's choice: docs/instances.md)."""
     n = valid.sum(1, keepdim=True).to(torch.float64)     # I (valid length); cast by the caller
     paper = 1.0 / (n - 1).clamp_min(1)                                     # 1/(I-1)
     if normalization == "paper":

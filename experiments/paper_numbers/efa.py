@@ -1,6 +1,6 @@
 """The EFA paper's reported numbers (Wibisono & Wang 2025), keyed (experiment, setting, model,
 metric) exactly as the `attnlab run efa-*` runners write their metric rows.  Values as printed in
-Tables 1-2, Sec 6.3 and Figure 6 (spec efa.md §3; the Figure 6 FM values and the EFA lines come from
+Tables 1-2, Sec 6.3 and Figure 6 (the Figure 6 FM values and the EFA lines come from
 the authors' stored notebook outputs, as the figure prints no numbers besides "MSE = 17.13").
 The paper reports single runs (no seeds, no error bars)."""
 

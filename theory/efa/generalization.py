@@ -1,9 +1,9 @@
 """EFA: Theorem 2 (excess-loss generalization guarantee, Sec 5.2, App. D).
 
-Checks: the constant inequality log(4 + 4(L+1) B_H^L B_Theta B / B_y) <= 43 L iota on the spec's grid
+Checks: the constant inequality log(4 + 4(L+1) B_H^L B_Theta B / B_y) <= 43 L iota on a log-grid (docs/instances.md)
 (float64 in the log domain on all 170,723 grid points, confirmed with mpmath at 50 digits on the
 tightest ones), the exact parameter count d, the loss bound |l| <= 2 B_y^2, the Lipschitz steps, and
-(slow tier) the empirical excess-loss rate of ERM.  Spec ../shared/spec/efa.md section 2, "Theorem 2".
+(slow tier) the empirical excess-loss rate of ERM.
 """
 from __future__ import annotations
 

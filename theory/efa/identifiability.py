@@ -2,8 +2,8 @@
 
 The proof's recovery recipes are run on the EFA modules of :mod:`attnlab.experiments.models.efa` with
 parameter pairs (theta*, theta') built to give identical conditionals; the two gaps in the statement
-of Theorem 1 are shown by concrete counterexamples (spec ../shared/spec/efa.md section 2,
-"Theorem 1" and "[ours] Gaps found").
+of Theorem 1 are shown by concrete counterexamples
+(docs/efa.md).
 
 Notation (rows of the modules are the paper's columns):
   H(x)_i = X'_ii in R^K (context, Def 1), e(x) = delta_x in R^K (center embedding);

@@ -2,7 +2,7 @@
 
 Each construction sets the parameters of the very modules the experiments train
 (:mod:`attnlab.experiments.models.efa`) as the paper's proof prescribes, so that the claims compare the EFA
-module with the FM module on random data.  Spec: ../shared/spec/efa.md section 2 (Props 1-3).
+module with the FM module on random data.
 """
 from __future__ import annotations
 

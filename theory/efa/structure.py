@@ -1,7 +1,4 @@
-"""EFA: structural claims checked on the EFA modules -- Remarks 1, 3, 4/5, 12, Eq. (3), footnote 3.
-
-Spec: ../shared/spec/efa.md section 2 ("Remarks 1, 3, 4, 5, 12" and "Eq. (3) correctness").
-"""
+"""EFA: structural claims checked on the EFA modules -- Remarks 1, 3, 4/5, 12, Eq. (3), footnote 3."""
 from __future__ import annotations
 
 import itertools
@@ -256,7 +253,7 @@ def _draw(fam, g, n):
 
 
 @claim("efa.eq3.expfam-loglik",
-       reference="Eq. (3), Sec 2.2, Sec 1.4 of the spec",
+       reference="Eq. (3), Sec 2.2",
        statement="The summand of Eq. (3), kappa^T t(y) - A(kappa), equals the torch.distributions "
                  "log-probability minus log h(y) (Categorical, Gaussian with known sigma^2, Poisson v1 "
                  "and v2, Bernoulli), and an EFA module's log-likelihood is that log-probability.",

@@ -21,7 +21,7 @@ from attnlab.catalog import claim, holds_if
 from attnlab.experiments.efa import data as efa_data
 
 N_MOVIES = 5
-# spec section 3.1 ([ours], sympy)
+# App. H.1 population optimum ([ours], sympy; docs/instances.md)
 BIDIR_FM_OPT = sp.Rational(593093675221711336, 227665572164344425)
 REPORTED = {"bidirectional": 2.636035, "unidirectional": 4.518759}   # [repo] raw notebook outputs
 
