@@ -13,7 +13,7 @@ The densities, normalisers and expectations come from :mod:`attnlab.numerics.ker
 adapter over the paper-agnostic math; this module only wires them into ``nn.Module`` layers with the shapes the experiments need:
 batch b, heads H, inducing points I, basis functions N, grid points G, value dimension D.
 
-Convention for the deformed (sparsemax) kernel family (spec Sec. 1.5): the density is
+Convention for the deformed (sparsemax) kernel family (Sec. 5.2, App. E.1; docs/instances.md): the density is
 p ∝ exp_{2-alpha}(f̃ - max_grid f̃) q0, i.e. the max-shift is applied before the deformed exponential
 (as in the paper's App. E.1 recipe and the released code), so the support is
 {t : f̃(t) > max f̃ - 1/(alpha-1)}.

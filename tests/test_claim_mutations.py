@@ -1035,3 +1035,53 @@ def test_efa_theta_disjoint_fails_when_a_tensor_is_shared():
         return EFA(xm, ym)
 
     assert structure.check_disjoint(build=tied).verdict == "fails"
+
+
+# --- efa.thm2.excess-loss-rate (slow; the verdict logic on recorded-shape inputs) -------------
+
+def _excess_result(excess, gap=-1e-3, max_abs_y=4.9):
+    Fs = [2 ** k for k in range(6, 14)]
+    return dict(inf_L=0.124, B_y=5.0, teacher_mc_loss=0.124, max_abs_y=max_abs_y, teacher_norm=19.0,
+                excess={"teacher": {F: [e] * 5 for F, e in zip(Fs, excess)}},
+                erm_gap={"teacher": {F: [gap] * 5 for F in Fs}})
+
+
+def test_efa_excess_rate_holds_for_a_1_over_F_decay():
+    from attnlab.theory.efa import generalization as gen
+
+    assert gen.check_excess_rate(_excess_result([0.5 / 2 ** k for k in range(6, 14)])).verdict == "holds"
+
+
+@pytest.mark.parametrize("kind", ["flat", "not_erm", "y_out_of_range"])
+def test_efa_excess_rate_fails(kind):
+    """Input mutations: a flat excess (optimisation error, as random-start students show), students
+    whose empirical risk exceeds the teacher's (not ERM), data breaking Assumption 5."""
+    from attnlab.theory.efa import generalization as gen
+
+    decay = [0.5 / 2 ** k for k in range(6, 14)]
+    res = {"flat": _excess_result([0.08] * 8), "not_erm": _excess_result(decay, gap=0.05),
+           "y_out_of_range": _excess_result(decay, max_abs_y=5.9)}[kind]
+    assert gen.check_excess_rate(res).verdict == "fails"
+
+
+def test_efa_excess_data_model_makes_the_teacher_bayes():
+    """The data model: the teacher reads no y, and every y stays within B_y (Assumption 5)."""
+    import torch
+
+    from attnlab.theory.efa import generalization as gen
+
+    t = gen.make_teacher(5.0)
+    g = torch.Generator().manual_seed(0)
+    tau, y, mu = gen._sample(t, 512, 10, g)
+    with torch.no_grad():
+        assert torch.equal(t(tau, y), mu) and torch.equal(t(tau, torch.randn(512, 10)), mu)
+    assert float(y.abs().max()) <= 5.0
+
+
+def test_fn9_fails_when_eq22_drops_gamma(monkeypatch):
+    """Library mutation: (22) evaluated with gamma = 1: no longer the OT-ViT layer at gamma = sqrt(d)."""
+    from attnlab.numerics import entropic_ot as eo
+
+    real = eo.ot_attention
+    monkeypatch.setattr(eo, "ot_attention", lambda A, u, M, z, gamma, alpha: real(A, u, M, z, 1.0, alpha))
+    assert _verdict("fenchel.fn9.inner-product-cost") == "fails"

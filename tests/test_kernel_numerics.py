@@ -196,7 +196,7 @@ def test_laplace_kernel_and_shape_errors():
 
 @pytest.mark.parametrize("alpha", [1.5, 2.0])
 def test_analytic_jacobian_matches_autograd(alpha):
-    # spec §1.6: dE_p[psi_n]/d gamma~_i = (1/Z)[int psi_n u^{2-alpha} k_i - E_p[psi_n] int u^{2-alpha} k_i]
+    # docs/instances.md: dE_p[psi_n]/d gamma~_i = (1/Z)[int psi_n u^{2-alpha} k_i - E_p[psi_n] int u^{2-alpha} k_i]
     # with u = exp_{2-alpha}(f~) (Algorithm 1), integrals by the same trapezoid weights
     t, K, gam = _kernel_scores(batch=1, G=201)
     cen, wid = torch.linspace(0, 1, 5, dtype=D64), torch.full((5,), 0.15, dtype=D64)

@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
             continue
         t0 = time.perf_counter()
         state = ctx.load_checkpoint() or {"mlm_state": None}
-        # CBOW (gensim, hierarchical softmax, no negative sampling; spec §7.3), single worker for determinism.
+        # CBOW (gensim, hierarchical softmax, no negative sampling; docs/instances.md), single worker for determinism.
         w2v = Word2Vec(docs, vector_size=cfg["dim"], window=cfg["cbow_window"], min_count=cfg["min_count"],
                        sg=0, hs=1, negative=0, epochs=cfg["cbow_epochs"], workers=1, seed=ctx.seed)
         cbow = Embeddings(list(w2v.wv.index_to_key), w2v.wv.vectors)

@@ -21,7 +21,7 @@ on every masking instance of a 10,000-sentence corpus, then correlate the learne
     N_ij = log(pbar(w_i,c_j)/pbar(c_j)) + log|V| (Pearson) -- not reported in the paper.
 p is estimated from the training corpus counts, as in the paper.  The paper does not give the
 optimizer, learning rate, epochs, initialisation or seed; ours (CONFIG) is full-batch L-BFGS
-from N(0, 0.1^2), as in the spec's re-run.
+from N(0, 0.1^2) (docs/instances.md).
 """
 from __future__ import annotations
 

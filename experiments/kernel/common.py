@@ -131,7 +131,7 @@ def aligned_process(u, Z):
 
 
 def class_means(Z):
-    """c1 = E_{U(0,1/2)} X*, c2 = E_{U(1/2,1)} X* in closed form (spec Sec. 1.7)."""
+    """c1 = E_{U(0,1/2)} X*, c2 = E_{U(1/2,1)} X* in closed form (Sec. 4, App. B)."""
     s2 = math.sqrt(2) / 2
     c1 = 2 * (Z[:, 0] * s2 / (9 * np.pi) + 7 * Z[:, 1] / 192)
     c2 = 2 * (Z[:, 2] * (math.cos(0.5) - math.cos(0.75)) - Z[:, 3] * s2 / (17 * np.pi))

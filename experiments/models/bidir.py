@@ -1,7 +1,7 @@
 """Bidirectional attention as a mixture of continuous word experts (Wibisono & Wang, UAI 2023).
 
-Torch modules of the paper's models, in the paper's notation (spec ../shared/spec/bidirectional_attention.md
-§1).  Token ids are 0-based: words are 0..V-1 and the ``[MASK]`` token is id ``V`` (the paper's
+Torch modules of the paper's models, in the paper's notation (Sec. 2,
+Apps. B-C).  Token ids are 0-based: words are 0..V-1 and the ``[MASK]`` token is id ``V`` (the paper's
 index |V|+1).  A *masked sentence* is a LongTensor ``x`` of shape (B, S) whose position ``m[b]`` holds
 ``V``; ``m`` is a LongTensor (B,) of masked positions and ``b`` a LongTensor (B,) of true tokens.
 
@@ -15,8 +15,8 @@ Modules (all default to float64, so the exact identities can be checked to ~1e-1
     mixture-of-experts weights, ``F = sum_i sum_j pi^i_j f^i_j`` (stacked MoE for H heads, Sec. 2.2).
     ``CBOWMoE.from_attention(model)`` maps the parameters (W^KQ, W^LOV, g, D); ``.gate``,
     ``.experts``, ``.forward``, ``.lemma1_loss`` give pi, f, F and Lemma 1's explicit loss.
-``MixtureOfMoEs``  Sec. 2.2 "mixture of MoEs" for L >= 1 layers (explicit form derived in spec
-    §1.7): each layer is an MoE over positions k of CBOW-type experts; the last layer is a CBOW MoE
+``MixtureOfMoEs``  Sec. 2.2 "mixture of MoEs" for L >= 1 layers (explicit form derived in
+    docs/instances.md): each layer is an MoE over positions k of CBOW-type experts; the last layer is a CBOW MoE
     over the previous layer's outputs.  ``MixtureOfMoEs.from_attention(model)``.
 ``CBOW``  CBOW with a full softmax (no negative sampling, Sec. 2.2 / App. G.1): ``logits = W mean(c)``
     over the window ``1 <= |j - m| <= w`` (w = None: the whole sentence except the center).
@@ -344,7 +344,7 @@ class CBOWMoE(nn.Module):
 
 
 class MixtureOfMoEs(nn.Module):
-    """An L-layer BidirAttentionMLM as a mixture of MoEs (Sec. 2.2; explicit form of spec §1.7).
+    """An L-layer BidirAttentionMLM as a mixture of MoEs (Sec. 2.2; explicit form in docs/instances.md).
 
     With A_l = I + W'_l (0 without residuals), U_{l,i} = W^{O_l,i}^T W^{V_l,i} and
     L_{l,i} = (I + W'_l) U_{l,i} (W'_l U_{l,i} without residuals), layer l < L is an MoE over k:

@@ -10,7 +10,7 @@ time the response position is masked and the most probable class is predicted.
 The network follows the authors' released Keras code (one post-LN BERT block: 5 heads of key size 4,
 embedding 20, a ReLU feed-forward layer of width 5, dropout 0.1, LayerNorm eps 1e-6; a dense softmax
 head shared by all positions; Adam lr 1e-3, batch 128, 200 epochs) ported to torch.  It is *not* the
-linear single-head model of Theorem 2 (no LayerNorm/FFN there); the spec (§3.1, §6) notes this.
+linear single-head model of Theorem 2 (no LayerNorm/FFN there), although Sec. 3.1 presents the tabular model as its extension.
 
 Deviations from the Keras code, all documented in docs/bidir_experiments.md:
 - the loss is the mean cross entropy over masked positions; Keras divides the same sum by all

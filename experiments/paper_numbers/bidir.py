@@ -1,4 +1,4 @@
-"""Wibisono & Wang (UAI 2023) experiment numbers, transcribed from the paper (spec §3.4, §3.5, §4.1).
+"""Wibisono & Wang (UAI 2023) experiment numbers, transcribed from the paper (Tables 1-3).
 
 Keys are (experiment, setting, model, metric) as written by the runners in ``experiments/bidir/``:
 - Table 1 (bidir-tabular-sim): setting = the paper's tuple "(n_c, noise, corr)"; these are the
@@ -50,7 +50,7 @@ TABLE1_MSE = {
     "(5, 1.5, 0.9)": (8.410, 10.409, 10.110, 9.966, 6.501),
 }
 
-# Table 2 (auto-mpg); exact fractions over the 140 test cars (spec §3.5).
+# Table 2 (auto-mpg); exact fractions over the 140 test cars (Sec. 3.2.2).
 TABLE2_MODELS = ("LR", "RF", "GB", "MLP", "CategoryEmbedding", "FTTransformer", "TabTransformer",
                  "AutoInt", "TabNet", "ATN")
 TABLE2_ACC = (0.657, 0.721, 0.657, 0.700, 0.764, 0.707, 0.707, 0.364, 0.600, 0.793)

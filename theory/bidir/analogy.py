@@ -365,7 +365,7 @@ def _prop12_identity(symmetric: bool, seed: int) -> dict:
 
 
 def _royal_gender_joint(rng, eps: np.ndarray | None = None, n: int = 10):
-    """Spec §2.9 check 2: p(w|c_j) ∝ alpha_j(g) beta_j(r) for man, king, woman, queen (ids 0-3),
+    """Prop 12 (= Prop 4) construction: p(w|c_j) ∝ alpha_j(g) beta_j(r) for man, king, woman, queen (ids 0-3),
     arbitrary for 6 other words; optionally p(queen|c_j) x exp(eps_j).  Returns the joint P[i, j]."""
     al = rng.uniform(0.5, 2.0, size=(2, n))
     be = rng.uniform(0.5, 2.0, size=(2, n))

@@ -175,13 +175,15 @@ def fn9_instance(seed: int = 9, n_atoms: int = 10, n_templates: int = 40, d: int
     return A, u, z, G, float(G.max())
 
 
-def check_footnote9(instance=None, gamma: float = 1.0, alpha: float = 1.0, shift: float = 7.5):
+def check_footnote9(instance=None, gamma: float | None = None, alpha: float = 1.0, shift: float = 7.5):
+    """gamma defaults to sqrt(d), the experiment's gamma = sqrt(hidden dim)."""
     import torch
 
     from attnlab.experiments.models.fenchel_vit import ot_attention_weights
     from attnlab.numerics import entropic_ot as eo
 
     A, u, z, G, C = fn9_instance() if instance is None else instance
+    gamma = math.sqrt(A.shape[1]) if gamma is None else float(gamma)
     M = C - G
     N = len(u)
     off = ~np.eye(N, dtype=bool)
@@ -214,7 +216,7 @@ def check_footnote9(instance=None, gamma: float = 1.0, alpha: float = 1.0, shift
                                     gamma_to_0=limit),
                       tolerance=dict(c_cancels=1e-10, argmax_limit=1e-6, l1_ut_minus_u="> 0.1"),
                       explanation=f"{N} templates in R^{A.shape[1]} (norms spread x4), u uniform on "
-                                  f"{int(keep.sum())}; M = -A A^T + C, C = max inner product; gamma = {gamma}, "
+                                  f"{int(keep.sum())}; M = -A A^T + C, C = max inner product; gamma = {gamma:.4g} (sqrt d), "
                                   f"alpha = {alpha}: (22), Newton on (36) and (37) at C and C + {shift}; the OT-ViT "
                                   "layer's weights; (37) at gamma = 1e-3")
 

@@ -18,9 +18,9 @@ FIG3_U_PRINTED = np.array([0.3, 0.4, 0.6])
 FIG3_U = FIG3_U_PRINTED / FIG3_U_PRINTED.sum()
 FIG3_Z = np.array([0.6, 0.5])
 FIG3_ALPHAS = (4.0, 2.0, 1.0, 0.5)
-# Spec S9 table, ||h* - h_16|| (4 significant digits)
+# Fig 3 instance reference table (docs/instances.md), ||h* - h_16|| (4 significant digits)
 FIG3_REF_ERR = {4.0: 0.0483, 2.0: 0.0358, 1.0: 0.0191, 0.5: 0.0072}
-# Spec S8 reference table on I-rand: alpha -> (||lam*-alpha z||, ||lam*-lam_13||, ||h*-h_16||, ||h*-h_13||)
+# Reference table on I-rand (docs/instances.md): alpha -> (||lam*-alpha z||, ||lam*-lam_13||, ||h*-h_16||, ||h*-h_13||)
 S8_REFERENCE = {0.4: (9.159e-2, 1.212e-2, 1.325e-1, 9.327e-3),
                 0.1: (7.316e-3, 2.086e-4, 1.131e-2, 9.749e-5),
                 0.025: (4.961e-4, 3.661e-6, 7.527e-4, 3.112e-6)}
