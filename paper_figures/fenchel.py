@@ -47,9 +47,11 @@ def render_fig3(outdir: Path) -> list[Path]:
         ax.set_ylim(-1, 1.3)
         ax.set_aspect("equal")
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper left", fontsize=7.5)
+        ax.set_xlabel("template coordinate 1 (unitless)")
+    axes[0].set_ylabel("template coordinate 2 (unitless)")
+    axes[0].legend(loc="upper left", fontsize=8)
     fig.suptitle("Fig 3 regenerated: exact solution of (3)/(7) vs the closed form (16); u normalised from "
-                 "the printed 0.3/0.4/0.6 (sum 1.3); T, z not given in the paper", fontsize=10)
+                 "the printed 0.3/0.4/0.6 (sum 1.3); T, z not given in the paper (our instance)")
     fig.tight_layout()
     return save(fig, outdir, "fenchel_fig3.png")
 
