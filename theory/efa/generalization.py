@@ -222,112 +222,150 @@ def _thm2_bounds():
 # ------------------------------------------------------------------------------------------------
 # slow: the empirical excess-loss rate
 # ------------------------------------------------------------------------------------------------
-def _sample(teacher, n, I, By, gen, sweeps=3):
-    """tau ~ U[-1,1]^2; y by Gibbs-style sweeps y_i <- clip_{B_y}(teacher(y_{-i})_i + N(0, 0.25))."""
+# The data model fixes inf L in advance.  The teacher (a BaiEFA, outputs clipped at B_y like every
+# member of the class) reads no y coordinate (the last columns of Q, K, V and W_1 are 0), so its
+# prediction mu_i(tau) depends on the attributes only, and y_i = mu_i(tau) + eps_i with eps_i ~
+# U[-a_i, a_i], a_i = min(a, B_y - |mu_i|), independent given tau: mean 0 and |y_i| <= B_y
+# (Assumption 5).  Then E[y_i | tau, y_-i] = mu_i(tau), so the teacher is the Bayes predictor and
+# inf_Theta L = L(teacher) (for B >= |||teacher|||), and for any theta the excess is exactly
+#   L(theta) - inf L = (1/(2I)) sum_i E[(f_theta,i(tau, y_-i) - mu_i(tau))^2]
+# (eps_i has mean 0 given (tau, y_-i)), estimated on fresh sequences without the noise term;
+# inf L itself is E[a_i^2]/6, reported as a Monte Carlo average over the test attributes.
+NOISE_HALF_WIDTH = 0.5 * math.sqrt(3.0)        # eps ~ U[-a, a], sd 0.5
+TEACHER = dict(K=4, tau_dim=2, Kp=16, layers=1, heads=2, mlp_hidden=16)
+
+
+def make_teacher(By: float, seed: int = 12345):
+    torch.manual_seed(seed)
+    t = BaiEFA(**TEACHER, B_y=By, init_scale=1.5)
+    with torch.no_grad():
+        for l in range(t.L):
+            for W in (t.Q[l], t.Kw[l], t.V[l]):
+                W[:, :, -1] = 0.0
+            t.W1[l][:, -1] = 0.0
+    return t
+
+
+def _sample(teacher, n, I, gen):
+    """tau ~ U[-1,1]^2, mu = teacher(tau) (y-free), y = mu + U[-a_i, a_i], a_i = min(a, B_y - |mu|)."""
     tau = torch.rand(n, I, 2, generator=gen) * 2 - 1
-    y = torch.randn(n, I, generator=gen).clamp(-By, By)
     with torch.no_grad():
-        for _ in range(sweeps):
-            for i in range(I):
-                t = torch.full((n, 1), i)
-                mu = teacher(tau, y, targets=t)[:, 0]
-                y[:, i] = (mu + 0.5 * torch.randn(n, generator=gen)).clamp(-By, By)
-    return tau, y
+        mu = teacher(tau, torch.zeros(n, I))
+    half = (teacher.B_y - mu.abs()).clamp(min=0.0, max=NOISE_HALF_WIDTH)
+    y = mu + (torch.rand(n, I, generator=gen) * 2 - 1) * half
+    return tau, y, mu
 
 
-def _population_loss(m, tau, y, batch=20000):
+def _excess(m, tau, y, mu, batch=20000):
+    """(1/(2I)) sum_i (f_i - mu_i)^2 averaged over the sequences: the excess population loss."""
     with torch.no_grad():
-        return float(torch.cat([m.loss(tau[i:i + batch], y[i:i + batch])
+        return float(torch.cat([0.5 * ((m(tau[i:i + batch], y[i:i + batch]) - mu[i:i + batch]) ** 2).mean(-1)
                                 for i in range(0, len(y), batch)]).mean())
 
 
-def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), steps=300,
-                           n_test=20000, I=10, By=3.0, device="cpu", batch=256, init="teacher",
-                           lr=1e-3, progress=None):
-    """Train students (the teacher's architecture, Adam) by empirical risk minimisation on F samples;
-    return the teacher's population loss, the excess population loss per F and seed, and the ERM gap
-    L^_F(student) - L^_F(teacher) per F and seed (<= 0 for an empirical risk minimiser).
+def _empirical(m, tau, y):
+    with torch.no_grad():
+        return float(m.loss(tau, y).mean())
 
-    init 'teacher': Adam starts at the teacher's parameters, so the student is a local empirical risk
-    minimiser near theta* with L^(student) <= L^(teacher) -- the excess then measures the statistical
-    error Theorem 2 is about.  init 'random': a fresh random student (non-convex ERM; with a CPU-sized
-    step budget it does not reach L^(teacher) and the excess is optimisation error)."""
-    if init not in ("teacher", "random"):
-        raise ValueError(f"init must be 'teacher' or 'random'; got {init!r}")
+
+def _train(st, tau, y, steps, lr, batch, g):
+    opt = torch.optim.Adam(st.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    F = len(y)
+    bs = min(F, batch)
+    for _ in range(steps):
+        idx = torch.randint(0, F, (bs,), generator=g)
+        loss = st.loss(tau[idx], y[idx]).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    return st
+
+
+def excess_loss_experiment(Fs=tuple(2 ** k for k in range(6, 14)), seeds=range(5), random_seeds=range(3),
+                           steps=300, random_steps=600, n_test=20000, I=10, By=5.0, batch=256, progress=None):
+    """Students of the teacher's architecture trained by Adam on F samples of the data model above:
+    'teacher' students start at the teacher's parameters (local empirical risk minimisers near theta*),
+    'random' students at a fresh random initialisation (non-convex ERM).  Returns inf L = E[a_i^2]/6
+    (averaged over the test attributes), the teacher's Monte Carlo population loss on the test
+    sample (a check of the data model),
+    the excess per start, F and seed, and the ERM gaps L^_F(student) - L^_F(teacher)."""
     gen = torch.Generator().manual_seed(12345)
-    torch.manual_seed(12345)
-    teacher = BaiEFA(K=4, tau_dim=2, Kp=16, layers=1, heads=2, mlp_hidden=16, B_y=By, init_scale=1.5)
-    tau_te, y_te = _sample(teacher, n_test, I, By, gen)
-    teacher = teacher.to(device)
-    tau_te, y_te = tau_te.to(device), y_te.to(device)
-    L_teacher = _population_loss(teacher, tau_te, y_te)
-    out, gaps = {}, {}
-    for F in Fs:
-        ex = []
-        for s in seeds:
-            g = torch.Generator().manual_seed(1000 * F + s)
-            tau, y = _sample(teacher.cpu(), F, I, By, g)
-            teacher.to(device)
-            tau, y = tau.to(device), y.to(device)
-            torch.manual_seed(1000 * F + s)
-            st = BaiEFA(K=4, tau_dim=2, Kp=16, layers=1, heads=2, mlp_hidden=16, B_y=By,
-                        init_scale=0.5).to(device)
-            if init == "teacher":
-                st.load_state_dict(teacher.state_dict())
-            opt = torch.optim.Adam(st.parameters(), lr=lr)
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-            bs = min(F, batch)
-            for it in range(steps):
-                idx = torch.randint(0, F, (bs,), generator=g).to(device)
-                loss = st.loss(tau[idx], y[idx]).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-            ex.append(_population_loss(st, tau_te, y_te) - L_teacher)
-            gaps.setdefault(F, []).append(_population_loss(st, tau, y) - _population_loss(teacher, tau, y))
-            if progress:
-                progress(F, s, ex[-1])
-        out[F] = ex
-    return L_teacher, out, gaps
+    teacher = make_teacher(By)
+    tau_te, y_te, mu_te = _sample(teacher, n_test, I, gen)
+    inf_L = float(((By - mu_te.abs()).clamp(min=0.0, max=NOISE_HALF_WIDTH) ** 2 / 6).mean())
+    out = dict(inf_L=inf_L, B_y=By, teacher_mc_loss=_empirical(teacher, tau_te, y_te),
+               max_abs_y=float(y_te.abs().max()), teacher_norm=teacher.norm(), excess={}, erm_gap={})
+    for init, seed_list, n_steps in (("teacher", seeds, steps), ("random", random_seeds, random_steps)):
+        ex, gaps = {}, {}
+        for F in Fs:
+            for s in seed_list:
+                g = torch.Generator().manual_seed(1000 * F + s)
+                tau, y, _ = _sample(teacher, F, I, g)
+                torch.manual_seed(1000 * F + s + (0 if init == "teacher" else 7))
+                st = BaiEFA(**TEACHER, B_y=By, init_scale=0.5)
+                if init == "teacher":
+                    st.load_state_dict(teacher.state_dict())
+                _train(st, tau, y, n_steps, 1e-3 if init == "teacher" else 3e-3, batch, g)
+                ex.setdefault(F, []).append(_excess(st, tau_te, y_te, mu_te))
+                gaps.setdefault(F, []).append(_empirical(st, tau, y) - _empirical(teacher, tau, y))
+                if progress:
+                    progress(init, F, s, ex[F][-1])
+        out["excess"][init], out["erm_gap"][init] = ex, gaps
+    return out
+
+
+def _slope(Fs, mean):
+    pos = mean > 0
+    if pos.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(np.asarray(Fs, float)[pos]), np.log(mean[pos]), 1)[0])
+
+
+def check_excess_rate(res) -> "Evidence":
+    """Verdict from an :func:`excess_loss_experiment` result (teacher-start students)."""
+    ex = res["excess"]["teacher"]
+    Fs = sorted(ex)
+    mean = np.array([np.mean(ex[F]) for F in Fs])
+    viol = int(np.sum(np.diff(mean) > 0))
+    slope = _slope(Fs, mean)
+    erm = all(np.mean(res["erm_gap"]["teacher"][F]) <= 0 for F in Fs)
+    data_ok = res["max_abs_y"] <= res["B_y"]
+    ok = erm and data_ok and viol <= 1 and slope <= -0.4
+    rnd = res["excess"].get("random", {})
+    rmean = {int(F): float(np.mean(v)) for F, v in sorted(rnd.items())}
+    return holds_if(ok, measured=dict(slope=slope, violations=viol, students_are_erm=erm),
+                    tolerance="slope <= -0.4, violations <= 1, mean ERM gap <= 0, |y| <= B_y",
+                    explanation="teacher = BaiEFA(L=1, M=2, K=4, tau=2, K'=16, D'=16) reading no y, I=10, B_y=5 (|y| <= B_y, Assumption 5); "
+                                "y = mu(tau) + U[-a_i, a_i], a_i = min(sqrt(3)/2, B_y - |mu_i|), so the teacher is the "
+                                "Bayes predictor and the excess is (1/2I) sum_i E[(f_i - mu_i)^2] exactly "
+                                "(estimated on 2e4 fresh sequences); teacher-start students: "
+                                "Adam from theta* (300 steps, batch 256, lr 1e-3 cosine), 5 seeds; random-start "
+                                "students (reported, not judged): 600 steps, lr 3e-3, 3 seeds",
+                    inf_L=res["inf_L"], teacher_mc_loss=res["teacher_mc_loss"], max_abs_y=res["max_abs_y"],
+                    teacher_norm=res["teacher_norm"],
+                    mean_excess_teacher_start={int(F): float(v) for F, v in zip(Fs, mean)},
+                    mean_excess_random_start=rmean,
+                    slope_random_start=_slope(sorted(rnd), np.array([rmean[int(F)] for F in sorted(rnd)]))
+                    if rnd else None,
+                    erm_gap={k: {int(F): [float(v) for v in g[F]] for F in sorted(g)}
+                             for k, g in res["erm_gap"].items()},
+                    per_seed={k: {int(F): [float(v) for v in e[F]] for F in sorted(e)}
+                              for k, e in res["excess"].items()})
 
 
 @claim("efa.thm2.excess-loss-rate",
-       reference="Thm 2 (rate O(sqrt(d iota / F)))",
-       statement="The excess population loss of (approximate) ERM decreases with the sample size F: with "
-                 "students that reach empirical risk <= the teacher's (local ERM by Adam from the teacher), the "
-                 "mean excess over 5 seeds is non-increasing in F = 2^6..2^13 (one violation allowed), its "
-                 "log-log slope is <= -0.4, and it is below B_y^2 sqrt((43 L d iota + log(1/xi))/F) (C = 1, "
-                 "xi = 0.05).",
+       reference="Thm 2 (rate O(sqrt(d iota / F))), Sec 5.2.2",
+       statement="On a data model whose infimum is known in advance (y_i = mu_i(tau) + eps_i, mu_i the "
+                 "prediction of a Sec 5.2 teacher that reads no y, eps_i uniform, mean 0, |y_i| <= B_y; the "
+                 "teacher is then the Bayes predictor, inf_Theta L = L(teacher) and L(theta) - inf L = "
+                 "E[(f_theta - mu)^2]/2 exactly), the excess population loss of local "
+                 "empirical risk minimisers (Adam from the teacher; empirical risk <= the teacher's) "
+                 "decreases with F at least like F^(-0.4): the mean over 5 seeds is non-increasing in "
+                 "F = 2^6..2^13 (one violation allowed) with log-log slope <= -0.4. Random-start ERM is "
+                 "reported beside it; the constant C of Thm 2 is unspecified, so the bound itself is not "
+                 "compared.",
        method="training", tier="slow")
 def _thm2_rate():
-    By, L = 3.0, 1
-    L_teacher, res, gaps = excess_loss_experiment()
-    Fs = sorted(res)
-    # inf_theta L(theta) proxy: the data (Gibbs sweeps) do not follow the teacher's conditionals
-    # exactly, so students beat the teacher at large F; the smallest population loss seen (teacher or
-    # any student) is a tighter upper bound on the infimum, and the excess over it a tighter lower
-    # bound on the true excess (the one over the teacher is kept in the data)
-    L_star = min(L_teacher, min(L_teacher + v for F in Fs for v in res[F]))
-    mean_vs_teacher = np.array([np.mean(res[F]) for F in Fs])
-    mean = mean_vs_teacher + (L_teacher - L_star)
-    viol = int(np.sum(np.diff(mean) > 0))
-    pos = mean > 0
-    slope = float(np.polyfit(np.log(np.array(Fs)[pos]), np.log(mean[pos]), 1)[0]) if pos.sum() >= 2 else float("nan")
-    d = parameter_count(1, 2, 5, 16, 16, 4, 2)
-    iota = math.log(2 + max(1.0, 1 / (2 * By)))   # B, R <= 1 proxy; the bound is loose by orders anyway
-    bound = [By ** 2 * math.sqrt((43 * L * d * iota + math.log(20)) / F) for F in Fs]
-    erm = all(np.mean(gaps[F]) <= 0 for F in Fs)       # the students are empirical risk minimisers
-    ok = erm and viol <= 1 and slope <= -0.4 and all(mean[k] <= bound[k] for k in range(len(Fs)))
-    return holds_if(ok, measured=dict(slope=slope, violations=viol, students_are_erm=erm),
-                    tolerance="slope <= -0.4, violations <= 1, mean ERM gap <= 0",
-                    explanation="teacher = BaiEFA(L=1, M=2, K=4, tau=2, K'=16, D'=16), I=10, B_y=3, noise sd 0.5; "
-                                "students = local ERM by Adam from the teacher's parameters (300 steps, batch 256, "
-                                "lr 1e-3 cosine); population loss on 2e4 fresh sequences (2e5 targets); excess over the "
-                                "smallest population loss seen (teacher or student)",
-                    erm_gap={int(F): [float(v) for v in gaps[F]] for F in Fs},
-                    teacher_loss=L_teacher, inf_proxy=L_star,
-                    mean_excess={int(F): float(v) for F, v in zip(Fs, mean)},
-                    mean_excess_vs_teacher={int(F): float(v) for F, v in zip(Fs, mean_vs_teacher)},
-                    per_seed_vs_teacher={int(F): [float(v) for v in res[F]] for F in Fs},
-                    bound={int(F): b for F, b in zip(Fs, bound)}, d=d)
+    return check_excess_rate(excess_loss_experiment())
