@@ -1,6 +1,8 @@
 """Every command of the README's tour runs as printed (`python -m attnlab ...` in a fresh working
 folder, reading the committed records).  The ones that train, need a GPU or run the whole catalog are
-in the slow tier; every line of the tour must be classified here, so a new line cannot go untested."""
+in the slow tier; every line of the tour must be classified here, so a new line cannot go untested.
+Every other `attnlab` command shown in README.md and docs/*.md must name a real target and options it
+accepts."""
 from __future__ import annotations
 
 import os
@@ -82,3 +84,55 @@ def test_tour_line_runs_as_printed(line, tier, codes, tmp_path):
     assert proc.returncode in codes, (f"`attnlab {line}` exited {proc.returncode}:\n"
                                       + (proc.stderr or proc.stdout)[-2000:])
     assert proc.stdout.strip(), f"`attnlab {line}` printed nothing"
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(file, command) for every `attnlab ...` line in a code block of README.md and docs/*.md,
+    optional `[...]` groups dropped."""
+    out = []
+    files = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "claims.md")
+    for f in files:
+        for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", f.read_text(encoding="utf-8"), re.S):
+            for line in block.splitlines():
+                cmd = re.split(r"\s+#", line, maxsplit=1)[0].strip()
+                if cmd.startswith("attnlab "):
+                    out.append((f.name, re.sub(r"\s*\[[^\]]*\]", "", cmd)))
+    return out
+
+
+def _help_text(capsys, argv) -> str:
+    from attnlab.cli import main
+
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+    return capsys.readouterr().out
+
+
+def test_every_documented_command_is_accepted(capsys):
+    """Each command shown in the docs names a real subcommand and target, and every option it uses is
+    one that target accepts (checked against its --help; nothing is run)."""
+    from attnlab.cli import _build_parser
+    from attnlab.registry import COMPARE, RUN
+
+    cmds = documented_commands()
+    assert len(cmds) >= len(TOUR)
+    bad = []
+    for name, cmd in cmds:
+        argv = shlex.split(cmd)[1:]
+        if argv[0] in ("run", "compare"):
+            table = RUN if argv[0] == "run" else COMPARE
+            if len(argv) < 2 or argv[1] not in table:
+                bad.append(f"{name}: `{cmd}`: unknown {argv[0]} target")
+                continue
+            helptext = _help_text(capsys, [argv[0], argv[1], "--help"])
+            for opt in (a.split("=")[0] for a in argv[2:] if a.startswith("--")):
+                if opt != "--help" and opt not in helptext:
+                    bad.append(f"{name}: `{cmd}`: {opt} is not an option of `attnlab {argv[0]} {argv[1]}`")
+        else:
+            try:
+                _build_parser().parse_args(argv)
+            except (SystemExit, Exception) as exc:      # argparse errors are UsageError here
+                bad.append(f"{name}: `{cmd}`: {exc}")
+    assert not bad, "\n".join(bad)
