@@ -258,3 +258,25 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
         assert set(rec["extra"]["skipped"]["pooled"].values()) == {am.SKIP_MESSAGE}
     assert call(am.main, ["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2
+
+
+def test_pytorch_tabular_baselines_run_where_the_extra_is_installed(tmp_path, monkeypatch):
+    """The five pytorch_tabular baselines of Table 2 (the 'tabular' extra): each trains and predicts a
+    class per test row, and nothing is left in the working directory (the library writes checkpoints
+    and logs there)."""
+    pytest.importorskip("pytorch_tabular", reason="the 'tabular' extra is not installed (pip install -e '.[tabular]')")
+    pytest.importorskip("pytorch_tabnet", reason="the 'tabular' extra is not installed (pip install -e '.[tabular]')")
+    import numpy as np
+
+    from attnlab.experiments.bidir import auto_mpg as am
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(120, 6))
+    y = (x[:, 0] + x[:, 1]) % 3                      # learnable from the features
+    d = {"x_train": x[:90], "y_train": y[:90], "x_test": x[90:], "y_test": y[90:]}
+    out = am.run_pytorch_tabular(d, seed=0, epochs=2, batch=32)
+    assert tuple(out) == am.TABULAR_MODELS
+    for r in out.values():
+        assert 0.0 <= r["acc"] <= 1.0 and r["mse"] >= 0.0
+    assert list(tmp_path.iterdir()) == []

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
+import contextlib
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -33,8 +35,8 @@ C = 3
 PROTOCOLS = ("pooled", "train-only")
 SETTING = {"pooled": "origin split", "train-only": "origin split train-only bins"}
 TABULAR_MODELS = ("CategoryEmbedding", "FTTransformer", "TabTransformer", "AutoInt", "TabNet")
-SKIP_MESSAGE = ("skipped: pytorch_tabular is not installed (pytorch-tabular 1.2 needs pandas < 3, attnlab needs "
-                "pandas >= 3.1: run these baselines in a separate environment with pip install pytorch-tabular)")
+SKIP_MESSAGE = ("skipped: pytorch_tabular is not installed (the 'tabular' extra: pip install -e '.[tabular]', "
+                "in an environment of its own since it brings pandas 2.3; see docs/bidir_experiments.md)")
 
 CONFIGS = {
     "full": {"grid": "paper", "atn_epochs": 200, "atn_batch": 128, "tabular_epochs": 200, "tabular_batch": 128},
@@ -95,7 +97,8 @@ def tabular_available() -> bool:
 
 
 def run_pytorch_tabular(d: dict, seed: int, epochs: int, batch: int) -> dict:
-    """The five pytorch_tabular baselines with the authors' settings (spec §3.5); needs the `tabular` extra."""
+    """The five pytorch_tabular baselines of Table 2 with the authors' settings (footnote 3: library defaults,
+    batch 128, 200 epochs; heads and learning rates as in their notebook); needs the `tabular` extra."""
     import pandas as pd
     from pytorch_tabular import TabularModel
     from pytorch_tabular.config import DataConfig, OptimizerConfig, TrainerConfig
@@ -115,17 +118,22 @@ def run_pytorch_tabular(d: dict, seed: int, epochs: int, batch: int) -> dict:
         "TabNet": TabNetModelConfig(task="classification", learning_rate=1e-3, head="LinearHead", head_config=head),
     }
     out = {}
-    for name, mcfg in configs.items():
-        model = TabularModel(
-            data_config=DataConfig(target=["y"], continuous_cols=[], categorical_cols=cols),
-            model_config=mcfg, optimizer_config=OptimizerConfig(),
-            trainer_config=TrainerConfig(batch_size=batch, max_epochs=epochs, accelerator="cpu",
-                                         progress_bar="none", seed=seed),
-            verbose=False)
-        model.fit(train=tr, seed=seed)
-        pred = model.predict(te)["y_prediction"].to_numpy().astype(np.int64)
-        acc, mse = accuracy_mse(pred, d["y_test"])
-        out[name] = {"acc": acc, "mse": mse}
+    # the library's defaults (its validation split, early stopping, best checkpoint restored) as the
+    # authors ran them; it writes checkpoints and logs under the working directory, so it runs in a
+    # temporary one that is removed afterwards
+    with tempfile.TemporaryDirectory(prefix="attnlab-tabular-") as work, contextlib.chdir(work):
+        for name, mcfg in configs.items():
+            model = TabularModel(
+                data_config=DataConfig(target=["y"], continuous_cols=[], categorical_cols=cols),
+                model_config=mcfg, optimizer_config=OptimizerConfig(),
+                trainer_config=TrainerConfig(batch_size=batch, max_epochs=epochs, accelerator="cpu",
+                                             progress_bar="none", seed=seed,
+                                             trainer_kwargs={"enable_model_summary": False}),
+                verbose=False, suppress_lightning_logger=True)
+            model.fit(train=tr, seed=seed)
+            pred = model.predict(te)["y_prediction"].to_numpy().astype(np.int64)
+            acc, mse = accuracy_mse(pred, d["y_test"])
+            out[name] = {"acc": acc, "mse": mse}
     return out
 
 
