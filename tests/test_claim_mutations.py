@@ -1085,3 +1085,25 @@ def test_fn9_fails_when_eq22_drops_gamma(monkeypatch):
     real = eo.ot_attention
     monkeypatch.setattr(eo, "ot_attention", lambda A, u, M, z, gamma, alpha: real(A, u, M, z, 1.0, alpha))
     assert _verdict("fenchel.fn9.inner-product-cost") == "fails"
+
+
+# --- fenchel.tables.ot-vit-outperforms --------------------------------------------------------
+
+def test_outperforms_is_an_erratum():
+    assert _verdict("fenchel.tables.ot-vit-outperforms") == "erratum"
+
+
+def test_outperforms_holds_with_narrower_intervals():
+    """Input mutation: half-widths 0.003 throughout: every difference is then outside its interval."""
+    from attnlab.theory.fenchel import tables as tb
+
+    t2 = {m: {ds: (v[0], 0.003) for ds, v in rows.items()} for m, rows in tb.TABLE2.items()}
+    assert tb.check_outperforms(t2).verdict == "holds"
+
+
+def test_outperforms_fails_when_vit_wins_somewhere():
+    from attnlab.theory.fenchel import tables as tb
+
+    t2 = {m: dict(rows) for m, rows in tb.TABLE2.items()}
+    t2["vit"]["cifar10"] = (0.78, 0.01)
+    assert tb.check_outperforms(t2).verdict == "fails"
