@@ -27,31 +27,39 @@ def _randomize(module, gen, scale=0.7):
     return module
 
 
-def remark1_logits(m: EFACategorical, x: torch.Tensor) -> torch.Tensor:
+def remark1_logits(m: EFACategorical, x: torch.Tensor, transposed: bool = False,
+                   return_weights: bool = False):
     """The logits of Remark 1's latent-factor form, written from Eq. (1) with plain torch ops on the
     module's parameter tensors (no call into the module's forward): for copy i,
     X_i = [beta_{x_1} + p_1, ..., beta_[MASK] + p_i, ..., beta_{x_I} + p_I] (K x I),
     A = softmax_col((W^Q X_i)^T W^K X_i / K + M) with M[j, i] = 0 iff j <= i (causal) or M = 0,
     and the logit of item d is sum_h sum_j A_h[j, i] (delta^T W^V_h X_i)[d, j]  (F, I, D).
-    One layer, paper convention; heads are summed as Eq. (1) with full-width heads."""
+    One layer, paper convention; heads are summed as Eq. (1) with full-width heads.
+    ``transposed``: the scores read the other way round, S[j, i'] = (W^Q x_i').(W^K x_j) (the usual
+    q_i.k_j), to show what a swapped orientation would give.  ``return_weights``: also the weights
+    of every copy, (F, I, heads, I, I) with rows = output i', columns = context j (A_h^T)."""
     lay = m.stack.layers[0]
     B, I = x.shape
     K = m.dim
     P = m.P[:I].T if m.P is not None else torch.zeros(K, I, dtype=m.beta.dtype)
     delta_T = m.delta.T                                               # K x D, the paper's delta
     out = torch.zeros(B, I, m.n_items, dtype=m.beta.dtype)
+    weights = torch.zeros(B, I, lay.heads, I, I, dtype=m.beta.dtype)
     for f in range(B):
         for i in range(I):
             X = m.beta[x[f]].T + P                                    # K x I
             X[:, i] = m.beta[m.MASK] + P[:, i]
             for h in range(lay.heads):
                 S = (lay.W_Q[h] @ X).T @ (lay.W_K[h] @ X) / K         # S[j, i']
+                if transposed:
+                    S = S.T
                 if m.direction == "unidirectional":
                     S = S.masked_fill(torch.ones(I, I, dtype=torch.bool).tril(-1), float("-inf"))
                 A = torch.softmax(S, dim=0)                           # column-wise
+                weights[f, i, h] = A.T
                 per_col = delta_T.T @ (lay.W_V[h] @ X)                # D x I: delta^T W^V X_i[:, j]
                 out[f, i] += per_col @ A[:, i]
-    return out
+    return (out, weights) if return_weights else out
 
 
 # (D, K, I, heads, scale of W^Q and W^K): the edges I = 1, 2, K = 1, D = 2, a long sequence
@@ -94,6 +102,73 @@ def check_remark1(sizes=REMARK1_SIZES, seed=0, build=EFACategorical) -> "Evidenc
        method="float64")
 def _remark1():
     return check_remark1()
+
+
+# asymmetric instances (W^Q != W^K, K >= 2, scores of order 1) where the two orientations of the scores
+# give different conditionals; plus the edges K = 1 and W^Q = W^K = 0, where S is symmetric
+EQ1_SIZES = [(2, 1, 2, 1, 0.7), (3, 4, 1, 2, 0.7), (7, 3, 6, 1, 0.7), (5, 2, 7, 3, 0.7), (6, 5, 100, 2, 0.5),
+             (5, 3, 9, 1, 0.0), (40, 8, 12, 1, 1.5)]
+EQ1_MIN_GAP = 1e-3
+
+
+def check_eq1_orientation(sizes=EQ1_SIZES, seed=3, build=EFACategorical) -> "Evidence":
+    """Every path of the library through Eq. (1) against the formula with S[j, i] = (W^Q x_j).(W^K x_i)
+    (remark1_logits), and against the swapped orientation to show that the instance tells them apart."""
+    g = _seeded(seed)
+    per, worst, gaps = {}, 0.0, []
+    for D, K, I, heads, qk in sizes:
+        for direction in ("bidirectional", "unidirectional"):
+            m = _randomize(build(D, K, I, heads=heads, direction=direction).double(), g)
+            row = build(D, K, I, heads=heads, direction=direction, orientation="row").double()
+            with torch.no_grad():
+                for lay in m.stack.layers:
+                    lay.W_Q.mul_(qk / 0.7)
+                    lay.W_K.mul_(qk / 0.7)
+                row.load_state_dict(m.state_dict())
+                F = 2 if I >= 100 else 4
+                x = torch.randint(0, D, (F, I), generator=g)
+                ref, w_ref = remark1_logits(m, x, return_weights=True)
+                ref_t, w_ref_t = remark1_logits(m, x, transposed=True, return_weights=True)
+                scale = float(ref.abs().max().clamp_min(1e-300))
+                dev = dict(
+                    fast=float((m(x) - ref).abs().max()) / scale,
+                    replicate=float((m.context(x, method="replicate") @ m.delta.T - ref).abs().max()) / scale,
+                    weights=float((m.attention_weights(x)[0] - w_ref).abs().max()),
+                    row_fast=float((row(x) - ref_t).abs().max()) / scale,
+                    row_replicate=float((row.context(x, method="replicate") @ row.delta.T - ref_t).abs().max())
+                    / scale,
+                    row_weights=float((row.attention_weights(x)[0] - w_ref_t).abs().max()))
+                gap = float((ref - ref_t).abs().max()) / scale
+            if K >= 2 and qk >= 0.5 and I >= 2:
+                gaps.append(gap)
+            per[f"D={D},K={K},I={I},heads={heads},qk={qk:g},{direction[:3]}"] = dict(dev, orientation_gap=gap)
+            worst = max(worst, *dev.values())
+    min_gap = min(gaps, default=0.0)
+    ok = worst < TOL and min_gap > EQ1_MIN_GAP
+    return holds_if(ok, measured=dict(max_rel_dev=worst, min_orientation_gap=min_gap),
+                    tolerance={"library vs Eq. (1)": f"relative {TOL:g}",
+                               "orientation gap on the asymmetric instances": f"> {EQ1_MIN_GAP:g}"},
+                    explanation="Eq. (1) written with plain torch ops on the module's tensors (S = (W^Q X_i)^T "
+                                "W^K X_i / K + M, softmax over j for each column i) vs EFACategorical (one layer, "
+                                "paper convention, random float64 weights, W^Q != W^K): the logits by the fast "
+                                "per-target path (AttentionLayer.cross) and the replicated one (AttentionLayer."
+                                "forward, the attnlab.layers block), and the attention weights; the orientation "
+                                "'row' (the usual q_i.k_j) against the same formula with S transposed.  "
+                                "orientation_gap = max |logits(S) - logits(S^T)| / max |logits(S)|: the two "
+                                "orientations give different conditionals on every instance with K >= 2, I >= 2 "
+                                "and scores of order 1; K = 1 and W^Q = W^K = 0 (S symmetric) are edges",
+                    per_size=per)
+
+
+@claim("efa.eq1.score-orientation",
+       reference="Sec 2.1, Eq. (1); Remark 1",
+       statement="In Eq. (1), X'_i = W^V X_i softmax_col((W^Q X_i)^T W^K X_i / K + M), the score of context "
+                 "column j for output column i is (W^Q x_j).(W^K x_i) / K + M[j, i]: the query vector belongs to "
+                 "the context word j and the key vector to the output (masked) word i, the transpose of the "
+                 "usual q_i.k_j; with W^Q != W^K the two orientations give different conditionals eta_i.",
+       method="float64")
+def _eq1_orientation():
+    return check_eq1_orientation()
 
 
 def _causal_models(g):
