@@ -1107,3 +1107,38 @@ def test_outperforms_fails_when_vit_wins_somewhere():
     t2 = {m: dict(rows) for m, rows in tb.TABLE2.items()}
     t2["vit"]["cifar10"] = (0.78, 0.01)
     assert tb.check_outperforms(t2).verdict == "fails"
+
+
+# --- efa.eq1.score-orientation ----------------------------------------------------------------
+
+def test_eq1_orientation_fails_when_the_scores_are_transposed(monkeypatch):
+    """Library mutation (benchmarks/mutations.py efa-scores-transposed): AttentionLayer.scores returns
+    s[i, j] = q_i . k_j in the paper convention; the replicated path and the weights leave Eq. (1)."""
+    from attnlab.numerics.efa_attention import AttentionLayer
+    from attnlab.theory.efa import structure
+
+    real = AttentionLayer.scores
+    monkeypatch.setattr(AttentionLayer, "scores", lambda self, Z: real(self, Z).transpose(-1, -2))
+    assert structure.check_eq1_orientation().verdict == "fails"
+
+
+def test_eq1_orientation_fails_when_the_instance_is_symmetric(monkeypatch):
+    """Input mutation: W^K = W^Q makes S symmetric, so the instance cannot tell the orientations apart
+    (gap 0) and the check refuses it."""
+    import torch
+
+    from attnlab.theory.efa import structure
+
+    real = structure._randomize
+
+    def tied(module, gen, scale=0.7):
+        real(module, gen, scale)
+        with torch.no_grad():
+            for lay in getattr(getattr(module, "stack", None), "layers", []):
+                lay.W_K.copy_(lay.W_Q)
+        return module
+
+    monkeypatch.setattr(structure, "_randomize", tied)
+    ev = structure.check_eq1_orientation()
+    assert ev.verdict == "fails" and ev.measured["max_rel_dev"] < 1e-12
+
