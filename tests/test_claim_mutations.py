@@ -1142,3 +1142,64 @@ def test_eq1_orientation_fails_when_the_instance_is_symmetric(monkeypatch):
     ev = structure.check_eq1_orientation()
     assert ev.verdict == "fails" and ev.measured["max_rel_dev"] < 1e-12
 
+
+# --- kernel.eq3.log-normalizer, kernel.eq3.gaussian-case --------------------------------------
+
+def _shifted_A(monkeypatch):
+    """Library mutation (kernel-softmax-shift-sign): A(f) = log Z - max f, the density unchanged."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_softmax
+
+    def ks(f, t, log_q0=None):
+        dens, A = real(f, t, log_q0)
+        g = f if log_q0 is None else f + log_q0
+        return dens, A - 2 * g.max(-1).values
+    monkeypatch.setattr(ca, "kernel_softmax", ks)
+
+
+def test_log_normalizer_fails_when_A_has_the_shift_with_the_wrong_sign(monkeypatch):
+    from attnlab.theory.kernel import exp_family
+
+    _shifted_A(monkeypatch)
+    assert exp_family.check_log_normalizer().verdict == "fails"
+
+
+def test_log_normalizer_fails_without_the_max_shift(monkeypatch):
+    """Library mutation: the normaliser summed as int q0 exp(f) with no shift (App. E.1 ignored): exact
+    in exact arithmetic, but 0 or inf in float64 at f + c, c = -+1000."""
+    import torch
+
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.quadrature import trapezoid
+    from attnlab.theory.kernel import exp_family
+
+    def naive(f, t, log_q0=None):
+        g = f if log_q0 is None else f + log_q0
+        Z = trapezoid(torch.exp(g), t)
+        return torch.exp(g) / Z[..., None], torch.log(Z)
+    monkeypatch.setattr(ca, "kernel_softmax", naive)
+
+    ev = exp_family.check_log_normalizer()
+    assert ev.verdict == "fails"
+    assert ev.data["rows"]["seed=0,gamma_scale=1,c=0"]["abs_err_A"] < 1e-12      # fine where nothing overflows
+
+
+def test_gaussian_case_fails_when_sigma2_is_read_as_the_standard_deviation(monkeypatch):
+    """Library mutation (kernel-gaussian-density-std): N(t; mu, sigma2^2)."""
+    import torch
+
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.theory.kernel import exp_family
+
+    real = ca.gaussian_density
+    monkeypatch.setattr(ca, "gaussian_density", lambda t, mu, sigma2, domain=None:
+                        real(t, mu, torch.as_tensor(sigma2, dtype=torch.float64) ** 2, domain))
+    assert exp_family.check_gaussian_case().verdict == "fails"
+
+
+def test_gaussian_case_fails_when_A_has_the_shift_with_the_wrong_sign(monkeypatch):
+    from attnlab.theory.kernel import exp_family
+
+    _shifted_A(monkeypatch)
+    assert exp_family.check_gaussian_case().verdict == "fails"
