@@ -1203,3 +1203,16 @@ def test_gaussian_case_fails_when_A_has_the_shift_with_the_wrong_sign(monkeypatc
 
     _shifted_A(monkeypatch)
     assert exp_family.check_gaussian_case().verdict == "fails"
+
+
+# --- fenchel.eq17.t5-hf-position-bias ---------------------------------------------------------
+
+def test_t5_fails_when_the_layer_drops_log_u(monkeypatch):
+    """Library mutation: the (16) layer ignores its log u (T5's relative-position bias)."""
+    pytest.importorskip("transformers")
+    from attnlab.numerics import fenchel_attention as fa
+
+    real = fa.fenchel_attention
+    monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, scale=None,
+                        **kw: real(q, k, v, alpha, None, attn_mask, scale, **kw))
+    assert _verdict("fenchel.eq17.t5-hf-position-bias") == "fails"

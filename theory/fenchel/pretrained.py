@@ -46,7 +46,6 @@ def _pretrained_reparameterisation():
     import torch
 
     from attnlab.experiments.fenchel.deviation import hf_attentions
-    from attnlab.theory.fenchel.transformers import attention16_torch
 
     model, tok = minilm()
     atts = hf_attentions("bert", model)
@@ -69,7 +68,7 @@ def _pretrained_reparameterisation():
     logu = torch.where(valid, 0.0, float("-inf")).double().unsqueeze(1)         # (B, 1, L) uniform u
     scale_ratio = []
     with torch.no_grad():
-        err_p, err_out = _compare(atts, store, valid, logu, scale_ratio, attention16_torch)
+        err_p, err_out = _compare(atts, store, valid, logu, scale_ratio)
     tol = 1e-5
     return holds_if(max(err_p, err_out) < tol,
                     measured={"max |p16 - model weights|": err_p, "max |sqrt(d') V h + b_V - model output|": err_out,
@@ -80,9 +79,12 @@ def _pretrained_reparameterisation():
                                 "against the model's own attention weights and head outputs")
 
 
-def _compare(atts, store, valid, logu, scale_ratio, attention16_torch):
-    """max |p16 - model weights| and max |sqrt(d') V h + b_V - model output| over layers, heads, valid queries."""
+def _compare(atts, store, valid, logu, scale_ratio):
+    """max |p16 - model weights| and max |sqrt(d') V h + b_V - model output| over layers, heads, valid queries;
+    (16) and h_k = sum_i p_i t_i by the library layer (numerics.fenchel_attention, exact=False, scale 1)."""
     import math
+
+    from attnlab.numerics.fenchel_attention import fenchel_attention
 
     err_p = err_out = 0.0
     for name, mod in atts.items():
@@ -97,8 +99,9 @@ def _compare(atts, store, valid, logu, scale_ratio, attention16_torch):
             K = mod.key.weight[s].double()
             V, bV = mod.value.weight[s].double(), mod.value.bias[s].double()
             z = (x @ Q.T + bQ) @ K                                               # (B, L, d): z_k per query
-            p = attention16_torch(t.unsqueeze(1), logu, z, 1.0)                  # (B, L, L)
-            out = (p @ t) @ (math.sqrt(dp) * V).T + bV
+            h16, p = fenchel_attention(z, t, t, alpha=1.0, log_u=logu, scale=1.0, exact=False,
+                                       return_weights=True)                      # h_k (B, L, d), p (B, L, L)
+            out = h16 @ (math.sqrt(dp) * V).T + bV
             q_ok = valid.unsqueeze(-1)                                           # padding queries aside
             err_p = max(err_p, float(((p - w[:, h].double()).abs() * q_ok).max()))
             err_out = max(err_out, float(((out - ctx[..., s].double()).abs() * q_ok).max()))

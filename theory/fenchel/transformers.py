@@ -7,13 +7,6 @@ import numpy as np
 from attnlab.catalog import Skip, claim, erratum_if, holds_if
 
 
-def attention16_torch(T, logu, z, alpha=1.0):
-    """(16) in torch: p_i proportional to u_i exp(alpha <t_i, z>), batched; returns the weights p."""
-    import torch
-
-    return torch.softmax(logu + alpha * (T @ z.unsqueeze(-1)).squeeze(-1), -1)
-
-
 @claim("fenchel.sec7.dot-product-attention",
        reference="Sec 7, Sec 8 (reparameterisation before Eq. (19))",
        statement="Dot-product attention is (16) with uniform u and alpha = 1: with t_i = x_i/sqrt(d'), "
@@ -118,6 +111,8 @@ def _s11_eq19():
 def _s11_hf():
     import torch
 
+    from attnlab.numerics.fenchel_attention import fenchel_attention
+
     try:
         from transformers import T5Config
         from transformers.models.t5.modeling_t5 import T5Attention
@@ -142,16 +137,18 @@ def _s11_hf():
         Kx = layer.k(x).view(1, n, H, dk).transpose(1, 2)[0]            # templates t_i per head
         Qy = layer.q(x).view(1, n, H, dk).transpose(1, 2)[0]            # evidence z_k per head
         Vx = layer.v(x).view(1, n, H, dk).transpose(1, 2)[0]
-        logu = position_bias[0] + mask[0]                              # (H, n_q, n_k): log u + const
-        p = attention16_torch(Kx.unsqueeze(1), logu, Qy, 1.0)          # (16) for every head and query
-        heads = p @ Vx                                                  # (H, n_q, d_kv)
+        # (16) for every head and query: the library layer with exact=False, log u = the position bias,
+        # the mask added to it, scale 1 (t_i = K x_i)
+        heads, p = fenchel_attention(Qy, Kx, Vx, alpha=1.0, log_u=position_bias[0], attn_mask=mask[0],
+                                     scale=1.0, exact=False, return_weights=True)     # (H, n_q, d_kv)
         ours = layer.o(heads.transpose(0, 1).reshape(1, n, H * dk))
-        u_masked = float(torch.softmax(logu, -1)[..., masked].max())
+        u_masked = float(p[..., masked].max())
     err = float((ours - out).abs().max())
-    return holds_if(err < 1e-12 and u_masked == 0.0, measured=dict(max_abs_err=err, u_on_masked=u_masked),
+    return holds_if(err < 1e-12 and u_masked == 0.0, measured=dict(max_abs_err=err, p_on_masked=u_masked),
                     tolerance=1e-12,
                     explanation="HF T5Attention (random init, 4 heads, d_kv 16, 32 buckets, float64, eager) vs "
-                                "(16) with u = softmax(position_bias + mask), alpha = 1, scale 1")
+                                "numerics.fenchel_attention.fenchel_attention(exact=False), i.e. (16), with "
+                                "log u = position_bias, the attention mask added, alpha = 1, scale 1")
 
 
 # Means transcribed from Fig 4 (per layer, head-averaged) and Figs 5-8 (per head).
