@@ -17,6 +17,7 @@ v_i.  The exact layer replaces alpha z by lambda*, with a per-query alpha.
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import nn
@@ -84,10 +85,26 @@ def fenchel_dual_lambda(T, logu, z, alpha, tol: float | None = None, max_iter: i
 # per query).  Newton-CG forward, CG for the implicit-function solve backward.
 # ---------------------------------------------------------------------------------------------
 
-def _hvp(v, p, K, h, a):
-    """H v = v/alpha + Cov_p(t) v with Cov_p v = K^T (p * (K v)) - h (h . v); shapes (..., L, E)."""
-    Kv = v @ K.transpose(-1, -2)                                     # (..., L, S)
-    return v / a + (p * Kv) @ K - h * (h * v).sum(-1, keepdim=True)
+def _rowdot(x, y):
+    """<x, y> over the last dimension, keepdim."""
+    return torch.linalg.vecdot(x, y).unsqueeze(-1)
+
+
+def _inplace(op, x, y):
+    """x op= y in place where y does not broadcast x up, else the new tensor x op y (op: 'sub' or 'mul')."""
+    if torch.broadcast_shapes(x.shape, y.shape) == x.shape:
+        return getattr(x, op + "_")(y)
+    return getattr(torch, op)(x, y)
+
+
+def _hvp(v, p, K, h, inv_a, out=None, vK=None, tmp=None):
+    """(H v, v K^T, p * v K^T) with H v = v/alpha + Cov_p(t) v = v/alpha + K^T (p * (K v)) - h (h . v); shapes
+    (..., L, E) and (..., L, S).  out, vK, tmp: optional buffers for the three (reused by the CG loop)."""
+    vK = torch.matmul(v, K.transpose(-1, -2), out=vK)
+    tmp = torch.mul(p, vK, out=tmp)
+    Hv = torch.matmul(tmp, K, out=out)
+    Hv.addcmul_(v, inv_a)
+    return Hv.addcmul_(h, _rowdot(h, v), value=-1), vK, tmp
 
 
 def _cg(b, x, p, K, h, a, iters: int, tol: float):
@@ -95,34 +112,50 @@ def _cg(b, x, p, K, h, a, iters: int, tol: float):
     1 + alpha lambda_max(Cov)); x is the initial guess (None: 0, which saves the initial H-product; the
     first step is then the best multiple of b).  Rows stop (and stay frozen) once converged or
     when a curvature d^T H d is not positive and finite (possible in float32 at huge scores); a row whose
-    iterate is not finite returns its initial guess."""
+    iterate is not finite returns its initial guess.  Returns (x, x K^T) where x started at 0 (the
+    products d K^T of the iterations, accumulated: no extra product), else (x, None).  The iteration
+    works in place on a few buffers (these loops are bound by memory traffic, not by arithmetic)."""
     tiny = torch.finfo(b.dtype).tiny
+    inv_a = 1.0 / a
     if x is None:
-        x = torch.zeros_like(b)
-        r = b
+        x0, x, r, xK = None, torch.zeros_like(b), b.clone(), None
     else:
-        r = b - _hvp(x, p, K, h, a)
-    x0 = x
+        x0, xK = x, None
+        r = b - _hvp(x, p, K, h, inv_a)[0]
+        x = x.clone()
     d = r.clone()
-    rr = (r * r).sum(-1, keepdim=True)
-    stop = tol * tol * (b * b).sum(-1, keepdim=True).clamp_min(tiny)
+    rr = _rowdot(r, r)
+    stop = tol * tol * _rowdot(b, b).clamp_min(tiny)
     active = (rr > stop) & torch.isfinite(rr)
+    zero = torch.zeros((), dtype=b.dtype, device=b.device)
+    Hd = dK = tmp = None
     for _ in range(iters):
         if not bool(active.any()):
             break
-        Hd = _hvp(d, p, K, h, a)
-        dHd = (d * Hd).sum(-1, keepdim=True)
-        ok = active & (dHd > 0) & torch.isfinite(dHd)
-        step = torch.where(ok, rr / torch.where(ok, dHd, torch.ones_like(dHd)), torch.zeros_like(dHd))
-        x = x + step * d
-        r = r - step * torch.where(ok, Hd, torch.zeros_like(Hd))
-        rr_new = (r * r).sum(-1, keepdim=True)
-        beta = torch.where(ok, rr_new / rr.clamp_min(tiny), torch.zeros_like(rr))
-        d = torch.where(ok, r + beta * d, torch.zeros_like(d))
+        Hd, dK, tmp = _hvp(d, p, K, h, inv_a, out=Hd, vK=dK, tmp=tmp)
+        dHd = _rowdot(d, Hd)
+        finite = torch.isfinite(dHd)             # (a finite d^T H d implies finite H d and d K^T)
+        ok = active & (dHd > 0) & finite
+        if not bool(finite.all()):               # rare: keep non-finite rows out of the updates below
+            Hd.masked_fill_(~finite, 0)
+            dK.masked_fill_(~finite, 0)
+        step = torch.where(ok, rr / dHd, zero)   # 0 for frozen rows: their updates are exact no-ops
+        x.addcmul_(step, d)
+        if x0 is None:
+            xK = step * dK if xK is None else xK.addcmul_(step, dK)
+        r.addcmul_(step, Hd, value=-1)
+        rr_new = _rowdot(r, r)
+        beta = torch.where(ok, rr_new / rr.clamp_min(tiny), zero)
+        d.mul_(beta).addcmul_(r, ok.to(d.dtype))  # r + beta d, and 0 on the rows that stop
         rr = torch.where(ok, rr_new, rr)
         active = ok & (rr_new > stop) & torch.isfinite(rr_new)
-    bad = ~torch.isfinite(x).all(-1, keepdim=True)
-    return torch.where(bad, x0, x)
+    if x0 is None and xK is None:
+        xK = torch.zeros(b.shape[:-1] + (K.shape[-2],), dtype=b.dtype, device=b.device)
+    bad = ~torch.isfinite(x.sum(-1, keepdim=True))    # (cheaper than isfinite(x).all(-1); flags inf, nan)
+    if bool(bad.any()):
+        x = torch.where(bad, zero if x0 is None else x0, x)
+        xK = None if xK is None else torch.where(bad, zero, xK)
+    return x, xK
 
 
 def _shared_parts(lam, K, logw, b, a):
@@ -133,19 +166,25 @@ def _shared_parts(lam, K, logw, b, a):
 
 
 def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int = 30, cg_iters: int = 20,
-                      fixed_point_iters: int = 12):
+                      fixed_point_iters: int = 12, return_weights: bool = False):
     """lambda* of (7) for queries Z (..., L, E) that share templates K (..., S, E).  logu broadcastable
     to (..., L, S); alpha broadcastable to (..., L).  Same result as
-    solve_dual_newton_torch(K.unsqueeze(-3), logu, Z, alpha).
+    solve_dual_newton_torch(K.unsqueeze(-3), logu, Z, alpha).  With return_weights=True returns
+    (lambda, p, h): the weights p(lambda) of (9) and their mean h = p K at the returned lambda (no extra
+    attention pass: the solver's last pass computed them).
 
     Phase 1 (cheap, one attention pass per step): the fixed-point iteration lambda <- G(lambda) =
     alpha (b - h(lambda)) of the first-order condition, from lambda = alpha z (14).  Its Jacobian
     -alpha Cov_p(t) is symmetric with eigenvalues in [-rho, 0], rho = alpha ||Cov_p(t)|| (small in the
     regime the paper argues for), so it contracts at the rate rho; each step is accelerated per query by
     Anderson mixing of depth 1 (the secant combination of the last two steps), which removes most of the
-    dominant mode.  Phase 1 stops when every query's step is below tol (1 + |lambda|), and hands over to
-    phase 2 as soon as the largest step fails to shrink by half.
-    Phase 2 (always converges): Newton-CG with a per-query backtracking line search."""
+    dominant mode.  Phase 1 stops at the first iterate lambda whose step G(lambda) - lambda (the
+    gradient-mapped first-order residual alpha F(lambda)) is below tol (1 + |lambda|) for every query,
+    and hands over to phase 2 as soon as the largest step fails to shrink by half.
+    Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test (or by a step
+    below it).  Queries still above the tolerance after max_iter Newton steps (seen at extreme scores,
+    ~1e4 and beyond, where the dual is nearly piecewise linear) raise a RuntimeWarning that says how
+    many and their largest residual: their lambda is then not lambda*."""
     with torch.no_grad():
         if tol is None:
             tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
@@ -157,29 +196,39 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
         ab = a * b
         Kt = K.transpose(-1, -2)
         lam = a * Z
-        prev_r = prev_g = None
+        prev_r = prev_g = prev_rr = None
         best, best_lam = None, lam
+        # softmax ignores a log u that is constant over the keys (no log_u given): skip adding it
+        constant = bool((logw == logw[..., :1]).all())
+        logits = torch.broadcast_shapes(Z.shape[:-2], K.shape[:-2]) + (Z.shape[-2], K.shape[-2])
+        inplace = torch.broadcast_shapes(logw.shape, logits) == logits
+        s = h = None
         for _ in range(fixed_point_iters):
-            g_lam = ab - a * (torch.softmax(logw + lam @ Kt, -1) @ K)    # G(lambda)
+            s = torch.matmul(lam, Kt, out=s)                             # (buffers reused by each pass)
+            p = torch.softmax(s if constant else s.add_(logw) if inplace else s + logw, -1)
+            h = torch.matmul(p, K, out=h)
+            g_lam = torch.addcmul(ab, a, h, value=-1)                    # G(lambda) = alpha (b - h)
             r = g_lam - lam                                              # residual of the fixed point
-            rows = r.abs().amax(-1)
-            if bool((rows <= tol * (1 + g_lam.abs().amax(-1))).all()):
-                return g_lam
+            rows = torch.maximum(r.amax(-1), r.amin(-1).neg_())          # |r|_inf (amax, amin: no copy)
+            if bool((rows <= tol * (1 + torch.maximum(lam.amax(-1), lam.amin(-1).neg_()))).all()):
+                return (lam, p, h) if return_weights else lam
             size = rows.max()
             if best is not None and bool(size > 0.5 * best):
                 lam = best_lam                                           # not contracting: to Newton
                 break
             best, best_lam = size, lam
+            rr = _rowdot(r, r)
             if prev_r is None:
                 new = g_lam
-            else:                                                        # Anderson(1), per query
-                dr = r - prev_r
-                theta = (r * dr).sum(-1, keepdim=True) / (dr * dr).sum(-1, keepdim=True).clamp_min(
+            else:                                                        # Anderson(1), per query:
+                rp = _rowdot(r, prev_r)                                  # theta = <r, dr> / |dr|^2,
+                theta = (rr - rp) / (rr - 2 * rp + prev_rr).clamp_min(  # dr = r - r_prev
                     torch.finfo(Z.dtype).tiny)
-                new = g_lam - theta * (g_lam - prev_g)
-            prev_r, prev_g = r, g_lam
+                new = torch.lerp(g_lam, prev_g, theta)                   # g - theta (g - g_prev)
+            prev_r, prev_g, prev_rr = r, g_lam, rr
             lam = new
         eps = torch.finfo(Z.dtype).eps
+        ctol = 1e-3 if Z.dtype == torch.float32 else 1e-8
         safe = 1.0 / (1.0 / a + (K * K).sum(-1).amax(-1, keepdim=True).unsqueeze(-1))
         done = torch.zeros(lam.shape[:-1] + (1,), dtype=torch.bool, device=lam.device)
         s, lse, f = _shared_parts(lam, K, logw, b, a)
@@ -191,7 +240,7 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             done = done | ((a * g).abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
             if bool(done.all()):
                 break
-            step = _cg(g, safe * g, p, K, h, a, cg_iters, 1e-3 if Z.dtype == torch.float32 else 1e-8)
+            step = _cg(g, safe * g, p, K, h, a, cg_iters, ctol)[0]
             # a step that is not finite, or not an ascent direction, becomes the safe gradient step
             # g / (1/alpha + max ||t_i||^2) (the inverse of a bound on the curvature): always finite
             bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g * step).sum(-1, keepdim=True) < 0)
@@ -214,45 +263,80 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             done = done | (delta.abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
             if bool(done.all()):
                 break
-        return lam
+        p = torch.softmax(s, -1)                                     # the weights (9) at the returned lambda
+        h = p @ K                                                    # (exp(s - lse) need not sum to 1)
+        if not bool(done.all()):
+            res = (a * (b - lam / a - h)).abs().amax(-1, keepdim=True)
+            n_bad = int((~done).sum())
+            warnings.warn(f"solve_dual_shared: {n_bad} of {done.numel()} queries did not reach tol = {tol:g} in "
+                          f"{max_iter} Newton steps (largest step alpha F(lambda) left: "
+                          f"{float(torch.where(done, 0, res).max()):.3g}): not converged to lambda* of (7)",
+                          RuntimeWarning, stacklevel=2)
+        return (lam, p, h) if return_weights else lam
 
 
-class FenchelDualShared(torch.autograd.Function):
-    """lambda* for queries sharing their templates; implicit-function backward with CG."""
+class _ExactAttention(torch.autograd.Function):
+    """(out, p) = (p(lambda*) V, p(lambda*)) with lambda* of (7) for queries sharing their templates, as one
+    differentiable function of (K, logu, Z, alpha, V).
+
+    Backward, for incoming gradients G (of out) and G_p (of p): the logits s = logu + lambda* K^T receive
+    x = G V^T + G_p through the softmax; lambda* receives v = (p * (x - <p, x>)) K, and the implicit-function
+    theorem on F (see the module docstring) turns it into w = H^{-1} v (CG) and w^T dF/dtheta.  Both paths
+    reach the logits, so they are merged: ds = p * (y - <p, y>) with y = x - w K^T (w K^T comes from the CG
+    iterations), which gives dK = ds^T lambda - p^T w + pi^T w (pi = softmax(logu), the path through
+    mu = pi K), dlogu = ds + pi * (w K^T - <pi, w K^T>), dZ = w, dalpha = <lambda, w>/alpha^2.  The weights
+    and their mean at lambda* are those of the forward (no recomputation)."""
 
     @staticmethod
-    def forward(ctx, K, logu, Z, alpha, tol):
-        lam = solve_dual_shared(K.detach(), logu.detach(), Z.detach(), alpha.detach(), tol=tol)
-        ctx.save_for_backward(K, logu, Z, alpha, lam)
-        return lam
+    def forward(ctx, K, logu, Z, alpha, V):
+        lam, p, h = solve_dual_shared(K, logu, Z, alpha, return_weights=True)
+        ctx.set_materialize_grads(False)
+        ctx.z_shape = Z.shape
+        ctx.save_for_backward(K, logu, alpha, V, lam, p, h)
+        return p @ V, p
 
     @staticmethod
-    def backward(ctx, grad_lam):
-        K, logu, Z, alpha, lam = ctx.saved_tensors
-        if not any(ctx.needs_input_grad[:4]):
+    def backward(ctx, g_out, g_p):
+        K, logu, alpha, V, lam, p, h = ctx.saved_tensors
+        need_K, need_lu, need_Z, need_a, need_V = ctx.needs_input_grad
+        if g_out is None and g_p is None:
             return None, None, None, None, None
-        with torch.no_grad():
-            a = alpha.unsqueeze(-1) if alpha.dim() else alpha
-            p = torch.softmax(logu + lam @ K.transpose(-1, -2), -1)
-            h = p @ K
-            tol = 1e-12 if lam.dtype == torch.float64 else 1e-4      # relative residual of the solve
-            w = _cg(grad_lam, None, p, K, h, a, 100, tol)               # H^{-1} v
-            # w^T dF/dtheta in closed form, F = mu + z - lambda/alpha - h, h = p K, p = softmax(logu + lambda K^T),
-            # mu = softmax(logu) K  (softmax VJP: p * (x - <p, x>))
-            wK = w @ K.transpose(-1, -2)                                 # (..., L, S)
-            g_s = -p * (wK - (p * wK).sum(-1, keepdim=True))             # d(w.F)/ds through -h
-            pi = torch.softmax(logu, -1)
-            mu_shape = torch.broadcast_shapes(pi.shape[:-2], K.shape[:-2]) + (pi.shape[-2], K.shape[-1])
-            w_mu = _reduce_to(w, mu_shape)                               # mu may be shared by the queries
-            wmuK = w_mu @ K.transpose(-1, -2)
-            g_pi = pi * (wmuK - (pi * wmuK).sum(-1, keepdim=True))      # d(w.F)/dlogu through mu
-            gK = -p.transpose(-1, -2) @ w + g_s.transpose(-1, -2) @ lam + pi.transpose(-1, -2) @ w_mu
-            out = [_reduce_to(gK, K.shape) if ctx.needs_input_grad[0] else None,
-                   _reduce_to(g_s, logu.shape) + _reduce_to(g_pi, logu.shape) if ctx.needs_input_grad[1] else None,
-                   _reduce_to(w, Z.shape) if ctx.needs_input_grad[2] else None,
-                   _reduce_to((lam * w).sum(-1) / (a.squeeze(-1) if alpha.dim() else a) ** 2, alpha.shape)
-                   if ctx.needs_input_grad[3] else None]
-        return (*out, None)
+        a = alpha.unsqueeze(-1) if alpha.dim() else alpha
+        Kt = K.transpose(-1, -2)
+        gV = None
+        if g_out is not None:
+            x = g_out @ V.transpose(-1, -2)                                # (..., L, S)
+            if g_p is not None:
+                x = x + g_p
+            if need_V:
+                gV = _reduce_to(p.transpose(-1, -2) @ g_out, V.shape)
+        else:
+            x = g_p.clone()
+        if not (need_K or need_lu or need_Z or need_a):
+            return None, None, None, None, gV
+        gs = _inplace("mul", x - _rowdot(p, x), p)                        # d/ds through p = softmax(s)
+        tol = 1e-12 if lam.dtype == torch.float64 else 1e-4              # relative residual of the solve
+        w, wK = _cg(gs @ K, None, p, K, h, a, 100, tol)                   # w = H^{-1} v, and w K^T
+        del gs
+        y = _inplace("sub", x, wK)                                        # y = x - w K^T, and
+        ds = _inplace("mul", _inplace("sub", y, _rowdot(p, y)), p)        # both paths through the logits
+        pi = torch.softmax(logu, -1)
+        mu_shape = torch.broadcast_shapes(pi.shape[:-2], K.shape[:-2]) + (pi.shape[-2], K.shape[-1])
+        w_mu = _reduce_to(w, mu_shape)                                    # mu may be shared by the queries
+        gK = gLu = gZ = gA = None
+        if need_K:
+            gK = ds.transpose(-1, -2) @ lam
+            gK -= p.transpose(-1, -2) @ w
+            gK = _reduce_to(gK + pi.transpose(-1, -2) @ w_mu, K.shape)
+        if need_lu:
+            wmuK = wK if w_mu.shape == w.shape else w_mu @ Kt
+            g_pi = pi * (wmuK - (pi * wmuK).sum(-1, keepdim=True))       # through mu = softmax(logu) K
+            gLu = _reduce_to(ds, logu.shape) + _reduce_to(g_pi, logu.shape)
+        if need_Z:
+            gZ = _reduce_to(w, ctx.z_shape)
+        if need_a:
+            gA = _reduce_to((lam * w).sum(-1) / (a.squeeze(-1) if alpha.dim() else a) ** 2, alpha.shape)
+        return gK, gLu, gZ, gA, gV
 
 
 def _reduce_to(g, shape):
@@ -297,16 +381,18 @@ def fenchel_attention(query, key, value, alpha=1.0, log_u=None, attn_mask=None, 
     # a query whose keys are all masked attends to nothing: its output (and weights) are 0, as in
     # scaled_dot_product_attention; the solver sees an unmasked row in its place
     empty = torch.isneginf(lu).all(-1, keepdim=True) if lu.dtype.is_floating_point else None
-    if empty is not None and bool(empty.any()):
+    has_empty = empty is not None and bool(empty.any())
+    if has_empty:
         lu = torch.where(empty, torch.zeros_like(lu), lu)
     if exact:
-        lam = FenchelDualShared.apply(K, lu, query, alpha, None)
+        out, p = _ExactAttention.apply(K, lu, query, alpha, value)
     else:
         lam = alpha.unsqueeze(-1) * query if alpha.dim() else alpha * query
-    p = torch.softmax(lu + lam @ K.transpose(-1, -2), -1)            # (9): p(lambda), (..., L, S)
-    if empty is not None and bool(empty.any()):
+        p = torch.softmax(lu + lam @ K.transpose(-1, -2), -1)        # (16): p(alpha z), (..., L, S)
+        out = p @ value
+    if has_empty:                                                     # rows with every key masked: 0
         p = torch.where(empty, torch.zeros_like(p), p)
-    out = p @ value
+        out = torch.where(empty, torch.zeros_like(out), out)
     return (out, p) if return_weights else out
 
 

@@ -1,4 +1,6 @@
 """Unit tests of attnlab.numerics.fenchel_attention (exact Fenchel-dual attention layer)."""
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -87,3 +89,40 @@ def test_small_alpha_limit_approaches_softmax_attention():
     errs = [float((fenchel_attention(q, k, v, alpha=a) - fenchel_attention(q, k, v, alpha=a, exact=False))
                   .abs().max()) for a in (0.1, 0.01)]
     assert errs[1] < errs[0] / 50
+
+
+def test_gradcheck_output_and_weights_float64():
+    # the layer is one autograd Function of (K, log u, z, alpha, V) with two outputs (p V, p): both paths
+    g = _g(8)
+    q = torch.randn(2, 3, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 4, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 4, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    al = (torch.rand(2, 3, dtype=torch.float64, generator=g) * 2 + 0.2).requires_grad_()
+    lu = torch.randn(2, 3, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v, al, lu: fenchel_attention(q, k, v, alpha=al, log_u=lu, return_weights=True),
+        (q, k, v, al, lu))
+
+
+def test_shared_solver_returns_the_weights_at_its_lambda():
+    g = _g(9)
+    for dtype, tol in ((torch.float64, 1e-13), (torch.float32, 1e-5)):
+        K = torch.randn(3, 7, 5, dtype=dtype, generator=g)
+        Z = torch.randn(3, 4, 5, dtype=dtype, generator=g) * 2
+        lu = torch.randn(3, 1, 7, dtype=dtype, generator=g)
+        for al in (0.5, 30.0):                                      # fixed-point phase, Newton phase
+            lam, p, h = solve_dual_shared(K, lu, Z, al, return_weights=True)
+            p_ref = torch.softmax(lu + lam @ K.transpose(-1, -2), -1)
+            assert float((p - p_ref).abs().max()) < tol and float((h - p_ref @ K).abs().max()) < 10 * tol
+
+
+def test_shared_solver_reports_non_convergence():
+    g = _g(10)
+    K = torch.randn(2, 6, 4, dtype=torch.float64, generator=g)
+    Z = torch.randn(2, 3, 4, dtype=torch.float64, generator=g) * 2
+    lu = torch.zeros(1, 6, dtype=torch.float64)
+    with pytest.warns(RuntimeWarning, match="not converged"):       # alpha = 20: past the fixed point
+        solve_dual_shared(K, lu, Z, 20.0, max_iter=1, fixed_point_iters=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                              # converged: silent
+        solve_dual_shared(K, lu, Z, 20.0)

@@ -32,6 +32,9 @@ def test_public_api_is_re_exported_from_numerics():
 
 
 # --------------------------------------------------------------------------- Fenchel-dual attention
+# at the extreme scales below the solver may not reach its tolerance; it says so (RuntimeWarning, tested in
+# test_fenchel_attention.py) and these tests check only that the answer stays finite and sensible
+@pytest.mark.filterwarnings("ignore:solve_dual_shared:RuntimeWarning")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("qk_scale,alpha,x_scale", [(1, 1.0, 1), (100, 1.0, 1), (1, 1e4, 1), (100, 1e4, 1),
                                                      (1, 1.0, 1e3), (1, 1e-6, 1), (10, 30.0, 10)])
@@ -51,6 +54,7 @@ def test_fenchel_attention_finite_wherever_softmax_is(dtype, qk_scale, alpha, x_
         assert (out <= v.detach().amax(-2, keepdim=True) + 1e-4).all()
 
 
+@pytest.mark.filterwarnings("ignore:solve_dual_shared:RuntimeWarning")
 def test_fenchel_attention_float32_agrees_with_float64_at_large_scores():
     q, k, v = _qkv(0)
     for s, a in ((100, 1.0), (1, 1e4)):
