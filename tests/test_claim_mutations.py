@@ -1216,3 +1216,14 @@ def test_t5_fails_when_the_layer_drops_log_u(monkeypatch):
     monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, scale=None,
                         **kw: real(q, k, v, alpha, None, attn_mask, scale, **kw))
     assert _verdict("fenchel.eq17.t5-hf-position-bias") == "fails"
+
+
+# --- efa.thm2.log-constant-proof ----------------------------------------------------------------
+
+def test_thm2_log_constant_proof_fails_below_the_constant_it_proves():
+    """The proof gives (17 + log2 9) L log x ~ 20.17 L log x: a constant of 20 is not proved, 21 is."""
+    from attnlab.theory.efa.generalization import log_constant_proof
+
+    assert log_constant_proof(43)[0] and log_constant_proof(21)[0]
+    assert not log_constant_proof(20)[0]
+
