@@ -198,9 +198,9 @@ FORDA_KINDS = ("cts_softmax", "kernel_sparsemax")
 
 
 def render_forda(outdir: Path) -> list[Path]:
-    recs, cfg = _sampled("kernel-forda", FORDA_KINDS, ("full", "cpu-small", "quick"),
-                         "attnlab run kernel-forda --config cpu-small --models " + ",".join(FORDA_KINDS)
-                         + " --seed 0 --force")
+    recs, cfg = _sampled("kernel-forda", FORDA_KINDS, ("full-es", "full", "cpu-small", "quick"),
+                         "attnlab run kernel-forda --config full-es --models " + ",".join(FORDA_KINDS)
+                         + " --seed 0")
     plt = _plt()
     rows = recs[FORDA_KINDS[0]]["extra"]["attention_sample"]["rows"]
     fig, axes = plt.subplots(len(FORDA_KINDS), len(rows), figsize=(14, 5.5), squeeze=False)

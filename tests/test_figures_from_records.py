@@ -83,7 +83,7 @@ def test_missing_sample_names_the_run(tmp_path, monkeypatch, capsys, no_training
     assert cli.main(["figures", "--only", "kernel_exp_forda", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len([line for line in err if line.startswith("attnlab: error:")]) == 1
-    assert "attnlab run kernel-forda --config cpu-small --models cts_softmax,kernel_sparsemax" in err[-1]
+    assert "attnlab run kernel-forda --config full-es --models cts_softmax,kernel_sparsemax" in err[-1]
     assert cli.main(["figures", "--only", "kernel_exp_time_warping", "--out", str(tmp_path / "o")]) == 2
     assert "attnlab run kernel-time-warping" in capsys.readouterr().err
 
