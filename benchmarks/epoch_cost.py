@@ -687,6 +687,34 @@ def print_row(row: dict) -> None:
           f"(load {row['load_start']:.2f} -> {row['load_end']:.2f})", flush=True)
 
 
+MD_COLUMNS = ("experiment", "model", "setting", "config", "ms/step", "steps/epoch", "s/epoch", "max epochs", "stopping",
+              "h at max epochs", "load before/after")
+
+
+def markdown(summary: dict) -> str:
+    """The rows as a Markdown table (attnlab.tables), with the machine and the load on a line above it."""
+    from attnlab.tables import frame
+    from attnlab.tables import markdown as md
+
+    out = []
+    for r in summary["rows"]:
+        if "skipped" in r:
+            out.append({"experiment": r["experiment"], "config": r["config"], "stopping": f"skipped: {r['skipped']}"})
+            continue
+        lb, la = r.get("load_start"), r.get("load_end")
+        out.append({"experiment": r["experiment"], "model": r.get("model"), "setting": r.get("setting"),
+                    "config": r.get("config"),
+                    "ms/step": f"{r['ms_per_step']:.1f}", "steps/epoch": r.get("steps_per_epoch"),
+                    "s/epoch": f"{r['s_per_epoch']:.2f}", "max epochs": r.get("max_epochs"),
+                    "stopping": r.get("stopping"), "h at max epochs": f"{r['hours_at_max_epochs']:.2f}",
+                    "load before/after": "" if lb is None else f"{lb:.2f} / {la:.2f}"})
+    head = (f"{summary['cpu']}, {summary['cores']} cores, torch {summary['torch']}, {summary['threads']} thread; "
+            f"median of {summary['steps']} steps after {summary['warmup']} warm-up (at most "
+            f"{summary['max_seconds']:g} s a row); load average {summary['load_start'][0]:.2f} at the start, "
+            f"{summary['load_end'][0]:.2f} at the end; {summary['seconds']:.0f} s in all.")
+    return head + "\n\n" + md(frame(out, MD_COLUMNS))
+
+
 def usage(message: str) -> int:
     print(f"benchmarks/epoch_cost.py: error: {message}", file=sys.stderr)
     return 2
@@ -702,6 +730,8 @@ def main(argv=None) -> int:
                     help="stop timing a row once its timed steps took this long, after at least "
                          f"{MIN_TIMED} of them (default 20)")
     ap.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON ('-' = stdout)")
+    ap.add_argument("--markdown", default=None, metavar="PATH",
+                    help="also write the rows as a Markdown table (the one docs/costs.md shows)")
     args = ap.parse_args(argv)
     names = list(EXPERIMENTS) if args.experiments == "all" else parse_experiments(args.experiments)
     if names is None:
@@ -736,6 +766,8 @@ def main(argv=None) -> int:
     if not quiet:
         print(f"done in {summary['seconds']:.0f} s; load average {load_end[0]:.2f} {load_end[1]:.2f} "
               f"{load_end[2]:.2f}", flush=True)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(summary) + "\n")
     if args.json:
         text = json.dumps(summary, indent=1)
         if args.json == "-":
