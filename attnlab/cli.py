@@ -67,6 +67,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--wall-times", action="store_true",
                    help="the cost of the runs instead: per experiment, config and run, the records' mean wall "
                         "seconds, epochs run, seconds per epoch and how training stopped")
+    s.add_argument("--per-seed", action="store_true",
+                   help="every seed's value instead of the mean: per experiment, config, setting, model and "
+                        "metric, the seeds in order with their values, beside the paper's number")
 
     f = sub.add_parser("figures", help="render the papers' figures into paper_figures/")
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
@@ -208,6 +211,8 @@ def cmd_results(args) -> int:
     root = Path(results_root(args))
     if args.results_dir and not root.is_dir():
         raise UsageError(f"--results-dir {root}: no such folder")
+    if args.wall_times and args.per_seed:
+        raise UsageError("--per-seed and --wall-times are two different tables; give one of them")
     if args.wall_times:
         from attnlab.results import format_wall_times, wall_times
 
@@ -220,6 +225,19 @@ def cmd_results(args) -> int:
             if args.json == "-":
                 return 0
         print(format_wall_times(rows, args.format))
+        return 0
+    if args.per_seed:
+        from attnlab.results import format_per_seed, per_seed
+
+        rows = per_seed(args.paper, root, config=args.config)
+        if not rows:
+            raise UsageError(f"--per-seed: no {args.paper} records"
+                             + (f" of config {args.config}" if args.config else "") + f" under {root}")
+        if args.json:
+            _write_json(rows, args.json)
+            if args.json == "-":
+                return 0
+        print(format_per_seed(rows, args.format))
         return 0
     rows = summarize(args.paper, root, config=args.config)
     ours = [r for r in rows if r["n_seeds"]]

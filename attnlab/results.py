@@ -160,6 +160,47 @@ def format_wall_times(rows: list[dict], fmt: str = "table") -> str:
     return render(frame(rows, WALL_COLUMNS), fmt)
 
 
+SEED_COLUMNS = ("experiment", "config", "setting", "model", "metric", "paper", "n", "seeds", "per seed",
+                "converged", "device")
+
+
+def per_seed(paper: str, root: Path, config: str | None = None) -> list[dict]:
+    """One row per (experiment, config, setting, model, metric, device) with every seed's value in seed
+    order, beside the paper's number: what a mean ± CI hides (an outlier seed, a run that did not
+    train).  `seeds` and `values` are parallel lists; `converged` counts the converged records."""
+    groups: dict[tuple, list[tuple[int, float, bool]]] = defaultdict(list)
+    for r in load_records(root, paper):
+        if config and r.get("config") != config:
+            continue
+        dev = r.get("device_name") or r.get("device")
+        for m in r["metrics"]:
+            key = (r["experiment"], r["config"], m["setting"], m["model"], m["metric"], dev)
+            groups[key].append((r.get("seed"), float(m["value"]), record_converged(r)))
+    numbers = paper_numbers(paper)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple(map(str, k))):
+        exp, cfg, setting, model, metric, dev = key
+        vals = sorted(groups[key], key=lambda v: (v[0] is None, v[0] if v[0] is not None else 0))
+        rows.append({"experiment": exp, "config": cfg, "setting": setting, "model": model, "metric": metric,
+                     "paper": numbers.get((exp, setting, model, metric)), "n": len(vals),
+                     "seeds": [v[0] for v in vals], "values": [v[1] for v in vals],
+                     "converged": sum(v[2] for v in vals), "device": dev})
+    return rows
+
+
+def format_per_seed(rows: list[dict], fmt: str = "table") -> str:
+    """`rows` of :func:`per_seed` rendered as one of attnlab.tables.FORMATS; csv and json keep the
+    lists, the other formats print ``seed: value`` pairs."""
+    from attnlab.tables import frame, render
+
+    if fmt in ("csv", "json"):
+        return render(frame(rows, SEED_COLUMNS[:7] + ("seeds", "values", "converged", "device")), fmt)
+    shown = [{**r, "paper": _num(r["paper"]), "seeds": ", ".join(str(s) for s in r["seeds"]),
+              "per seed": ", ".join(_num(v) for v in r["values"]),
+              "converged": f"{r['converged']}/{r['n']}"} for r in rows]
+    return render(frame(shown, SEED_COLUMNS), fmt)
+
+
 DISPLAY_COLUMNS = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",
                    "config", "device", "notes")
 

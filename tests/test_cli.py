@@ -69,13 +69,39 @@ def test_results_wall_times_from_records(tmp_path, capsys):
     args = argparse.Namespace(results_dir=str(tmp_path), quiet=True, force=False, resume=False)
     for seed, (wall, epochs) in enumerate([(10.0, 5), (30.0, 10)]):
         ctx = E.RunContext("efa-demo", seed, "cpu", False, {"lr": 0.1}, args, "uni-EFA")
-        ctx.t0 -= wall
-        ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0)],
-                         training={"stopped": "early-stop", "epochs_run": epochs, "best_epoch": epochs - 1})
+        path = ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0)],
+                                training={"stopped": "early-stop", "epochs_run": epochs, "best_epoch": epochs - 1})
+        rec = json.loads(path.read_text())
+        assert rec["wall_seconds"] >= 0
+        path.write_text(json.dumps({**rec, "wall_seconds": wall}))    # what the table reads, not a clock
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--json", "-"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["run"] == "uni-EFA" and row["n"] == 2 and row["stopped"] == "early-stop 2"
-    assert row["mean wall s"] == pytest.approx(20.0, abs=0.5)
-    assert row["s/epoch"] == pytest.approx((10 / 5 + 30 / 10) / 2, abs=0.1)
+    assert row["mean wall s"] == pytest.approx(20.0)
+    assert row["s/epoch"] == pytest.approx((10 / 5 + 30 / 10) / 2)
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--config", "quick"]) == 2
     assert "--wall-times: no efa records of config quick" in capsys.readouterr().err
+
+
+def test_results_per_seed_lists_every_seed_in_order(tmp_path, capsys):
+    """`attnlab results P --per-seed`: every seed's value in seed order (written out of order here),
+    the converged count, the paper's number; with --wall-times it is a usage error."""
+    import argparse
+
+    from attnlab import experiment as E
+
+    args = argparse.Namespace(results_dir=str(tmp_path), quiet=True, force=False, resume=False)
+    for seed, value in [(2, 3.0), (0, 1.0), (1, 2.5)]:
+        ctx = E.RunContext("efa-demo", seed, "cpu", False, {"lr": 0.1}, args, "uni-EFA")
+        ctx.write_record([E.metric_row("s", "EFA", "mse", value)],
+                         training={"stopped": "early-stop" if seed else "max-epochs", "epochs_run": 3})
+    assert main(["results", "efa", "--per-seed", "--results-dir", str(tmp_path), "--json", "-"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["seeds"] == [0, 1, 2] and row["values"] == [1.0, 2.5, 3.0]
+    assert row["n"] == 3 and row["converged"] == 2
+    assert main(["results", "efa", "--per-seed", "--results-dir", str(tmp_path), "--format", "md"]) == 0
+    assert "| 0, 1, 2 | 1, 2.5, 3 | 2/3 |" in capsys.readouterr().out
+    assert main(["results", "efa", "--per-seed", "--wall-times", "--results-dir", str(tmp_path)]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["results", "efa", "--per-seed", "--results-dir", str(tmp_path), "--config", "quick"]) == 2
+    assert "--per-seed: no efa records of config quick" in capsys.readouterr().err
