@@ -213,6 +213,25 @@ def test_analogy_evaluation_on_planted_vectors():
     assert all(r["correct"] for r in res) and all(r["cosine"] > 0.99 for r in res)
     s = summarize(res)
     assert s["semantic"]["n"] == 1 and s["syntactic"]["n"] == 1 and s["overall"]["acc"] == 1.0
+    assert list(s["categories"]) == ["family", "gram1-x"]
+    assert s["categories"]["gram1-x"]["group"] == "syntactic" and s["categories"]["family"]["n"] == 1
+
+
+def test_analogy_groups_are_their_categories_weighted_by_counts():
+    """A group's accuracy is the count-weighted mean of its categories' (the counts the rows carry)."""
+    from attnlab.experiments.models.bidir_analogy import summarize
+
+    rng = np.random.default_rng(1)
+    cats = ["capital-world"] * 7 + ["family"] * 3 + ["gram2-opposite"] * 5 + ["gram9-plural-verbs"] * 2
+    res = [{"category": c, "group": "syntactic" if c.startswith("gram") else "semantic",
+            "correct": bool(rng.random() < 0.5), "cosine": float(rng.random())} for c in cats]
+    s = summarize(res)
+    assert [v["n"] for v in s["categories"].values()] == [7, 3, 5, 2]
+    for grp in ("semantic", "syntactic"):
+        cs = [v for v in s["categories"].values() if v["group"] == grp]
+        for key in ("acc", "cosine"):
+            weighted = sum(v[key] * v["n"] for v in cs) / sum(v["n"] for v in cs)
+            assert weighted == pytest.approx(s[grp][key], rel=1e-12)
 
 
 def test_analogies_without_nlp_extra(monkeypatch, capsys):

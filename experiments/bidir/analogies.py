@@ -199,7 +199,8 @@ def main(argv: list[str]) -> int:
             common = common[: cfg["max_questions"]]
         rows, counts_out = [], {}
         for m, (emb, qv) in models.items():
-            res = summarize(evaluate(emb, common)) if m in join else {g: {"n": 0} for g in ("semantic", "syntactic", "overall")}
+            res = (summarize(evaluate(emb, common)) if m in join else
+                   {**{g: {"n": 0} for g in ("semantic", "syntactic", "overall")}, "categories": {}})
             own_key = m
             if m in fixed and m in fixed_results:
                 own = fixed_results[m]
@@ -210,7 +211,14 @@ def main(argv: list[str]) -> int:
                 own = summarize(evaluate(emb, own_q))
                 if m in fixed:
                     fixed_results[m] = own
-            counts_out[own_key] = {g: {"common": res[g]["n"], "own": own[g]["n"]} for g in res}
+            counts_out[own_key] = {g: {"common": res[g]["n"], "own": own[g]["n"]} for g in ("semantic", "syntactic", "overall")}
+            counts_out[own_key]["categories"] = {c: {"common": res["categories"].get(c, {}).get("n", 0), "own": v["n"]}
+                                                 for c, v in own["categories"].items()}
+            # per category of the common set: accuracy, cosine and the count that weights it in its group
+            for c, v in res["categories"].items():
+                rows.append(metric_row(c, m, "acc", v["acc"]))
+                rows.append(metric_row(c, m, "cosine", v["cosine"]))
+                rows.append(metric_row(c, m, "questions", v["n"]))
             for g in ("semantic", "syntactic", "overall"):
                 if res[g]["n"]:
                     rows.append(metric_row(g, m, "acc", res[g]["acc"]))

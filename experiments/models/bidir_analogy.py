@@ -83,13 +83,19 @@ def evaluate(emb: Embeddings, questions, chunk: int = 64) -> list[dict]:
 
 
 def summarize(results: list[dict]) -> dict:
-    """Accuracy and mean cosine for semantic, syntactic and overall (Table 3), with counts."""
-    out = {}
-    for grp in ("semantic", "syntactic", "overall"):
-        rs = [r for r in results if grp == "overall" or r["group"] == grp]
-        out[grp] = {"n": len(rs),
-                    "acc": float(np.mean([r["correct"] for r in rs])) if rs else float("nan"),
-                    "cosine": float(np.mean([r["cosine"] for r in rs])) if rs else float("nan")}
+    """Accuracy and mean cosine for semantic, syntactic and overall (Table 3), with counts, and the same
+    per category of ``questions-words.txt`` under ``"categories"`` ({category: {n, acc, cosine,
+    group}}, in the file's order): a group's score is its categories' scores weighted by their
+    counts, so the counts say which categories a group's number is really about."""
+    def stats(rs):
+        return {"n": len(rs),
+                "acc": float(np.mean([r["correct"] for r in rs])) if rs else float("nan"),
+                "cosine": float(np.mean([r["cosine"] for r in rs])) if rs else float("nan")}
+
+    out = {grp: stats([r for r in results if grp == "overall" or r["group"] == grp])
+           for grp in ("semantic", "syntactic", "overall")}
+    cats = list(dict.fromkeys(r["category"] for r in results))
+    out["categories"] = {c: {**stats([r for r in results if r["category"] == c]), "group": group_of(c)} for c in cats}
     return out
 
 
