@@ -265,6 +265,29 @@ def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
     assert call(gestures.main, ["--quick", "--data", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
 
 
+def test_lr_flag_writes_its_own_folder_with_the_learning_rate_recorded(tmp_path, monkeypatch, capsys):
+    """`--lr` (choosing the learning rate on validation) trains at that rate, records it in the config
+    values, and writes to CONFIG-lrLR so that such runs never mix with the config's own records."""
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.kernel import gestures
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    try:
+        gestures.load_series()
+    except DataError as exc:
+        pytest.skip(f"offline data bundle not available: {exc}")
+    base = ["--quick", "--seed", "0", "--results-dir", str(tmp_path), "--quiet", "--models", "cts_softmax"]
+    assert gestures.main(base + ["--lr", "0.003"]) == 0
+    (path,) = (tmp_path / "kernel-gestures").glob("*/*.json")
+    assert path.parent.name == "quick-lr0.003"
+    rec = json.loads(path.read_text())
+    assert rec["config_values"]["lr"] == 0.003 and rec["converged"] is False
+    for bad in ("0", "-1e-3", "nan", "inf"):
+        assert call(gestures.main, base + [f"--lr={bad}"]) == 2
+        assert "--lr must be a positive finite number" in capsys.readouterr().err
+    assert C.with_lr(type("A", (), {"lr": None})(), "full", {"lr": 1e-4}) == ("full", {"lr": 1e-4})
+
+
 def test_cost_quick_ratios(tmp_path, capsys):
     from attnlab.experiments.kernel import cost
 

@@ -60,6 +60,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     p.add_argument("--config", default="full", help="full (paper) or a reduced CPU config: " + ", ".join(c for c in configs if c not in ("full", "quick")) + "; --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
+    C.add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in configs:
@@ -67,7 +68,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     sel = C.parse_models(args.models, models)
     if sel is None:
         return C.bad_arg("--models", args.models, models)
-    cfg = configs[name]
+    name, cfg = C.with_lr(args, name, configs[name])
     C.torch_setup()
     from attnlab.experiments.data import DataError
 

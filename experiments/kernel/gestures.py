@@ -107,6 +107,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--basis", default=None, help="comma list of N values (default: the config's, 64,128)")
     p.add_argument("--data", default=None, help="folder with UWaveGestureLibraryAll_TRAIN/_TEST.tsv[.gz]")
+    C.add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in CONFIGS:
@@ -114,7 +115,7 @@ def main(argv: list[str]) -> int:
     models = C.parse_models(args.models, MODELS)
     if models is None:
         return C.bad_arg("--models", args.models, MODELS)
-    cfg = dict(CONFIGS[name])
+    name, cfg = C.with_lr(args, name, dict(CONFIGS[name]))
     if args.basis:
         try:
             cfg["basis"] = tuple(int(v) for v in args.basis.split(","))

@@ -101,6 +101,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", default="full", help="full or cpu-small (3 epochs, smaller BiLSTM); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--data", default=None, help="folder with an extracted IMDB copy (aclImdb/)")
+    C.add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in CONFIGS:
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> int:
     models = C.parse_models(args.models, MODELS)
     if models is None:
         return C.bad_arg("--models", args.models, MODELS)
-    cfg = CONFIGS[name]
+    name, cfg = C.with_lr(args, name, CONFIGS[name])
     C.torch_setup()
     from attnlab.experiments.data import DataError
     from attnlab.experiments.models.kernel_models import SentenceNet
