@@ -1,7 +1,8 @@
 """Empirical claims judged from the committed results records (`method="results"` claims).
 
 A results claim reads the records of one experiment and config (attnlab.results.load_records, the one
-loader), keeps the converged ones (the record's `converged`: its config's stop rule fired), and judges
+loader), keeps the converged ones (the record's `converged`: its config's stop rule fired; a metric row's
+own `converged` where one record trains several models), and judges
 the paper's statement with the seeds' Student-t 95% confidence interval.  It never gives a verdict from
 unconverged or too few records: it raises Skip with the reason ("needs >= 5 converged seeds of config
 full; have 2 (quick: 5)").
@@ -43,14 +44,14 @@ def seed_values(experiment: str, config: str, setting: str, model: str, metric: 
                 root: Path | None = None) -> tuple[dict[int, float], Counter]:
     """({seed: value} over the converged records of `config`, Counter of all matching records by
     (config, converged)) -- the second says what evidence there is when the first is too small."""
-    from attnlab.results import record_converged
+    from attnlab.results import row_converged
 
     vals, have = {}, Counter()
     for r in _records(experiment, root):
         for m in r.get("metrics", []):
             if (m["setting"], m["model"], m["metric"]) != (setting, model, metric):
                 continue
-            ok = record_converged(r)
+            ok = row_converged(r, m)
             have[(r.get("config"), ok)] += 1
             if r.get("config") == config and ok:
                 vals[int(r["seed"])] = float(m["value"])

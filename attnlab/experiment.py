@@ -392,8 +392,14 @@ def _fmt_t(s: float) -> str:
 
 
 # --------------------------------------------------------------------------- one run
-def metric_row(setting: str, model: str, metric: str, value: float) -> dict:
-    return {"setting": str(setting), "model": str(model), "metric": str(metric), "value": float(value)}
+def metric_row(setting: str, model: str, metric: str, value: float, converged: bool | None = None) -> dict:
+    """One number of a record.  `converged` is for a record that trains several models whose
+    optimisers may end differently: it says whether this row's model converged, and overrides the
+    record's flag for this row (attnlab.results.row_converged)."""
+    row = {"setting": str(setting), "model": str(model), "metric": str(metric), "value": float(value)}
+    if converged is not None:
+        row["converged"] = bool(converged)
+    return row
 
 
 SETTINGS_KEY = "_attnlab_run_settings"
@@ -487,19 +493,20 @@ class RunContext:
         return state
 
     def converged(self, training: dict | None) -> bool | None:
-        """Whether the stop rule of this run's config fired: early stopping on validation, or the
-        paper's fixed schedule completed (config 'full'); never for quick runs.  None: not a training
-        run (training=None: a benchmark, an evaluation of given weights)."""
+        """Whether the stop rule of this run's config fired: early stopping on validation, an
+        optimiser's own convergence test ('tolerance', e.g. L-BFGS's gradient norm), or the paper's
+        fixed schedule completed (config 'full'); never for quick runs.  None: not a training run
+        (training=None: a benchmark, an evaluation of given weights)."""
         if training is None:
             return None
         if self.config_name == "quick" or self.config_name.startswith("quick-"):
             return False
         stopped = training.get("stopped")
-        return stopped == "early-stop" or (stopped == "fixed-schedule" and self.config_name == "full")
+        return stopped in ("early-stop", "tolerance") or (stopped == "fixed-schedule" and self.config_name == "full")
 
     def write_record(self, metrics: list[dict], extra: dict | None = None, training: dict | None = None) -> Path:
-        """Write the run's record.  `training` says how training ended: {stopped: early-stop | max-epochs
-        | time-limit | fixed-schedule, best_epoch, epochs_run, max_epochs}; the record's `converged`
+        """Write the run's record.  `training` says how training ended: {stopped: early-stop | tolerance |
+        max-epochs | time-limit | fixed-schedule, best_epoch, epochs_run, max_epochs}; the record's `converged`
         follows from it (:meth:`converged`)."""
         rec = {
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,

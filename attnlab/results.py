@@ -23,6 +23,14 @@ def record_converged(rec: dict) -> bool:
     return "converged" in rec and rec["converged"] in (True, None)
 
 
+def row_converged(rec: dict, row: dict) -> bool:
+    """Whether one metric row of a record comes from a converged run: the row's own `converged` where
+    the record trains several models and says it per model, else the record's (:func:`record_converged`)."""
+    if "converged" in row:
+        return row["converged"] in (True, None)
+    return record_converged(rec)
+
+
 def ci95(values: list[float]) -> float | None:
     """Half-width of the 95% Student-t confidence interval of the mean (None for one value)."""
     n = len(values)
@@ -98,7 +106,7 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
             key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"], dev)
             groups[key].append(float(m["value"]))
             subst[key] = r.get("substitute")
-            conv[key] = conv.get(key, True) and record_converged(r)
+            conv[key] = conv.get(key, True) and row_converged(r, m)
     numbers = paper_numbers(paper)
     rows, seen = [], set()
     for key in sorted(groups):
@@ -175,7 +183,7 @@ def per_seed(paper: str, root: Path, config: str | None = None) -> list[dict]:
         dev = r.get("device_name") or r.get("device")
         for m in r["metrics"]:
             key = (r["experiment"], r["config"], m["setting"], m["model"], m["metric"], dev)
-            groups[key].append((r.get("seed"), float(m["value"]), record_converged(r)))
+            groups[key].append((r.get("seed"), float(m["value"]), row_converged(r, m)))
     numbers = paper_numbers(paper)
     rows = []
     for key in sorted(groups, key=lambda k: tuple(map(str, k))):

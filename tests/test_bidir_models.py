@@ -170,6 +170,15 @@ def test_runner_writes_record(tmp_path, monkeypatch):
     rec = json.loads((tmp_path / "bidir-toy-corpus" / "full" / "seed3.json").read_text())
     keys = {(r["setting"], r["model"], r["metric"]) for r in rec["metrics"]}
     assert ("p=4", "CBOW", "spearman_prop9_ratio") in keys and ("p=4", "attention", "spearman_prop14_eq2") in keys
+    # 5 L-BFGS iterations do not converge: every model row says so, and so does the record
+    per = rec["extra"]["per_dim"]["4"]
+    for key, model in (("cbow_lbfgs", "CBOW"), ("attn_lbfgs", "attention")):
+        info = per[key]
+        assert info["iterations"] <= 5 and info["max_abs_grad"] > tc.GRAD_TOL and info["converged"] is False
+        rows = [r for r in rec["metrics"] if r["model"] == model]
+        assert rows and all(r["converged"] is False for r in rows)
+        assert any(r["metric"] == "lbfgs_max_abs_grad" for r in rows)
+    assert rec["converged"] is False and rec["training"]["stopped"] == "max-epochs"
     t = tc.record_targets(rec, 4)
     assert t["sim_cbow"].shape == (12, 12) and t["eq2"].shape == (12, 12)
     assert call(tc.main, ["--dims", "x", "--results-dir", str(tmp_path)]) == 2

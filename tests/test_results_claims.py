@@ -116,3 +116,25 @@ def test_efa_fit_records_the_stop_rule():
 
     r = FitResult(12, 2, 0.5, 1.0, [], "early-stop", 1000)
     assert r.training() == {"stopped": "early-stop", "best_epoch": 2, "epochs_run": 12, "max_epochs": 1000}
+
+
+def test_a_rows_own_convergence_overrides_its_records(tmp_path):
+    """A record that trains two models whose optimisers end differently (the toy corpus: CBOW converges,
+    the Eq. (1) attention model does not) marks each row: the converged model's rows count, the other's
+    do not, whatever the record's own flag says."""
+    from attnlab.evidence import mean_ci
+    from attnlab.results import summarize
+
+    for s in range(5):
+        rec = {"experiment": EXP, "config": "full", "seed": s, "device": "cpu", "converged": False,
+               "training": {"stopped": "max-epochs"},
+               "metrics": [{"setting": "N=64", "model": "A", "metric": "accuracy", "value": 90.0 + s, "converged": True},
+                           {"setting": "N=64", "model": "B", "metric": "accuracy", "value": 80.0, "converged": False}]}
+        f = tmp_path / EXP / "full" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+    assert mean_ci(EXP, "full", "N=64", "A", "accuracy", root=tmp_path)["mean"] == pytest.approx(92.0)
+    with pytest.raises(Skip, match="have 0"):
+        mean_ci(EXP, "full", "N=64", "B", "accuracy", root=tmp_path)
+    conv = {r["model"]: r["converged"] for r in summarize(EXP.split("-")[0], tmp_path) if r["n_seeds"]}
+    assert conv == {"A": True, "B": False}
