@@ -160,3 +160,27 @@ def test_forda_baselines_erratum_reads_full_es_records(tmp_path, monkeypatch, ba
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(rec))
     assert catalog.run_claim(cl).verdict == verdict
+
+
+@pytest.mark.parametrize("shift, verdict", [(0.0, "holds"), (-0.1, "erratum"), (0.1, "fails")])
+def test_toy_corpus_claims_judge_both_correlations_against_the_paper(tmp_path, monkeypatch, shift, verdict):
+    """bidir.results.toy-corpus-p*: CBOW seeds scattered around the paper's values reproduce them; seeds
+    below give the erratum's corrected form; seeds above satisfy neither.  Attention rows that did not
+    converge are in the same records and must not matter."""
+    from attnlab.experiments.bidir.toy_corpus import TOY_PAPER_NUMBERS
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    for s, eps in enumerate((-0.02, -0.01, 0.0, 0.01, 0.02)):
+        rows = []
+        for p in (30, 100, 300, 900):
+            for m in ("spearman_prop9_ratio", "pearson_prop9_M"):
+                v = TOY_PAPER_NUMBERS[("bidir-toy-corpus", f"p={p}", "CBOW", m)] + shift + eps
+                rows.append({"setting": f"p={p}", "model": "CBOW", "metric": m, "value": v, "converged": True})
+                rows.append({"setting": f"p={p}", "model": "attention", "metric": m, "value": 0.0, "converged": False})
+        rec = {"experiment": "bidir-toy-corpus", "config": "full", "seed": s, "converged": False,
+               "training": {"stopped": "max-epochs"}, "metrics": rows}
+        f = tmp_path / "bidir-toy-corpus" / "full" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+    for p in (30, 100, 300, 900):
+        assert catalog.run_claim(catalog.get_claim(f"bidir.results.toy-corpus-p{p}")).verdict == verdict
