@@ -60,6 +60,10 @@ def render_toy_scatter(outdir: Path) -> list[Path]:
             txt = f"p = {dim}\nSpearman {rs:.3f}\nPearson {rp:.3f}\n{int(keep.sum())} cells"
             if (~keep).any():
                 txt += f" ({int((~keep).sum())} zero-probability omitted)"
+            lb = d["summary"].get("cbow_lbfgs" if model == "CBOW" else "attn_lbfgs", {})
+            if "max_abs_grad" in lb:      # how this model's L-BFGS ended (records since the convergence fields)
+                txt += (f"\nL-BFGS {'converged' if lb['converged'] else 'NOT converged'}: "
+                        f"{lb['iterations']} it., max|grad| {lb['max_abs_grad']:.0e}")
             ax.text(0.03, 0.97, txt, transform=ax.transAxes, va="top", fontsize=8.5,
                     bbox=dict(boxstyle="round", fc="white", alpha=0.8))
             if "Eq. (2)" in lab and np.nanmax(np.abs(t[keep])) > 1e3:
