@@ -177,6 +177,21 @@ def test_quick_instacart(tmp_path):
     assert set(rec["extra"]["table3"]) == {"Asparagus", "Carrots", "Fresh Cauliflower", "Organic Avocado"}
 
 
+def test_lr_flag_trains_at_that_rate_into_its_own_folder(tmp_path, capsys):
+    """`--lr` for choosing the learning rate on validation: the config values record it, the records go
+    to quick-lrLR, and a rate that is not a positive finite number is a usage error."""
+    from attnlab.cli import main
+
+    _run("efa-movielens-sequences", ["--settings", "unidirectional", "--models", "FM", "--lr", "0.02"], tmp_path)
+    (path,) = (tmp_path / "efa-movielens-sequences").glob("*/*.json")
+    assert path.parent.name == "quick-lr0.02"
+    assert json.loads(path.read_text())["config_values"]["lr"] == 0.02
+    for bad in ("0", "-1", "nan"):
+        assert main(["run", "efa-movielens-sequences", "--quick", "--seed", "0", f"--lr={bad}",
+                     "--results-dir", str(tmp_path)]) == 2
+        assert "--lr must be a positive finite number" in capsys.readouterr().err
+
+
 def test_quick_temperature(tmp_path):
     m = _run("efa-temperature", ["--ks", "5", "--efa", "l1"], tmp_path)
     s = "Colorado substitute"

@@ -74,6 +74,10 @@ def test_efa_sampling_modes_get_their_own_config_folder():
     assert config_name(ns(sampling="targets", quick=True)) == "quick-targets"
     ctx = E.RunContext("efa-demo", 0, "cpu", True, {}, None, "t", None, "quick-targets")
     assert ctx.record_path.parent.name == "quick-targets" and ctx.converged({"stopped": "early-stop"}) is False
+    # --lr (choosing the learning rate on validation) gets its own folder too
+    assert config_name(ns(sampling="sequences", quick=False, lr=3e-4)) == "full-lr0.0003"
+    assert config_name(ns(sampling="targets", quick=True, lr=0.001)) == "quick-targets-lr0.001"
+    assert config_name(ns(sampling="sequences", quick=False, lr=None)) is None
 
 
 def test_ci95_student_t():

@@ -3,6 +3,8 @@ a masked item from the other (bidirectional) or previous (unidirectional) items;
 Prop 1 latent factor model (FM); metric: test categorical cross-entropy (nats per masked item)."""
 from __future__ import annotations
 
+import math
+
 import sys
 
 from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of
@@ -34,6 +36,9 @@ def parser(experiment: str, doc: str):
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
+    p.add_argument("--lr", type=float, default=None,
+                   help="Adam learning rate instead of the config's, for choosing it on the validation split "
+                        "(records go to the folder CONFIG-lrLR, never mixed with the config's own)")
     return p
 
 
@@ -49,6 +54,9 @@ def parse_common(args):
     models = C.parse_list(args.models, MODELS, "--models")
     if args.sampling not in C.SAMPLINGS:
         raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
+    lr = getattr(args, "lr", None)
+    if lr is not None and not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"--lr must be a positive finite number; got {lr!r}")
     return settings, models
 
 
@@ -58,6 +66,8 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
     dicts (the training examples as ``cfg['sampling']`` says; validation and test by sequence).
     `after(ctx, setting, model, net)` may add metric rows and extras.  Returns
     {(setting, model): [test CE per seed]}."""
+    if getattr(args, "lr", None) is not None:
+        cfg = dict(cfg, lr=args.lr)
     tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
 
     def one(task):

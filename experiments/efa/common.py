@@ -33,11 +33,16 @@ SAMPLINGS = ("sequences", "targets")
 def config_name(args) -> str | None:
     """The records' config folder for a run: the default sampling keeps ``quick`` / ``full``; the
     authors' per-target sampling gets its own (``quick-targets`` / ``full-targets``), so that records of
-    the two modes are never mixed in one table nor taken for each other by seed skipping."""
+    the two modes are never mixed in one table nor taken for each other by seed skipping.  A learning
+    rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason."""
     sampling = getattr(args, "sampling", "sequences")
-    if sampling == "sequences":
-        return None
-    return f"{'quick' if getattr(args, 'quick', False) else 'full'}-{sampling}"
+    name = "quick" if getattr(args, "quick", False) else "full"
+    if sampling != "sequences":
+        name = f"{name}-{sampling}"
+    lr = getattr(args, "lr", None)
+    if lr is not None:
+        name = f"{name}-lr{lr:g}"
+    return None if name in ("quick", "full") else name
 
 
 # --------------------------------------------------------------------------- examples
