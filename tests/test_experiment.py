@@ -78,6 +78,9 @@ def test_efa_sampling_modes_get_their_own_config_folder():
     assert config_name(ns(sampling="sequences", quick=False, lr=3e-4)) == "full-lr0.0003"
     assert config_name(ns(sampling="targets", quick=True, lr=0.001)) == "quick-targets-lr0.001"
     assert config_name(ns(sampling="sequences", quick=False, lr=None)) is None
+    # a named config (Instacart's full-es) names the folder; --quick overrides it
+    assert config_name(ns(sampling="sequences", quick=False, config="full-es", lr=None)) == "full-es"
+    assert config_name(ns(sampling="sequences", quick=True, config="full-es", lr=None)) is None
 
 
 def test_ci95_student_t():

@@ -31,12 +31,13 @@ SAMPLINGS = ("sequences", "targets")
 
 
 def config_name(args) -> str | None:
-    """The records' config folder for a run: the default sampling keeps ``quick`` / ``full``; the
+    """The records' config folder for a run: the config's name (``quick``, ``full``, or a named one such
+    as Instacart's ``full-es``); the default sampling keeps it; the
     authors' per-target sampling gets its own (``quick-targets`` / ``full-targets``), so that records of
     the two modes are never mixed in one table nor taken for each other by seed skipping.  A learning
     rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason."""
     sampling = getattr(args, "sampling", "sequences")
-    name = "quick" if getattr(args, "quick", False) else "full"
+    name = "quick" if getattr(args, "quick", False) else (getattr(args, "config", None) or "full")
     if sampling != "sequences":
         name = f"{name}-{sampling}"
     lr = getattr(args, "lr", None)
