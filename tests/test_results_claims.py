@@ -184,3 +184,32 @@ def test_toy_corpus_claims_judge_both_correlations_against_the_paper(tmp_path, m
         f.write_text(json.dumps(rec))
     for p in (30, 100, 300, 900):
         assert catalog.run_claim(catalog.get_claim(f"bidir.results.toy-corpus-p{p}")).verdict == verdict
+
+
+def _analogy_records(root, models):
+    for s in range(5):
+        rows = [{"setting": "overall", "model": m, "metric": "acc", "value": v + 0.001 * s} for m, v in models.items()]
+        rec = {"experiment": "bidir-analogies", "config": "full", "seed": s, "converged": True,
+               "training": {"stopped": "fixed-schedule"}, "metrics": rows}
+        f = root / "bidir-analogies" / "full" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+
+
+def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, monkeypatch):
+    """Substitutes that answer under 5 % of the questions cannot rank; above that the paired CI decides;
+    records of the paper's own models (BERT, CBOW) are judged in preference to the substitutes."""
+    from attnlab.catalog import Skip
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    cl = catalog.get_claim("bidir.results.analogies-mlm-vs-cbow")
+    mlm, cbow = "MLM-local [substitute for BERT]", "CBOW-local [substitute for word2vec]"
+    _analogy_records(tmp_path, {mlm: 0.014, cbow: 0.019})
+    with pytest.raises(Skip, match="both below 0.05"):
+        cl.check()
+    _analogy_records(tmp_path, {mlm: 0.30, cbow: 0.20})
+    assert catalog.run_claim(cl).verdict == "holds"
+    _analogy_records(tmp_path, {mlm: 0.20, cbow: 0.30})
+    assert catalog.run_claim(cl).verdict == "fails"
+    _analogy_records(tmp_path, {mlm: 0.30, cbow: 0.20, "BERT": 0.50, "CBOW": 0.60})
+    assert catalog.run_claim(cl).verdict == "fails"          # the paper's models decide when present
