@@ -63,40 +63,35 @@ def _():
                       measured={k: {"diff_mean": v["mean"], "ci95": [v["lo"], v["hi"]], "n": v["n"]} for k, v in d.items()},
                       tolerance="printed: both CIs above 7 points; corrected: both CIs' upper ends below 2.5 points",
                       explanation="kernel-time-warping (full), paired differences over seeds")
+
+
 # FordA: the paper's network and full-length series trained to early stopping on a validation split
 # (config full-es; the paper's fixed 100 epochs is config full)
 _beats("kernel.results.forda", "Table 2 (FordA), Sec 6.2", "kernel-forda", "test",
        "UCR FordA (the paper's); the paper's network, early stopping on a validation split (config full-es)",
        "Kernel Sparsemax", "Cts Sparsemax", config="full-es")
 
-FORDA_BASELINES = ("Discrete Softmax", "Cts Softmax", "Gaussian Mixture")
 
-
-@claim("kernel.results.forda-baselines", reference="Table 2 (FordA), Sec 6.2", method="results",
+@claim("kernel.results.forda-discrete-softmax", reference="Table 2 (FordA), Sec 6.2", method="results",
        expected="erratum",
-       statement="On FordA the baselines trail the kernel families: discrete softmax attention 51.27 % (chance), "
-                 "continuous softmax 74.88 %, Gaussian mixture 69.56 %, against 92.44 / 92.61 % for kernel "
-                 "softmax / sparsemax (Table 2); data: UCR FordA (the paper's).",
-       corrected="Trained to early stopping on a validation split (the paper's network and series, config "
-                 "full-es, 5 seeds), each of the three baselines has a 95% CI above 85 %: discrete softmax, "
-                 "continuous softmax and the Gaussian mixture all reach ~91-94 %, with the kernel families. "
-                 "The printed baselines are runs that did not train.")
+       statement="On FordA, the conv-LSTM with discrete softmax attention scores 51.27 % +- 1.86 (chance), far below "
+                 "the continuous and kernel families (Table 2); data: UCR FordA (the paper's).",
+       corrected="Trained to early stopping on a validation split (the paper's network and series, config full-es), "
+                 "discrete softmax attention reaches ~93 % in every seed (95% CI above 85 %), with the kernel "
+                 "families: the printed 51.27 % is a run that did not train.")
 def _():
     from attnlab.catalog import erratum_if
     from attnlab.evidence import mean_ci
     from attnlab.results import paper_numbers
 
-    paper = paper_numbers("kernel")
-    ours = {m: mean_ci("kernel-forda", "full-es", "test", m, "accuracy") for m in FORDA_BASELINES}
-    # printed: each baseline is where Table 2 puts it (its 95% CI reaches the printed value)
-    printed = all(v["lo"] <= paper[("kernel-forda", "test", m, "accuracy")] <= v["hi"] for m, v in ours.items())
-    corrected = all(v["lo"] > 85.0 for v in ours.values())
-    return erratum_if(printed, corrected,
-                      measured={m: {"mean": v["mean"], "ci95": [v["lo"], v["hi"]], "n": v["n"],
-                                    "paper": paper[("kernel-forda", "test", m, "accuracy")]} for m, v in ours.items()},
-                      tolerance="printed: each CI contains Table 2's value; corrected: each CI above 85 %",
-                      explanation="kernel-forda (full-es), test accuracy over seeds "
-                                  + ", ".join(f"{m}: {v['seeds']}" for m, v in ours.items()))
+    paper = paper_numbers("kernel")[("kernel-forda", "test", "Discrete Softmax", "accuracy")]
+    v = mean_ci("kernel-forda", "full-es", "test", "Discrete Softmax", "accuracy")
+    return erratum_if(v["lo"] <= paper <= v["hi"], v["lo"] > 85.0,
+                      measured={"mean": v["mean"], "ci95": [v["lo"], v["hi"]], "n": v["n"], "paper": paper},
+                      tolerance="printed: the 95% CI contains Table 2's 51.27; corrected: the CI lies above 85 %",
+                      explanation=f"kernel-forda (full-es), Discrete Softmax test accuracy over seeds {v['seeds']}")
+
+
 _beats("kernel.results.gestures", "Table 3 (uWave), Sec 6.3", "kernel-gestures", "N=64",
        "LABELLED SUBSTITUTE (UCR AllGestureWiimote X/Y/Z for uWaveGestureLibrary)", "Kernel Sparsemax", "Cts Sparsemax")
 _beats("kernel.results.sentiment", "Table 4 (IMDB), Sec 6.4", "kernel-sentiment", "N=64",
