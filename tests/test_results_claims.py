@@ -208,3 +208,19 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
     assert catalog.run_claim(cl).verdict == "fails"
     _analogy_records(tmp_path, {mlm: 0.30, cbow: 0.20, "BERT": 0.50, "CBOW": 0.60})
     assert catalog.run_claim(cl).verdict == "fails"          # the paper's models decide when present
+
+
+@pytest.mark.parametrize("gain, verdict", [(3.0, "holds"), (0.0, "erratum"), (-3.0, "fails")])
+def test_forda_sparsemax_erratum(tmp_path, monkeypatch, gain, verdict):
+    """kernel.results.forda on made-up full-es records: a clear gain of kernel over continuous sparsemax makes
+    the printed statement hold; no gain gives the erratum; a clear loss satisfies neither form."""
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    noise = (0.4, -0.3, 0.1, -0.5, 0.3)
+    for s in range(5):
+        rec = {"experiment": "kernel-forda", "config": "full-es", "seed": s, "converged": True, "training": {},
+               "metrics": [{"setting": "test", "model": "Kernel Sparsemax", "metric": "accuracy", "value": 92.5 + gain + noise[s]},
+                           {"setting": "test", "model": "Cts Sparsemax", "metric": "accuracy", "value": 92.5}]}
+        f = tmp_path / "kernel-forda" / "full-es" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+    assert catalog.run_claim(catalog.get_claim("kernel.results.forda")).verdict == verdict
