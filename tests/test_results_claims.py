@@ -224,3 +224,19 @@ def test_forda_sparsemax_erratum(tmp_path, monkeypatch, gain, verdict):
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(rec))
     assert catalog.run_claim(catalog.get_claim("kernel.results.forda")).verdict == verdict
+
+
+@pytest.mark.parametrize("gain, verdict", [(0.08, "holds"), (0.0, "erratum"), (-0.08, "fails")])
+def test_auto_mpg_atn_vs_rf_erratum(tmp_path, monkeypatch, gain, verdict):
+    """bidir.results.auto-mpg-atn-vs-rf on made-up full records: a clear ATN gain over RF makes the printed
+    statement hold; none gives the erratum; a clear loss satisfies neither form."""
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    noise = (0.01, -0.01, 0.005, -0.005, 0.0)
+    for s in range(5):
+        rec = {"experiment": "bidir-auto-mpg", "config": "full", "seed": s, "converged": True, "training": {},
+               "metrics": [{"setting": "origin split", "model": "ATN", "metric": "acc", "value": 0.72 + gain + noise[s]},
+                           {"setting": "origin split", "model": "RF", "metric": "acc", "value": 0.72}]}
+        f = tmp_path / "bidir-auto-mpg" / "full" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+    assert catalog.run_claim(catalog.get_claim("bidir.results.auto-mpg-atn-vs-rf")).verdict == verdict
