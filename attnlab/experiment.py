@@ -22,6 +22,7 @@ results dir: ``./results``, or ``$ATTNLAB_RESULTS``); checkpoints go to ``$ATTNL
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import os
 import platform
@@ -212,6 +213,27 @@ def positive_int(what: str):
             raise argparse.ArgumentTypeError(f"{what} must be an integer >= 1; got {text!r}")
         return n
     return parse
+
+
+def positive_float(what: str):
+    """An argparse type: a finite number > 0 (bad values: one line naming `what`)."""
+    def parse(text: str) -> float:
+        try:
+            x = float(str(text).strip())
+        except ValueError:
+            x = math.nan
+        if not (math.isfinite(x) and x > 0):
+            raise argparse.ArgumentTypeError(f"{what} must be a positive finite number; got {text!r}")
+        return x
+    return parse
+
+
+def add_lr_flag(p) -> None:
+    """`--lr`: train a config at another Adam learning rate, for choosing it on the validation split.
+    The runner files such records under ``<config>-lr<LR>`` so they never mix with the config's own."""
+    p.add_argument("--lr", type=positive_float("--lr"), default=None,
+                   help="Adam learning rate instead of the config's, for choosing it on the validation split "
+                        "(records go to the folder CONFIG-lrLR, never mixed with the config's own)")
 
 
 def backend_arg(name: str) -> str:

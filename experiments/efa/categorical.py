@@ -3,11 +3,9 @@ a masked item from the other (bidirectional) or previous (unidirectional) items;
 Prop 1 latent factor model (FM); metric: test categorical cross-entropy (nats per masked item)."""
 from __future__ import annotations
 
-import math
-
 import sys
 
-from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of
+from attnlab.experiment import add_lr_flag, context, experiment_parser, fan_out, metric_row, seeds_of
 from attnlab.experiments.efa import common as C
 
 SETTINGS = ("unidirectional", "bidirectional")
@@ -36,9 +34,7 @@ def parser(experiment: str, doc: str):
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     add_sampling_flag(p)
     p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
-    p.add_argument("--lr", type=float, default=None,
-                   help="Adam learning rate instead of the config's, for choosing it on the validation split "
-                        "(records go to the folder CONFIG-lrLR, never mixed with the config's own)")
+    add_lr_flag(p)
     return p
 
 
@@ -54,9 +50,6 @@ def parse_common(args):
     models = C.parse_list(args.models, MODELS, "--models")
     if args.sampling not in C.SAMPLINGS:
         raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
-    lr = getattr(args, "lr", None)
-    if lr is not None and not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"--lr must be a positive finite number; got {lr!r}")
     return settings, models
 
 

@@ -45,23 +45,12 @@ def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str] | None
     return out if out and all(m in allowed for m in out) else None
 
 
-def add_lr_flag(p) -> None:
-    """`--lr`: train a named config at another learning rate, for choosing it on the validation split."""
-    p.add_argument("--lr", type=float, default=None,
-                   help="Adam learning rate instead of the config's (records go to the folder CONFIG-lrLR, "
-                        "never mixed with the config's own); for choosing it on the validation split")
-
-
 def with_lr(args, config_name: str, config: dict) -> tuple[str, dict]:
     """(records folder, config) after `--lr`: unchanged without it; with it, the config's lr replaced
     and the folder ``<config>-lr<lr>``, so runs at another learning rate never mix with the config's."""
     lr = getattr(args, "lr", None)
     if lr is None:
         return config_name, config
-    if not (math.isfinite(lr) and lr > 0):
-        from attnlab.errors import UsageError
-
-        raise UsageError(f"--lr must be a positive finite number; got {lr!r}")
     return f"{config_name}-lr{lr:g}", dict(config, lr=lr)
 
 

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import torch
 
-from attnlab.experiment import experiment_parser, seeds_of
+from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-forda"
@@ -60,7 +60,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     p.add_argument("--config", default="full", help="full (paper) or a reduced CPU config: " + ", ".join(c for c in configs if c not in ("full", "quick")) + "; --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
-    C.add_lr_flag(p)
+    add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in configs:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import experiment_parser, seeds_of
+from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-gestures"
@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--basis", default=None, help="comma list of N values (default: the config's, 64,128)")
     p.add_argument("--data", default=None, help="folder with UWaveGestureLibraryAll_TRAIN/_TEST.tsv[.gz]")
-    C.add_lr_flag(p)
+    add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in CONFIGS:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import experiment_parser, seeds_of
+from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-sentiment"
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
                    "(2 epochs, smaller BiLSTM); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--data", default=None, help="folder with an extracted IMDB copy (aclImdb/)")
-    C.add_lr_flag(p)
+    add_lr_flag(p)
     args = p.parse_args(argv)
     name = "quick" if args.quick else args.config
     if name not in CONFIGS:
