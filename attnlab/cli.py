@@ -213,31 +213,20 @@ def cmd_results(args) -> int:
         raise UsageError(f"--results-dir {root}: no such folder")
     if args.wall_times and args.per_seed:
         raise UsageError("--per-seed and --wall-times are two different tables; give one of them")
-    if args.wall_times:
-        from attnlab.results import format_wall_times, wall_times
+    if args.wall_times or args.per_seed:
+        from attnlab import results as R
 
-        rows = wall_times(args.paper, root, config=args.config)
+        flag, build, fmt = (("--wall-times", R.wall_times, R.format_wall_times) if args.wall_times else
+                            ("--per-seed", R.per_seed, R.format_per_seed))
+        rows = build(args.paper, root, config=args.config)
         if not rows:
-            raise UsageError(f"--wall-times: no {args.paper} records"
+            raise UsageError(f"{flag}: no {args.paper} records"
                              + (f" of config {args.config}" if args.config else "") + f" under {root}")
         if args.json:
             _write_json(rows, args.json)
             if args.json == "-":
                 return 0
-        print(format_wall_times(rows, args.format))
-        return 0
-    if args.per_seed:
-        from attnlab.results import format_per_seed, per_seed
-
-        rows = per_seed(args.paper, root, config=args.config)
-        if not rows:
-            raise UsageError(f"--per-seed: no {args.paper} records"
-                             + (f" of config {args.config}" if args.config else "") + f" under {root}")
-        if args.json:
-            _write_json(rows, args.json)
-            if args.json == "-":
-                return 0
-        print(format_per_seed(rows, args.format))
+        print(fmt(rows, args.format))
         return 0
     rows = summarize(args.paper, root, config=args.config)
     ours = [r for r in rows if r["n_seeds"]]

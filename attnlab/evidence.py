@@ -11,6 +11,7 @@ full; have 2 (quick: 5)").
     paired_difference(experiment, config, setting, metric, a, b) mean and CI of value(a) - value(b)
                                                                   over the seeds both have
     mean_ci(experiment, config, setting, model, metric)           mean and CI of one model's values
+    better / not_better / in_range                                 the evidence of a results claim
 
 Results root: $ATTNLAB_RESULTS, else the repository's results/ folder (so that a claim reads the
 committed records wherever attnlab verify runs).
@@ -116,6 +117,22 @@ def better(experiment: str, config: str, setting: str, metric: str, winner: str,
                                   winner: d["mean_a"], loser: d["mean_b"]},
                     tolerance=f"95% CI of {winner} - {loser} entirely {side} {'-' if lower_is_better else ''}{margin:g}",
                     explanation=f"{experiment} ({config}), {setting}, {metric}: paired over seeds {d['seeds']}")
+
+
+def not_better(experiment: str, config: str, setting: str, metric: str, winner: str, loser: str,
+               max_abs: float, min_seeds: int = MIN_SEEDS, root: Path | None = None):
+    """Evidence for an erratum of "winner beats loser" whose corrected form is "the two are not
+    distinguishable": printed holds when the 95% CI of the paired difference winner - loser lies above
+    0; corrected holds when the CI contains 0 and |mean| < `max_abs` (higher is better)."""
+    from attnlab.catalog import erratum_if
+
+    d = paired_difference(experiment, config, setting, metric, winner, loser, min_seeds, root)
+    return erratum_if(d["lo"] > 0, d["lo"] <= 0 <= d["hi"] and abs(d["mean"]) < max_abs,
+                      measured={"diff_mean": d["mean"], "ci95": [d["lo"], d["hi"]], "n": d["n"],
+                                winner: d["mean_a"], loser: d["mean_b"]},
+                      tolerance=f"printed: CI of {winner} - {loser} above 0; corrected: CI contains 0 and "
+                                f"|mean| < {max_abs:g}",
+                      explanation=f"{experiment} ({config}), {setting}, {metric}: paired over seeds {d['seeds']}")
 
 
 def in_range(experiment: str, config: str, setting: str, model: str, metric: str, lo: float, hi: float,

@@ -210,33 +210,30 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
     assert catalog.run_claim(cl).verdict == "fails"          # the paper's models decide when present
 
 
-@pytest.mark.parametrize("gain, verdict", [(3.0, "holds"), (0.0, "erratum"), (-3.0, "fails")])
-def test_forda_sparsemax_erratum(tmp_path, monkeypatch, gain, verdict):
-    """kernel.results.forda on made-up full-es records: a clear gain of kernel over continuous sparsemax makes
-    the printed statement hold; no gain gives the erratum; a clear loss satisfies neither form."""
-    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
-    noise = (0.4, -0.3, 0.1, -0.5, 0.3)
-    for s in range(5):
-        rec = {"experiment": "kernel-forda", "config": "full-es", "seed": s, "converged": True, "training": {},
-               "metrics": [{"setting": "test", "model": "Kernel Sparsemax", "metric": "accuracy", "value": 92.5 + gain + noise[s]},
-                           {"setting": "test", "model": "Cts Sparsemax", "metric": "accuracy", "value": 92.5}]}
-        f = tmp_path / "kernel-forda" / "full-es" / f"seed{s}.json"
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(rec))
-    assert catalog.run_claim(catalog.get_claim("kernel.results.forda")).verdict == verdict
 
 
-@pytest.mark.parametrize("gain, verdict", [(0.08, "holds"), (0.0, "erratum"), (-0.08, "fails")])
-def test_auto_mpg_atn_vs_rf_erratum(tmp_path, monkeypatch, gain, verdict):
-    """bidir.results.auto-mpg-atn-vs-rf on made-up full records: a clear ATN gain over RF makes the printed
-    statement hold; none gives the erratum; a clear loss satisfies neither form."""
+NOT_BETTER = [  # claim, experiment, config, setting, metric, winner, loser, level, a clear gain
+    ("kernel.results.forda", "kernel-forda", "full-es", "test", "accuracy", "Kernel Sparsemax", "Cts Sparsemax", 92.5, 3.0),
+    ("kernel.results.time-warping-sparsemax", EXP, "full", "N=64", "accuracy", "Kernel Sparsemax", "Cts Sparsemax", 90.0, 3.0),
+    ("bidir.results.auto-mpg-atn-vs-rf", "bidir-auto-mpg", "full", "origin split", "acc", "ATN", "RF", 0.72, 0.08),
+]
+
+
+@pytest.mark.parametrize("case", NOT_BETTER, ids=[c[0] for c in NOT_BETTER])
+@pytest.mark.parametrize("sign, verdict", [(1, "holds"), (0, "erratum"), (-1, "fails"), (-0.3, "fails")])
+def test_not_distinguishable_errata(tmp_path, monkeypatch, case, sign, verdict):
+    """The errata whose corrected form is "not distinguishable" (attnlab.evidence.not_better), on made-up
+    records: a clear gain of the winner makes the printed statement hold; none gives the erratum; a clear
+    loss, large or small (a CI below 0 is not "not distinguishable"), satisfies neither form."""
+    cid, exp, config, setting, metric, winner, loser, level, gain = case
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
-    noise = (0.01, -0.01, 0.005, -0.005, 0.0)
+    noise = (0.04, -0.03, 0.01, -0.05, 0.03)
     for s in range(5):
-        rec = {"experiment": "bidir-auto-mpg", "config": "full", "seed": s, "converged": True, "training": {},
-               "metrics": [{"setting": "origin split", "model": "ATN", "metric": "acc", "value": 0.72 + gain + noise[s]},
-                           {"setting": "origin split", "model": "RF", "metric": "acc", "value": 0.72}]}
-        f = tmp_path / "bidir-auto-mpg" / "full" / f"seed{s}.json"
+        rec = {"experiment": exp, "config": config, "seed": s, "converged": True, "training": {},
+               "metrics": [{"setting": setting, "model": winner, "metric": metric,
+                            "value": level + sign * gain + noise[s] * gain / 3},
+                           {"setting": setting, "model": loser, "metric": metric, "value": level}]}
+        f = tmp_path / exp / config / f"seed{s}.json"
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(rec))
-    assert catalog.run_claim(catalog.get_claim("bidir.results.auto-mpg-atn-vs-rf")).verdict == verdict
+    assert catalog.run_claim(catalog.get_claim(cid)).verdict == verdict

@@ -349,8 +349,6 @@ def metrics_of(res: dict) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    import torch
-
     from attnlab.experiment import contexts, experiment_parser
 
     p = experiment_parser("bidir-toy-corpus",
@@ -379,7 +377,6 @@ def main(argv: list[str]) -> int:
         if args.sentences < 1:
             raise UsageError(f"--sentences must be an integer >= 1; got {args.sentences}")
         cfg["n_sentences"] = args.sentences
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     for ctx in contexts(args, "bidir-toy-corpus", config=cfg):
         if ctx.done():
             continue
