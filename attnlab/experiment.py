@@ -425,6 +425,8 @@ def metric_row(setting: str, model: str, metric: str, value: float, converged: b
 
 
 SETTINGS_KEY = "_attnlab_run_settings"
+# wall seconds the run had spent up to its last checkpoint, so that a resumed run's record counts them
+WALL_KEY = "_attnlab_wall_seconds"
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
                  "backend", "address", "compile", "data", "_default_seeds"}
@@ -460,6 +462,12 @@ class RunContext:
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
         self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
         self.t0 = time.perf_counter()
+        self.wall_before = 0.0      # seconds spent by earlier, interrupted invocations (from --resume)
+
+    def wall_seconds(self) -> float:
+        """Wall time of this run: this invocation plus what earlier invocations had spent up to the
+        checkpoint it resumed from."""
+        return self.wall_before + time.perf_counter() - self.t0
 
     def done(self) -> bool:
         """A record of this run already exists (and --force was not given).  A record at this path
@@ -490,7 +498,8 @@ class RunContext:
         return Progress(total, name or f"{self.experiment} seed {self.seed}", enabled=self.verbose)
 
     def save_checkpoint(self, state: dict) -> None:
-        atomic_torch_save(self.checkpoint_path, {**state, SETTINGS_KEY: self.settings})
+        atomic_torch_save(self.checkpoint_path, {**state, SETTINGS_KEY: self.settings,
+                                                    WALL_KEY: self.wall_seconds()})
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
@@ -504,6 +513,7 @@ class RunContext:
 
         state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
         saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
+        wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
         if saved != self.settings:
             diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
                 f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"
@@ -512,6 +522,7 @@ class RunContext:
                              f"({diff}); run with those settings, or without --resume to start afresh")
         if self.verbose:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
+        self.wall_before = float(wall)
         return state
 
     def converged(self, training: dict | None) -> bool | None:
@@ -534,7 +545,7 @@ class RunContext:
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
             "seed": self.seed, "device": self.device, "device_name": device_description(self.device),
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
-            "wall_seconds": round(time.perf_counter() - self.t0, 3),
+            "wall_seconds": round(self.wall_seconds(), 3),
             "git_revision": git_revision(), "versions": package_versions(),
             "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

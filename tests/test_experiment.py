@@ -48,6 +48,25 @@ def test_records_resume_and_summary(tmp_path, monkeypatch):
     assert r["ours_ci95"] == pytest.approx(ci95([1.0, 2.0, 3.0]))
 
 
+def test_a_resumed_run_records_the_wall_time_of_its_earlier_invocations(tmp_path, monkeypatch):
+    """wall_seconds of a resumed run = what the interrupted invocation had spent up to its checkpoint
+    + this invocation, not this invocation alone."""
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = E.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"])
+    first = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    first.t0 -= 1000.0                      # an invocation that ran 1,000 s before it was stopped
+    first.save_checkpoint({"epoch": 7})
+    second = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    assert second.load_checkpoint() == {"epoch": 7}
+    rec = json.loads(second.write_record([E.metric_row("s", "EFA", "mse", 1.0)]).read_text())
+    assert 1000.0 <= rec["wall_seconds"] < 1000.0 + 60
+    # without --resume nothing is carried over
+    fresh = E.context(p.parse_args(["--seed", "1", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]),
+                      "efa-demo", {"lr": 0.1}, 1)
+    assert fresh.wall_seconds() < 60
+
+
 def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     """Seed skipping takes a record as done only when it was written with the same config values; one
     written with others is refused in one line (--force replaces it)."""
