@@ -317,6 +317,18 @@ def _ray_map(args, fn, tasks: list, threads: int) -> list:
             ray.shutdown()
 
 
+def parse_list(text, allowed, arg: str) -> list[str]:
+    """'a,b' -> ['a', 'b'] for a flag `arg` taking a comma-separated subset of `allowed`; anything else
+    (an empty list, a value not allowed) is a UsageError naming the flag and what it allows."""
+    from attnlab.errors import UsageError
+
+    vals = [v.strip() for v in str(text).split(",") if v.strip()]
+    bad = [v for v in vals if v not in allowed]
+    if bad or not vals:
+        raise UsageError(f"{arg} must be a comma-separated subset of {', '.join(map(str, allowed))}; got {text!r}")
+    return vals
+
+
 def seeds_of(args) -> list[int]:
     if getattr(args, "seed", None) is not None:
         return [args.seed]

@@ -244,18 +244,31 @@ def test_analogies_without_nlp_extra(monkeypatch, capsys):
 
 # --------------------------------------------------------------------------- runner smoke test
 def test_tabular_sim_quick_run(tmp_path, monkeypatch):
+    from attnlab.errors import UsageError
+
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     assert ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(tmp_path)]) == 0
-    rec = json.loads((tmp_path / "bidir-tabular-sim" / "quick" / "seed0.json").read_text())
-    settings = {m["setting"] for m in rec["metrics"]}
-    assert settings == {"(5, 0, 0.9)", "(5, 0, 0.9) train-only bins", "(1, 0.5, 0.1)", "(1, 0.5, 0.1) train-only bins"}
-    models = {m["model"] for m in rec["metrics"]}
-    assert models == {"LR", "RF", "GB", "MLP", "ATN"}
-    for m in rec["metrics"]:
-        if m["metric"] == "acc":
-            assert 0.0 <= m["value"] <= 1.0
-    assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
+    folder = tmp_path / "bidir-tabular-sim" / "quick"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{m}-seed0.json" for m in ts.MODELS)
+    recs = {m: json.loads((folder / f"{m}-seed0.json").read_text()) for m in ts.MODELS}
+    for model, rec in recs.items():
+        settings = {m["setting"] for m in rec["metrics"]}
+        assert settings == {"(5, 0, 0.9)", "(5, 0, 0.9) train-only bins", "(1, 0.5, 0.1)", "(1, 0.5, 0.1) train-only bins"}
+        assert {m["model"] for m in rec["metrics"]} == {model}
+        for m in rec["metrics"]:
+            if m["metric"] == "acc":
+                assert 0.0 <= m["value"] <= 1.0
+        assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
     assert not list((tmp_path / "runs").rglob("*.ckpt"))            # checkpoint removed after the record
+    # one model alone, into another folder, gives that model's numbers of the joint run
+    other = tmp_path / "other"
+    assert ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(other), "--models", "ATN,LR"]) == 0
+    alone = other / "bidir-tabular-sim" / "quick"
+    assert sorted(p.name for p in alone.iterdir()) == ["ATN-seed0.json", "LR-seed0.json"]
+    for model in ("ATN", "LR"):
+        assert json.loads((alone / f"{model}-seed0.json").read_text())["metrics"] == recs[model]["metrics"]
+    with pytest.raises(UsageError, match="--models must be a comma-separated subset of LR, RF, GB, MLP, ATN"):
+        ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(other), "--models", "ATN,SVM"])
 
 
 def test_auto_mpg_quick_run(tmp_path, monkeypatch):

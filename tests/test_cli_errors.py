@@ -74,7 +74,7 @@ def test_efa_data_nonexistent(capsys, tmp_path):
 
 
 def test_unknown_choice_in_a_runner(capsys):
-    _one_line_exit_2(capsys, ["run", "kernel-time-warping", "--models", "nope"], "--models must be one of")
+    _one_line_exit_2(capsys, ["run", "kernel-time-warping", "--models", "nope"], "--models must be a comma-separated subset of")
 
 
 # --------------------------------------------------------------------------- results

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from attnlab.experiment import RunContext, contexts
+from attnlab.experiment import RunContext, context, contexts
 
 
 def add_config_flag(p, extra=("reduced",)) -> None:
@@ -26,9 +26,15 @@ def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute:
                         config_name=None if name in ("quick", "full") else name)
 
 
+def run_context(args, experiment: str, config: dict, seed: int, tag: str = "") -> RunContext:
+    """The RunContext of one seed, its records kept apart as in :func:`run_contexts`."""
+    name = config_name(args)
+    return context(args, experiment, config, seed, tag, None, None if name in ("quick", "full") else name)
+
+
 def log(args, msg: str) -> None:
     if not getattr(args, "quiet", False):
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-__all__ = ["add_config_flag", "config_name", "run_contexts", "log", "RunContext"]
+__all__ = ["add_config_flag", "config_name", "run_context", "run_contexts", "log", "RunContext"]

@@ -11,7 +11,8 @@ class indices.  Each data set is discretised under two protocols, reported side 
 
 Seed k uses the authors' k-th data seed (``np.random.seed(2023); np.random.randint(10000, size=20)``,
 the first is 4951); the same seed drives data, baselines and ATN, as in the authors' code.
-One results record per seed holds all settings × protocols × models.
+One results record per (model, seed), ``<config>/<model>-seed<k>.json``, holds every setting × protocol:
+ATN (cheap) can run for the authors' 20 seeds while the grid-searched baselines run for fewer.
 """
 from __future__ import annotations
 
@@ -23,12 +24,14 @@ import time
 import numpy as np
 
 from attnlab.experiments.bidir.baselines import MODELS as BASELINES, run_baselines
-from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+from attnlab.experiment import metric_row
+from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_context
 
 EXPERIMENT = "bidir-tabular-sim"
 K, C, N = 5, 10, 2000
 SETTINGS = [(nc, noise, corr) for nc in (1, 5) for noise in (0.0, 0.5, 1.5) for corr in (0.1, 0.9)]
 PROTOCOLS = ("pooled", "train-only")
+MODELS = BASELINES + ("ATN",)
 
 CONFIGS = {
     # The paper's configuration (App. D, E; Keras ATN: 200 epochs, batch 128).
@@ -184,81 +187,87 @@ def make_datasets(seed: int, n: int, settings, protocols=PROTOCOLS) -> list[tupl
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import experiment_parser
+    from attnlab.experiment import experiment_parser, parse_list, seeds_of, set_torch_threads
 
     p = experiment_parser(EXPERIMENT, "Table 1: covariate-shift simulation, LR/RF/GB/MLP vs the tabular "
                           "attention model (ATN), authors' pooled bins and leakage-free train-only bins",
                           default_seeds=20)
     add_config_flag(p)
     p.add_argument("--epochs", type=int, default=None, help="override ATN epochs (recorded in the config)")
+    p.add_argument("--models", default=",".join(MODELS),
+                   help="comma-separated subset of " + ", ".join(MODELS) + " (each model's record is its own: "
+                        "ATN can run for more seeds than the baselines)")
     args = p.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
-    import torch
-
-    from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
-    from attnlab.experiments.bidir.baselines import accuracy_mse
-
-    name = config_name(args)
-    cfg = dict(CONFIGS[name])
+    models = parse_list(args.models, MODELS, "--models")
+    cfg = dict(CONFIGS[config_name(args)])
     if args.epochs is not None:
         cfg["atn_epochs"] = args.epochs
     settings = QUICK_SETTINGS if args.quick else SETTINGS
-    for ctx in run_contexts(args, EXPERIMENT, cfg):
-        if ctx.done():
-            continue
-        data_seed = authors_seeds(max(20, ctx.seed + 1))[ctx.seed]
-        t0 = time.perf_counter()
-        datasets = make_datasets(data_seed, cfg["n"], settings)
-        state = ctx.load_checkpoint() or {"baselines": {}, "atn": {}, "atn_state": None, "timing": {}}
-        # Baselines, one data set at a time (results kept in the checkpoint).
-        prog = ctx.progress(len(datasets), f"{EXPERIMENT} seed {ctx.seed} baselines")
-        tb = time.perf_counter()
-        for i, (label, d) in enumerate(datasets):
-            if label not in state["baselines"]:
-                state["baselines"][label] = run_baselines(d["x_train"], d["y_train"], d["x_test"], d["y_test"],
-                                                          C, data_seed, grid=cfg["grid"], n_jobs=args.jobs)
-                ctx.save_checkpoint(state)
-            prog.update(i + 1)
-        state["timing"]["baselines_s"] = state["timing"].get("baselines_s", 0) + time.perf_counter() - tb
-        # ATN, trained in lock-step groups of `atn_parallel` data sets (a CPU speed-up only).
-        acfg = ATNConfig(epochs=cfg["atn_epochs"], batch_size=cfg["atn_batch"])
-        todo = [(l, d) for l, d in datasets if l not in state["atn"]]
-        ta = time.perf_counter()
-        for g0 in range(0, len(todo), cfg["atn_parallel"]):
-            group = todo[g0:g0 + cfg["atn_parallel"]]
-            rows = [np.concatenate([d["x_train"], d["y_train"][:, None]], 1) for _, d in group]
-            prog = ctx.progress(acfg.epochs, f"{EXPERIMENT} seed {ctx.seed} ATN {g0 + len(group)}/{len(todo)}")
-
-            def on_epoch(ep, loss, st, _prog=prog, _labels=[l for l, _ in group]):
-                state["atn_state"] = {"labels": _labels, **st}
-                ctx.save_checkpoint(state)
-                _prog.update(ep, loss=loss)
-            resume = state["atn_state"] if (state["atn_state"] and state["atn_state"]["labels"]
-                                            == [l for l, _ in group]) else None
-            model, losses = train_atn(rows, C, acfg, seed=[data_seed] * len(group), state=resume,
-                                      on_epoch=on_epoch)
-            for j, (label, d) in enumerate(group):
-                acc, mse = accuracy_mse(predict_response(model, d["x_test"], which=j), d["y_test"])
-                tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], which=j), d["y_train"])
-                state["atn"][label] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse,
-                                       "final_loss": losses[-1][j]}
-            state["atn_state"] = None
-            ctx.save_checkpoint(state)
-        state["timing"]["atn_s"] = state["timing"].get("atn_s", 0) + time.perf_counter() - ta
-        from attnlab.experiment import metric_row
-
-        rows_out = []
-        for label, _ in datasets:
-            res = dict(state["baselines"][label])
-            res["ATN"] = state["atn"][label]
-            for model in BASELINES + ("ATN",):
-                for metric in ("acc", "mse", "train_acc"):
-                    rows_out.append(metric_row(label, model, metric, res[model][metric]))
-        best = {label: {m: state["baselines"][label][m]["best"] for m in BASELINES} for label, _ in datasets}
-        ctx.write_record(rows_out, training={"stopped": "fixed-schedule"}, extra={"data_seed": data_seed, "timing_s": state["timing"],
-                                          "cpu_seconds_total": time.perf_counter() - t0,
-                                          "best_params": best,
-                                          "atn_config": acfg.as_dict()})
-        log(args, f"seed {ctx.seed} (data seed {data_seed}) done in {time.perf_counter() - t0:.0f} s")
+    set_torch_threads(args)
+    for seed in seeds_of(args):
+        data_seed = authors_seeds(max(20, seed + 1))[seed]
+        datasets = None
+        for model in (m for m in MODELS if m in models):
+            ctx = run_context(args, EXPERIMENT, cfg, seed, tag=model)
+            if ctx.done():
+                continue
+            if datasets is None:
+                datasets = make_datasets(data_seed, cfg["n"], settings)
+            if model == "ATN":
+                res, extra = _run_atn(args, ctx, cfg, datasets, data_seed)
+            else:
+                res, extra = _run_baseline(args, ctx, cfg, datasets, data_seed, model)
+            rows = [metric_row(label, model, metric, res[label][metric])
+                    for label, _ in datasets for metric in ("acc", "mse", "train_acc")]
+            ctx.write_record(rows, training={"stopped": "fixed-schedule"},
+                             extra={"data_seed": data_seed, **extra})
+            log(args, f"seed {seed} (data seed {data_seed}) {model} done in {ctx.wall_seconds():.0f} s")
     return 0
+
+
+def _run_baseline(args, ctx, cfg, datasets, data_seed: int, model: str) -> tuple[dict, dict]:
+    """One baseline (App. E grid) on every data set of a seed, one data set per checkpoint."""
+    state = ctx.load_checkpoint() or {"res": {}}
+    prog = ctx.progress(len(datasets), f"{EXPERIMENT} seed {ctx.seed} {model}")
+    for i, (label, d) in enumerate(datasets):
+        if label not in state["res"]:
+            state["res"][label] = run_baselines(d["x_train"], d["y_train"], d["x_test"], d["y_test"], C,
+                                                data_seed, grid=cfg["grid"], models=(model,),
+                                                n_jobs=args.jobs)[model]
+            ctx.save_checkpoint(state)
+        prog.update(i + 1)
+    return state["res"], {"best_params": {label: r["best"] for label, r in state["res"].items()}}
+
+
+def _run_atn(args, ctx, cfg, datasets, data_seed: int) -> tuple[dict, dict]:
+    """ATN (Sec. 3.1) on every data set of a seed, trained in lock-step groups of `atn_parallel` data
+    sets (a CPU speed-up only; each data set has its own parameters), checkpointed every epoch."""
+    from attnlab.experiments.bidir.baselines import accuracy_mse
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
+
+    state = ctx.load_checkpoint() or {"atn": {}, "atn_state": None}
+    acfg = ATNConfig(epochs=cfg["atn_epochs"], batch_size=cfg["atn_batch"])
+    todo = [(l, d) for l, d in datasets if l not in state["atn"]]
+    for g0 in range(0, len(todo), cfg["atn_parallel"]):
+        group = todo[g0:g0 + cfg["atn_parallel"]]
+        labels = [l for l, _ in group]
+        rows = [np.concatenate([d["x_train"], d["y_train"][:, None]], 1) for _, d in group]
+        prog = ctx.progress(acfg.epochs, f"{EXPERIMENT} seed {ctx.seed} ATN {g0 + len(group)}/{len(todo)}")
+
+        def on_epoch(ep, loss, st, _prog=prog, _labels=labels):
+            state["atn_state"] = {"labels": _labels, **st}
+            ctx.save_checkpoint(state)
+            _prog.update(ep, loss=loss)
+        resume = state["atn_state"] if (state["atn_state"] and state["atn_state"]["labels"] == labels) else None
+        model, losses = train_atn(rows, C, acfg, seed=[data_seed] * len(group), state=resume, on_epoch=on_epoch)
+        for j, (label, d) in enumerate(group):
+            acc, mse = accuracy_mse(predict_response(model, d["x_test"], which=j), d["y_test"])
+            tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], which=j), d["y_train"])
+            state["atn"][label] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse,
+                                   "final_loss": losses[-1][j]}
+        state["atn_state"] = None
+        ctx.save_checkpoint(state)
+    return state["atn"], {"final_loss": {l: r["final_loss"] for l, r in state["atn"].items()},
+                          "atn_config": acfg.as_dict()}

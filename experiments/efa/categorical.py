@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.experiment import add_lr_flag, context, experiment_parser, fan_out, metric_row, seeds_of
+from attnlab.experiment import add_lr_flag, context, experiment_parser, fan_out, metric_row, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 
 SETTINGS = ("unidirectional", "bidirectional")
@@ -46,8 +46,8 @@ def add_sampling_flag(p):
 
 def parse_common(args):
     """(settings, models) or raises ValueError naming the argument."""
-    settings = C.parse_list(args.settings, SETTINGS, "--settings")
-    models = C.parse_list(args.models, MODELS, "--models")
+    settings = parse_list(args.settings, SETTINGS, "--settings")
+    models = parse_list(args.models, MODELS, "--models")
     if args.sampling not in C.SAMPLINGS:
         raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     return settings, models

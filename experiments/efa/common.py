@@ -335,14 +335,6 @@ def choice_error(arg: str, value, allowed):
     raise UsageError(f"{arg} must be one of {', '.join(map(str, allowed))}; got {value!r}")
 
 
-def parse_list(text: str, allowed, arg: str):
-    vals = [v.strip() for v in str(text).split(",") if v.strip()]
-    bad = [v for v in vals if v not in allowed]
-    if bad or not vals:
-        raise ValueError(f"{arg} must be a comma-separated subset of {', '.join(allowed)}; got {text!r}")
-    return vals
-
-
 def mean_ci(values) -> tuple[float, float | None]:
     from attnlab.results import ci95
 

@@ -16,7 +16,7 @@ from attnlab.errors import UsageError
 import math
 import sys
 
-from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seed_value, seeds_of
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seed_value, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa.categorical import add_sampling_flag
 from attnlab.experiments.efa import data as D
@@ -77,9 +77,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
     try:
-        versions = C.parse_list(args.versions, VERSIONS, "--versions")
-        settings = C.parse_list(args.settings, SETTINGS, "--settings")
-        models = C.parse_list(args.models, MODELS, "--models")
+        versions = parse_list(args.versions, VERSIONS, "--versions")
+        settings = parse_list(args.settings, SETTINGS, "--settings")
+        models = parse_list(args.models, MODELS, "--models")
     except ValueError as e:
         raise UsageError(f"{e}") from None
     cfg = dict(QUICK if args.quick else FULL, split_seed=args.split_seed, sampling=args.sampling)

@@ -12,7 +12,7 @@ from attnlab.errors import UsageError
 
 import numpy as np
 
-from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 from attnlab.experiments.efa.categorical import add_sampling_flag
@@ -70,8 +70,8 @@ def main(argv: list[str]) -> int:
     add_sampling_flag(p)
     args = p.parse_args(argv)
     try:
-        settings = C.parse_list(args.settings, SETTINGS, "--settings")
-        models = C.parse_list(args.models, MODELS, "--models")
+        settings = parse_list(args.settings, SETTINGS, "--settings")
+        models = parse_list(args.models, MODELS, "--models")
         if args.sampling not in C.SAMPLINGS:
             raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     except ValueError as e:

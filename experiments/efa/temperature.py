@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.experiment import contexts, experiment_parser, metric_row
+from attnlab.experiment import contexts, experiment_parser, metric_row, parse_list
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
         if args.ks is not None:
             cfg["ks"] = [int(k) for k in args.ks.split(",") if k.strip()] if args.ks != "none" else []
         if args.efa is not None:
-            cfg["efa"] = [] if args.efa == "none" else C.parse_list(args.efa, EFA_VARIANTS, "--efa")
+            cfg["efa"] = [] if args.efa == "none" else parse_list(args.efa, EFA_VARIANTS, "--efa")
         grid = load_grid(args.data)
         I = grid.temps.shape[1]
         bad = [k for k in cfg["ks"] if not 1 <= k <= I - 1]

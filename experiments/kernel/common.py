@@ -37,12 +37,11 @@ def bad_arg(name: str, value, allowed):
     raise UsageError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}")
 
 
-def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str] | None:
-    """'a,b' -> ['a','b'] (None when any model is not allowed)."""
-    if not text:
-        return list(allowed)
-    out = [m.strip() for m in text.split(",") if m.strip()]
-    return out if out and all(m in allowed for m in out) else None
+def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str]:
+    """--models: 'a,b' -> ['a', 'b']; every model when not given (a UsageError for a model not allowed)."""
+    from attnlab.experiment import parse_list
+
+    return list(allowed) if not text else parse_list(text, allowed, "--models")
 
 
 def with_lr(args, config_name: str, config: dict) -> tuple[str, dict]:

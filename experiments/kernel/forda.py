@@ -66,8 +66,6 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     if name not in configs:
         return C.bad_arg("--config", args.config, tuple(c for c in configs if c != "quick"))
     sel = C.parse_models(args.models, models)
-    if sel is None:
-        return C.bad_arg("--models", args.models, models)
     name, cfg = C.with_lr(args, name, configs[name])
     C.torch_setup()
     from attnlab.experiments.data import DataError

@@ -124,8 +124,6 @@ def main(argv: list[str]) -> int:
     if name not in CONFIGS:
         return C.bad_arg("--config", args.config, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
-    if models is None:
-        return C.bad_arg("--models", args.models, MODELS)
     name, cfg = C.with_lr(args, name, dict(CONFIGS[name]))
     if args.basis:
         try:

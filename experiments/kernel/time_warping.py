@@ -38,8 +38,6 @@ def main(argv: list[str]) -> int:
     if name not in CONFIGS:
         return C.bad_arg("--config", args.config, ("full", "cpu"))
     models = C.parse_models(args.models, MODELS)
-    if models is None:
-        return C.bad_arg("--models", args.models, MODELS)
     cfg = CONFIGS[name]
     C.torch_setup()
     seeds = seeds_of(args)
