@@ -224,6 +224,35 @@ def test_fm_normalizations():
         assert torch.allclose(fa(y.double(), tau, neighbors=nb)[0, 0], H[0] @ H[1] * 2.0)
 
 
+@pytest.mark.parametrize("B,I", [(1, 1), (1, 5), (7, 1), (6, 9)])
+def test_shared_attributes_equal_per_sequence_attributes(B, I):
+    """tau of shape (I, a) (the same attributes in every sequence, e.g. sites at fixed coordinates) is
+    the model with tau repeated to (B, I, a): outputs and gradients agree to ~1e-12 in float64."""
+    g = torch.Generator().manual_seed(B * 100 + I)
+    y = torch.randn(B, I, generator=g, dtype=torch.float64)
+    tau = torch.randn(I, 3, generator=g, dtype=torch.float64)
+    torch.manual_seed(0)
+    models = [(FMAttributes(3, 4).double(), {}),
+              (EFAValue("gaussian", None, 4, 4, 16, item_embeddings="none", attr_dim=3, attr_hidden=5, heads=2,
+                        layers=2, positional=False).double(), {})]
+    if I > 1:
+        nb = torch.stack([torch.roll(torch.arange(I), -1), torch.roll(torch.arange(I), 1)], 1)   # (I, 2)
+        models.append((FMAttributes(3, 4).double(), {"neighbors": nb}))
+    for model, kw in models:
+        outs, grads = [], []
+        for t in (tau, tau.expand(B, I, 3).clone()):
+            model.zero_grad()
+            out = model(y, tau=t, **kw) if isinstance(model, EFAValue) else model(y, t, **kw)
+            out.pow(2).sum().backward()
+            outs.append(out.detach())
+            grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+        assert outs[0].shape == outs[1].shape
+        assert torch.allclose(outs[0], outs[1], rtol=0, atol=1e-12)
+        assert torch.allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"tau must have shape \(B, I, attr_dim\) = .* or \(I, attr_dim\)"):
+        FMAttributes(3, 4)(y.float(), torch.zeros(I + 1, 3))
+
+
 def test_bai_model():
     for L, M, K, tau, Kp, Dp in ((1, 2, 4, 2, 16, 8), (2, 3, 2, 1, 3, 5)):
         m = BaiEFA(K, tau, Kp, L, M, Dp)

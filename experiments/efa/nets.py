@@ -117,10 +117,15 @@ class Spatial(nn.Module):
     FM: :class:`FMAttributes` (Prop 2), h = Dense(128, ReLU) -> Dense(32), context = the k nearest
     other sites."""
 
-    def __init__(self, kind: str, layers: int = 1, n_lags: int = 0, neighbours=None, dim: int = 32,
+    def __init__(self, kind: str, coords, layers: int = 1, n_lags: int = 0, neighbours=None, dim: int = 32,
                  heads: int = 2):
         super().__init__()
         self.kind, self.n_lags = kind, n_lags
+        # the sites' (standardised) coordinates, the attributes tau_i: the same for every sample, so
+        # g / h are evaluated once per site (shared tau of shape (I, 2), models.efa.shared_map)
+        self.register_buffer("coords", torch.as_tensor(coords, dtype=torch.float32))
+        if self.coords.ndim != 2 or self.coords.shape[1] != 2:
+            raise ValueError(f"coords must have shape (I, 2); got {tuple(self.coords.shape)}")
         if kind == "EFA":
             self.net = M.EFAValue("gaussian", None, dim, dim, 1024, attr_dim=2 + (n_lags + 1 if n_lags else 0),
                                   attr_hidden=128, value_embedding="mlp", value_hidden=128,
@@ -134,13 +139,13 @@ class Spatial(nn.Module):
             raise ValueError(f"kind must be EFA or FM; got {kind!r}")
 
     def forward(self, b):
-        y, tau, t = b["y"], b["coords"], b["target"][:, None]
+        y, tau, t = b["y"], self.coords, b["target"][:, None]
         if self.kind == "FM":
             return self.net(y, tau, None, t, self.nbr[t])[:, 0]
         if self.n_lags:
-            B, I = y.shape
+            I = tau.shape[0]
             cols_y = [y] + [b["lags"][:, k] for k in range(self.n_lags)]
             day = torch.eye(self.n_lags + 1, dtype=tau.dtype, device=tau.device)
-            cols_tau = [torch.cat([tau, day[k].expand(B, I, -1)], -1) for k in range(self.n_lags + 1)]
-            y, tau = torch.cat(cols_y, 1), torch.cat(cols_tau, 1)
+            cols_tau = [torch.cat([tau, day[k].expand(I, -1)], -1) for k in range(self.n_lags + 1)]
+            y, tau = torch.cat(cols_y, 1), torch.cat(cols_tau, 0)
         return self.net(y, None, tau, None, t)[:, 0]

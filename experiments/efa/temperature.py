@@ -40,9 +40,9 @@ QUICK = dict(FULL, lr=5e-3, epochs=8, patience=8, batch_size=512, lag_epochs=3, 
              ks=[1, 5, 40], efa=["l1", "lag1"])
 
 
-def examples(grid: D.Grid, split: str, scale: tuple[float, float], coords_std: np.ndarray) -> dict:
-    """One example per (sample, site) of `split`: all sites' values (scaled), lags, coordinates,
-    target site, and the unscaled target."""
+def examples(grid: D.Grid, split: str, scale: tuple[float, float]) -> dict:
+    """One example per (sample, site) of `split`: all sites' values (scaled), lags and the target
+    site (the sites' coordinates are the model's, :class:`nets.Spatial`)."""
     import torch
 
     mu, s = scale
@@ -51,7 +51,6 @@ def examples(grid: D.Grid, split: str, scale: tuple[float, float], coords_std: n
     t_idx, site = np.repeat(idx, I), np.tile(np.arange(I), len(idx))
     return {"y": torch.as_tensor((grid.temps[t_idx] - mu) / s, dtype=torch.float32),
             "lags": torch.as_tensor((grid.lags[t_idx] - mu) / s, dtype=torch.float32),
-            "coords": torch.as_tensor(np.broadcast_to(coords_std, (len(t_idx), I, 2)).copy(), dtype=torch.float32),
             "target": torch.as_tensor(site, dtype=torch.long)}
 
 
@@ -103,7 +102,7 @@ def main(argv: list[str]) -> int:
     coords_std = (grid.coords - cmu) / cs
     # EFA: centred and scaled values (an affine reparametrisation of λ₁ and λ₂);
     # FM: scaled only, so that the model class (no intercept, linear in y) is exactly Prop 2's
-    data = {kind: {sp: examples(grid, sp, sc, coords_std) for sp in ("train", "val", "test")}
+    data = {kind: {sp: examples(grid, sp, sc) for sp in ("train", "val", "test")}
             for kind, sc in (("EFA", (mu, s)), ("FM", (0.0, s)))}
     if not args.quiet:
         print(f"{EXPERIMENT}: {grid.description}; samples train/val/test = "
@@ -116,11 +115,11 @@ def main(argv: list[str]) -> int:
     for name, kind, arg in jobs:
         if kind == "FM":
             nbr = D.nearest_neighbours(grid.coords, arg)
-            build = (lambda nbr=nbr: nets.Spatial("FM", neighbours=nbr))
+            build = (lambda nbr=nbr: nets.Spatial("FM", coords_std, neighbours=nbr))
             tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
         else:
             _, layers, lags = EFA_VARIANTS[arg]
-            build = (lambda layers=layers, lags=lags: nets.Spatial("EFA", layers=layers, n_lags=lags))
+            build = (lambda layers=layers, lags=lags: nets.Spatial("EFA", coords_std, layers=layers, n_lags=lags))
             tc = C.TrainConfig(cfg["lr"], cfg["lag_epochs"] if lags else cfg["epochs"],
                                cfg["lag_patience"] if lags else cfg["patience"],
                                cfg["lag_batch_size"] if lags else cfg["batch_size"])

@@ -42,7 +42,8 @@ max_len     the largest sequence length I (rows of P).
 Call convention (all models)
 ----------------------------
 Inputs are batches: ``x`` (B, I) long item ids in [0, D); ``y`` (B, I) values; ``tau`` (B, I, tau_dim)
-attributes; ``valid`` (B, I) bool, False at padding (padding is excluded as context and as target;
+attributes, or (I, tau_dim) when every sequence has the same ones (sites at fixed coordinates: the
+attribute map is then evaluated once per position, :func:`shared_map`); ``valid`` (B, I) bool, False at padding (padding is excluded as context and as target;
 default: all valid); ``targets`` (B, T) long target positions (default: all I positions, T = I).
 
 - ``forward(...)`` / ``natural_params(...)``: the raw outputs per target -- logits (B, T, D) for the
@@ -337,6 +338,26 @@ def _prepare(x_like: torch.Tensor, valid, targets):
     return valid, targets, target_valid
 
 
+def shared_map(f, tau, B: int, I: int, attr_dim: int, dtype=None) -> torch.Tensor:
+    """f(tau) of shape (B, I, ·) for attributes tau of shape (B, I, attr_dim), or of shape (I, attr_dim):
+    the same attributes for every sequence of the batch (sites at fixed coordinates, Sec 3.2).  A
+    shared tau is mapped once per position and broadcast over the batch: the same function, B times
+    fewer evaluations."""
+    if tau is None:
+        raise ValueError(f"tau must have shape (B, I, attr_dim) = {(B, I, attr_dim)} or (I, attr_dim) = "
+                         f"{(I, attr_dim)}; got None")
+    tau = torch.as_tensor(tau)
+    if dtype is not None:
+        tau = tau.to(dtype)
+    if tuple(tau.shape) == (I, attr_dim):
+        out = f(tau)
+        return out.expand(B, *out.shape)
+    if tau.ndim != 3 or tuple(tau.shape[:2]) != (B, I) or tau.shape[-1] != attr_dim:
+        raise ValueError(f"tau must have shape (B, I, attr_dim) = {(B, I, attr_dim)} or (I, attr_dim) = "
+                         f"{(I, attr_dim)}; got {tuple(tau.shape)}")
+    return f(tau)
+
+
 def _check_ids(x, n, name):
     if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
         raise ValueError(f"{name} must be an integer tensor of ids in [0, {n - 1}]")
@@ -583,9 +604,7 @@ class EFAValue(nn.Module):
             if self.delta_bar is not None:
                 blocks.append(self.delta_bar[x])
         if self.attr_dim:
-            if tau is None or tau.shape[:2] != (B, I) or tau.shape[-1] != self.attr_dim:
-                raise ValueError(f"tau must have shape (B, I, attr_dim) = {(B, I, self.attr_dim)}")
-            blocks.append(self.g(tau.to(self._dtype())))
+            blocks.append(shared_map(self.g, tau, B, I, self.attr_dim, self._dtype()))
         yv = torch.where(valid, y, torch.ones_like(y) if self.family.name == "poisson_v1"
                          else torch.zeros_like(y))
         lam = self.embed_values(yv)
@@ -850,11 +869,9 @@ class FMAttributes(nn.Module):
 
     def forward(self, y, tau, valid=None, targets=None, neighbors=None):
         """kappa (B, T) (the Gaussian mean)."""
-        y, tau = torch.as_tensor(y), torch.as_tensor(tau)
+        y = torch.as_tensor(y)
         valid, targets, _ = _prepare(y, valid, targets)
-        if tau.shape[:2] != y.shape[:2] or tau.shape[-1] != self.attr_dim:
-            raise ValueError(f"tau must have shape (B, I, attr_dim) = {(*y.shape[:2], self.attr_dim)}")
-        Hh = self.h(tau)
+        Hh = shared_map(self.h, tau, *y.shape[:2], self.attr_dim)
         dt = Hh.dtype
         yv = torch.where(valid, y, torch.zeros_like(y)).to(dt)
         if neighbors is None:
