@@ -22,13 +22,18 @@ from attnlab.experiment import results_root
 from attnlab.paper_figures.style import save
 
 
-def _records(experiment: str) -> tuple[list[dict], str]:
+def _records(experiment: str, configs=("full", "quick")) -> tuple[list[dict], str]:
+    """The records of the first config in `configs` that has any, and its name."""
     root = results_root() / experiment
-    for cfg in ("full", "quick"):
+    for cfg in configs:
         recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")
+
+
+# Instacart: the paper's 1,000-epoch schedule, else the converged early-stopped one, else quick
+INSTACART_CONFIGS = ("full", "full-es", "quick")
 
 
 def _plt():
@@ -47,7 +52,7 @@ def _uni_efa(recs):
 
 def fig3(outdir: Path) -> list[Path]:
     plt = _plt()
-    recs, cfg = _records("efa-instacart")
+    recs, cfg = _records("efa-instacart", INSTACART_CONFIGS)
     r = _uni_efa(recs)
     baskets = r["extra"]["figure3"]
     keys = sorted(baskets)
@@ -79,7 +84,7 @@ def fig4(outdir: Path) -> list[Path]:
     from attnlab.experiments.efa.data import INSTACART_ITEMS
 
     plt = _plt()
-    recs, cfg = _records("efa-instacart")
+    recs, cfg = _records("efa-instacart", INSTACART_CONFIGS)
     r = _uni_efa(recs)
     qkv = r["extra"]["figure4_qkv_layer1"]
     heads = len(qkv["Q"])
