@@ -576,20 +576,20 @@ def efa_temperature(n_steps: int) -> Iterator:
     tr = grid.split == "train"                       # scaling as tp.main does it
     mu, s = float(grid.temps[tr].mean()), float(grid.temps[tr].std())
     coords_std = (grid.coords - grid.coords.mean(0)) / grid.coords.std(0)
-    data = {kind: tp.examples(grid, "train", sc, coords_std) for kind, sc in (("EFA", (mu, s)), ("FM", (0.0, s)))}
+    data = {kind: tp.examples(grid, "train", sc) for kind, sc in (("EFA", (mu, s)), ("FM", (0.0, s)))}
     setting = tp.SETTING_SUBSTITUTE if grid.substitute else tp.SETTING_PAPER
     for v in cfg["efa"]:
         label, layers, lags = tp.EFA_VARIANTS[v]
         c = dict(lr=cfg["lr"], epochs=cfg["lag_epochs"] if lags else cfg["epochs"],
                  patience=cfg["lag_patience"] if lags else cfg["patience"],
                  batch_size=cfg["lag_batch_size"] if lags else cfg["batch_size"])
-        net = C.init_model(lambda: nets.Spatial("EFA", layers=layers, n_lags=lags), 0)
+        net = C.init_model(lambda: nets.Spatial("EFA", coords_std, layers=layers, n_lags=lags), 0)
         case = _efa_cases(tp.EXPERIMENT, label, setting, net, tp.mse_loss, data["EFA"], c, n_steps)
         yield dataclasses.replace(case, substitute=grid.substitute)
     c = dict(lr=cfg["lr"], epochs=cfg["epochs"], patience=cfg["patience"], batch_size=cfg["batch_size"])
     for k in cfg["ks"]:
         nbr = D.nearest_neighbours(grid.coords, k)
-        net = C.init_model(lambda: nets.Spatial("FM", neighbours=nbr), 0)
+        net = C.init_model(lambda: nets.Spatial("FM", coords_std, neighbours=nbr), 0)
         case = _efa_cases(tp.EXPERIMENT, f"FM(k={k})", setting, net, tp.mse_loss, data["FM"], c, n_steps)
         yield dataclasses.replace(case, substitute=grid.substitute)
 
