@@ -21,15 +21,18 @@ def config_name(args) -> str:
 def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute: str | None = None):
     """`attnlab.experiment.contexts`, with records of a named non-paper config (e.g. 'reduced') kept
     in their own folder so they are never summarised as the paper's full config."""
-    name = config_name(args)
-    yield from contexts(args, experiment, config, tag=tag, substitute=substitute,
-                        config_name=None if name in ("quick", "full") else name)
+    yield from contexts(args, experiment, config, tag=tag, substitute=substitute, config_name=_folder(args))
 
 
 def run_context(args, experiment: str, config: dict, seed: int, tag: str = "") -> RunContext:
     """The RunContext of one seed, its records kept apart as in :func:`run_contexts`."""
+    return context(args, experiment, config, seed, tag, None, _folder(args))
+
+
+def _folder(args) -> str | None:
+    """The records folder of a named non-paper config; None for quick and full (the default folders)."""
     name = config_name(args)
-    return context(args, experiment, config, seed, tag, None, None if name in ("quick", "full") else name)
+    return None if name in ("quick", "full") else name
 
 
 def log(args, msg: str) -> None:

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
-import itertools
-import time
-
 import numpy as np
 
 from attnlab.experiments.bidir.baselines import MODELS as BASELINES, run_baselines
