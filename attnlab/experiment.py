@@ -441,7 +441,16 @@ SETTINGS_KEY = "_attnlab_run_settings"
 WALL_KEY = "_attnlab_wall_seconds"
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
-                 "backend", "address", "compile", "data", "_default_seeds"}
+                 "backend", "address", "compile", "data", "_default_seeds",
+                 # flags that only pick which runs to do; every runner names the pick in the run's tag
+                 "models", "ks", "efa"}
+
+
+def _defining(settings: dict) -> dict:
+    """`settings` without the flags that do not define a run (checkpoints written before a flag joined
+    _NOT_DEFINING still carry it)."""
+    return {k: v for k, v in settings.items()
+            if not (k.startswith("--") and k[2:].replace("-", "_") in _NOT_DEFINING)}
 
 
 def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed: int, args=None) -> dict:
@@ -526,6 +535,8 @@ class RunContext:
         state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
         saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
+        if isinstance(saved, dict):
+            saved = _defining(saved)
         if saved != self.settings:
             diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
                 f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"

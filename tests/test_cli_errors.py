@@ -77,6 +77,12 @@ def test_unknown_choice_in_a_runner(capsys):
     _one_line_exit_2(capsys, ["run", "kernel-time-warping", "--models", "nope"], "--models must be a comma-separated subset of")
 
 
+@pytest.mark.parametrize("runner", ["kernel-gestures", "kernel-sentiment"])
+@pytest.mark.parametrize("value", ["64,x", "1", ","])
+def test_basis_flag(capsys, runner, value):
+    _one_line_exit_2(capsys, ["run", runner, "--quick", "--basis", value], "--basis must be a comma list of integers >= 2")
+
+
 # --------------------------------------------------------------------------- results
 def _record(tmp_path, name, text):
     f = tmp_path / "efa-synthetic" / "quick" / name
@@ -203,6 +209,26 @@ def test_resume_refuses_a_checkpoint_of_other_settings(tmp_path, monkeypatch):
     assert _ctx(tmp_path, monkeypatch, split_seed=42).load_checkpoint() == {"epoch": 3}
     with pytest.raises(UsageError, match=r"--split-seed: 42 there, 7 now"):
         _ctx(tmp_path, monkeypatch, split_seed=7).load_checkpoint()
+
+
+def test_resume_ignores_the_flags_that_only_pick_runs(tmp_path, monkeypatch):
+    """--models (and --ks, --efa) choose which runs to do, and each run's tag names the pick: a sweep
+    stopped under `--models EFA,FM` resumes under `--models EFA`, also from a checkpoint that still
+    stores the flag (written before it stopped counting as a setting)."""
+    import torch
+
+    from attnlab.errors import UsageError
+    from attnlab.experiment import SETTINGS_KEY
+
+    _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA,FM").save_checkpoint({"epoch": 3})
+    assert _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA").load_checkpoint() == {"epoch": 3}
+    old = _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA,FM")
+    state = torch.load(old.checkpoint_path, weights_only=False)
+    state[SETTINGS_KEY] = {**state[SETTINGS_KEY], "--models": "EFA,FM", "--ks": "1,2"}
+    torch.save(state, old.checkpoint_path)
+    assert _ctx(tmp_path, monkeypatch, split_seed=42).load_checkpoint() == {"epoch": 3}
+    with pytest.raises(UsageError, match=r"--split-seed: 42 there, 7 now"):
+        _ctx(tmp_path, monkeypatch, split_seed=7, models="EFA,FM").load_checkpoint()
 
 
 def test_records_get_the_umask_mode(tmp_path, monkeypatch):

@@ -44,6 +44,28 @@ def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str]:
     return list(allowed) if not text else parse_list(text, allowed, "--models")
 
 
+def add_basis_flag(p, default: tuple[int, ...]) -> None:
+    """--basis: the numbers of basis functions N to run (a subset of a config's, e.g. for choosing the
+    learning rate on one N)."""
+    p.add_argument("--basis", default=None, help="comma list of N values (default: the config's, "
+                   + ",".join(map(str, default)) + ")")
+
+
+def with_basis(args, config: dict) -> dict:
+    """The config with `--basis` applied (a UsageError unless every value is an integer >= 2)."""
+    from attnlab.errors import UsageError
+
+    if not getattr(args, "basis", None):
+        return config
+    try:
+        basis = tuple(int(v) for v in args.basis.split(","))
+        if not basis or any(v < 2 for v in basis):
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--basis must be a comma list of integers >= 2; got {args.basis!r}") from None
+    return dict(config, basis=basis)
+
+
 def with_lr(args, config_name: str, config: dict) -> tuple[str, dict]:
     """(records folder, config) after `--lr`: unchanged without it; with it, the config's lr replaced
     and the folder ``<config>-lr<lr>``, so runs at another learning rate never mix with the config's."""

@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", default="full", help="full (paper), full-es (early stopping on validation, "
                    "10 mixture components) or cpu-small (10 mixture components, lr 1e-3); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
-    p.add_argument("--basis", default=None, help="comma list of N values (default: the config's, 64,128)")
+    C.add_basis_flag(p, CONFIGS["full"]["basis"])
     p.add_argument("--data", default=None, help="folder with UWaveGestureLibraryAll_TRAIN/_TEST.tsv[.gz]")
     add_lr_flag(p)
     args = p.parse_args(argv)
@@ -124,14 +124,7 @@ def main(argv: list[str]) -> int:
     if name not in CONFIGS:
         return C.bad_arg("--config", args.config, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
-    name, cfg = C.with_lr(args, name, dict(CONFIGS[name]))
-    if args.basis:
-        try:
-            cfg["basis"] = tuple(int(v) for v in args.basis.split(","))
-            if any(v < 2 for v in cfg["basis"]):
-                raise ValueError
-        except ValueError:
-            raise UsageError(f"--basis must be a comma list of integers >= 2; got {args.basis!r}") from None
+    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name]))
     C.torch_setup()
     from attnlab.experiments.data import DataError
     from attnlab.experiments.models.kernel_models import GestureNet

@@ -105,6 +105,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", default="full", help="full, full-es (early stopping on validation) or cpu-small "
                    "(2 epochs, smaller BiLSTM); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
+    C.add_basis_flag(p, CONFIGS["full"]["basis"])
     p.add_argument("--data", default=None, help="folder with an extracted IMDB copy (aclImdb/)")
     add_lr_flag(p)
     args = p.parse_args(argv)
@@ -112,7 +113,7 @@ def main(argv: list[str]) -> int:
     if name not in CONFIGS:
         return C.bad_arg("--config", args.config, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
-    name, cfg = C.with_lr(args, name, CONFIGS[name])
+    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name]))
     C.torch_setup()
     from attnlab.experiments.data import DataError
     from attnlab.experiments.models.kernel_models import SentenceNet
