@@ -312,3 +312,30 @@ def test_pytorch_tabular_baselines_run_where_the_extra_is_installed(tmp_path, mo
     for r in out.values():
         assert 0.0 <= r["acc"] <= 1.0 and r["mse"] >= 0.0
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("patience", [3, None])
+def test_pytorch_tabular_patience_reaches_the_trainer(tmp_path, monkeypatch, patience):
+    """`tabular_patience` (config full: 3, the library's default the authors ran; full-no-es: None) is
+    the trainer's early stopping: None turns it off, so every epoch runs."""
+    pytest.importorskip("pytorch_tabular", reason="the 'tabular' extra is not installed (pip install -e '.[tabular]')")
+    pytest.importorskip("pytorch_tabnet", reason="the 'tabular' extra is not installed (pip install -e '.[tabular]')")
+    import numpy as np
+    import pytorch_tabular.config as ptc
+
+    from attnlab.experiments.bidir import auto_mpg as am
+
+    seen = []
+    real = ptc.TrainerConfig
+
+    def spy(**kw):
+        seen.append((kw.get("early_stopping"), kw.get("early_stopping_patience")))
+        return real(**kw)
+    monkeypatch.setattr(ptc, "TrainerConfig", spy)
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(60, 6))
+    d = {"x_train": x[:40], "y_train": x[:40, 0], "x_test": x[40:], "y_test": x[40:, 0]}
+    am.run_pytorch_tabular(d, seed=0, epochs=1, batch=32, patience=patience)
+    assert seen == [(None if patience is None else "valid_loss", 3)] * len(am.TABULAR_MODELS)
+    assert am.CONFIGS["full"]["tabular_patience"] == 3 and am.CONFIGS["full-no-es"]["tabular_patience"] is None

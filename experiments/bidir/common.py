@@ -7,11 +7,11 @@ import time
 from attnlab.experiment import RunContext, context, contexts
 
 
-def add_config_flag(p, extra=("reduced",)) -> None:
-    """--config: 'full' (the paper's config) or a named reduced config; --quick overrides both."""
+def add_config_flag(p, extra=("reduced",), notes: str = "reduced = a named smaller one for a 2-core CPU") -> None:
+    """--config: 'full' (the paper's config) or a named other config; --quick overrides both."""
     p.add_argument("--config", default="full", choices=("full",) + tuple(extra),
-                   help="full = the paper's configuration; reduced = a named smaller one for a 2-core CPU "
-                        "(recorded under results/<experiment>/reduced/); --quick takes precedence")
+                   help=f"full = the paper's configuration; {notes} (a named config is recorded under "
+                        "results/<experiment>/<config>/); --quick takes precedence")
 
 
 def config_name(args) -> str:
