@@ -339,3 +339,17 @@ def test_pytorch_tabular_patience_reaches_the_trainer(tmp_path, monkeypatch, pat
     am.run_pytorch_tabular(d, seed=0, epochs=1, batch=32, patience=patience)
     assert seen == [(None if patience is None else "valid_loss", 3)] * len(am.TABULAR_MODELS)
     assert am.CONFIGS["full"]["tabular_patience"] == 3 and am.CONFIGS["full-no-es"]["tabular_patience"] is None
+
+
+def test_table_figure_titles_count_seeds_per_model_and_name_the_missing_models():
+    """Table 1 runs ATN and LR for more seeds than the grid-searched baselines: the figure's title gives
+    the seeds per model when they differ, and names the models drawn with the paper's number only."""
+    from attnlab.paper_figures import bidir_experiments as F
+
+    recs = [{"metrics": [{"setting": "s", "model": m, "metric": "acc", "value": 0.5 + 0.01 * k}]}
+            for m, n in (("LR", 20), ("ATN", 5)) for k in range(n)]
+    st = F._stats(recs)
+    assert F._seeds(st, F.MODELS1) == "seeds LR 20, ATN 5"
+    assert F._missing(st, F.MODELS1).endswith("the paper's number only: RF, GB, MLP)")
+    even = F._stats([r for r in recs if r["metrics"][0]["model"] == "ATN"])
+    assert F._seeds(even, ("ATN",)) == "5 seed(s)" and F._missing(even, ("ATN",)) == ""
