@@ -57,7 +57,10 @@ def build(m: str, length: int, k: int, cfg):
 def run_series_experiment(argv, experiment, dataset_desc, models, configs, loader, substitute=None,
                           default_seeds=10, description=""):
     p = experiment_parser(experiment, description, default_seeds=default_seeds)
-    p.add_argument("--config", default="full", help="full (paper) or a reduced CPU config: " + ", ".join(c for c in configs if c not in ("full", "quick")) + "; --quick overrides")
+    p.add_argument("--config", default="full", help="full (the paper's configuration) or another named config: "
+                   + ", ".join(c for c in configs if c not in ("full", "quick"))
+                   + " (full-es: the paper's network stopped early on a validation split; cpu-small: reduced for "
+                     "a 2-core CPU; docs/kernel_experiments.md); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
     add_lr_flag(p)
