@@ -406,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "converge":
             return _dispatch(COMPARE, "kernel-quadrature", args.rest, "compare")
         if args.command == "run":
+            from attnlab.experiment import keep_freed_memory
+
+            keep_freed_memory()
             return _dispatch(RUN, args.target, args.rest, "run")
         if args.command == "results":
             return cmd_results(args)

@@ -267,9 +267,51 @@ def set_torch_threads(args=None) -> int:
     return n
 
 
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_MODES = ("keep", "default")
+
+
+def malloc_mode() -> str:
+    """$ATTNLAB_MALLOC: 'keep' (the default: see keep_freed_memory) or 'default' (glibc's own settings);
+    anything else is a UsageError naming the variable."""
+    from attnlab.errors import UsageError
+
+    mode = os.environ.get("ATTNLAB_MALLOC", "").strip() or "keep"
+    if mode not in MALLOC_MODES:
+        raise UsageError(f"ATTNLAB_MALLOC must be one of {', '.join(MALLOC_MODES)}; got {mode!r}")
+    return mode
+
+
+def keep_freed_memory() -> bool:
+    """Let a training process keep the memory it frees instead of handing it back to the OS (glibc).
+
+    glibc serves an allocation above its mmap threshold (128 KiB at first) by mmap and unmaps it on
+    free, and trims the heap's top beyond 128 KiB of free space; a training step that frees and
+    re-allocates the same large tensors then page-faults all of that memory in again, step after step
+    (the full-batch temperature runs of the EFA paper spent ~40% of their time in the kernel so on a
+    2-core virtual machine).  With the mmap threshold at 1 GiB, the heap trimmed only beyond 2 GiB
+    of free space and 256 MiB of padding, those tensors re-use the same heap pages.  The numbers do
+    not change (torch aligns its buffers itself); a process holds on to up to 2 GiB it has freed.
+    `benchmarks/malloc.py` measures the step time both ways.  Returns whether the settings were
+    applied: False with ATTNLAB_MALLOC=default, and where the C library has no glibc mallopt."""
+    if malloc_mode() == "default":
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    settings = ((_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, 2**31 - 1), (_M_TOP_PAD, 256 << 20))
+    return all([mallopt(param, value) == 1 for param, value in settings])
+
+
 def _in_worker(fn, task, threads: int):
     import torch
 
+    keep_freed_memory()
     torch.set_num_threads(threads)
     return fn(task)
 

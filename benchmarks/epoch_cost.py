@@ -741,6 +741,9 @@ def main(argv=None) -> int:
         return usage(f"--steps must be an integer >= 1; got {args.steps}")
     if not args.max_seconds > 0:
         return usage(f"--max-seconds must be a number > 0; got {args.max_seconds}")
+    from attnlab.experiment import keep_freed_memory, malloc_mode
+
+    keep_freed_memory()                         # as `attnlab run` does (ATTNLAB_MALLOC=default: glibc's own)
     torch.set_num_threads(1)
     quiet = args.json == "-"
     t_start, load_start = time.perf_counter(), os.getloadavg()
@@ -759,7 +762,7 @@ def main(argv=None) -> int:
                     print_row(r)
     load_end = os.getloadavg()
     summary = {"rows": rows, "torch": torch.__version__, "python": platform.python_version(),
-               "cpu": cpu_name(), "cores": os.cpu_count(), "threads": 1,
+               "cpu": cpu_name(), "cores": os.cpu_count(), "threads": 1, "malloc": malloc_mode(),
                "steps": args.steps, "warmup": WARMUP, "max_seconds": args.max_seconds,
                "load_start": list(load_start), "load_end": list(load_end),
                "seconds": round(time.perf_counter() - t_start, 1)}
