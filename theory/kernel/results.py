@@ -1,10 +1,10 @@
 """Empirical claims of Kernel Multimodal Continuous Attention (`kernel.results.*`), judged from the
 committed records of `attnlab run kernel-*` (attnlab.evidence): the headline comparison of Tables 1-4
-and 6 -- the kernel (multimodal) families against their unimodal continuous counterparts -- and the
+and 9 -- the kernel (multimodal) families against their unimodal continuous counterparts -- and the
 "7-10 %" gain of Table 1.  Each skips, with the reason, until converged records of the paper's
-configuration exist for >= 5 seeds.  Data: time warping (the paper's generator), FordA and ECG5000
-(UCR, the paper's); gestures and sentences are LABELLED SUBSTITUTES (AllGestureWiimote for uWave,
-movie-review sentences for IMDB)."""
+configuration exist for >= 5 seeds.  Data: time warping (the paper's generator) and FordA (UCR, the
+paper's); gestures, sentences and ECG are LABELLED SUBSTITUTES (AllGestureWiimote for uWave,
+movie-review sentences for IMDB, UCR ECG5000 for the MIT-BIH heartbeats of Table 9)."""
 from __future__ import annotations
 
 from attnlab.catalog import claim
@@ -96,5 +96,17 @@ _beats("kernel.results.gestures", "Table 3 (uWave), Sec 6.3", "kernel-gestures",
        "LABELLED SUBSTITUTE (UCR AllGestureWiimote X/Y/Z for uWaveGestureLibrary)", "Kernel Sparsemax", "Cts Sparsemax")
 _beats("kernel.results.sentiment", "Table 4 (IMDB), Sec 6.4", "kernel-sentiment", "N=64",
        "LABELLED SUBSTITUTE (movie-review sentences for IMDB)", "Kernel Sparsemax", "Cts Sparsemax")
-_beats("kernel.results.ecg", "Table 6 (ECG5000), App. I", "kernel-ecg", "test", "UCR ECG5000 (the paper's)",
-       "Kernel Sparsemax", "Cts Sparsemax")
+
+
+# ECG: the labelled substitute (UCR ECG5000 for MIT-BIH) with the paper's network, trained to early
+# stopping on a validation split (config full-es: the substitute's 450 training beats make the paper's
+# 30 epochs only 240 steps); the learning rate, the paper's 1e-3, chosen on validation
+@claim("kernel.results.ecg", reference="Table 9 (MIT-BIH), App. I", method="results", expected="erratum",
+       statement="Table 9's ordering of the sparsemax pair (Kernel Sparsemax above Cts Sparsemax: 98.42 vs 98.30 % "
+                 "on MIT-BIH) carries over to ECG heartbeats of another database: Kernel Sparsemax attention has a "
+                 "higher test accuracy than Cts Sparsemax; data: LABELLED SUBSTITUTE (UCR ECG5000 for MIT-BIH).",
+       corrected="On ECG5000 (Table 10's network, early stopping on a validation split, config full-es, 5 seeds, "
+                 "paired by seed) the two are not distinguishable: Kernel - Cts Sparsemax is about -1.2 points with a "
+                 "95% CI containing 0 (about [-3.8, 1.3]); both reach ~90-93 % (kernel 90.9, continuous 92.1).")
+def _():
+    return not_better("kernel-ecg", "full-es", "test", "accuracy", "Kernel Sparsemax", "Cts Sparsemax", max_abs=2.0)
