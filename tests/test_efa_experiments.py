@@ -96,6 +96,37 @@ def test_co_purchase_scores():
         assert i not in t and len(t) == 3
 
 
+def test_paper_table3_names_are_data_items():
+    from attnlab.experiments.paper_numbers.efa import PAPER_TABLE3
+
+    for item, cells in PAPER_TABLE3.items():
+        assert item in D.INSTACART_ITEMS and len(cells) == 4
+        for top in cells.values():
+            assert len(set(top)) == 3 and item not in top and set(top) <= set(D.INSTACART_ITEMS)
+
+
+def test_table3_rows_counts_agreement_per_seed():
+    from attnlab.experiments.efa.instacart import TABLE3_ITEMS, table3_rows
+    from attnlab.experiments.paper_numbers.efa import PAPER_TABLE3
+
+    paper = PAPER_TABLE3["Carrots"][("unidirectional", "EFA")]
+    others = [n for n in D.INSTACART_ITEMS if n not in paper and n != "Carrots"]
+
+    def rec(seed, carrots):
+        t3 = {i: others[:3] for i in TABLE3_ITEMS}
+        t3["Carrots"] = list(carrots)
+        return {"tag": "unidirectional-EFA", "seed": seed, "extra": {"table3": t3}}
+
+    recs = [rec(1, [paper[0], others[0], paper[2]]), rec(0, [paper[0], paper[1], paper[2]]),
+            rec(2, [others[1], paper[0], others[2]])]
+    rows = {(r["item"], r["setting"], r["model"]): r for r in table3_rows(recs)}
+    assert len(rows) == 16
+    r = rows[("Carrots", "unidirectional", "EFA")]
+    assert r["shared with paper, per seed"] == "3 2 1" and r["seeds"] == 3
+    assert r["ours (lowest seed)"] == ", ".join(paper) and r["in every seed's top 3"] == paper[0]
+    assert rows[("Carrots", "bidirectional", "FM")]["seeds"] == 0
+
+
 def test_haversine_and_neighbours():
     assert abs(D.haversine_km(0, 0, 0, 1) - 111.195) < 0.01
     coords = np.array([[0.0, 0.0], [0.0, 1.0], [0.0, 3.0], [0.0, 6.0]])

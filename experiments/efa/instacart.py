@@ -60,6 +60,30 @@ def top_k(S: np.ndarray, k: int = 3) -> list[list[int]]:
     return [list(np.argsort(-S[d], kind="stable")[:k]) for d in range(len(S))]
 
 
+def table3_rows(records: list[dict]) -> list[dict]:
+    """Table 3 beside the paper's: for each of its four items and each (setting, model), the paper's
+    top three (``PAPER_TABLE3``), ours from the lowest seed, how many of the paper's three each seed
+    has (seeds in order; a random top 3 shares 3·3/62 ≈ 0.15 on average) and the items that every seed
+    puts in its top 3.  `records`: efa-instacart records of one config (their ``extra.table3``)."""
+    from attnlab.experiments.paper_numbers.efa import PAPER_TABLE3
+
+    by_tag: dict[str, list[dict]] = {}
+    for r in sorted(records, key=lambda r: r["seed"]):
+        if "table3" in r.get("extra", {}):
+            by_tag.setdefault(r["tag"], []).append(r)
+    rows = []
+    for item in TABLE3_ITEMS:
+        for (setting, model), paper in PAPER_TABLE3[item].items():
+            recs = by_tag.get(f"{setting}-{model}", [])
+            tops = [r["extra"]["table3"][item] for r in recs]
+            common = [t for t in tops[0] if all(t in other for other in tops)] if tops else []
+            rows.append({"item": item, "setting": setting, "model": model, "paper": ", ".join(paper),
+                         "ours (lowest seed)": ", ".join(tops[0]) if tops else "-",
+                         "shared with paper, per seed": " ".join(str(len(set(t) & set(paper))) for t in tops),
+                         "in every seed's top 3": ", ".join(common) or "-", "seeds": len(tops)})
+    return rows
+
+
 def find_basket(test, names) -> int | None:
     """Index of the test basket whose first items are `names` (None if absent)."""
     ids = [D.INSTACART_ITEMS.index(n) + 1 for n in names]
