@@ -482,17 +482,26 @@ SETTINGS_KEY = "_attnlab_run_settings"
 # wall seconds the run had spent up to its last checkpoint, so that a resumed run's record counts them
 WALL_KEY = "_attnlab_wall_seconds"
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
+# Flags (and config values of the same name) that only pick which runs to do; every runner names the
+# pick in the run's tag, so a run is the same run whichever other runs were picked beside it.
+_PICKS = {"models", "ks", "efa"}
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
-                 "backend", "address", "compile", "data", "_default_seeds",
-                 # flags that only pick which runs to do; every runner names the pick in the run's tag
-                 "models", "ks", "efa"}
+                 "backend", "address", "compile", "data", "_default_seeds"} | _PICKS
+
+
+def _run_config(config: dict) -> dict:
+    """The config values that define one run: `config` without the picks (_PICKS)."""
+    return {k: v for k, v in config.items() if k not in _PICKS}
 
 
 def _defining(settings: dict) -> dict:
-    """`settings` without the flags that do not define a run (checkpoints written before a flag joined
-    _NOT_DEFINING still carry it)."""
-    return {k: v for k, v in settings.items()
-            if not (k.startswith("--") and k[2:].replace("-", "_") in _NOT_DEFINING)}
+    """`settings` without the flags and config values that do not define a run (checkpoints written
+    before a flag joined _NOT_DEFINING still carry it)."""
+    out = {k: v for k, v in settings.items()
+           if not (k.startswith("--") and k[2:].replace("-", "_") in _NOT_DEFINING)}
+    if isinstance(out.get("config_values"), dict):
+        out["config_values"] = _run_config(out["config_values"])
+    return out
 
 
 def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed: int, args=None) -> dict:
@@ -503,7 +512,7 @@ def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed
 
     flags = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_DEFINING} if args is not None else {}
     out = {"experiment": experiment, "config": config_name, "tag": tag, "seed": int(seed),
-           "config_values": config, **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}
+           "config_values": _run_config(config), **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}
     return _json.loads(_json.dumps(jsonable(out), sort_keys=True, default=str))
 
 
@@ -545,8 +554,8 @@ class RunContext:
         if isinstance(saved, dict):
             from attnlab.catalog import jsonable
 
-            now = json.loads(json.dumps(jsonable(self.config), default=str))
-            diff = [k for k in sorted(set(saved) & set(now)) if saved[k] != now[k]]
+            now = json.loads(json.dumps(jsonable(_run_config(self.config)), default=str))
+            diff = [k for k in sorted(set(_run_config(saved)) & set(now)) if saved[k] != now[k]]
             if diff:
                 from attnlab.errors import UsageError
 

@@ -84,6 +84,26 @@ def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     assert not E.context(p.parse_args(base + ["--force"]), "efa-demo", {"lr": 0.1, "sampling": "targets"}, 0).done()
 
 
+def test_a_narrower_pick_of_runs_is_the_same_run(tmp_path, monkeypatch):
+    """Picks (`--ks 30`, `--efa none`, `--models`) choose which runs to do; a run recorded or
+    checkpointed while a wider pick was running is the same run: its record counts as done and its
+    checkpoint resumes.  Any other config value still makes it another run."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = E.experiment_parser("efa-demo", "demo")
+    base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"]
+    wide, narrow = {"lr": 0.1, "ks": [1, 5, 30], "efa": ["l1"]}, {"lr": 0.1, "ks": [30], "efa": []}
+    E.context(p.parse_args(base), "efa-demo", wide, 0, tag="FM-k5").save_checkpoint({"epoch": 3})
+    assert E.context(p.parse_args(base), "efa-demo", narrow, 0, tag="FM-k5").load_checkpoint() == {"epoch": 3}
+    E.context(p.parse_args(base), "efa-demo", wide, 0, tag="FM-k30").write_record([E.metric_row("s", "FM", "mse", 1.0)])
+    assert E.context(p.parse_args(base), "efa-demo", narrow, 0, tag="FM-k30").done()
+    with pytest.raises(UsageError, match="other settings .*lr: 0.1 there, 0.2 now"):
+        E.context(p.parse_args(base), "efa-demo", dict(narrow, lr=0.2), 0, tag="FM-k30").done()
+    with pytest.raises(UsageError, match="--resume: the checkpoint .* other settings"):
+        E.context(p.parse_args(base), "efa-demo", dict(narrow, lr=0.2), 0, tag="FM-k5").load_checkpoint()
+
+
 def test_efa_sampling_modes_get_their_own_config_folder():
     from attnlab.experiments.efa.common import config_name
 
