@@ -149,9 +149,11 @@ def fig6(outdir: Path) -> list[Path]:
         ax.legend()
 
     for ax, s in zip(axes, settings):
-        n = max(len(v) for v in by[s].values())
+        lo, hi = min(len(v) for v in by[s].values()), max(len(v) for v in by[s].values())
+        fewer = sorted((m for m, v in by[s].items() if len(v) < hi), key=lambda m: (len(m), m))
+        seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {len(by[s][m])}' for m in fewer)})" if lo < hi else "")
         label = f"ours: {s}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s) else " (°F)")
-        panel(ax, by[s], f"{label}\n{cfg} config, {n} seeds", False, "°C²" if subst.get(s) else "°F²")
+        panel(ax, by[s], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s) else "°F²")
     if "44 cities, October" not in by:
         paper = {m: [v] for (e, s, m, met), v in PAPER_NUMBERS.items()
                  if e == "efa-temperature" and s == "44 cities, October"}
