@@ -602,14 +602,16 @@ class RunContext:
     def converged(self, training: dict | None) -> bool | None:
         """Whether the stop rule of this run's config fired: early stopping on validation, an
         optimiser's own convergence test ('tolerance', e.g. L-BFGS's gradient norm), or the paper's
-        fixed schedule completed (config 'full'); never for quick runs.  None: not a training run
+        fixed schedule completed (config 'full', or a named variant of it whose runner says so with
+        training['schedule'] = 'paper'); never for quick runs.  None: not a training run
         (training=None: a benchmark, an evaluation of given weights)."""
         if training is None:
             return None
         if self.config_name == "quick" or self.config_name.startswith("quick-"):
             return False
         stopped = training.get("stopped")
-        return stopped in ("early-stop", "tolerance") or (stopped == "fixed-schedule" and self.config_name == "full")
+        paper_schedule = self.config_name == "full" or training.get("schedule") == "paper"
+        return stopped in ("early-stop", "tolerance") or (stopped == "fixed-schedule" and paper_schedule)
 
     def write_record(self, metrics: list[dict], extra: dict | None = None, training: dict | None = None) -> Path:
         """Write the run's record.  `training` says how training ended: {stopped: early-stop | tolerance |

@@ -104,6 +104,7 @@ def test_records_say_how_training_ended(tmp_path, monkeypatch):
     assert full.converged(None) is None
     named = RunContext(EXP, 0, "cpu", False, {}, args, config_name="cpu")
     assert named.converged({"stopped": "fixed-schedule"}) is False    # a reduced schedule is not the paper's
+    assert named.converged({"stopped": "fixed-schedule", "schedule": "paper"}) is True   # a variant of 'full'
     assert named.converged({"stopped": "early-stop"}) is True
     quick = RunContext(EXP, 0, "cpu", True, {}, args)
     assert quick.converged({"stopped": "early-stop"}) is False
