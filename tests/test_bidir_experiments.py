@@ -289,6 +289,13 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         assert rec["extra"]["random_seed"] == 42 + k
         assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
         assert set(rec["extra"]["skipped"]["pooled"].values()) == {am.SKIP_MESSAGE}
+    # a seed's numbers do not depend on the other seeds of the command (a resumed sweep skips the
+    # seeds already done, so it must give each remaining seed the numbers of an uninterrupted one)
+    alone = tmp_path / "alone"
+    assert am.main(["--quick", "--seed", "1", "--quiet", "--protocols", "pooled", "--results-dir", str(alone)]) == 0
+    rows = [json.loads((d / "bidir-auto-mpg" / "quick" / "seed1.json").read_text())["metrics"]
+            for d in (tmp_path, alone)]
+    assert rows[0] == rows[1]
     assert call(am.main, ["--quick", "--protocols", "bogus", "--results-dir", str(tmp_path)]) == 2
 
 

@@ -151,42 +151,33 @@ def run_pytorch_tabular(d: dict, seed: int, epochs: int, batch: int, patience: i
     return out
 
 
-def _train_atn_all(args, ctxs, data, protocols, cfg) -> dict:
-    """ATN for every pending seed and protocol, trained in lock-step as one batched module (a CPU
-    speed-up; each copy has its own data, initial weights from its own seed, and separate gradients).
-    The shuffling/dropout stream depends on the first seed of the batch, so a seed's ATN result is
-    reproducible for the same --seeds list.  One checkpoint per epoch for the whole batch."""
-    from attnlab.experiment import atomic_torch_save
+def _train_atn(args, ctx, data, protocols, cfg, state) -> None:
+    """ATN for one seed, its protocols trained in lock-step as one batched module (a CPU speed-up; each
+    copy has its own data, initial weights from the seed, and separate gradients).  The batch holds
+    this seed alone, so a seed's numbers do not depend on which other seeds a command runs (or on
+    which were already done when a sweep resumed).  Results go into ``state['res'][('atn', prot)]``;
+    the training state into ``state['atn_state']``, checkpointed every epoch."""
     from attnlab.experiments.models.bidir_tabular import ATNConfig, predict_response, train_atn
 
-    import torch
-
     acfg = ATNConfig(epochs=cfg["atn_epochs"], batch_size=cfg["atn_batch"])
-    seeds = [c.seed for c in ctxs]
-    ckpt = ctxs[0].checkpoint_path.with_name("atn-seeds-" + "-".join(map(str, seeds)) + ".ckpt")
-    state = None
-    if args.resume and ckpt.exists():
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
-        log(args, f"resuming ATN from {ckpt}")
-    jobs = [(c.seed, prot) for c in ctxs for prot in protocols]
-    rows = [np.concatenate([data[pr]["x_train"], data[pr]["y_train"][:, None]], 1) for _, pr in jobs]
-    prog = ctxs[0].progress(acfg.epochs, f"{EXPERIMENT} ATN seeds {seeds[0]}..{seeds[-1]} x {len(protocols)} protocols")
+    rows = [np.concatenate([data[pr]["x_train"], data[pr]["y_train"][:, None]], 1) for pr in protocols]
+    prog = ctx.progress(acfg.epochs, f"{EXPERIMENT} seed {ctx.seed} ATN x {len(protocols)} protocols")
 
     def on_epoch(ep, loss, st):
-        atomic_torch_save(ckpt, st)
+        state["atn_state"] = st
+        ctx.save_checkpoint(state)
         prog.update(ep, loss=loss)
     t0 = time.perf_counter()
-    model, _ = train_atn(rows, C, acfg, seed=[42 + s for s, _ in jobs], state=state, on_epoch=on_epoch)
-    out = {}
-    for j, (s, prot) in enumerate(jobs):
+    model, _ = train_atn(rows, C, acfg, seed=[42 + ctx.seed] * len(protocols), state=state.get("atn_state"),
+                         on_epoch=on_epoch)
+    for j, prot in enumerate(protocols):
         d = data[prot]
         acc, mse = accuracy_mse(predict_response(model, d["x_test"], which=j), d["y_test"])
         tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], which=j), d["y_train"])
-        out[(s, prot)] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse}
-    out["_seconds"] = time.perf_counter() - t0
-    if ckpt.exists():
-        ckpt.unlink()
-    return out
+        state["res"][("atn", prot)] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse}
+    state["timing"]["atn_s"] = state["timing"].get("atn_s", 0.0) + time.perf_counter() - t0
+    state["atn_state"] = None
+    ctx.save_checkpoint(state)
 
 
 def main(argv: list[str]) -> int:
@@ -223,7 +214,6 @@ def main(argv: list[str]) -> int:
     if not args.no_tabular and not use_tab:
         log(args, f"pytorch_tabular baselines ({', '.join(TABULAR_MODELS)}): {SKIP_MESSAGE}")
     ctxs = [c for c in run_contexts(args, EXPERIMENT, cfg) if not c.done()]
-    atn_results = _train_atn_all(args, ctxs, data, protocols, cfg) if ctxs else {}
     for ctx in ctxs:
         seed = 42 + ctx.seed
         t0 = time.perf_counter()
@@ -236,8 +226,8 @@ def main(argv: list[str]) -> int:
                                                              C, seed, grid=cfg["grid"], n_jobs=args.jobs)
                 state["timing"][f"baselines_{prot}_s"] = time.perf_counter() - tb
                 ctx.save_checkpoint(state)
-            state["res"][("atn", prot)] = atn_results[(ctx.seed, prot)]
-        state["timing"]["atn_all_seeds_s"] = atn_results["_seconds"]
+        if any(("atn", prot) not in state["res"] for prot in protocols):
+            _train_atn(args, ctx, data, protocols, cfg, state)
         skipped = {}
         for prot in protocols:
             if not use_tab:
