@@ -151,7 +151,7 @@ def run_pytorch_tabular(d: dict, seed: int, epochs: int, batch: int, patience: i
     return out
 
 
-def _train_atn(args, ctx, data, protocols, cfg, state) -> None:
+def _train_atn(ctx, data, protocols, cfg, state) -> None:
     """ATN for one seed, its protocols trained in lock-step as one batched module (a CPU speed-up; each
     copy has its own data, initial weights from the seed, and separate gradients).  The batch holds
     this seed alone, so a seed's numbers do not depend on which other seeds a command runs (or on
@@ -227,7 +227,7 @@ def main(argv: list[str]) -> int:
                 state["timing"][f"baselines_{prot}_s"] = time.perf_counter() - tb
                 ctx.save_checkpoint(state)
         if any(("atn", prot) not in state["res"] for prot in protocols):
-            _train_atn(args, ctx, data, protocols, cfg, state)
+            _train_atn(ctx, data, protocols, cfg, state)
         skipped = {}
         for prot in protocols:
             if not use_tab:
