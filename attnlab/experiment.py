@@ -481,10 +481,10 @@ def metric_row(setting: str, model: str, metric: str, value: float, converged: b
 SETTINGS_KEY = "_attnlab_run_settings"
 # wall seconds the run had spent up to its last checkpoint, so that a resumed run's record counts them
 WALL_KEY = "_attnlab_wall_seconds"
-# Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 # Flags (and config values of the same name) that only pick which runs to do; every runner names the
 # pick in the run's tag, so a run is the same run whichever other runs were picked beside it.
 _PICKS = {"models", "ks", "efa"}
+# Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
                  "backend", "address", "compile", "data", "_default_seeds"} | _PICKS
 
