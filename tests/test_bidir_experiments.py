@@ -136,6 +136,33 @@ def test_baselines_learn_a_simple_rule():
     assert res["LR"]["acc"] == 1.0 and res["RF"]["acc"] == 1.0
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_staged_gb_search_is_grid_search(seed):
+    """GB's staged grid search against sklearn's GridSearchCV on the same folds: every fold score and
+    mean score equal exactly (float64, ==), the same ranks (ties included: noisy 4-class labels on 3
+    one-hot features give many), the same chosen point and the same refitted predictions."""
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    from attnlab.experiments.bidir.baselines import StagedGridSearchCV
+
+    rng = np.random.default_rng(seed)
+    X, _ = one_hot(rng.integers(0, 3, (140, 3)), np.zeros((1, 3), int), 3)
+    y = (X[:, 0] + 2 * X[:, 3] + rng.integers(0, 2, 140)).astype(int)
+    grid = {"learning_rate": [0.1, 1], "n_estimators": [2, 5, 9], "max_depth": [1, 3]}
+    cv = StratifiedKFold(4, shuffle=True, random_state=seed)
+    ref = GridSearchCV(GradientBoostingClassifier(random_state=seed), grid, scoring="accuracy", cv=cv).fit(X, y)
+    got = StagedGridSearchCV(GradientBoostingClassifier(random_state=seed), grid, cv=cv).fit(X, y)
+    assert got.cv_results_["params"] == ref.cv_results_["params"]
+    for key in ("mean_test_score", "rank_test_score", *(f"split{s}_test_score" for s in range(4))):
+        assert np.array_equal(got.cv_results_[key], ref.cv_results_[key]), key
+    assert len(set(ref.cv_results_["rank_test_score"])) < len(ref.cv_results_["params"])   # ties exercised
+    assert got.best_params_ == ref.best_params_
+    assert np.array_equal(got.predict(X), ref.predict(X))
+    with pytest.raises(ValueError, match="n_estimators"):
+        StagedGridSearchCV(GradientBoostingClassifier(), {"max_depth": [1]}, cv=cv)
+
+
 # --------------------------------------------------------------------------- ATN
 def test_masked_copies():
     inp, pos, tgt = masked_copies(np.array([[1, 2, 0]]), 3)
