@@ -31,7 +31,6 @@ offline bundle) are skipped with the reason.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -48,6 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+
+from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 
 WARMUP = 2
 MIN_TIMED = 3       # timed steps of a row before --max-seconds may end its timing
@@ -715,13 +716,8 @@ def markdown(summary: dict) -> str:
     return head + "\n\n" + md(frame(out, MD_COLUMNS))
 
 
-def usage(message: str) -> int:
-    print(f"benchmarks/epoch_cost.py: error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="benchmarks/epoch_cost.py", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="benchmarks/epoch_cost.py", description=__doc__.split("\n")[0])
     ap.add_argument("--experiments", default="all",
                     help="comma list of experiment ids (" + ", ".join(EXPERIMENTS) + ") or papers ("
                          + ", ".join(PAPERS) + "); default all")
@@ -735,12 +731,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = list(EXPERIMENTS) if args.experiments == "all" else parse_experiments(args.experiments)
     if names is None:
-        return usage(f"--experiments must be a comma list of {', '.join(EXPERIMENTS)} or {', '.join(PAPERS)}; "
+        raise UsageError(f"--experiments must be a comma list of {', '.join(EXPERIMENTS)} or {', '.join(PAPERS)}; "
                      f"got {args.experiments!r}")
     if args.steps < 1:
-        return usage(f"--steps must be an integer >= 1; got {args.steps}")
+        raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
     if not args.max_seconds > 0:
-        return usage(f"--max-seconds must be a number > 0; got {args.max_seconds}")
+        raise UsageError(f"--max-seconds must be a number > 0; got {args.max_seconds}")
     from attnlab.experiment import keep_freed_memory, malloc_mode
 
     keep_freed_memory()                         # as `attnlab run` does (ATTNLAB_MALLOC=default: glibc's own)
@@ -781,4 +777,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

@@ -19,13 +19,14 @@ With --device cuda the layer and throughput parts use wall-clock time (time.perf
 """
 from __future__ import annotations
 
-import argparse
 import os
+import sys
 import time
 import warnings
 
 import numpy as np
 
+from attnlab.errors import ArgumentParser, UsageError
 
 CLOCK = time.process_time
 
@@ -124,7 +125,7 @@ def layer_vs_softmax(device, dtype, reps=5):
 def main(argv=None) -> int:
     import torch
 
-    ap = argparse.ArgumentParser(prog="python benchmarks/fenchel_newton_vs_cvxpy.py", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="python benchmarks/fenchel_newton_vs_cvxpy.py", description=__doc__.split("\n")[0])
     ap.add_argument("--instances", type=int, default=20)
     ap.add_argument("--n", type=int, default=10, help="templates per instance (part 1)")
     ap.add_argument("--d", type=int, default=4, help="dimension per instance (part 1)")
@@ -133,8 +134,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("error: --device cuda: CUDA is not available here")
-        return 2
+        raise UsageError("--device cuda: CUDA is not available here; use --device cpu")
     device = torch.device(args.device)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"torch {torch.__version__}, device {device}, threads {args.threads}, load average {load} "
@@ -170,4 +170,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

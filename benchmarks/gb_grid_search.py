@@ -13,13 +13,14 @@ App. E's grid: about 350 / 200 trees = 1.75.  It asserts nothing; exit code 1 if
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import warnings
 
 import numpy as np
+
+from attnlab.errors import ArgumentParser, UsageError
 
 
 def main(argv=None) -> int:
@@ -29,7 +30,7 @@ def main(argv=None) -> int:
     from attnlab.experiments.bidir import tabular_sim as T
     from attnlab.experiments.bidir.baselines import CV_FOLDS, GRIDS, StagedGridSearchCV, one_hot
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="benchmarks/gb_grid_search.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--setting", default="1,0,0.1", help="n_c,noise,corr of Table 1 (default 1,0,0.1)")
     p.add_argument("--rows", type=int, default=None, help="use the first ROWS training rows (default all)")
     p.add_argument("--jobs", type=int, default=1, help="processes for both searches (default 1)")
@@ -37,13 +38,13 @@ def main(argv=None) -> int:
     try:
         nc, noise, corr = (float(v) for v in args.setting.split(","))
     except ValueError:
-        p.error(f"--setting must be n_c,noise,corr (e.g. 1,0,0.1); got {args.setting!r}")
+        raise UsageError(f"--setting must be n_c,noise,corr (e.g. 1,0,0.1); got {args.setting!r}")
     if (int(nc), noise, corr) not in T.SETTINGS:
-        p.error(f"--setting must be one of {', '.join(','.join(f'{v:g}' for v in s) for s in T.SETTINGS)}")
+        raise UsageError(f"--setting must be one of {', '.join(','.join(f'{v:g}' for v in s) for s in T.SETTINGS)}")
     if args.rows is not None and args.rows < 20:
-        p.error(f"--rows must be >= 20; got {args.rows}")
+        raise UsageError(f"--rows must be >= 20; got {args.rows}")
     if args.jobs < 1:
-        p.error(f"--jobs must be >= 1; got {args.jobs}")
+        raise UsageError(f"--jobs must be >= 1; got {args.jobs}")
 
     seed = T.authors_seeds(1)[0]
     (label, d), = T.make_datasets(seed, T.CONFIGS["full"]["n"], [(int(nc), noise, corr)], protocols=("pooled",))
@@ -75,4 +76,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

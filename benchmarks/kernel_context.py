@@ -13,7 +13,6 @@ grid (t = mu + r s, s in [-1, 1]), with and without the Euler-Maclaurin end corr
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 from attnlab.numerics import continuous_attention as ca  # noqa: E402
 from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion  # noqa: E402
 from attnlab.numerics.quadrature import real_line_grid, trapezoid, uniform_grid  # noqa: E402
@@ -39,13 +39,12 @@ def _best_time(fn, repeat=5):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="benchmarks/kernel_context.py", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="benchmarks/kernel_context.py", description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.batch < 1:
-        print("benchmarks/kernel_context.py: error: --batch must be >= 1", file=sys.stderr)
-        return 2
+        raise UsageError(f"--batch must be an integer >= 1; got {args.batch}")
     torch.set_num_threads(1)
     from scipy.integrate import quad
 
@@ -132,4 +131,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

@@ -14,12 +14,13 @@ Run it on an otherwise idle machine; the load average is printed with each half.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from attnlab.errors import ArgumentParser, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def measure(mode: str, experiments: str, steps: int, max_seconds: float) -> dict
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="benchmarks/malloc.py", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="benchmarks/malloc.py", description=__doc__.split("\n")[0])
     ap.add_argument("--experiments", default="efa-temperature,kernel-forda",
                     help="comma list passed to benchmarks/epoch_cost.py (default efa-temperature,kernel-forda)")
     ap.add_argument("--steps", type=int, default=5, help="timed steps per row (default 5)")
@@ -42,8 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON ('-' = stdout)")
     args = ap.parse_args(argv)
     if args.steps < 1:
-        print(f"benchmarks/malloc.py: error: --steps must be an integer >= 1; got {args.steps}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
     runs = {mode: measure(mode, args.experiments, args.steps, args.max_seconds) for mode in ("default", "keep")}
     ref = {(r["experiment"], r.get("model"), r.get("setting"), r.get("config")): r for r in runs["default"]["rows"]}
     rows = []
@@ -73,4 +73,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

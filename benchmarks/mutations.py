@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Callable
 
+from attnlab.errors import ArgumentParser, UsageError
+
 PAPERS = ("efa", "bidir", "fenchel", "kernel")
 
 
@@ -480,7 +482,7 @@ def run_child(name: str, papers, timeout: float):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(prog="benchmarks/mutations.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--paper", choices=PAPERS, help="only the mutations of this paper")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these mutations")
     ap.add_argument("--json", metavar="FILE", help="write the report as JSON ('-' for stdout)")
@@ -495,8 +497,7 @@ def main(argv=None) -> int:
     if a.only:
         unknown = sorted(set(a.only) - {m.name for m in MUTATIONS})
         if unknown:
-            print(f"--only: unknown mutation(s) {', '.join(unknown)}; see --list", file=sys.stderr)
-            return 2
+            raise UsageError(f"--only: unknown mutation(s) {', '.join(unknown)}; see --list")
         muts = [m for m in muts if m.name in a.only]
     if a.list:
         for m in muts:
@@ -552,4 +553,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

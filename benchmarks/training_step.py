@@ -24,7 +24,6 @@ run it on an otherwise idle machine, one torch thread.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 from attnlab.experiments.efa import common as C  # noqa: E402
 from attnlab.experiments.efa import nets  # noqa: E402
 from attnlab.experiments.efa.categorical import ce_loss  # noqa: E402
@@ -110,16 +110,15 @@ def agreement(net, seqs) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="benchmarks/training_step.py", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="benchmarks/training_step.py", description=__doc__.split("\n")[0])
     ap.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON ('-' = stdout)")
     ap.add_argument("--steps", type=int, default=20, help="timed steps per path (default 20)")
     ap.add_argument("--experiments", default=",".join(EXPERIMENTS), help="subset of " + ", ".join(EXPERIMENTS))
     args = ap.parse_args(argv)
     names = [s.strip() for s in args.experiments.split(",") if s.strip()]
     if args.steps < 1 or not names or any(n not in EXPERIMENTS for n in names):
-        print(f"benchmarks/training_step.py: error: --steps must be >= 1 and --experiments a subset of "
-              f"{', '.join(EXPERIMENTS)}; got {args.steps}, {args.experiments!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--steps must be >= 1 and --experiments a subset of "
+                         f"{', '.join(EXPERIMENTS)}; got {args.steps}, {args.experiments!r}")
     torch.set_num_threads(1)
     rows, ok = [], True
     for name in names:
@@ -163,4 +162,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

@@ -250,3 +250,37 @@ def test_no_traceback_through_the_installed_command(tmp_path):
     r = subprocess.run([str(exe), "run", "efa-synthetic", "--seeds", "1,-2"], capture_output=True, text=True,
                        cwd=tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize("script, argv, fragment", [
+    ("epoch_cost.py", ["--steps", "0"], "--steps must be an integer >= 1"),
+    ("epoch_cost.py", ["--experiments", "nope"], "--experiments must be a comma list"),
+    ("gb_grid_search.py", ["--rows", "3"], "--rows must be >= 20"),
+    ("gb_grid_search.py", ["--setting", "9,9,9"], "--setting must be one of"),
+    ("kernel_context.py", ["--batch", "0"], "--batch must be an integer >= 1"),
+    ("malloc.py", ["--steps", "0"], "--steps must be an integer >= 1"),
+    ("mutations.py", ["--only", "nope"], "--only: unknown mutation(s) nope"),
+    ("training_step.py", ["--experiments", "nope"], "--experiments a subset of"),
+    ("malloc.py", ["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_benchmark_scripts_take_the_one_error_path(capsys, monkeypatch, script, argv, fragment):
+    """The benchmarks validate their arguments at the boundary as `attnlab` does: one line, exit 2."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_bench_{script[:-3]}", BENCHMARKS / script)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)        # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    assert cli.call(mod.main, argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("attnlab: error: ") and fragment in err, err
+
+
+def test_benchmark_script_as_a_program_prints_one_line(tmp_path):
+    """The `__main__` path of a benchmark (a subprocess): one line on stderr, exit 2, no traceback."""
+    r = subprocess.run([sys.executable, str(BENCHMARKS / "malloc.py"), "--steps", "0"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == "attnlab: error: --steps must be an integer >= 1; got 0"

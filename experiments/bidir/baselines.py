@@ -123,16 +123,14 @@ def make_estimators(seed: int, grid: str = "paper", n_jobs: int = 1) -> dict:
 
     g = GRIDS[grid]
     mlp_iter = MLP_MAX_ITER[grid]
-    folds = CV_FOLDS[grid]
+    folds = StratifiedKFold(CV_FOLDS[grid], shuffle=True, random_state=seed)   # the same splits for every model
 
     def cv(est, params):
-        return GridSearchCV(est, params, scoring="accuracy", n_jobs=n_jobs,
-                            cv=StratifiedKFold(folds, shuffle=True, random_state=seed))
+        return GridSearchCV(est, params, scoring="accuracy", n_jobs=n_jobs, cv=folds)
     return {
         "LR": LogisticRegression(random_state=seed, max_iter=2000),
         "RF": cv(RandomForestClassifier(random_state=seed), g["RF"]),
-        "GB": StagedGridSearchCV(GradientBoostingClassifier(random_state=seed), g["GB"], n_jobs=n_jobs,
-                                 cv=StratifiedKFold(folds, shuffle=True, random_state=seed)),
+        "GB": StagedGridSearchCV(GradientBoostingClassifier(random_state=seed), g["GB"], n_jobs=n_jobs, cv=folds),
         "MLP": cv(MLPClassifier(random_state=seed, max_iter=mlp_iter, learning_rate_init=0.01), g["MLP"]),
     }
 
