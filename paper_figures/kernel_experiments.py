@@ -29,7 +29,7 @@ EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda"
                ("kernel-gestures", "Table 3 protocol: gestures"), ("kernel-sentiment", "Table 4 protocol: sentences"),
                ("kernel-ecg", "Table 9 protocol: ECG"))
 ORDER = ("Discrete Softmax", "Cts Softmax", "Cts Sparsemax", "Gaussian Mixture", "Kernel Softmax",
-         "Kernel Sparsemax", "LSTM FCN", "TST (Transformer)")
+         "Kernel Sparsemax", "LSTM FCN", "TST (Transformer)", "TST, patch tokens")
 
 
 def _plt():

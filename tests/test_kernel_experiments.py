@@ -217,6 +217,28 @@ def test_baselines_run():
     torch.manual_seed(0)
     _check_grads(LSTMFCN(24, 2, filters=(4, 4, 4)), torch.randn(4, 24), n_classes=2)
     _check_grads(TransformerClassifier(24, 2, d_model=8, heads=2, layers=1, ff=8), torch.randn(4, 24), n_classes=2)
+    patched = TransformerClassifier(24, 2, d_model=8, heads=2, layers=1, ff=8, patch=6)
+    assert patched.pos.shape[1] == (24 - 6) // 3 + 1          # windows of 6 points, stride 3
+    _check_grads(patched, torch.randn(4, 24), n_classes=2)
+
+
+def test_patch_tokens_are_the_windows_of_the_series():
+    """Token k of the patch transformer is the Conv1d of points [k*stride, k*stride + P): equal to a
+    linear map of that window, computed here by hand."""
+    from attnlab.experiments.models.kernel_models import TransformerClassifier
+
+    torch.manual_seed(1)
+    net = TransformerClassifier(20, 2, d_model=4, heads=1, layers=1, ff=4, patch=5)
+    x = torch.randn(3, 20, dtype=torch.float64)
+    net = net.double()
+    tok = net.tokens(x)
+    w, b = net.proj.weight[:, 0, :], net.proj.bias                    # (d, P), (d,)
+    by_hand = torch.stack([x[:, 2 * k:2 * k + 5] @ w.T + b for k in range(tok.shape[1])], 1)
+    assert tok.shape == (3, (20 - 5) // 2 + 1, 4)
+    assert torch.allclose(tok, by_hand, atol=1e-12, rtol=0)
+    for bad in (0, 21, 2.5):
+        with pytest.raises(ValueError, match="patch must be an integer in 1..length"):
+            TransformerClassifier(20, 2, patch=bad)
 
 
 # --------------------------------------------------------------------------- paper numbers

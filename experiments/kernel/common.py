@@ -27,6 +27,7 @@ DISPLAY = {
     "kernel_sparsemax": "Kernel Sparsemax",
     "lstm_fcn": "LSTM FCN",
     "transformer": "TST (Transformer)",
+    "transformer_patch": "TST, patch tokens",
 }
 
 

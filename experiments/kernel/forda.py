@@ -1,7 +1,9 @@
 """`attnlab run kernel-forda`: Table 2 of the kernel paper (Sec. 6.2, App. G, Table 7).
 
 UCR FordA (3601 train / 1320 test, length 500, 2 classes); the Fig. 11 architecture (conv, LSTM,
-attention, 3-layer feed-forward) with each attention, plus LSTM-FCN and a small transformer.
+attention, 3-layer feed-forward) with each attention, plus LSTM-FCN and a small transformer: TST's
+one token per point (`transformer`, the paper's baseline) and, beside it, tokens of 16-point windows
+(`transformer_patch`, config key tst_patch; why: models.kernel_models.TransformerClassifier).
 Accuracy and macro-F1 (%) over seeds.
 """
 from __future__ import annotations
@@ -19,18 +21,20 @@ from attnlab.experiments.kernel import common as C
 EXPERIMENT = "kernel-forda"
 DATASET = "ucr-forda"
 MODELS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax",
-          "kernel_sparsemax", "lstm_fcn", "transformer")
+          "kernel_sparsemax", "lstm_fcn", "transformer", "transformer_patch")
 CONFIGS = {
     # Table 7: batch 64, LSTM 128, N = 256 basis functions, I = G = 500, lr 1e-3, wd 1e-5, 100 epochs
     "full": dict(downsample=1, hidden=128, n_basis=256, grid=500, epochs=100, batch=64, lr=1e-3,
-                 weight_decay=1e-5, fcn_filters=(128, 256, 128), tst_d_model=64, tst_layers=2, tst_dropout=0.1),
+                 weight_decay=1e-5, fcn_filters=(128, 256, 128), tst_d_model=64, tst_layers=2, tst_dropout=0.1,
+                 tst_patch=16),
     # reduced for a shared 2-core CPU: every 5th point (L = 100, so I = G = 100), LSTM 32 units,
     # N = 64, 3 epochs, LSTM-FCN with 32/64/32 filters, a 1-layer d=32 transformer
     "cpu-small": dict(downsample=5, hidden=32, n_basis=64, grid=100, epochs=3, batch=64, lr=1e-3,
                       weight_decay=1e-5, fcn_filters=(32, 64, 32), tst_d_model=32, tst_layers=1,
-                      tst_dropout=0.0),
+                      tst_dropout=0.0, tst_patch=4),
     "quick": dict(downsample=5, hidden=8, n_basis=12, grid=100, epochs=1, batch=64, lr=1e-3, weight_decay=1e-5,
-                  fcn_filters=(8, 8, 8), tst_d_model=8, tst_layers=1, tst_dropout=0.0, train_subset=128, test_subset=128),
+                  fcn_filters=(8, 8, 8), tst_d_model=8, tst_layers=1, tst_dropout=0.0, tst_patch=4,
+                  train_subset=128, test_subset=128),
 }
 # the paper's network and series (Table 7), trained until early stopping on a stratified 10% validation
 # split of the training set fires (patience 10), at most the paper's 100 epochs; best weights restored
@@ -46,10 +50,11 @@ def build(m: str, length: int, k: int, cfg):
 
     if m == "lstm_fcn":
         return LSTMFCN(length, k, filters=cfg["fcn_filters"])
-    if m == "transformer":
+    if m in ("transformer", "transformer_patch"):
         d = cfg["tst_d_model"]
         return TransformerClassifier(length, k, d_model=d, heads=4 if d % 4 == 0 else 1, layers=cfg["tst_layers"],
-                                     ff=2 * d, dropout=cfg["tst_dropout"])
+                                     ff=2 * d, dropout=cfg["tst_dropout"],
+                                     patch=cfg["tst_patch"] if m == "transformer_patch" else 1)
     return SeriesAttentionNet(m, length, k, hidden=cfg["hidden"], n_basis=cfg["n_basis"], grid_size=cfg["grid"],
                               sigmas=(0.025, 0.1, 0.5) if cfg["n_basis"] >= 3 else (0.1,))
 

@@ -273,19 +273,39 @@ class LSTMFCN(nn.Module):
 
 
 class TransformerClassifier(nn.Module):
-    """A small time-series transformer (after TST, Zerveas et al. 2021): linear input projection,
-    learned positional embedding, pre-norm encoder layers, mean pooling, linear classifier."""
+    """A small time-series transformer (after TST, Zerveas et al. 2021): input tokens, learned
+    positional embedding, pre-norm encoder layers, mean pooling, linear classifier.
+
+    ``patch = 1`` (TST's, the paper's baseline): one token per time point, a linear projection of
+    the scalar value.  ``patch = P > 1``: one token per window of P points with stride P // 2 (a
+    Conv1d with P taps), ``(length - P) // (P // 2) + 1`` tokens.  On z-normalised series a point
+    token carries no local shape, and the mean of the linear projections is the same for every
+    series, so the class signal starts in the attention products alone; on FordA such a model stays
+    at chance (as the paper's TST, 49.48 %) while patch tokens train (docs/kernel_experiments.md)."""
 
     def __init__(self, length: int, n_classes: int, d_model: int = 64, heads: int = 4, layers: int = 2,
-                 ff: int = 128, dropout: float = 0.1):
+                 ff: int = 128, dropout: float = 0.1, patch: int = 1):
         super().__init__()
-        self.proj = nn.Linear(1, d_model)
-        self.pos = nn.Parameter(torch.zeros(1, length, d_model))
+        if not isinstance(patch, int) or not 1 <= patch <= length:
+            raise ValueError(f"patch must be an integer in 1..length ({length}); got {patch!r}")
+        self.patch = patch
+        if patch == 1:
+            self.proj, n_tokens = nn.Linear(1, d_model), length
+        else:
+            stride = max(1, patch // 2)
+            self.proj, n_tokens = nn.Conv1d(1, d_model, patch, stride=stride), (length - patch) // stride + 1
+        self.pos = nn.Parameter(torch.zeros(1, n_tokens, d_model))
         nn.init.normal_(self.pos, std=0.02)
         layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout, batch_first=True, norm_first=True)
         self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.out = nn.Linear(d_model, n_classes)
 
+    def tokens(self, x):
+        """(B, length) -> (B, n_tokens, d_model), before the positional embedding."""
+        if self.patch == 1:
+            return self.proj(x.unsqueeze(-1))
+        return self.proj(x.unsqueeze(1)).transpose(1, 2)
+
     def forward(self, x):
-        z = self.enc(self.proj(x.unsqueeze(-1)) + self.pos)
+        z = self.enc(self.tokens(x) + self.pos)
         return self.out(z.mean(1))
