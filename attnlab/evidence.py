@@ -8,6 +8,7 @@ unconverged or too few records: it raises Skip with the reason ("needs >= 5 conv
 full; have 2 (quick: 5)").
 
     seed_values(experiment, config, setting, model, metric)      {seed: value} of the converged records
+                                                                  (setting: one, or a tuple to average over)
     paired_difference(experiment, config, setting, metric, a, b) mean and CI of value(a) - value(b)
                                                                   over the seeds both have
     mean_ci(experiment, config, setting, model, metric)           mean and CI of one model's values
@@ -41,22 +42,26 @@ def _records(experiment: str, root: Path | None = None) -> list[dict]:
             if r.get("experiment") == experiment]
 
 
-def seed_values(experiment: str, config: str, setting: str, model: str, metric: str,
+def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
                 root: Path | None = None) -> tuple[dict[int, float], Counter]:
     """({seed: value} over the converged records of `config`, Counter of all matching records by
-    (config, converged)) -- the second says what evidence there is when the first is too small."""
+    (config, converged)) -- the second says what evidence there is when the first is too small.
+    `setting` may be a tuple of settings (a claim about an average over them, e.g. over N): a seed's
+    value is then the mean of its values in every one of them, and only seeds that have all count."""
     from attnlab.results import row_converged
 
-    vals, have = {}, Counter()
+    settings = (setting,) if isinstance(setting, str) else tuple(setting)
+    per, have = {s: {} for s in settings}, Counter()
     for r in _records(experiment, root):
         for m in r.get("metrics", []):
-            if (m["setting"], m["model"], m["metric"]) != (setting, model, metric):
+            if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
                 continue
             ok = row_converged(r, m)
             have[(r.get("config"), ok)] += 1
             if r.get("config") == config and ok:
-                vals[int(r["seed"])] = float(m["value"])
-    return vals, have
+                per[m["setting"]][int(r["seed"])] = float(m["value"])
+    common = set.intersection(*(set(v) for v in per.values()))
+    return {seed: sum(per[s][seed] for s in settings) / len(settings) for seed in sorted(common)}, have
 
 
 def _t95(n: int) -> float:
@@ -93,7 +98,8 @@ def paired_difference(experiment: str, config: str, setting: str, metric: str, a
     va, ha = seed_values(experiment, config, setting, a, metric, root)
     vb, _ = seed_values(experiment, config, setting, b, metric, root)
     common = sorted(set(va) & set(vb))
-    _need(len(common), min_seeds, config, ha, f"{a} vs {b} / {setting} / {metric}")
+    where = setting if isinstance(setting, str) else " + ".join(setting)
+    _need(len(common), min_seeds, config, ha, f"{a} vs {b} / {where} / {metric}")
     d = [va[s] - vb[s] for s in common]
     n = len(d)
     m = sum(d) / n

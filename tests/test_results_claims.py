@@ -238,3 +238,50 @@ def test_not_distinguishable_errata(tmp_path, monkeypatch, case, sign, verdict):
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(rec))
     assert catalog.run_claim(catalog.get_claim(cid)).verdict == verdict
+
+
+def _sentence_records(root, gain, missing=None):
+    """Made-up kernel-sentiment full-es records: 5 seeds x N = 32, 64, 128; the kernel families' gain over
+    their unimodal counterparts per pair ({"Softmax": g, "Sparsemax": g}), with a little seed noise."""
+    noise = (0.04, -0.03, 0.01, -0.05, 0.03)
+    for s in range(5):
+        for N in ("N=32", "N=64", "N=128"):
+            if (s, N) == missing:
+                continue
+            rows = []
+            for k, g in gain.items():
+                rows += [{"setting": N, "model": f"Cts {k}", "metric": "accuracy", "value": 75.0},
+                         {"setting": N, "model": f"Kernel {k}", "metric": "accuracy", "value": 75.0 + g + noise[s]}]
+            rec = {"experiment": "kernel-sentiment", "config": "full-es", "seed": s, "converged": True,
+                   "training": {}, "metrics": rows}
+            f = root / "kernel-sentiment" / "full-es" / f"{N}-seed{s}.json"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize("gain, verdict", [({"Softmax": 0.6, "Sparsemax": 0.4}, "holds"),
+                                           ({"Softmax": 0.0, "Sparsemax": 0.0}, "erratum"),
+                                           ({"Softmax": 0.6, "Sparsemax": 0.0}, "fails"),
+                                           ({"Softmax": -0.6, "Sparsemax": -0.4}, "fails")])
+def test_sentiment_claim_averages_over_n_before_pairing(tmp_path, monkeypatch, gain, verdict):
+    """kernel.results.sentiment (Sec 6.4: 'on average' over N): both kernel families clearly above their
+    unimodal counterparts -> the printed statement holds; no gain -> erratum; a gain in one pair only, or
+    a clear loss -> neither form."""
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    _sentence_records(tmp_path, gain)
+    assert catalog.run_claim(catalog.get_claim("kernel.results.sentiment")).verdict == verdict
+
+
+def test_seed_values_over_several_settings_is_the_mean_of_seeds_that_have_all(tmp_path):
+    from attnlab.evidence import seed_values
+
+    _sentence_records(tmp_path, {"Softmax": 0.6}, missing=(2, "N=64"))
+    S = ("N=32", "N=64", "N=128")
+    vals, _ = seed_values("kernel-sentiment", "full-es", S, "Kernel Softmax", "accuracy", root=tmp_path)
+    assert sorted(vals) == [0, 1, 3, 4]                                  # seed 2 lacks N=64
+    assert vals[0] == pytest.approx(75.64, abs=1e-12)
+    one, _ = seed_values("kernel-sentiment", "full-es", "N=64", "Kernel Softmax", "accuracy", root=tmp_path)
+    assert one == seed_values("kernel-sentiment", "full-es", ("N=64",), "Kernel Softmax", "accuracy", root=tmp_path)[0]
+    with pytest.raises(Skip, match=r"N=32 \+ N=64 \+ N=128 / accuracy; have 4"):
+        paired_difference("kernel-sentiment", "full-es", S, "accuracy", "Kernel Softmax", "Cts Softmax",
+                          root=tmp_path)

@@ -94,8 +94,41 @@ def _():
 
 _beats("kernel.results.gestures", "Table 3 (uWave), Sec 6.3", "kernel-gestures", "N=64",
        "LABELLED SUBSTITUTE (UCR AllGestureWiimote X/Y/Z for uWaveGestureLibrary)", "Kernel Sparsemax", "Cts Sparsemax")
-_beats("kernel.results.sentiment", "Table 4 (IMDB), Sec 6.4", "kernel-sentiment", "N=64",
-       "LABELLED SUBSTITUTE (movie-review sentences for IMDB)", "Kernel Sparsemax", "Cts Sparsemax")
+
+
+# Sentences: the labelled substitute for IMDB, the full network trained to early stopping on a
+# validation split (config full-es; lr 1e-3, the paper's, chosen on validation).  Sec 6.4's claim is
+# about the average over N = 32, 64, 128 (Table 4's row means), so each seed's accuracy is averaged
+# over the three N before pairing
+SENTENCES_N = ("N=32", "N=64", "N=128")
+
+
+@claim("kernel.results.sentiment", reference="Table 4 (IMDB) and Sec 6.4 text", method="results",
+       expected="erratum",
+       statement="Sec 6.4's 'on average, kernel exponential and deformed exponential family slightly outperform the "
+                 "continuous softmax and sparsemax' (Table 4 row means over N = 32, 64, 128 on IMDB: kernel softmax "
+                 "90.94 vs continuous softmax 90.32, kernel sparsemax 90.39 vs continuous sparsemax 89.95) carries "
+                 "over to sentence-level sentiment: averaged over N, each kernel family has a higher test accuracy "
+                 "than its unimodal counterpart; data: LABELLED SUBSTITUTE (movie-review sentences for IMDB).",
+       corrected="On the movie-review sentences (the full network, early stopping on a validation split, config "
+                 "full-es, 5 seeds, accuracy averaged over N and paired by seed) neither kernel family is "
+                 "distinguishable from its unimodal counterpart: kernel - continuous softmax about -0.2 points "
+                 "(95% CI about [-0.9, 0.5]), kernel - continuous sparsemax about -0.3 (about [-1.3, 0.7]); all "
+                 "four reach 74-75 %.")
+def _():
+    from attnlab.catalog import erratum_if
+    from attnlab.evidence import paired_difference
+
+    d = {k: paired_difference("kernel-sentiment", "full-es", SENTENCES_N, "accuracy", f"Kernel {k}", f"Cts {k}")
+         for k in ("Softmax", "Sparsemax")}
+    printed = all(v["lo"] > 0 for v in d.values())
+    corrected = all(v["lo"] <= 0 <= v["hi"] and abs(v["mean"]) < 2.0 for v in d.values())
+    return erratum_if(printed, corrected,
+                      measured={k: {"diff_mean": v["mean"], "ci95": [v["lo"], v["hi"]], "n": v["n"]} for k, v in d.items()},
+                      tolerance="printed: both CIs of kernel - continuous above 0; corrected: both CIs contain 0 and "
+                                "|mean| < 2 points",
+                      explanation="kernel-sentiment (full-es), accuracy averaged over N = 32, 64, 128, paired over seeds "
+                                  f"{d['Softmax']['seeds']}")
 
 
 # ECG: the labelled substitute (UCR ECG5000 for MIT-BIH) with the paper's network, trained to early
