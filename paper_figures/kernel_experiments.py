@@ -39,17 +39,20 @@ def _plt():
 
 
 def _records(experiment: str):
-    """The records of the paper's configuration ('full') where there are any, else of the reduced
+    """The records of the converged configs -- the paper's ('full') or the paper's network stopped early
+    on a validation split ('full-es') -- whichever has more (ties: full); without any, the reduced
     config with the most records (ties: cpu before cpu-small before quick)."""
     root = results_root() / experiment
-    best: tuple[list, str | None] = ([], None)
-    for cfg in ("full", "cpu", "cpu-small", "quick"):
-        recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
-        if cfg == "full" and recs:
-            return recs, cfg
-        if len(recs) > len(best[0]):
-            best = (recs, cfg)
-    return best
+    load = lambda cfg: [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]  # noqa: E731
+    for group in (("full", "full-es"), ("cpu", "cpu-small", "quick")):
+        best: tuple[list, str | None] = ([], None)
+        for cfg in group:
+            recs = load(cfg)
+            if len(recs) > len(best[0]):
+                best = (recs, cfg)
+        if best[1] is not None:
+            return best
+    return [], None
 
 
 def _accuracies(recs) -> tuple[dict, str | None]:
