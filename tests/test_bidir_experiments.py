@@ -298,6 +298,41 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
         ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(other), "--models", "ATN,SVM"])
 
 
+@pytest.mark.parametrize("runner", ["tabular_sim", "auto_mpg"])
+def test_atn_trains_and_predicts_on_the_runs_device(tmp_path, monkeypatch, runner):
+    """--device reaches ATN's training and prediction (the record names the device it ran on)."""
+    import importlib
+
+    from attnlab.experiments.models import bidir_tabular as bt
+
+    mod = importlib.import_module(f"attnlab.experiments.bidir.{runner}")
+    if runner == "auto_mpg":
+        from attnlab.experiments.data import DataError
+        try:
+            mod.load_auto_mpg()
+        except DataError as exc:
+            pytest.skip(f"auto-mpg data not available: {exc}")
+        monkeypatch.setattr(mod, "tabular_available", lambda: False)
+    seen = {"train": [], "predict": []}
+    train, predict = bt.train_atn, bt.predict_response
+
+    def spy_train(*a, **k):
+        seen["train"].append(k.get("device"))
+        return train(*a, **k)
+
+    def spy_predict(model, x, device=None, **k):
+        seen["predict"].append(device)
+        return predict(model, x, device or "cpu", **k)
+    monkeypatch.setattr(bt, "train_atn", spy_train)
+    monkeypatch.setattr(bt, "predict_response", spy_predict)
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    argv = ["--quick", "--seed", "0", "--quiet", "--device", "cpu", "--results-dir", str(tmp_path)]
+    argv += ["--models", "ATN"] if runner == "tabular_sim" else ["--protocols", "pooled"]
+    assert mod.main(argv) == 0
+    assert seen["train"] and set(seen["train"]) == {"cpu"}
+    assert seen["predict"] and set(seen["predict"]) == {"cpu"}
+
+
 def test_auto_mpg_quick_run(tmp_path, monkeypatch):
     from attnlab.experiments.bidir import auto_mpg as am
     from attnlab.experiments.data import DataError

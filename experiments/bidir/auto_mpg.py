@@ -168,12 +168,12 @@ def _train_atn(ctx, data, protocols, cfg, state) -> None:
         ctx.save_checkpoint(state)
         prog.update(ep, loss=loss)
     t0 = time.perf_counter()
-    model, _ = train_atn(rows, C, acfg, seed=[42 + ctx.seed] * len(protocols), state=state.get("atn_state"),
-                         on_epoch=on_epoch)
+    model, _ = train_atn(rows, C, acfg, seed=[42 + ctx.seed] * len(protocols), device=ctx.device,
+                         state=state.get("atn_state"), on_epoch=on_epoch)
     for j, prot in enumerate(protocols):
         d = data[prot]
-        acc, mse = accuracy_mse(predict_response(model, d["x_test"], which=j), d["y_test"])
-        tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], which=j), d["y_train"])
+        acc, mse = accuracy_mse(predict_response(model, d["x_test"], ctx.device, which=j), d["y_test"])
+        tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], ctx.device, which=j), d["y_train"])
         state["res"][("atn", prot)] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse}
     state["timing"]["atn_s"] = state["timing"].get("atn_s", 0.0) + time.perf_counter() - t0
     state["atn_state"] = None

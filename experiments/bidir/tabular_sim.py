@@ -258,10 +258,11 @@ def _run_atn(args, ctx, cfg, datasets, data_seed: int) -> tuple[dict, dict]:
             ctx.save_checkpoint(state)
             _prog.update(ep, loss=loss)
         resume = state["atn_state"] if (state["atn_state"] and state["atn_state"]["labels"] == labels) else None
-        model, losses = train_atn(rows, C, acfg, seed=[data_seed] * len(group), state=resume, on_epoch=on_epoch)
+        model, losses = train_atn(rows, C, acfg, seed=[data_seed] * len(group), device=ctx.device, state=resume,
+                                  on_epoch=on_epoch)
         for j, (label, d) in enumerate(group):
-            acc, mse = accuracy_mse(predict_response(model, d["x_test"], which=j), d["y_test"])
-            tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], which=j), d["y_train"])
+            acc, mse = accuracy_mse(predict_response(model, d["x_test"], ctx.device, which=j), d["y_test"])
+            tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], ctx.device, which=j), d["y_train"])
             state["atn"][label] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse,
                                    "final_loss": losses[-1][j]}
         state["atn_state"] = None

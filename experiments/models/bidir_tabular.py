@@ -199,7 +199,7 @@ def train_atn(train_rows, n_classes: int, cfg: ATNConfig | None = None, seed: in
             torch.manual_seed(seeds[0] * 100003 + epoch)
             model.train()
             perm = torch.argsort(torch.rand(M, n, generator=g), dim=1).to(device)   # one shuffle per model
-            tot = torch.zeros(M)
+            tot = torch.zeros(M, device=device)
             for i in range(0, n, cfg.batch_size):
                 idx = perm[:, i:i + cfg.batch_size]
                 b = idx.shape[1]
@@ -211,8 +211,8 @@ def train_atn(train_rows, n_classes: int, cfg: ATNConfig | None = None, seed: in
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-                tot += per.detach().sum(1).cpu()
-        losses.append((tot / n).tolist())
+                tot += per.detach().sum(1)        # summed on the device: no host sync per step
+        losses.append((tot / n).cpu().tolist())
         if on_epoch is not None:
             on_epoch(epoch + 1, float(np.mean(losses[-1])),
                      {"model": model.state_dict(), "optim": opt.state_dict(), "generator": g.get_state(),
