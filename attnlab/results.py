@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROW_KEYS = ("experiment", "setting", "model", "metric", "paper", "ours_mean", "ours_ci95",
@@ -94,23 +94,28 @@ def paper_numbers(paper: str) -> dict:
 
 def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
     """Rows with ROW_KEYS (+ `diff`, `substitute`): one per (experiment, setting, model, metric,
-    config, device) we ran, plus one per paper number we have not run (ours = None)."""
+    config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
+    are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
+    names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1")."""
     groups: dict[tuple, list[float]] = defaultdict(list)
     subst: dict[tuple, str | None] = {}
     conv: dict[tuple, bool] = {}
+    devices: dict[tuple, Counter] = defaultdict(Counter)
     for r in load_records(root, paper):
         if config and r.get("config") != config:
             continue
-        dev = r.get("device_name") or r.get("device")
         for m in r.get("metrics", []):
-            key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"], dev)
+            key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
             groups[key].append(float(m["value"]))
             subst[key] = r.get("substitute")
             conv[key] = conv.get(key, True) and row_converged(r, m)
+            devices[key][r.get("device_name") or r.get("device")] += 1
     numbers = paper_numbers(paper)
     rows, seen = [], set()
     for key in sorted(groups):
-        exp, setting, model, metric, cfg, dev = key
+        exp, setting, model, metric, cfg = key
+        dev = (next(iter(devices[key])) if len(devices[key]) == 1
+               else "; ".join(f"{d} ×{n}" for d, n in sorted(devices[key].items(), key=lambda kv: str(kv[0]))))
         vals = groups[key]
         mean = sum(vals) / len(vals)
         ref = numbers.get((exp, setting, model, metric))

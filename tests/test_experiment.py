@@ -48,6 +48,24 @@ def test_records_resume_and_summary(tmp_path, monkeypatch):
     assert r["ours_ci95"] == pytest.approx(ci95([1.0, 2.0, 3.0]))
 
 
+def test_summary_pools_the_seeds_of_a_config_across_devices(tmp_path, monkeypatch):
+    """Seeds of one config that ran on different devices are one row (as the verdicts pool them), and
+    the device column names each device with its count of records."""
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = E.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seeds", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path), "--quiet"])
+    for ctx in E.contexts(args, "efa-demo", {"lr": 0.1}):
+        path = ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0 + ctx.seed)])
+        if ctx.seed < 2:                     # as a record written on a GPU names it
+            rec = json.loads(path.read_text())
+            E.atomic_write_json(path, {**rec, "device": "cuda", "device_name": "cuda:GPU"})
+    rows = [r for r in summarize("efa", tmp_path) if r["experiment"] == "efa-demo"]
+    assert len(rows) == 1
+    assert rows[0]["n_seeds"] == 3 and rows[0]["ours_mean"] == pytest.approx(2.0)
+    cpu = json.loads(next((tmp_path / "efa-demo" / "quick").glob("*seed2.json")).read_text())["device_name"]
+    assert rows[0]["device"] == "; ".join(sorted(["cuda:GPU ×2", f"{cpu} ×1"]))
+
+
 def test_a_resumed_run_records_the_wall_time_of_its_earlier_invocations(tmp_path, monkeypatch):
     """wall_seconds of a resumed run = what the interrupted invocation had spent up to its checkpoint
     + this invocation, not this invocation alone."""
