@@ -7,8 +7,9 @@ run ``attnlab run efa-instacart`` / ``efa-temperature`` first).
 - ``exp_fig4``: Figure 4, per-item query, key and value embeddings of layer 1 (W^Q β + b_Q, …),
   three panels per head (63 named items x 16 dims), one colour scale.
 - ``exp_fig6``: Figure 6, test MSE of FM(k) against k (mean and 95% t-CI over seeds) with the EFA
-  variants as horizontal lines; the paper's values beside ours when we ran the paper's data, and
-  the substitute labelled as such otherwise.
+  variants as horizontal lines (one colour per variant in both panels) and, in our panel, a zoom of
+  the EFA variants with their 95% CIs; the paper's values beside ours when we ran the paper's data,
+  and the substitute labelled as such otherwise.
 """
 from __future__ import annotations
 
@@ -130,7 +131,9 @@ def fig6(outdir: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(settings) + (0 if "44 cities, October" in by else 1),
                              figsize=(6.5 * (len(settings) + 1), 4.6), squeeze=False)
     axes = axes[0]
-    colors = ["tab:red", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+    # one colour per EFA variant in both panels, whichever variants have records
+    colors = {"EFA(l=1)": "tab:red", "EFA(l=2)": "tab:orange", "EFA(l=4)": "tab:green",
+              "EFA(l=4, 1D ahead)": "tab:purple", "EFA(l=4, 2D ahead)": "tab:brown"}
 
     def panel(ax, models: dict, title, paper: bool, unit: str):
         ks = sorted(int(m[5:-1]) for m in models if m.startswith("FM(k="))
@@ -139,10 +142,21 @@ def fig6(outdir: Path) -> list[Path]:
             mean = np.array([s[0] for s in stats])
             ci = np.array([s[1] for s in stats])
             ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", capsize=3, label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
-        efas = [m for m in models if m.startswith("EFA")]
-        for c, m in zip(colors, sorted(efas, key=lambda s: (len(s), s))):
+        efas = sorted((m for m in models if m.startswith("EFA")), key=lambda s: (len(s), s))
+        for m in efas:
             mu, ci = _t_ci(models[m])
-            ax.axhline(mu, color=c, ls="--", label=f"{m}: {mu:.3g}" + (f" ± {ci:.2g}" if ci else ""))
+            ax.axhline(mu, color=colors.get(m, "tab:gray"), ls="--",
+                       label=f"{m}: {mu:.3g}" + (f" ± {ci:.2g}" if ci else ""))
+        if not paper and efas:
+            # the EFA variants lie close together at this scale: a zoom with their 95% CIs
+            ins = ax.inset_axes([0.42, 0.15, 0.55, 0.19])
+            for i, m in enumerate(efas):
+                mu, ci = _t_ci(models[m])
+                ins.errorbar([mu], [i], xerr=[ci], color=colors.get(m, "tab:gray"), marker="o", capsize=3)
+            ins.set_yticks(range(len(efas)), [m.replace("EFA", "") for m in efas], fontsize=7)
+            ins.tick_params(axis="x", labelsize=7)
+            ins.set_ylim(-0.6, len(efas) - 0.4)
+            ins.set_title(f"EFA, mean ± 95% CI ({unit})", fontsize=7)
         ax.set_xlabel("number of neighbours k")
         ax.set_ylabel(f"test MSE ({unit})")
         ax.set_title(title)
