@@ -21,6 +21,37 @@ _beats("bidir.results.tabular-atn-vs-lr", "Table 1 (covariate shift), Sec 3.1", 
        "the paper's generator (App. D; Cholesky covariates)", "ATN", "LR")
 _beats("bidir.results.tabular-atn-vs-gb", "Table 1 (covariate shift), Sec 3.1", "bidir-tabular-sim", "(5, 0, 0.9)",
        "the paper's generator (App. D; Cholesky covariates)", "ATN", "GB")
+# Table 1's caption: "ATN achieves better or competitive accuracy ... than competing methods, across all
+# parameter settings".  "Competitive" is read as ATN at most COMPETITIVE_MARGIN below the baseline: the
+# paired 95% CI of ATN - baseline lies above -COMPETITIVE_MARGIN in every setting (the margin of the
+# auto-mpg claims; the paper's own table has a baseline ahead of ATN by up to 0.009).
+COMPETITIVE_MARGIN = 0.05
+
+
+def _competitive(baseline):
+    @claim(f"bidir.results.tabular-atn-competitive-{baseline.lower()}", reference="Table 1 caption, Sec 3.1",
+           method="results",
+           statement=f"ATN's test accuracy is better than or competitive with {baseline}'s in every one of the 12 "
+                     "settings of Table 1 (the authors' pooled bins): in each, the paired 95% CI of ATN - "
+                     f"{baseline} lies above -{COMPETITIVE_MARGIN:g}; data: the paper's generator (App. D).")
+    def _():
+        from attnlab.catalog import holds_if
+        from attnlab.experiments.bidir.tabular_sim import SETTINGS, setting_label
+
+        ev = {setting_label(*s): better("bidir-tabular-sim", "full", setting_label(*s), "acc", "ATN", baseline,
+                                        lower_is_better=False, margin=-COMPETITIVE_MARGIN) for s in SETTINGS}
+        worst = min(ev, key=lambda k: ev[k].measured["ci95"][0])
+        return holds_if(all(e.verdict == "holds" for e in ev.values()),
+                        measured={"settings": len(ev), "holds_in": sum(e.verdict == "holds" for e in ev.values()),
+                                  "worst_setting": worst, "worst_ci95": ev[worst].measured["ci95"],
+                                  "n": ev[worst].measured["n"]},
+                        tolerance=f"in every setting, 95% CI of ATN - {baseline} entirely above -{COMPETITIVE_MARGIN:g}",
+                        explanation=f"bidir-tabular-sim (full), paired over seeds; lowest CI end at {worst}")
+
+
+for _b in ("RF", "GB", "MLP"):
+    _competitive(_b)
+
 _beats("bidir.results.auto-mpg-atn-vs-lr", "Table 2 (auto-mpg, origin split), Sec 3.2", "bidir-auto-mpg",
        "origin split", "UCI auto-mpg (the paper's)", "ATN", "LR")
 
