@@ -43,18 +43,22 @@ def _plt():
     return pyplot()
 
 
-def _uni_efa(recs):
-    rs = [r for r in recs if r["tag"] == "unidirectional-EFA" and "figure3" in r.get("extra", {})]
-    if not rs:
-        raise FileNotFoundError("no unidirectional EFA record with Figure 3 data; run "
-                                "`attnlab run efa-instacart --settings unidirectional --models EFA`")
-    return sorted(rs, key=lambda r: r["seed"])[0]
+def _uni_efa() -> tuple[dict, str]:
+    """The lowest-seed unidirectional EFA record with Figure 3 data, from the first config of
+    INSTACART_CONFIGS that has one (a config may hold other models' records only), and its config."""
+    root = results_root() / "efa-instacart"
+    for cfg in INSTACART_CONFIGS:
+        rs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("unidirectional-EFA-seed*.json"))]
+        rs = [r for r in rs if r.get("tag") == "unidirectional-EFA" and "figure3" in r.get("extra", {})]
+        if rs:
+            return min(rs, key=lambda r: r["seed"]), cfg
+    raise FileNotFoundError("no unidirectional EFA record with Figure 3 data; run "
+                            "`attnlab run efa-instacart --settings unidirectional --models EFA`")
 
 
 def fig3(outdir: Path) -> list[Path]:
     plt = _plt()
-    recs, cfg = _records("efa-instacart", INSTACART_CONFIGS)
-    r = _uni_efa(recs)
+    r, cfg = _uni_efa()
     baskets = r["extra"]["figure3"]
     keys = sorted(baskets)
     fig, axes = plt.subplots(len(keys), 2, figsize=(11, 5.2 * len(keys)), squeeze=False)
@@ -85,8 +89,7 @@ def fig4(outdir: Path) -> list[Path]:
     from attnlab.experiments.efa.data import INSTACART_ITEMS
 
     plt = _plt()
-    recs, cfg = _records("efa-instacart", INSTACART_CONFIGS)
-    r = _uni_efa(recs)
+    r, cfg = _uni_efa()
     qkv = r["extra"]["figure4_qkv_layer1"]
     heads = len(qkv["Q"])
     mats = {(h, name): np.array(qkv[name][h]) for h in range(heads) for name in ("Q", "K", "V")}

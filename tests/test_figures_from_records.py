@@ -92,3 +92,24 @@ def test_bidir_scatter_without_record_names_the_run(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "none"))
     assert cli.main(["figures", "--only", "toy_scatter", "--out", str(tmp_path / "o")]) == 2
     assert "attnlab run bidir-toy-corpus --seed 0" in capsys.readouterr().err
+
+
+def test_instacart_figures_take_the_config_that_has_the_efa_record(tmp_path, monkeypatch, no_training):
+    """Figures 3-4 come from the first Instacart config holding a unidirectional EFA record with Figure 3
+    data: a config with FM records only (a sweep part-way) is passed over, not an error."""
+    import shutil
+
+    from attnlab.experiment import results_root
+
+    src = results_root() / "efa-instacart" / "full-es" / "unidirectional-EFA-seed0.json"
+    if not src.exists():
+        pytest.skip("no committed full-es unidirectional EFA record")
+    root = tmp_path / "results" / "efa-instacart"
+    _write(tmp_path / "results", "efa-instacart", "full", "unidirectional-FM", 0, "FM", None)
+    (root / "full-es").mkdir(parents=True)
+    shutil.copy(src, root / "full-es" / src.name)
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    assert cli.main(["figures", "--only", "exp_fig3", "exp_fig4", "--out", str(tmp_path / "o")]) == 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["efa_exp_fig3.png", "efa_exp_fig4.png"]
+    (root / "full-es" / src.name).unlink()
+    assert cli.main(["figures", "--only", "exp_fig3", "--out", str(tmp_path / "o2")]) == 2
