@@ -23,11 +23,11 @@ from attnlab.experiment import results_root
 from attnlab.paper_figures.style import save
 
 
-def _records(experiment: str, configs=("full", "quick")) -> tuple[list[dict], str]:
-    """The records of the first config in `configs` that has any, and its name."""
+def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) -> tuple[list[dict], str]:
+    """The records (those `keep` accepts) of the first config in `configs` that has any, and its name."""
     root = results_root() / experiment
     for cfg in configs:
-        recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
+        recs = [r for r in (json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))) if keep(r)]
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")
@@ -46,14 +46,13 @@ def _plt():
 def _uni_efa() -> tuple[dict, str]:
     """The lowest-seed unidirectional EFA record with Figure 3 data, from the first config of
     INSTACART_CONFIGS that has one (a config may hold other models' records only), and its config."""
-    root = results_root() / "efa-instacart"
-    for cfg in INSTACART_CONFIGS:
-        rs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("unidirectional-EFA-seed*.json"))]
-        rs = [r for r in rs if r.get("tag") == "unidirectional-EFA" and "figure3" in r.get("extra", {})]
-        if rs:
-            return min(rs, key=lambda r: r["seed"]), cfg
-    raise FileNotFoundError("no unidirectional EFA record with Figure 3 data; run "
-                            "`attnlab run efa-instacart --settings unidirectional --models EFA`")
+    try:
+        rs, cfg = _records("efa-instacart", INSTACART_CONFIGS,
+                           keep=lambda r: r.get("tag") == "unidirectional-EFA" and "figure3" in r.get("extra", {}))
+    except FileNotFoundError:
+        raise FileNotFoundError("no unidirectional EFA record with Figure 3 data; run "
+                                "`attnlab run efa-instacart --settings unidirectional --models EFA`") from None
+    return min(rs, key=lambda r: r["seed"]), cfg
 
 
 def fig3(outdir: Path) -> list[Path]:
