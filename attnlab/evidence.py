@@ -126,18 +126,20 @@ def better(experiment: str, config: str, setting: str, metric: str, winner: str,
 
 
 def not_better(experiment: str, config: str, setting: str, metric: str, winner: str, loser: str,
-               max_abs: float, min_seeds: int = MIN_SEEDS, root: Path | None = None):
+               max_abs: float, lower_is_better: bool = False, min_seeds: int = MIN_SEEDS, root: Path | None = None):
     """Evidence for an erratum of "winner beats loser" whose corrected form is "the two are not
-    distinguishable": printed holds when the 95% CI of the paired difference winner - loser lies above
-    0; corrected holds when the CI contains 0 and |mean| < `max_abs` (higher is better)."""
+    distinguishable": printed holds when the 95% CI of the paired difference winner - loser lies on the
+    better side of 0 (above 0, or below 0 when `lower_is_better`); corrected holds when the CI contains 0
+    and |mean| < `max_abs`."""
     from attnlab.catalog import erratum_if
 
     d = paired_difference(experiment, config, setting, metric, winner, loser, min_seeds, root)
-    return erratum_if(d["lo"] > 0, d["lo"] <= 0 <= d["hi"] and abs(d["mean"]) < max_abs,
+    printed = d["hi"] < 0 if lower_is_better else d["lo"] > 0
+    return erratum_if(printed, d["lo"] <= 0 <= d["hi"] and abs(d["mean"]) < max_abs,
                       measured={"diff_mean": d["mean"], "ci95": [d["lo"], d["hi"]], "n": d["n"],
                                 winner: d["mean_a"], loser: d["mean_b"]},
-                      tolerance=f"printed: CI of {winner} - {loser} above 0; corrected: CI contains 0 and "
-                                f"|mean| < {max_abs:g}",
+                      tolerance=f"printed: CI of {winner} - {loser} {'below' if lower_is_better else 'above'} 0; "
+                                f"corrected: CI contains 0 and |mean| < {max_abs:g}",
                       explanation=f"{experiment} ({config}), {setting}, {metric}: paired over seeds {d['seeds']}")
 
 

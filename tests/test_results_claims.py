@@ -213,10 +213,16 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
 
 
 
-NOT_BETTER = [  # claim, experiment, config, setting, metric, winner, loser, level, a clear gain
+NOT_BETTER = [  # claim, experiment, config, setting, metric, winner, loser, level, a clear gain (< 0: lower is better)
     ("kernel.results.forda", "kernel-forda", "full-es", "test", "accuracy", "Kernel Sparsemax", "Cts Sparsemax", 92.5, 3.0),
     ("kernel.results.time-warping-sparsemax", EXP, "full", "N=64", "accuracy", "Kernel Sparsemax", "Cts Sparsemax", 90.0, 3.0),
     ("bidir.results.auto-mpg-atn-vs-rf", "bidir-auto-mpg", "full", "origin split", "acc", "ATN", "RF", 0.72, 0.08),
+    ("efa.results.temperature-depth-l4", "efa-temperature", "full", "Colorado substitute", "test MSE",
+     "EFA(l=4)", "EFA(l=1)", 0.61, -0.1),
+    ("efa.results.temperature-1d-ahead", "efa-temperature", "full", "Colorado substitute", "test MSE",
+     "EFA(l=4, 1D ahead)", "EFA(l=4)", 0.64, -0.1),
+    ("efa.results.temperature-2d-ahead", "efa-temperature", "full", "Colorado substitute", "test MSE",
+     "EFA(l=4, 2D ahead)", "EFA(l=4)", 0.64, -0.1),
 ]
 
 
