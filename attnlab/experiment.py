@@ -655,8 +655,10 @@ def contexts(args, experiment: str, config: dict, tag: str = "",
 
 
 def context(args, experiment: str, config: dict, seed: int, tag: str = "",
-            substitute: str | None = None, config_name: str | None = None) -> RunContext:
-    """The RunContext of one seed (for a task of :func:`fan_out`)."""
-    device = resolve_device(getattr(args, "device", "auto"))
+            substitute: str | None = None, config_name: str | None = None,
+            device: str | None = None) -> RunContext:
+    """The RunContext of one seed (for a task of :func:`fan_out`).  `device` overrides --device for a
+    run that cannot use it (a scikit-learn baseline always runs, and is recorded, on the CPU)."""
+    device = resolve_device(device or getattr(args, "device", "auto"))
     return RunContext(experiment, seed, device, bool(getattr(args, "quick", False)), config, args,
                       tag, substitute, config_name)

@@ -422,3 +422,21 @@ def test_table_figure_titles_count_seeds_per_model_and_name_the_missing_models()
     assert F._missing(st, F.MODELS1).endswith("the paper's number only: RF, GB, MLP)")
     even = F._stats([r for r in recs if r["metrics"][0]["model"] == "ATN"])
     assert F._seeds(even, ("ATN",)) == "5 seed(s)" and F._missing(even, ("ATN",)) == ""
+
+
+def test_baseline_records_name_the_cpu_on_a_gpu_machine(tmp_path, monkeypatch):
+    """The scikit-learn baselines run on the CPU: on a machine where --device auto resolves to cuda, their
+    records still say cpu, while ATN's says cuda (ATN's training is stubbed here: no GPU on this machine)."""
+    import attnlab.experiment as E
+    from attnlab.experiments.bidir import tabular_sim as ts
+
+    resolve = E.resolve_device
+    monkeypatch.setattr(E, "resolve_device", lambda name: "cuda" if name == "auto" else resolve(name))
+    monkeypatch.setattr(E, "device_description", lambda d: f"{d}:test")
+    monkeypatch.setattr(ts, "_run_atn", lambda args, ctx, cfg, datasets, seed: (
+        {label: {"acc": 0.5, "mse": 1.0, "train_acc": 0.5} for label, _ in datasets}, {}))
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    assert ts.main(["--quick", "--seed", "0", "--quiet", "--results-dir", str(tmp_path), "--models", "LR,ATN"]) == 0
+    folder = tmp_path / "bidir-tabular-sim" / "quick"
+    devices = {m: json.loads((folder / f"{m}-seed0.json").read_text())["device_name"] for m in ("LR", "ATN")}
+    assert devices == {"LR": "cpu:test", "ATN": "cuda:test"}

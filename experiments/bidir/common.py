@@ -24,9 +24,10 @@ def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute:
     yield from contexts(args, experiment, config, tag=tag, substitute=substitute, config_name=_folder(args))
 
 
-def run_context(args, experiment: str, config: dict, seed: int, tag: str = "") -> RunContext:
+def run_context(args, experiment: str, config: dict, seed: int, tag: str = "",
+                device: str | None = None) -> RunContext:
     """The RunContext of one seed, its records kept apart as in :func:`run_contexts`."""
-    return context(args, experiment, config, seed, tag, None, _folder(args))
+    return context(args, experiment, config, seed, tag, None, _folder(args), device=device)
 
 
 def _folder(args) -> str | None:

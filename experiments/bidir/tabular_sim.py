@@ -207,7 +207,8 @@ def main(argv: list[str]) -> int:
         data_seed = authors_seeds(max(20, seed + 1))[seed]
         datasets = None
         for model in (m for m in MODELS if m in models):
-            ctx = run_context(args, EXPERIMENT, cfg, seed, tag=model)
+            # the baselines are scikit-learn's: they run on the CPU whatever --device says
+            ctx = run_context(args, EXPERIMENT, cfg, seed, tag=model, device=None if model == "ATN" else "cpu")
             if ctx.done():
                 continue
             if datasets is None:
