@@ -30,7 +30,9 @@ PAPER_TITLES = {
 }
 METHODS = ("sympy", "mpmath", "cvxpy", "float64", "torch", "training", "results")
 TIERS = ("fast", "slow")
-EXPECTED = ("holds", "erratum")
+# Expected verdicts.  `fails` is for an empirical claim (method `results`) that the converged records do not
+# support: a finding, recorded as such, whose numbers are in the experiment's docs.
+EXPECTED = ("holds", "erratum", "fails")
 # Verdicts a run can produce.  `fails`: the statement (or, for an erratum, the corrected statement)
 # does not hold.  `skipped`: the check could not run.  `error`: the check itself raised.
 VERDICTS = ("holds", "erratum", "fails", "skipped", "error")
@@ -130,6 +132,9 @@ def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "
     _validate(expected, EXPECTED, "expected")
     if expected == "erratum" and not corrected:
         raise ValueError(f"claim {id}: an erratum needs the corrected statement (corrected=...)")
+    if expected == "fails" and method != "results":
+        raise ValueError(f"claim {id}: only an empirical claim (method 'results') may be expected to fail; "
+                         "a theory claim that fails is an erratum (expected='erratum', corrected=...)")
 
     def deco(fn: Callable[[], Evidence]):
         if id in _REGISTRY and _REGISTRY[id].check.__qualname__ != fn.__qualname__:

@@ -15,7 +15,8 @@ Generated from the catalog by `python -m attnlab.docs`; a test fails when this f
 disagree. `attnlab verify --tier all --json -` gives the measured values, tolerances and verdicts.
 Empirical claims (method `results`) are judged from the committed results records of the experiments
 (converged records of the paper's configuration, >= 5 seeds, Student-t 95% CI); until those exist they
-are `skipped` with the reason.  Per paper: {counts}.
+are `skipped` with the reason; one whose converged records do not support it is expected to `fail` (a
+finding, not reproduced).  Per paper: {counts}.
 
 """
 
@@ -62,8 +63,10 @@ def render() -> str:
     claims = catalog.all_claims()
     by = Counter((c.paper, c.expected) for c in claims)
     emp = Counter(c.paper for c in claims if c.method == "results")
-    counts = "; ".join(f"{p} {by[(p, 'holds')] + by[(p, 'erratum')] - emp[p]} theory + {emp[p]} empirical claims "
-                       f"({by[(p, 'erratum')]} errata)" for p in catalog.PAPERS)
+    counts = "; ".join(f"{p} {sum(n for (q, _), n in by.items() if q == p) - emp[p]} theory + {emp[p]} empirical "
+                       f"claims ({by[(p, 'erratum')]} errata"
+                       + (f", {by[(p, 'fails')]} not reproduced" if by[(p, 'fails')] else "") + ")"
+                       for p in catalog.PAPERS)
     return HEADER.format(counts=counts) + claims_markdown(claims) + "\n" + non_claims_markdown()
 
 

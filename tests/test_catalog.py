@@ -59,6 +59,19 @@ def test_non_evidence_return_is_error():
     assert run_claim(_claim(lambda: True)).verdict == "error"
 
 
+def test_empirical_claim_expected_to_fail():
+    """expected="fails" (a results claim the records do not support): its fails verdict is as expected, and
+    a later holds (the records changed) is flagged; a theory claim may not be expected to fail."""
+    def results_claim(check):
+        return Claim("fenchel.test.y", "fenchel", "Table 0", "an empirical claim", "results", "fast",
+                     "fails", check, "", ())
+    assert run_claim(results_claim(lambda: holds_if(False, 1.0, "CI"))).ok
+    rec = run_claim(results_claim(lambda: holds_if(True, 1.0, "CI")))
+    assert rec.verdict == "holds" and not rec.ok
+    with pytest.raises(ValueError, match="only an empirical claim"):
+        catalog.claim("fenchel.x", reference="r", statement="s", method="float64", expected="fails")
+
+
 def test_registration_validates():
     with pytest.raises(ValueError, match="method"):
         catalog.claim("fenchel.x", reference="r", statement="s", method="guess")

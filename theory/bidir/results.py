@@ -28,9 +28,9 @@ _beats("bidir.results.tabular-atn-vs-gb", "Table 1 (covariate shift), Sec 3.1", 
 COMPETITIVE_MARGIN = 0.05
 
 
-def _competitive(baseline):
+def _competitive(baseline, expected="holds"):
     @claim(f"bidir.results.tabular-atn-competitive-{baseline.lower()}", reference="Table 1 caption, Sec 3.1",
-           method="results",
+           method="results", expected=expected,
            statement=f"ATN's test accuracy is better than or competitive with {baseline}'s in every one of the 12 "
                      "settings of Table 1 (the authors' pooled bins): in each, the paired 95% CI of ATN - "
                      f"{baseline} lies above -{COMPETITIVE_MARGIN:g}; data: the paper's generator (App. D).")
@@ -49,8 +49,11 @@ def _competitive(baseline):
                         explanation=f"bidir-tabular-sim (full), paired over seeds; lowest CI end at {worst}")
 
 
-for _b in ("RF", "GB", "MLP"):
-    _competitive(_b)
+_competitive("RF")
+_competitive("MLP")
+# not reproduced at 5 seeds: ATN - GB is level at n_c = 1 (-0.013 to +0.008), but at (1, 0.5, 0.9) the paired
+# CI is [-0.060, +0.036] (docs/bidir_experiments.md); more GB seeds narrow it
+_competitive("GB", expected="fails")
 
 _beats("bidir.results.auto-mpg-atn-vs-lr", "Table 2 (auto-mpg, origin split), Sec 3.2", "bidir-auto-mpg",
        "origin split", "UCI auto-mpg (the paper's)", "ATN", "LR")
