@@ -52,7 +52,7 @@ _beats("efa.results.temperature-depth-l2", "Fig 6 (temperature), Sec 6.4, App. H
 LEVEL_MSE = 0.05
 _TEMPERATURE = ("efa-temperature", "full", "Colorado substitute", "test MSE")
 _LEVEL = "On the Colorado substitute {w} and {l} are not distinguishable: the paired 95% CI of {w} - {l} over " \
-         "5 seeds contains 0 and |mean| < 0.05 ({why})."
+         "5 seeds contains 0 and |mean| < {level:g} ({why})."
 for _w, _l, _cid, _why in (
         ("EFA(l=4)", "EFA(l=1)", "temperature-depth-l4",
          "with 126 training months, four layers reach the lowest training loss of the three depths and stop "
@@ -64,7 +64,7 @@ for _w, _l, _cid, _why in (
     @claim(f"efa.results.{_cid}", reference="Fig 6 (temperature), Sec 6.4, App. H.4", method="results",
            statement=f"{_w} has a lower test MSE than {_l} on temperature (Colorado substitute); data: LABELLED "
                      "SUBSTITUTE (Colorado monthly temperatures).",
-           corrected=_LEVEL.format(w=_w, l=_l, why=_why), expected="erratum")
+           corrected=_LEVEL.format(w=_w, l=_l, level=LEVEL_MSE, why=_why), expected="erratum")
     def _(_w=_w, _l=_l):
         return not_better(*_TEMPERATURE, _w, _l, max_abs=LEVEL_MSE, lower_is_better=True)
 
