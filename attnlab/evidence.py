@@ -70,7 +70,18 @@ def _t95(n: int) -> float:
     return float(stats.t.ppf(0.975, n - 1))
 
 
+def _ci(values: list[float]) -> dict:
+    """Mean, Student-t 95% CI half-width, [lo, hi] and n of >= 2 values."""
+    n = len(values)
+    m = sum(values) / n
+    sd = math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1))
+    h = _t95(n) * sd / math.sqrt(n)
+    return {"mean": m, "ci95": h, "lo": m - h, "hi": m + h, "n": n}
+
+
 def _need(n: int, need: int, config: str, have: Counter, what: str) -> None:
+    if need < 2:
+        raise ValueError(f"min_seeds must be at least 2 (a t confidence interval needs two seeds); got {need!r}")
     if n >= need:
         return
     parts = [f"{cfg}: {c}{'' if ok else ' unconverged'}" for (cfg, ok), c in sorted(have.items(), key=str)]
@@ -83,12 +94,7 @@ def mean_ci(experiment: str, config: str, setting: str, model: str, metric: str,
     """Mean, CI half-width, [lo, hi] and n of one model's metric over converged seeds (or Skip)."""
     vals, have = seed_values(experiment, config, setting, model, metric, root)
     _need(len(vals), min_seeds, config, have, f"{model} / {setting} / {metric}")
-    v = list(vals.values())
-    n = len(v)
-    m = sum(v) / n
-    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
-    h = _t95(n) * sd / math.sqrt(n)
-    return {"mean": m, "ci95": h, "lo": m - h, "hi": m + h, "n": n, "seeds": sorted(vals)}
+    return {**_ci(list(vals.values())), "seeds": sorted(vals)}
 
 
 def paired_difference(experiment: str, config: str, setting: str, metric: str, a: str, b: str,
@@ -100,12 +106,8 @@ def paired_difference(experiment: str, config: str, setting: str, metric: str, a
     common = sorted(set(va) & set(vb))
     where = setting if isinstance(setting, str) else " + ".join(setting)
     _need(len(common), min_seeds, config, ha, f"{a} vs {b} / {where} / {metric}")
-    d = [va[s] - vb[s] for s in common]
-    n = len(d)
-    m = sum(d) / n
-    sd = math.sqrt(sum((x - m) ** 2 for x in d) / (n - 1))
-    h = _t95(n) * sd / math.sqrt(n)
-    return {"mean": m, "ci95": h, "lo": m - h, "hi": m + h, "n": n, "seeds": common,
+    n = len(common)
+    return {**_ci([va[s] - vb[s] for s in common]), "seeds": common,
             "mean_a": sum(va[s] for s in common) / n, "mean_b": sum(vb[s] for s in common) / n}
 
 

@@ -481,6 +481,11 @@ def metric_row(setting: str, model: str, metric: str, value: float, converged: b
 SETTINGS_KEY = "_attnlab_run_settings"
 # wall seconds the run had spent up to its last checkpoint, so that a resumed run's record counts them
 WALL_KEY = "_attnlab_wall_seconds"
+# the devices (device_description) of the invocations up to the last checkpoint, in order, so that the
+# record of a run resumed elsewhere (a GPU machine's checkpoint finished on a CPU) names every one
+DEVICES_KEY = "_attnlab_devices"
+# what a checkpoint written before DEVICES_KEY existed says about its invocations' devices
+_UNRECORDED = "not recorded"
 # Flags (and config values of the same name) that only pick which runs to do; every runner names the
 # pick in the run's tag, so a run is the same run whichever other runs were picked beside it.
 _PICKS = {"models", "ks", "efa"}
@@ -535,6 +540,12 @@ class RunContext:
         self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
         self.t0 = time.perf_counter()
         self.wall_before = 0.0      # seconds spent by earlier, interrupted invocations (from --resume)
+        self.devices_before: list[str] = []     # their devices, in order (from --resume)
+
+    def devices(self) -> list[str]:
+        """The devices this run has trained on, in order (one entry per change of device)."""
+        here = device_description(self.device)
+        return self.devices_before + ([] if self.devices_before[-1:] == [here] else [here])
 
     def wall_seconds(self) -> float:
         """Wall time of this run: this invocation plus what earlier invocations had spent up to the
@@ -571,7 +582,7 @@ class RunContext:
 
     def save_checkpoint(self, state: dict) -> None:
         atomic_torch_save(self.checkpoint_path, {**state, SETTINGS_KEY: self.settings,
-                                                    WALL_KEY: self.wall_seconds()})
+                                                    WALL_KEY: self.wall_seconds(), DEVICES_KEY: self.devices()})
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
@@ -586,6 +597,7 @@ class RunContext:
         state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
         saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
+        devices = state.pop(DEVICES_KEY, [_UNRECORDED]) if isinstance(state, dict) else [_UNRECORDED]
         if isinstance(saved, dict):
             saved = _defining(saved)
         if saved != self.settings:
@@ -597,6 +609,7 @@ class RunContext:
         if self.verbose:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
         self.wall_before = float(wall)
+        self.devices_before = [str(d) for d in devices]
         return state
 
     def converged(self, training: dict | None) -> bool | None:
@@ -620,6 +633,7 @@ class RunContext:
         rec = {
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
             "seed": self.seed, "device": self.device, "device_name": device_description(self.device),
+            "devices": self.devices(),
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(self.wall_seconds(), 3),
             "git_revision": git_revision(), "versions": package_versions(),

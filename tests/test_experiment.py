@@ -85,6 +85,37 @@ def test_a_resumed_run_records_the_wall_time_of_its_earlier_invocations(tmp_path
     assert fresh.wall_seconds() < 60
 
 
+
+def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatch):
+    """A checkpoint written on a GPU machine and finished on a CPU: the record's `devices` lists both,
+    in order; a checkpoint from before devices were kept says so; a run never moved names one device."""
+    import torch
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = E.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"])
+    cpu = E.device_description("cpu")
+    monkeypatch.setattr(E, "device_description", lambda d: "cuda:GPU" if d == "cuda" else cpu)
+    gpu = E.RunContext("efa-demo", 0, "cuda", False, {"lr": 0.1}, args)     # no GPU needed: nothing runs on it
+    gpu.save_checkpoint({"epoch": 3})
+    again = E.RunContext("efa-demo", 0, "cuda", False, {"lr": 0.1}, args)
+    again.load_checkpoint()
+    again.save_checkpoint({"epoch": 4})                       # same device again: not listed twice
+    here = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    assert here.load_checkpoint() == {"epoch": 4}
+    rec = json.loads(here.write_record([E.metric_row("s", "EFA", "mse", 1.0)]).read_text())
+    assert rec["devices"] == ["cuda:GPU", cpu] and rec["device_name"] == cpu
+    old = E.context(args, "efa-demo", {"lr": 0.1}, 1)
+    old.save_checkpoint({"epoch": 1})
+    state = torch.load(old.checkpoint_path, weights_only=False)
+    del state[E.DEVICES_KEY]
+    torch.save(state, old.checkpoint_path)
+    resumed = E.context(args, "efa-demo", {"lr": 0.1}, 1)
+    resumed.load_checkpoint()
+    assert json.loads(resumed.write_record([]).read_text())["devices"] == ["not recorded", cpu]
+    one = E.context(args, "efa-demo", {"lr": 0.1}, 2)
+    assert json.loads(one.write_record([]).read_text())["devices"] == [cpu]
+
 def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     """Seed skipping takes a record as done only when it was written with the same config values; one
     written with others is refused in one line (--force replaces it)."""

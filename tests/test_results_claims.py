@@ -63,6 +63,28 @@ def test_holds_fails_and_inconclusive(tmp_path):
     assert in_range(EXP, "full", "N=64", "B", "accuracy", 86, 90, root=tmp_path).verdict == "fails"
 
 
+
+def test_confidence_intervals_are_scipys_t_interval_and_need_two_seeds(tmp_path):
+    """mean_ci / paired_difference against scipy.stats.t.interval (float64, 1e-12); min_seeds < 2 is refused
+    with a message naming it (a t interval of one seed divides by zero)."""
+    import numpy as np
+    from scipy import stats
+
+    from attnlab.evidence import mean_ci
+
+    a, b = [90.0, 91.5, 89.25, 92.0, 90.75, 88.5], [80.0, 80.5, 81.0, 79.0, 80.25, 82.0]
+    for s in range(len(a)):
+        _write(tmp_path, "full", s, {"A": a[s], "B": b[s]})
+    for got, v in ((mean_ci(EXP, "full", "N=64", "A", "accuracy", root=tmp_path), np.array(a)),
+                   (paired_difference(EXP, "full", "N=64", "accuracy", "A", "B", root=tmp_path),
+                    np.array(a) - np.array(b))):
+        lo, hi = stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=stats.sem(v))
+        assert got["n"] == len(v) and abs(got["lo"] - lo) < 1e-12 and abs(got["hi"] - hi) < 1e-12
+    for call in (lambda: mean_ci(EXP, "full", "N=64", "A", "accuracy", min_seeds=1, root=tmp_path),
+                 lambda: paired_difference(EXP, "full", "N=64", "accuracy", "A", "B", min_seeds=0, root=tmp_path)):
+        with pytest.raises(ValueError, match="min_seeds must be at least 2"):
+            call()
+
 def test_registered_results_claims_read_the_results_root(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     soft = catalog.get_claim("kernel.results.time-warping-softmax")
