@@ -539,6 +539,8 @@ class RunContext:
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
         self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
         self.t0 = time.perf_counter()
+        # the code this run executes: the revision when it starts, not when its record is written hours later
+        self.revision = git_revision()
         self.wall_before = 0.0      # seconds spent by earlier, interrupted invocations (from --resume)
         self.devices_before: list[str] = []     # their devices, in order (from --resume)
 
@@ -636,7 +638,7 @@ class RunContext:
             "devices": self.devices(),
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(self.wall_seconds(), 3),
-            "git_revision": git_revision(), "versions": package_versions(),
+            "git_revision": self.revision, "versions": package_versions(),
             "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

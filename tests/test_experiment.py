@@ -116,6 +116,16 @@ def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatc
     one = E.context(args, "efa-demo", {"lr": 0.1}, 2)
     assert json.loads(one.write_record([]).read_text())["devices"] == [cpu]
 
+
+def test_a_record_names_the_revision_its_run_started_under(tmp_path, monkeypatch):
+    """A commit made while a long run trains does not change what its record says ran."""
+    monkeypatch.setattr(E, "git_revision", lambda: "aaaaaaa")
+    p = E.experiment_parser("efa-demo", "demo")
+    ctx = E.context(p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]),
+                    "efa-demo", {"lr": 0.1}, 0)
+    monkeypatch.setattr(E, "git_revision", lambda: "bbbbbbb")
+    assert json.loads(ctx.write_record([]).read_text())["git_revision"] == "aaaaaaa"
+
 def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     """Seed skipping takes a record as done only when it was written with the same config values; one
     written with others is refused in one line (--force replaces it)."""
