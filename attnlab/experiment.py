@@ -527,6 +527,7 @@ class RunContext:
     def __init__(self, experiment: str, seed: int, device: str, quick: bool, config: dict,
                  args=None, tag: str = "", substitute: str | None = None, config_name: str | None = None):
         self.experiment, self.seed, self.device = experiment, int(seed), device
+        self.device_name = device_description(device)
         # quick, full (the paper's), or a named intermediate config whose records get their own folder
         self.config_name = config_name or ("quick" if quick else "full")
         self.config, self.tag, self.substitute = dict(config), tag, substitute
@@ -546,8 +547,8 @@ class RunContext:
 
     def devices(self) -> list[str]:
         """The devices this run has trained on, in order (one entry per change of device)."""
-        here = device_description(self.device)
-        return self.devices_before + ([] if self.devices_before[-1:] == [here] else [here])
+        moved = self.devices_before[-1:] != [self.device_name]
+        return self.devices_before + ([self.device_name] if moved else [])
 
     def wall_seconds(self) -> float:
         """Wall time of this run: this invocation plus what earlier invocations had spent up to the
@@ -634,7 +635,7 @@ class RunContext:
         follows from it (:meth:`converged`)."""
         rec = {
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
-            "seed": self.seed, "device": self.device, "device_name": device_description(self.device),
+            "seed": self.seed, "device": self.device, "device_name": self.device_name,
             "devices": self.devices(),
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(self.wall_seconds(), 3),

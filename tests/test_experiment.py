@@ -85,7 +85,6 @@ def test_a_resumed_run_records_the_wall_time_of_its_earlier_invocations(tmp_path
     assert fresh.wall_seconds() < 60
 
 
-
 def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatch):
     """A checkpoint written on a GPU machine and finished on a CPU: the record's `devices` lists both,
     in order; a checkpoint from before devices were kept says so; a run never moved names one device."""
@@ -125,6 +124,7 @@ def test_a_record_names_the_revision_its_run_started_under(tmp_path, monkeypatch
                     "efa-demo", {"lr": 0.1}, 0)
     monkeypatch.setattr(E, "git_revision", lambda: "bbbbbbb")
     assert json.loads(ctx.write_record([]).read_text())["git_revision"] == "aaaaaaa"
+
 
 def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     """Seed skipping takes a record as done only when it was written with the same config values; one

@@ -63,7 +63,6 @@ def test_holds_fails_and_inconclusive(tmp_path):
     assert in_range(EXP, "full", "N=64", "B", "accuracy", 86, 90, root=tmp_path).verdict == "fails"
 
 
-
 def test_confidence_intervals_are_scipys_t_interval_and_need_two_seeds(tmp_path):
     """mean_ci / paired_difference against scipy.stats.t.interval (float64, 1e-12); min_seeds < 2 is refused
     with a message naming it (a t interval of one seed divides by zero)."""
@@ -84,6 +83,7 @@ def test_confidence_intervals_are_scipys_t_interval_and_need_two_seeds(tmp_path)
                  lambda: paired_difference(EXP, "full", "N=64", "accuracy", "A", "B", min_seeds=0, root=tmp_path)):
         with pytest.raises(ValueError, match="min_seeds must be at least 2"):
             call()
+
 
 def test_registered_results_claims_read_the_results_root(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
