@@ -615,24 +615,22 @@ class RunContext:
         self.devices_before = [str(d) for d in devices]
         return state
 
-    def converged(self, training: dict | None) -> bool | None:
-        """Whether the stop rule of this run's config fired: early stopping on validation, an
-        optimiser's own convergence test ('tolerance', e.g. L-BFGS's gradient norm), or the paper's
-        fixed schedule completed (config 'full', or a named variant of it whose runner says so with
-        training['schedule'] = 'paper'); never for quick runs.  None: not a training run
-        (training=None: a benchmark, an evaluation of given weights)."""
-        if training is None:
-            return None
-        if self.config_name == "quick" or self.config_name.startswith("quick-"):
-            return False
-        stopped = training.get("stopped")
-        paper_schedule = self.config_name == "full" or training.get("schedule") == "paper"
-        return stopped in ("early-stop", "tolerance") or (stopped == "fixed-schedule" and paper_schedule)
+    def converged(self, record: dict, trivial: dict | None = None) -> dict:
+        """The judgement of :mod:`attnlab.convergence` on `record` (its stored curves): {"converged":
+        True | False | None, "convergence": {...}, "rows": ...}.  How training stopped is not evidence."""
+        from attnlab.convergence import judge_record
 
-    def write_record(self, metrics: list[dict], extra: dict | None = None, training: dict | None = None) -> Path:
+        return judge_record(record, trivial)
+
+    def write_record(self, metrics: list[dict], extra: dict | None = None, training: dict | None = None,
+                     trivial: dict | None = None) -> Path:
         """Write the run's record.  `training` says how training ended: {stopped: early-stop | tolerance |
-        max-epochs | time-limit | fixed-schedule, best_epoch, epochs_run, max_epochs}; the record's `converged`
-        follows from it (:meth:`converged`)."""
+        max-epochs | time-limit | fixed-schedule, best_epoch, epochs_run, max_epochs}; `extra.history` holds
+        the whole per-epoch curve; `trivial` the trivial predictor's value on the compared metric
+        ({"value": ..., "perfect": ...}, :func:`attnlab.convergence.judge_record`).  The record's
+        `converged` and `convergence` are judged from the stored curves (:mod:`attnlab.convergence`)."""
+        from attnlab.convergence import apply
+
         rec = {
             "experiment": self.experiment, "config": self.config_name, "tag": self.tag,
             "seed": self.seed, "device": self.device, "device_name": self.device_name,
@@ -644,9 +642,12 @@ class RunContext:
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         rec["training"] = training
-        rec["converged"] = self.converged(training)
+        rec["converged"] = None
         if extra:
             rec["extra"] = extra
+        from attnlab.catalog import jsonable
+
+        rec = apply(json.loads(json.dumps(jsonable(rec), default=str)), trivial)
         path = atomic_write_json(self.record_path, rec)
         if self.checkpoint_path.exists():
             self.checkpoint_path.unlink()

@@ -17,17 +17,25 @@ ROW_KEYS = ("experiment", "setting", "model", "metric", "paper", "ours_mean", "o
 
 
 def record_converged(rec: dict) -> bool:
-    """A record's training converged (its config's stop rule fired), or it is not a training run
-    (`converged: null`).  Records written before convergence was recorded have no `converged` key:
-    they count as not converged."""
-    return "converged" in rec and rec["converged"] in (True, None)
+    """A record is usable: its training converged by the rule of :mod:`attnlab.convergence` (judged from
+    its stored curves: `converged` is True), or it is not a training run (its `convergence.status` is
+    "not-trained": a pretrained model evaluated, a timing).  `converged: null` (unknown: not enough
+    curve stored, trivial value unknown) and a record without the key count as not converged."""
+    if rec.get("converged") is True:
+        return True
+    return ((rec.get("convergence") or {}).get("status") == "not-trained")
 
 
 def row_converged(rec: dict, row: dict) -> bool:
     """Whether one metric row of a record comes from a converged run: the row's own `converged` where
-    the record trains several models and says it per model, else the record's (:func:`record_converged`)."""
+    the record trains several models and says it per model (True; or null for a row whose entry in the
+    record's `convergence.models` is "not-trained"), else the record's (:func:`record_converged`)."""
     if "converged" in row:
-        return row["converged"] in (True, None)
+        if row["converged"] is True:
+            return True
+        per = (rec.get("convergence") or {}).get("models") or {}
+        entry = per.get(f"{row.get('setting')} {row.get('model')}") or {}
+        return row["converged"] is None and entry.get("status") == "not-trained"
     return record_converged(rec)
 
 

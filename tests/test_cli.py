@@ -93,8 +93,11 @@ def test_results_per_seed_lists_every_seed_in_order(tmp_path, capsys):
     args = argparse.Namespace(results_dir=str(tmp_path), quiet=True, force=False, resume=False)
     for seed, value in [(2, 3.0), (0, 1.0), (1, 2.5)]:
         ctx = E.RunContext("efa-demo", seed, "cpu", False, {"lr": 0.1}, args, "uni-EFA")
+        # seeds 1, 2: a validation curve that levelled off; seed 0: one still falling (attnlab.convergence)
+        val = [5.0, 3.0, 2.0, 2.0, 2.0, 2.1] if seed else [5.0, 4.0, 3.0, 2.0, 1.5, 1.0]
         ctx.write_record([E.metric_row("s", "EFA", "mse", value)],
-                         training={"stopped": "early-stop" if seed else "max-epochs", "epochs_run": 3})
+                         training={"stopped": "early-stop" if seed else "max-epochs", "epochs_run": 6},
+                         extra={"history": [[i + 1, v, v] for i, v in enumerate(val)]}, trivial={"value": 10.0})
     assert main(["results", "efa", "--per-seed", "--results-dir", str(tmp_path), "--json", "-"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["seeds"] == [0, 1, 2] and row["values"] == [1.0, 2.5, 3.0]

@@ -171,7 +171,8 @@ def test_efa_sampling_modes_get_their_own_config_folder():
     assert config_name(ns(sampling="targets", quick=False)) == "full-targets"
     assert config_name(ns(sampling="targets", quick=True)) == "quick-targets"
     ctx = E.RunContext("efa-demo", 0, "cpu", True, {}, None, "t", None, "quick-targets")
-    assert ctx.record_path.parent.name == "quick-targets" and ctx.converged({"stopped": "early-stop"}) is False
+    assert ctx.record_path.parent.name == "quick-targets" and ctx.converged(
+        {"experiment": "efa-demo", "metrics": [], "training": {"stopped": "early-stop"}})["converged"] is None
     # --lr (choosing the learning rate on validation) gets its own folder too
     assert config_name(ns(sampling="sequences", quick=False, lr=3e-4)) == "full-lr0.0003"
     assert config_name(ns(sampling="targets", quick=True, lr=0.001)) == "quick-targets-lr0.001"

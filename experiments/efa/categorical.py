@@ -81,7 +81,8 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
             r2, e2 = after(ctx, setting, model, net)
             rows += r2
             extra.update(e2)
-        ctx.write_record(rows, extra=extra, training=res.training())
+        ctx.write_record(rows, extra=extra, training=res.training(),
+                         trivial=C.trivial_loss(train, val, "categorical", n_items))
         if not args.quiet:
             print(f"{experiment} {setting} {model} seed {ctx.seed}: test CE {ce:.4f} "
                   f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)", file=sys.stderr)

@@ -322,7 +322,50 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
     stopped = ("early-stop" if bad >= cfg.patience and len(history) < cfg.epochs else
                "fixed-schedule" if cfg.patience >= cfg.epochs else "max-epochs")
     return FitResult(len(history), best_epoch, best_val, spent + time.perf_counter() - t0,
-                     [list(h) for h in history], stopped, cfg.epochs)
+                     [[int(h[0]), _sig7(float(h[1])), _sig7(float(h[2]))] for h in history], stopped, cfg.epochs)
+
+
+def _target_values(data: dict, key: str) -> np.ndarray:
+    """`data[key]` at every target of an example dict (masked position, or every real position of a
+    sequence example), as a float64 array."""
+    t = np.asarray(data[key])
+    if "target" in data:
+        t = t[np.arange(t.shape[0]), np.asarray(data["target"])]
+    elif "lengths" in data:
+        t = t[np.arange(t.shape[1])[None, :] < np.asarray(data["lengths"])[:, None]]
+    return np.asarray(t, dtype=np.float64).reshape(-1)
+
+
+def trivial_loss(train: dict, val: dict, kind: str, n_items: int | None = None,
+                 key: str | None = None, perfect: float | None = None) -> dict:
+    """The trivial predictor's validation loss, the input of attnlab.convergence's test (a): the
+    training targets' mean (kind "mse"; `perfect` the Bayes MSE where known, else 0), their add-one
+    smoothed marginal frequencies over `n_items` items ("categorical", items numbered from 1; perfect
+    0), or a constant Poisson rate fitted on them ("poisson_v1": y-1 ~ Poisson(e^z); "poisson_v2":
+    y ~ Poisson(1+e^z); in the authors' code loss, whose perfect value is the saturated model's).
+    Returns {"value", "perfect", "what"}."""
+    if kind == "categorical":
+        ytr = _target_values(train, key or "items").astype(np.int64) - 1
+        yva = _target_values(val, key or "items").astype(np.int64) - 1
+        counts = np.bincount(ytr, minlength=n_items).astype(np.float64) + 1.0
+        logp = np.log(counts / counts.sum())
+        return {"value": float(-logp[yva].mean()), "perfect": 0.0,
+                "what": "cross-entropy of the training items' marginal frequencies (add-one)"}
+    ytr, yva = _target_values(train, key or "values"), _target_values(val, key or "values")
+    if kind == "mse":
+        return {"value": float(np.mean((yva - ytr.mean()) ** 2)), "perfect": 0.0 if perfect is None else perfect,
+                "what": "MSE of the training mean"}
+    if kind in ("poisson_v1", "poisson_v2"):
+        k_tr, k_va = (ytr - 1, yva - 1) if kind == "poisson_v1" else (ytr, yva)
+        rate = max(float(k_tr.mean()), 1e-12) if kind == "poisson_v1" else max(float(k_tr.mean()), 1.0)
+        xlogx = np.where(k_va > 0, k_va * np.log(np.where(k_va > 0, k_va, 1.0)), 0.0)
+        return {"value": float(np.mean(rate - k_va * math.log(rate))), "perfect": float(np.mean(k_va - xlogx)),
+                "what": "Poisson code loss of the training targets' constant rate"}
+    raise ValueError(f"kind must be one of mse, categorical, poisson_v1, poisson_v2; got {kind!r}")
+
+
+def _sig7(x: float) -> float:
+    return float(f"{x:.6e}") if math.isfinite(x) and x != 0 else x
 
 
 # --------------------------------------------------------------------------- misc

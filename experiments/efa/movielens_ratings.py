@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
         ctx.write_record(rows, extra={"epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                                       "train_seconds": res.train_seconds, "history": res.history,
                                       "sampling": args.sampling, "n_test_targets": C.n_targets(test)},
-                         training=res.training())
+                         training=res.training(), trivial=C.trivial_loss(train, val, f"poisson_{version}"))
         if not args.quiet:
             print(f"{EXPERIMENT} {s} {model} seed {ctx.seed}: test CE {ce:.4f}, NLL {full:.4f}, "
                   f"mean pred {mp[0]:.2f}/{mp[1]:.2f}/{mp[2]:.2f}", file=sys.stderr)

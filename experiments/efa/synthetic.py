@@ -22,6 +22,7 @@ SETTINGS = ("unidirectional", "bidirectional")
 MODELS = ("FM", "EFA")
 # population optima of the best FM (App. H.1; exact rationals computed by sympy, docs/instances.md)
 FM_OPTIMUM = {"bidirectional": 2.605109, "unidirectional": 4.518119}
+BAYES_MSE = 1.0     # the noise variance: the population MSE of the true conditional means
 
 FULL = {"n_users": 10000, "n_train_users": 7500, "val_fraction": 0.25, "dim": 32, "heads": 2,
         "layers": 2, "lr": 1e-4, "epochs": 1000, "patience": 10, "batch_size": 256,
@@ -94,7 +95,7 @@ def main(argv: list[str]) -> int:
                                       "sampling": args.sampling,
                                       "epochs_run": res.epochs_run, "best_epoch": res.best_epoch,
                                       "train_seconds": res.train_seconds, "history": res.history},
-                         training=res.training())
+                         training=res.training(), trivial=C.trivial_loss(train, val, "mse", perfect=BAYES_MSE))
         if not args.quiet:
             print(f"{EXPERIMENT} {setting} {model} seed {ctx.seed}: test MSE {mse:.4f} "
                   f"(epochs {res.epochs_run}, {res.train_seconds:.0f}s)")

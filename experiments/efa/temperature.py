@@ -54,6 +54,12 @@ def examples(grid: D.Grid, split: str, scale: tuple[float, float]) -> dict:
             "target": torch.as_tensor(site, dtype=torch.long)}
 
 
+def trivial(d: dict) -> dict:
+    """The training mean's validation MSE (in the loss's scaled units): attnlab.convergence's trivial
+    predictor."""
+    return C.trivial_loss(d["train"], d["val"], "mse", key="y")
+
+
 def mse_loss(model, b):
     import torch
 
@@ -134,8 +140,8 @@ def main(argv: list[str]) -> int:
             ctx.write_record([metric_row(setting, name, "test MSE", mse)],
                              extra={"data": grid.description, "scale": s, "epochs_run": res.epochs_run,
                                     "best_epoch": res.best_epoch, "train_seconds": res.train_seconds,
-                                    "history": res.history[-5:], "n_test_targets": C.n_examples(d["test"])},
-                             training=res.training())
+                                    "history": res.history, "n_test_targets": C.n_examples(d["test"])},
+                             training=res.training(), trivial=trivial(d))
             summary.setdefault(name, []).append(mse)
             if not args.quiet:
                 print(f"{EXPERIMENT} {name} seed {ctx.seed}: test MSE {mse:.3f} (epochs {res.epochs_run}, "

@@ -309,11 +309,21 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
     res["epoch_seconds"] = float(np.mean([h["seconds"] for h in history])) if history else float("nan")
     res["non_finite_batches"] = skipped
     res["history"] = history
+    res["trivial"] = trivial_accuracy(y, vy if early else ty)
     res["training"] = {"stopped": stopped, "best_epoch": best["epoch"] if early else len(history),
                        "epochs_run": len(history), "max_epochs": epochs}
     if early:
         res["training"].update(patience=patience, val_fraction=val_fraction, best_val_loss=best["loss"])
     return res
+
+
+def trivial_accuracy(y_train, y_eval) -> dict:
+    """Accuracy (%) on `y_eval` of the trivial predictor, the training labels' majority class: the input of
+    attnlab.convergence's test (a) (the validation split where there is one, else the test split)."""
+    ytr, yev = np.asarray(torch.as_tensor(y_train).cpu()), np.asarray(torch.as_tensor(y_eval).cpu())
+    major = np.bincount(ytr.astype(np.int64)).argmax()
+    return {"value": float(100.0 * np.mean(yev == major)), "perfect": 100.0,
+            "what": "accuracy of the training split's majority class"}
 
 
 SAMPLE_ROWS = 4
@@ -347,7 +357,7 @@ def record(ctx: RunContext, setting: str, model_key: str, res: dict, metrics=("a
     if "attention_sample" in res:
         ex["attention_sample"] = res["attention_sample"]
     ex.update(extra or {})
-    return ctx.write_record(rows, extra=ex, training=res["training"])
+    return ctx.write_record(rows, extra=ex, training=res["training"], trivial=res.get("trivial"))
 
 
 def announce(experiment: str, substitute: str | None, config_name: str, config: dict, seeds) -> None:

@@ -1,0 +1,330 @@
+"""Whether a results record's training converged, judged from the curves the record stores (DESIGN.md,
+"What a verdict must mean": beats the trivial predictor, levelled off -- not how training stopped).
+
+This module is the one place the rule lives.  The runners call it when they write a record
+(:meth:`attnlab.experiment.RunContext.write_record`), and :mod:`attnlab.migrate_convergence`
+re-judges the committed records with it.
+
+The rule (``RULE``), for one trained model:
+
+(a) **Beats the trivial predictor.**  The trivial predictor ignores the input: the training split's
+    majority class (classification accuracy), the training mean (MSE), the training split's marginal
+    frequencies (cross-entropy), a constant Poisson rate fitted on the training targets (Poisson
+    loss).  With ``t`` its value and ``p`` the value of a perfect predictor (accuracy 100 %, MSE 0
+    or the Bayes MSE where the record stores it, cross-entropy 0, the saturated Poisson loss), the
+    model's value ``v`` must close at least ``MARGIN`` of the gap: ``(v - t) / (p - t) >= MARGIN``.
+    ``v`` is the best validation value (the weights the runners restore); where a protocol has no
+    validation split it is the reported test metric, and ``t`` the trivial predictor on the test
+    split (e.g. kernel-time-warping's stored ``test_class_balance``).
+
+    Why 5 %: "at chance" must mean "not distinguishable from the trivial predictor", and our
+    validation splits hold hundreds to a few thousand examples.  For a binary task at share 0.5 the
+    standard error of an accuracy measured on 1,000 examples is 1.6 points; 5 % of the gap to
+    perfect is 2.5 points, about 1.6 standard errors -- smaller margins would call noise "learned",
+    and much larger ones would call weak but real learning "at chance".  For losses the same margin
+    reads "the model removes at least 5 % of the trivial predictor's excess loss over a perfect one".
+
+(b) **Levelled off.**  Along the stored curve (validation loss; where a protocol has no validation
+    split, the training loss) the running best value improved, over the last ``WINDOW_FRACTION``
+    (10 %) of the epochs (at least ``MIN_WINDOW`` epochs), by less than ``LEVEL_TOL`` of the whole
+    improvement of the running best from the first stored epoch to the end:
+    ``rel_change_last_10pct = (best before the window - best overall) / (first - best overall)``.
+    Early stopping that fired with its best epoch before that window has improvement 0 there, so an
+    early-stopped run whose best epoch lies well before its last epoch passes (b) by construction; a
+    fixed schedule whose best epoch is among the last 10 % does not, unless the gain there is tiny.
+
+    Why 1 %: for a curve approaching its limit exponentially with time constant tau over n epochs,
+    the share of the gain made in the last tenth is ``e^{-0.9 n/tau} (1 - e^{-0.1 n/tau})`` of the
+    whole; it falls below 1 % only after about 4.5 time constants, when the gain still to come is
+    about 1.8 % of the gain made: the reported value is then within about 2 % of the model's total
+    improvement of where training was heading.  The running best (not the last value) is used so
+    that one noisy epoch neither makes a curve look flat nor unfinished.
+
+Judgement: ``converged`` = (a) and (b).  Status, in order: ``not-trained`` (the record evaluates given
+weights or times kernels: usable, no convergence to judge); ``at-chance`` (a) fails; ``unknown`` when
+the curve is missing, truncated or shorter than a window plus one epoch (``converged: null``, which
+counts as NOT converged); ``not-levelled`` (b) fails; ``unknown`` when (b) holds but the trivial value is
+unknown; else ``converged``.
+
+Records that train several models (bidir-toy-corpus: CBOW and attention per dimension p, trained by
+full-batch L-BFGS with no epochs and no validation split) are judged per model, and each metric row
+keeps its own ``converged``: there (b) is the optimiser's own first-order test stored in
+``extra.per_dim[p][*_lbfgs].converged`` (final max |gradient| <= the run's ``grad_tol``) -- a curve
+cannot be had; (a) compares the training loss with the marginal-frequency predictor's where the
+caller supplies it (``trivial``), with the stored entropy floor (``loss_floor``) as the perfect value.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+RULE = "curve-v1"
+MARGIN = 0.05               # (a): share of the trivial-to-perfect gap the model must close
+LEVEL_TOL = 0.01            # (b): share of the curve's total improvement allowed in its last window
+WINDOW_FRACTION = 0.10      # (b): the last 10 % of the epochs ...
+MIN_WINDOW = 2              # ... and never fewer than 2 epochs
+
+STATUSES = ("converged", "not-levelled", "at-chance", "unknown", "not-trained")
+
+# models that are given (pretrained) weights, evaluated only
+_PRETRAINED_PREFIXES = ("bert:all-MiniLM",)
+# experiments whose records time code and train nothing
+_NOT_TRAINING = {"kernel-cost"}
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _round(x, digits: int = 7):
+    """`x` rounded to `digits` significant digits (None stays None)."""
+    if x is None or not _finite(x):
+        return None
+    x = float(x)
+    return 0.0 if x == 0 else float(f"{x:.{digits - 1}e}")
+
+
+# --------------------------------------------------------------------------- the two tests
+def window(n: int) -> int:
+    """Epochs of the levelling window of an n-epoch curve: the last 10 %, at least MIN_WINDOW."""
+    return max(MIN_WINDOW, math.ceil(WINDOW_FRACTION * n))
+
+
+def levelling(curve, higher_is_better: bool = False) -> float | None:
+    """(b)'s statistic of a per-epoch curve: the running best's improvement over the last window as a
+    share of its whole improvement (0 when the curve never improved after its first epoch).  None when
+    the curve is too short (fewer than a window plus one epoch) or holds a non-finite value."""
+    if curve is None:
+        return None
+    vals = [float(v) for v in curve]
+    if any(not math.isfinite(v) for v in vals):
+        return None
+    if higher_is_better:
+        vals = [-v for v in vals]
+    n = len(vals)
+    w = window(n)
+    if n < w + 1:
+        return None
+    best_all, best_before = min(vals), min(vals[:n - w])
+    total = vals[0] - best_all
+    if total <= 0:
+        return 0.0
+    return (best_before - best_all) / total
+
+
+def gap_closed(value: float, trivial: float, perfect: float) -> float | None:
+    """(a)'s statistic: the share of the trivial-to-perfect gap that `value` closes (None when the gap
+    is empty)."""
+    if not (_finite(value) and _finite(trivial) and _finite(perfect)) or perfect == trivial:
+        return None
+    return (float(value) - float(trivial)) / (float(perfect) - float(trivial))
+
+
+def decide(curve, *, higher_is_better: bool = False, compared: float | None = None,
+           trivial: float | None = None, perfect: float | None = None, curve_what: str = "validation loss",
+           compared_what: str = "best validation value", levelled: bool | None = None,
+           levelled_why: str | None = None) -> dict:
+    """The judgement of one trained model: the ``convergence`` object ({status, rule, trivial, best_val,
+    rel_change_last_10pct, reason} plus ``converged``).  `curve`: the per-epoch curve for (b) (its
+    `higher_is_better`); `compared`: the value held against the `trivial` and `perfect` predictors in
+    (a) (default: the curve's best value); `levelled`: (b) decided otherwise (an optimiser's own
+    tolerance test) when there is no curve, with `levelled_why` saying how."""
+    rel = levelling(curve, higher_is_better) if levelled is None else None
+    if compared is None and curve is not None and len(curve) and all(_finite(v) for v in curve):
+        compared = max(curve) if higher_is_better else min(curve)
+    closed = gap_closed(compared, trivial, perfect) if compared is not None and trivial is not None \
+        and perfect is not None else None
+    out = {"status": None, "rule": RULE, "trivial": _round(trivial), "best_val": _round(compared),
+           "rel_change_last_10pct": _round(rel, 4)}
+    if closed is not None and closed < MARGIN:
+        out["status"] = "at-chance"
+        out["reason"] = (f"{compared_what} {compared:.4g} closes {closed:.1%} of the gap from the trivial "
+                         f"predictor ({trivial:.4g}) to a perfect one ({perfect:.4g}); needs {MARGIN:.0%}")
+    elif levelled is None and rel is None:
+        n = 0 if curve is None else len(curve)
+        out["status"] = "unknown"
+        out["reason"] = ("no per-epoch curve stored" if curve is None else
+                         f"{curve_what} curve of {n} epochs is too short to judge levelling "
+                         f"(needs {window(n) + 1}) or not finite")
+    elif (levelled is False) or (levelled is None and rel >= LEVEL_TOL):
+        out["status"] = "not-levelled"
+        out["reason"] = (levelled_why or "") if levelled is False else (
+            f"{curve_what}: the last {window(len(curve))} of {len(curve)} epochs improved the best value by "
+            f"{rel:.1%} of its total improvement (tolerance {LEVEL_TOL:.0%})")
+    elif closed is None:
+        out["status"] = "unknown"
+        out["reason"] = ("levelled off, but the trivial predictor's value is unknown" if trivial is None
+                         else "levelled off, but the trivial-to-perfect gap is empty or unknown")
+    else:
+        out["status"] = "converged"
+        lv = levelled_why if levelled else (f"{curve_what} levelled (last {window(len(curve))} of "
+                                            f"{len(curve)} epochs: {rel:.2%} of its improvement)")
+        out["reason"] = f"{lv}; {compared_what} closes {closed:.0%} of the trivial-to-perfect gap"
+    out["converged"] = {"converged": True, "not-levelled": False, "at-chance": False}.get(out["status"])
+    return out
+
+
+def not_trained(reason: str) -> dict:
+    return {"status": "not-trained", "rule": RULE, "trivial": None, "best_val": None,
+            "rel_change_last_10pct": None, "reason": reason, "converged": None}
+
+
+# --------------------------------------------------------------------------- one record
+def _metric(rec: dict, name: str) -> float | None:
+    for m in rec.get("metrics") or []:
+        if m.get("metric") == name and _finite(m.get("value")):
+            return float(m["value"])
+    return None
+
+
+def _truncated(history: list, rec: dict) -> bool:
+    """The stored history is not the whole run (e.g. only its last epochs were kept)."""
+    ep = [h[0] if isinstance(h, (list, tuple)) else h.get("epoch") for h in history]
+    run = (rec.get("training") or {}).get("epochs_run") or (rec.get("extra") or {}).get("epochs_run")
+    return bool(ep) and (ep[0] != 1 or (run is not None and len(history) != run))
+
+
+def judge_record(rec: dict, trivial: dict | None = None) -> dict:
+    """The judgement of a record from its stored curves.  `trivial`: {"value": the trivial predictor's
+    value on the compared metric and split, "perfect": a perfect predictor's (optional), "rows":
+    {model: {...}} for records judged per model}, where the record does not store it.  Returns
+    {"converged": True | False | None, "convergence": {...}, "rows": {model: converged} (only for
+    records whose rows carry their own flag)}."""
+    trivial = dict(trivial or {})
+    exp = str(rec.get("experiment") or "")
+    extra = rec.get("extra") or {}
+    training = rec.get("training") or {}
+    models = {str(m.get("model")) for m in rec.get("metrics") or []}
+
+    if exp in _NOT_TRAINING:
+        return _done(not_trained(f"{exp} times code; it trains nothing"))
+    if models and all(m.startswith(_PRETRAINED_PREFIXES) for m in models):
+        return _done(not_trained("evaluates a pretrained model (" + ", ".join(sorted(models)) + "); nothing trained"))
+    if isinstance(extra.get("per_dim"), dict) and training.get("grad_tol") is not None:
+        return _per_model_lbfgs(rec, trivial)
+
+    hist = extra.get("history")
+    if isinstance(hist, list) and hist and isinstance(hist[0], (list, tuple)):
+        # [epoch, training loss, validation loss] per epoch (the EFA runners); lower is better
+        if _truncated(hist, rec):
+            return _done(_unknown(f"extra.history holds {len(hist)} epochs ({hist[0][0]}-{hist[-1][0]}) of "
+                                  "the run, not its whole curve", rec, trivial, [h[2] for h in hist]))
+        curve = [h[2] for h in hist]
+        return _done(decide(curve, trivial=trivial.get("value"), perfect=trivial.get("perfect", 0.0),
+                            curve_what="validation loss", compared_what="best validation loss"))
+    if isinstance(hist, list) and hist and isinstance(hist[0], dict):
+        if _truncated(hist, rec):
+            return _done(_unknown(f"extra.history holds {len(hist)} epochs, not the whole run", rec, trivial))
+        if all("val_loss" in h for h in hist):
+            # the kernel runners with a validation split: (b) on the validation cross-entropy, (a) on the
+            # validation accuracy (%) of the restored (best) epoch against the majority class
+            curve = [h["val_loss"] for h in hist]
+            best_ep = training.get("best_epoch")
+            at = [h for h in hist if h.get("epoch") == best_ep] or [min(hist, key=lambda h: h["val_loss"])]
+            acc = at[0].get("val_accuracy")
+            return _done(decide(curve, compared=acc, trivial=trivial.get("value"),
+                                perfect=trivial.get("perfect", 100.0), curve_what="validation loss",
+                                compared_what=f"validation accuracy (%) at the best epoch"))
+        # no validation split (fixed schedule): (b) on the training loss, (a) on the test accuracy
+        curve = [h.get("loss") for h in hist]
+        tv = trivial.get("value")
+        if tv is None and _finite(extra.get("test_class_balance")):
+            b = float(extra["test_class_balance"])
+            tv = 100.0 * max(b, 1.0 - b)
+        return _done(decide(curve, compared=_metric(rec, "accuracy"), trivial=tv,
+                            perfect=trivial.get("perfect", 100.0),
+                            curve_what="training loss (no validation split)",
+                            compared_what="test accuracy (%) (no validation split)"))
+    return _done(_unknown("no per-epoch curve stored" + ("" if training else " (and no training record)"),
+                          rec, trivial))
+
+
+def _unknown(reason: str, rec: dict, trivial: dict, curve=None) -> dict:
+    """Status unknown -- unless what is stored already shows the model at chance."""
+    if curve:
+        d = decide(None, compared=min(curve), trivial=trivial.get("value"),
+                   perfect=trivial.get("perfect", 0.0), compared_what="best stored validation loss")
+        if d["status"] == "at-chance":
+            return d
+    return {"status": "unknown", "rule": RULE, "trivial": _round(trivial.get("value")),
+            "best_val": _round(min(curve)) if curve else None, "rel_change_last_10pct": None,
+            "reason": reason, "converged": None}
+
+
+def _done(judgement: dict, rows: dict | None = None) -> dict:
+    conv = judgement.pop("converged")
+    out = {"converged": conv, "convergence": judgement}
+    if rows is not None:
+        out["rows"] = rows
+    return out
+
+
+def _per_model_lbfgs(rec: dict, trivial: dict) -> dict:
+    """bidir-toy-corpus: per (p, model) the L-BFGS gradient test for (b), training loss for (a)."""
+    extra, training = rec["extra"], rec["training"]
+    keys = {"CBOW": ("cbow_lbfgs", "cbow_loss"), "attention": ("attn_lbfgs", "attn_loss")}
+    per, rows = {}, {}
+    tol = training.get("grad_tol")
+    for p, d in sorted(extra["per_dim"].items(), key=lambda kv: float(kv[0])):
+        for model, (lk, loss_k) in keys.items():
+            lb = d.get(lk) or {}
+            ok = lb.get("converged")
+            why = (f"L-BFGS ended with max |gradient| {lb.get('max_abs_grad', float('nan')):.2g} "
+                   f"{'<=' if ok else '>'} grad_tol {tol:g} after {lb.get('iterations')} iterations (no epochs, "
+                   "no validation split: the optimiser's own stationarity test replaces the curve)")
+            tv = ((trivial.get("rows") or {}).get(f"p={p}") or {}).get("value")
+            j = decide(None, compared=d.get(loss_k), trivial=tv, perfect=d.get("loss_floor"),
+                       levelled=None if ok is None else bool(ok), levelled_why=why,
+                       compared_what="training loss")
+            if ok is None:
+                j.update(status="unknown", converged=None, reason="no L-BFGS convergence test stored")
+            per[f"p={p} {model}"] = j
+            rows[(f"p={p}", model)] = j.pop("converged")
+    for m in rec.get("metrics") or []:
+        if "converged" in m and m.get("model") not in keys:
+            # a row of no model (the corpus's entropy floor): nothing trained, usable as it is
+            j = not_trained("a property of the corpus (e.g. its entropy floor), not of a trained model")
+            j.pop("converged")
+            per[f"{m.get('setting')} {m.get('model')}"] = j
+            rows[(str(m.get("setting")), str(m.get("model")))] = None
+    statuses = [j["status"] for j in per.values() if j["status"] != "not-trained"]
+    status = ("converged" if all(s == "converged" for s in statuses) else
+              next(s for s in ("at-chance", "not-levelled", "unknown") if s in statuses))
+    conv = True if status == "converged" else (None if status == "unknown" else False)
+    n_ok = statuses.count("converged")
+    summary = {"status": status, "rule": RULE, "trivial": None, "best_val": None, "rel_change_last_10pct": None,
+               "reason": f"{n_ok} of {len(per)} models converged; judged per model (rows carry their own flag)",
+               "models": per, "converged": conv}
+    return _done(summary, rows)
+
+
+def apply(rec: dict, trivial: dict | None = None) -> dict:
+    """`rec` with its ``converged`` key(s) re-judged and a ``convergence`` object, every other key and
+    the key order unchanged (new keys go after ``converged``, or before ``extra`` where the record had no
+    ``converged``)."""
+    j = judge_record(rec, trivial)
+    out: dict[str, Any] = {}
+    placed = False
+    for k, v in rec.items():
+        if k == "convergence":
+            continue
+        if k == "extra" and not placed:
+            out["converged"], out["convergence"] = j["converged"], j["convergence"]
+            placed = True
+        if k == "converged":
+            out["converged"], out["convergence"] = j["converged"], j["convergence"]
+            placed = True
+            continue
+        if k == "metrics" and "rows" in j:
+            v = [_row_flag(m, j["rows"]) for m in v]
+        out[k] = v
+    if not placed:
+        out["converged"], out["convergence"] = j["converged"], j["convergence"]
+    return out
+
+
+def _row_flag(row: dict, flags: dict) -> dict:
+    if "converged" not in row:
+        return row
+    key = (str(row.get("setting")), str(row.get("model")))
+    return {k: (flags.get(key) if k == "converged" else v) for k, v in row.items()}

@@ -1,0 +1,230 @@
+"""Re-judge the convergence of every results record by the rule of :mod:`attnlab.convergence`.
+
+    python -m attnlab.migrate_convergence [RESULTS_DIR] [--dry-run] [--table]
+
+Rewrites only each record's ``converged`` key(s) (the record's, and a metric row's where the row
+carries its own) and its ``convergence`` object; every other key, value and the key order stay as
+they were (atomic write, the records' own JSON layout).  Where a record does not store its trivial
+predictor's value, it is computed here from the experiment's own data split, through the runners'
+own loaders (data found by the usual lookup: ``--data``-less, ``ATTNLAB_DATA`` or ``../shared/data``);
+a data set that cannot be read leaves the value unknown (the record's status then says so).
+``--table`` prints, per (experiment, config), the records and how many were converged before and now,
+by status, and lists the records at chance.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from attnlab.convergence import apply
+
+
+# --------------------------------------------------------------------------- trivial values from data
+@functools.lru_cache(maxsize=None)
+def _kernel_labels(experiment: str, key: str):
+    """(training labels, test labels) of a kernel experiment's data as the runner loads it; `key` is the
+    JSON of the config values that change the data (downsample, subsets)."""
+    import numpy as np
+
+    cfg = json.loads(key)
+    if experiment in ("kernel-ecg", "kernel-forda"):
+        from attnlab.experiments.kernel import common as C
+
+        dataset = {"kernel-ecg": "ucr-ecg5000", "kernel-forda": "ucr-forda"}[experiment]
+        train, test, _ = C.load_ucr_split(dataset, cfg)
+        return np.asarray(train[-1]), np.asarray(test[-1])
+    if experiment == "kernel-gestures":
+        from attnlab.experiments.kernel.gestures import load_series
+
+        _, ytr, _, yte, _, _ = load_series(None)
+    elif experiment == "kernel-sentiment":
+        from attnlab.experiments.kernel.sentiment import load_texts
+
+        _, ytr, _, yte, _ = load_texts(None)
+    else:
+        return None
+    if cfg.get("subset"):
+        ytr, yte = ytr[:cfg["subset"]], yte[:cfg["subset"]]
+    return np.asarray(ytr), np.asarray(yte)
+
+
+def _kernel_trivial(rec: dict) -> dict | None:
+    import torch
+
+    cv = rec.get("config_values") or {}
+    key = json.dumps({k: cv.get(k) for k in ("downsample", "train_subset", "test_subset", "subset")}, sort_keys=True)
+    labels = _kernel_labels(rec["experiment"], key)
+    if labels is None:
+        return None
+    from attnlab.experiments.kernel import common as C
+
+    ytr, yte = labels
+    if cv.get("patience") is not None and cv.get("val_fraction"):
+        tri, vai = C.validation_split(torch.as_tensor(ytr), float(cv["val_fraction"]))
+        return C.trivial_accuracy(ytr[tri.numpy()], ytr[vai.numpy()])
+    return C.trivial_accuracy(ytr, yte)
+
+
+@functools.lru_cache(maxsize=None)
+def _efa_trivial_cached(experiment: str, key: str) -> dict | None:
+    from attnlab.experiments.efa import common as C
+    from attnlab.experiments.efa import data as D
+
+    cv = json.loads(key)
+    if experiment == "efa-movielens-sequences":
+        from attnlab.experiments.efa.movielens_sequences import load
+
+        seqs, (tr, va, _), _ = load(None, cv.get("split_seed", 42), cv.get("dedup_seed", 42))
+        return C.trivial_loss(C.sequence_examples(seqs.subset(tr)), C.sequence_examples(seqs.subset(va)),
+                              "categorical", 50)
+    if experiment == "efa-instacart":
+        import numpy as np
+
+        train_b, _ = D.instacart_load(None)
+        tr, va = D.split_two(len(train_b), cv["val_fraction"], seed=cv["split_seed"])
+        if cv.get("max_train_baskets"):
+            tr = tr[np.random.default_rng(0).permutation(len(tr))[:cv["max_train_baskets"]]]
+            va = va[:max(1, cv["max_train_baskets"] // 3)]
+        return C.trivial_loss(C.sequence_examples(train_b.subset(tr)), C.sequence_examples(train_b.subset(va)),
+                              "categorical", 63)
+    if experiment == "efa-movielens-ratings":
+        seqs, _ = D.movielens_preprocess(D.movielens_frame(None), "ratings", seed=cv.get("dedup_seed", 42))
+        tr, va, _ = D.split_three(len(seqs), (0.5625, 0.1875, 0.25), seed=cv.get("split_seed", 42))
+        train, val = C.sequence_examples(seqs.subset(tr)), C.sequence_examples(seqs.subset(va))
+        return {v: C.trivial_loss(train, val, f"poisson_{v}") for v in ("v1", "v2")}
+    if experiment == "efa-temperature":
+        from attnlab.experiments.efa import temperature as T
+
+        grid = T.load_grid(None)
+        tr = grid.split == "train"
+        mu, s = float(grid.temps[tr].mean()), float(grid.temps[tr].std())
+        return T.trivial({sp: T.examples(grid, sp, (mu, s)) for sp in ("train", "val")})
+    if experiment == "efa-synthetic":
+        from attnlab.experiments.efa import synthetic as S
+
+        train, val, _, _ = S.make_data(cv, int(cv["_seed"]), "sequences")
+        return C.trivial_loss(train, val, "mse", perfect=S.BAYES_MSE)
+    return None
+
+
+def _efa_trivial(rec: dict) -> dict | None:
+    cv = dict(rec.get("config_values") or {})
+    exp = rec["experiment"]
+    if exp == "efa-synthetic":
+        keep = {k: cv.get(k) for k in ("n_users", "n_train_users", "val_fraction")}
+        keep["_seed"] = rec["seed"]
+    elif exp == "efa-temperature":
+        if rec.get("substitute") is None:
+            return None                         # the paper's own (Kaggle) data: not in the offline store
+        keep = {}
+    else:
+        keep = {k: cv.get(k) for k in ("split_seed", "dedup_seed", "val_fraction", "max_train_baskets")}
+    out = _efa_trivial_cached(exp, json.dumps(keep, sort_keys=True))
+    if isinstance(out, dict) and exp == "efa-movielens-ratings":
+        out = out.get(str(rec.get("tag", "")).split("-")[0])
+    return out
+
+
+def trivial_for(rec: dict, warn=None) -> dict | None:
+    """The trivial predictor's value for `rec`, computed from its experiment's data (None where the
+    record stores it, the experiment has none to compute, or the data cannot be read)."""
+    exp = str(rec.get("experiment"))
+    try:
+        if exp.startswith("kernel-") and exp not in ("kernel-time-warping", "kernel-cost"):
+            return _kernel_trivial(rec)
+        if exp.startswith("efa-"):
+            return _efa_trivial(rec)
+    except Exception as exc:            # noqa: BLE001 -- a data set that cannot be read: value unknown
+        if warn:
+            warn(f"{exp}: trivial value unknown ({type(exc).__name__}: {exc})")
+    return None
+
+
+# --------------------------------------------------------------------------- migration
+def migrate_file(path: Path, dry_run: bool = False, warn=None) -> tuple[dict, dict]:
+    """(record before, record after) of one file; writes the file when it changes (and not `dry_run`)."""
+    from attnlab.experiment import atomic_write_text
+
+    text = path.read_text()
+    rec = json.loads(text)
+    new = apply(rec, trivial_for(rec, warn))
+    out = json.dumps(new, indent=2) + "\n"
+    if out != text and not dry_run:
+        atomic_write_text(path, out)
+    return rec, new
+
+
+def _was_converged(rec: dict) -> bool:
+    """The rule before this one: `converged` true or null (null counted as converged)."""
+    return "converged" in rec and rec["converged"] in (True, None)
+
+
+def migrate(root: Path, dry_run: bool = False, warn=None) -> list[dict]:
+    """Re-judge every record under `root` (``<experiment>/<config>/*.json``); one summary per record."""
+    from attnlab.results import record_converged
+
+    out = []
+    for p in sorted(Path(root).glob("*/*/*.json")):
+        before, after = migrate_file(p, dry_run, warn)
+        c = after["convergence"]
+        at_chance = [k for k, j in (c.get("models") or {}).items() if j["status"] == "at-chance"]
+        out.append({"path": str(p.relative_to(root)), "experiment": after.get("experiment"),
+                    "config": after.get("config"), "tag": after.get("tag"), "seed": after.get("seed"),
+                    "models": sorted({m.get("model") for m in after.get("metrics") or []}),
+                    "before": _was_converged(before), "now": record_converged(after),
+                    "status": c["status"], "reason": c.get("reason"), "at_chance_models": at_chance})
+    return out
+
+
+def table(summary: list[dict]) -> str:
+    """Markdown: per (experiment, config) records, converged before / now, by status; then the records
+    at chance."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for s in summary:
+        groups[(s["experiment"], s["config"])].append(s)
+    lines = ["| experiment | config | records | converged before | usable now | converged | not-levelled | "
+             "at-chance | unknown | not-trained |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (exp, cfg), rows in sorted(groups.items()):
+        st = Counter(r["status"] for r in rows)
+        lines.append(f"| {exp} | {cfg} | {len(rows)} | {sum(r['before'] for r in rows)} | "
+                     f"{sum(r['now'] for r in rows)} | " + " | ".join(str(st.get(k, 0)) for k in
+                     ("converged", "not-levelled", "at-chance", "unknown", "not-trained")) + " |")
+    chance = [r for r in summary if r["status"] == "at-chance" or r["at_chance_models"]]
+    lines += ["", f"Records at chance ({len(chance)}):", ""]
+    if chance:
+        lines += ["| experiment | config | model(s) | seed | record | reason |", "|---|---|---|---:|---|---|"]
+        for r in chance:
+            models = ", ".join(r["at_chance_models"]) or ", ".join(m for m in r["models"] if m != "-")
+            lines.append(f"| {r['experiment']} | {r['config']} | {models} | {r['seed']} | {r['path']} | "
+                         f"{r['reason']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m attnlab.migrate_convergence", description=__doc__.splitlines()[0])
+    p.add_argument("root", nargs="?", default="results", help="results folder (default: ./results)")
+    p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
+    p.add_argument("--table", action="store_true", help="print the before/now table and the records at chance")
+    p.add_argument("--json", default=None, help="write the per-record summary to this file")
+    args = p.parse_args(argv)
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"{root}: not a folder", file=sys.stderr)
+        return 2
+    summary = migrate(root, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    if args.table:
+        print(table(summary))
+    else:
+        st = Counter(s["status"] for s in summary)
+        print(f"{len(summary)} records: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

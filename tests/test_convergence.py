@@ -1,0 +1,181 @@
+"""attnlab.convergence: a record's convergence judged from its stored curves (beats the trivial
+predictor, levelled off), attnlab.results counting null as not converged, the migration of committed
+records, and the judgement a runner writes."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from attnlab import convergence as CV
+from attnlab.results import record_converged, row_converged
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _efa_record(val_curve, **over):
+    hist = [[i + 1, v + 0.1, v] for i, v in enumerate(val_curve)]
+    rec = {"experiment": "efa-demo", "config": "full", "tag": "t", "seed": 0,
+           "metrics": [{"setting": "s", "model": "EFA", "metric": "test CE", "value": min(val_curve)}],
+           "training": {"stopped": "fixed-schedule", "epochs_run": len(hist)}, "converged": True,
+           "extra": {"history": hist}}
+    rec.update(over)
+    return rec
+
+
+LEVELLED = [5.0, 3.0, 2.2, 2.05, 2.01] + [2.0] * 15           # flat over its last 10 %
+IMPROVING = [5.0 - 0.15 * i for i in range(20)]                # still falling linearly
+
+
+# --------------------------------------------------------------------------- the rule on synthetic curves
+def test_levelled_curve_beating_the_trivial_predictor_converges():
+    j = CV.judge_record(_efa_record(LEVELLED), {"value": 4.0})
+    assert j["converged"] is True and j["convergence"]["status"] == "converged"
+    c = j["convergence"]
+    assert c["rule"] == CV.RULE and c["trivial"] == 4.0 and c["best_val"] == 2.0
+    assert c["rel_change_last_10pct"] == 0.0 and c["reason"]
+
+
+def test_at_chance_is_not_converged_whatever_stopped_training():
+    # levelled, early-stopped at epoch 1, but no better than the marginal-frequency predictor
+    curve = [3.99, 4.0, 4.01, 4.02]
+    rec = _efa_record(curve, training={"stopped": "early-stop", "best_epoch": 1, "epochs_run": 4})
+    j = CV.judge_record(rec, {"value": 4.0})
+    assert j["converged"] is False and j["convergence"]["status"] == "at-chance"
+    # accuracy: 51 % on a task whose majority class holds 50 % closes 2 % of the gap (< MARGIN)
+    assert CV.decide([0.7, 0.69, 0.69, 0.69], compared=51.0, trivial=50.0, perfect=100.0)["status"] == "at-chance"
+    assert CV.decide([0.7, 0.69, 0.69, 0.69], compared=60.0, trivial=50.0, perfect=100.0)["status"] == "converged"
+
+
+def test_still_improving_is_not_levelled():
+    j = CV.judge_record(_efa_record(IMPROVING), {"value": 6.0})
+    assert j["converged"] is False and j["convergence"]["status"] == "not-levelled"
+    assert j["convergence"]["rel_change_last_10pct"] >= CV.LEVEL_TOL
+
+
+def test_early_stop_with_best_epoch_before_the_window_is_levelled():
+    curve = [5.0, 3.0, 2.0] + [2.1] * 10                        # best at epoch 3 of 13, patience 10
+    assert CV.levelling(curve) == 0.0
+    assert CV.judge_record(_efa_record(curve), {"value": 4.0})["converged"] is True
+
+
+def test_missing_or_short_or_truncated_curve_is_unknown_and_not_converged():
+    rec = _efa_record(LEVELLED)
+    del rec["extra"]["history"]
+    j = CV.judge_record(rec, {"value": 4.0})
+    assert j["converged"] is None and j["convergence"]["status"] == "unknown"
+    assert CV.judge_record(_efa_record([5.0, 4.0]), {"value": 6.0})["convergence"]["status"] == "unknown"
+    # only the last epochs stored (efa-temperature before issue 44)
+    rec = _efa_record(LEVELLED)
+    rec["extra"]["history"] = rec["extra"]["history"][-5:]
+    assert CV.judge_record(rec, {"value": 4.0})["convergence"]["status"] == "unknown"
+    # levelled but the trivial value unknown
+    assert CV.judge_record(_efa_record(LEVELLED))["convergence"]["status"] == "unknown"
+    new = CV.apply(_efa_record(LEVELLED))
+    assert new["converged"] is None and not record_converged(new)
+
+
+def test_not_trained_records_stay_usable():
+    rec = {"experiment": "fenchel-deviation", "config": "full", "training": None,
+           "metrics": [{"setting": "layer1", "model": "bert:all-MiniLM-L6-v2", "metric": "tv_mean", "value": 0.1}]}
+    new = CV.apply(rec)
+    assert new["convergence"]["status"] == "not-trained" and new["converged"] is None
+    assert record_converged(new) and row_converged(new, new["metrics"][0])
+    cost = CV.apply({"experiment": "kernel-cost", "config": "full", "metrics": []})
+    assert cost["convergence"]["status"] == "not-trained" and record_converged(cost)
+
+
+def test_kernel_curves_use_validation_accuracy_or_the_stored_test_balance():
+    hist = [{"epoch": i + 1, "loss": 1.0 / (i + 1), "val_loss": v, "val_accuracy": 90.0}
+            for i, v in enumerate([0.9, 0.5, 0.4, 0.41, 0.42, 0.43])]
+    rec = {"experiment": "kernel-demo", "config": "full-es", "metrics": [],
+           "training": {"stopped": "early-stop", "best_epoch": 3, "epochs_run": 6}, "extra": {"history": hist}}
+    assert CV.judge_record(rec, {"value": 50.0})["converged"] is True
+    assert CV.judge_record(rec, {"value": 89.9})["convergence"]["status"] == "at-chance"
+    # no validation split: training loss for levelling, test accuracy against the stored test balance
+    hist = [{"epoch": i + 1, "loss": v} for i, v in enumerate([0.7, 0.5, 0.45] + [0.44] * 8)]
+    rec = {"experiment": "kernel-time-warping", "config": "full", "training": None, "extra":
+           {"history": hist, "test_class_balance": 0.474},
+           "metrics": [{"setting": "N=64", "model": "M", "metric": "accuracy", "value": 52.0}]}
+    j = CV.judge_record(rec)
+    assert j["convergence"]["status"] == "at-chance" and j["convergence"]["trivial"] == pytest.approx(52.6)
+
+
+# --------------------------------------------------------------------------- attnlab.results
+def test_null_is_not_converged_in_results():
+    row = {"setting": "s", "model": "m", "metric": "x", "value": 1.0}
+    assert not record_converged({"converged": None})
+    assert not record_converged({})
+    assert record_converged({"converged": True})
+    assert not row_converged({"converged": True}, dict(row, converged=None))
+    assert not row_converged({"converged": None}, row)
+    assert row_converged({"converged": False}, dict(row, converged=True))
+
+
+def test_per_model_rows_of_an_lbfgs_record():
+    lb = lambda ok: {"iterations": 10, "max_abs_grad": 1e-6 if ok else 1e-2, "converged": ok, "loss": 1.0}  # noqa: E731
+    rec = {"experiment": "bidir-toy-corpus", "config": "full",
+           "training": {"stopped": "max-epochs", "grad_tol": 1e-5}, "converged": False,
+           "metrics": [{"setting": "p=30", "model": "CBOW", "metric": "train_loss", "value": 0.8, "converged": True},
+                       {"setting": "p=30", "model": "attention", "metric": "train_loss", "value": 0.8,
+                        "converged": True},
+                       {"setting": "p=30", "model": "-", "metric": "loss_floor", "value": 0.7, "converged": None}],
+           "extra": {"per_dim": {"30": {"loss_floor": 0.7, "cbow_lbfgs": lb(True), "cbow_loss": 0.8,
+                                        "attn_lbfgs": lb(False), "attn_loss": 0.8}}}}
+    new = CV.apply(rec, {"rows": {"p=30": {"value": 2.0}}})
+    cbow, attn, floor = new["metrics"]
+    assert cbow["converged"] is True and attn["converged"] is False and floor["converged"] is None
+    assert row_converged(new, cbow) and not row_converged(new, attn) and row_converged(new, floor)
+    assert new["convergence"]["status"] == "not-levelled" and new["converged"] is False
+    assert new["convergence"]["models"]["p=30 CBOW"]["status"] == "converged"
+
+
+# --------------------------------------------------------------------------- the migration
+def test_migration_changes_only_the_convergence_fields(tmp_path):
+    from attnlab.migrate_convergence import migrate
+
+    picks = ["kernel-time-warping/full", "kernel-cost/full", "bidir-toy-corpus/full", "efa-temperature/full"]
+    copied = []
+    for sub in picks:
+        src = sorted((REPO / "results" / sub).glob("*.json"))
+        if not src:
+            continue
+        dst = tmp_path / sub / src[0].name
+        dst.parent.mkdir(parents=True)
+        shutil.copy(src[0], dst)
+        copied.append(dst)
+    if not copied:
+        pytest.skip("no committed records in this checkout")
+    before = {p: json.loads(p.read_text()) for p in copied}
+    migrate(tmp_path)
+    for p in copied:
+        old, new = before[p], json.loads(p.read_text())
+        assert "convergence" in new and new["convergence"]["rule"] == CV.RULE
+        strip = lambda r: {k: ([{kk: vv for kk, vv in m.items() if kk != "converged"} for m in v]  # noqa: E731
+                               if k == "metrics" else v)
+                           for k, v in r.items() if k not in ("converged", "convergence")}
+        assert strip(new) == strip(old)
+        assert [k for k in new if k != "convergence"] == [k for k in old if k != "convergence"] + (
+            [] if "converged" in old else ["converged"])
+        assert p.read_text() == json.dumps(new, indent=2) + "\n"
+    text = {p: p.read_text() for p in copied}
+    migrate(tmp_path)                                          # idempotent
+    assert {p: p.read_text() for p in copied} == text
+
+
+# --------------------------------------------------------------------------- a new record
+def test_a_new_record_stores_its_whole_curve_and_the_judgement(tmp_path, monkeypatch):
+    from attnlab.experiments.kernel import time_warping
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    argv = ["--quick", "--seed", "0", "--results-dir", str(tmp_path / "res"), "--quiet", "--device", "cpu",
+            "--models", "cts_softmax"]
+    assert time_warping.main(argv) == 0
+    rec = json.loads((tmp_path / "res/kernel-time-warping/quick/N16-cts_softmax-seed0.json").read_text())
+    assert [h["epoch"] for h in rec["extra"]["history"]] == list(range(1, rec["training"]["epochs_run"] + 1))
+    c = rec["convergence"]
+    assert c["rule"] == CV.RULE and c["status"] in CV.STATUSES and c["trivial"] is not None
+    assert rec["converged"] == {"converged": True, "not-levelled": False, "at-chance": False}.get(c["status"])
+    assert list(rec).index("convergence") == list(rec).index("converged") + 1
