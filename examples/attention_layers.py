@@ -2,8 +2,9 @@
 
 The task: a sequence of 16 noisy scalars holds one bump; predict the bump's position (in [0, 1]).
 The model embeds the sequence, runs one attention layer, pools and reads out a number.  The layer is
-either the exact Fenchel-dual attention (FenchelAttention) or kernel sparsemax continuous attention
-(SequenceContinuousAttention); both are drop-in self-attention modules (batch first).
+either the exact Fenchel-dual attention (FenchelMultiheadAttention) or kernel sparsemax continuous
+attention (ContinuousMultiheadAttention); both are drop-ins for torch.nn.MultiheadAttention (same
+constructor, same forward(query, key, value, ...) returning (output, weights)).
 
     python examples/attention_layers.py [--steps 60] [--seed 0]
 """
@@ -14,7 +15,7 @@ import argparse
 import torch
 from torch import nn
 
-from attnlab.layers import FenchelAttention, SequenceContinuousAttention
+from attnlab.layers import ContinuousMultiheadAttention, FenchelMultiheadAttention
 
 
 def batch(n: int, L: int, g: torch.Generator):
@@ -34,7 +35,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         h = self.embed(x) + self.pos
-        h = h + self.attention(h)
+        h = h + self.attention(h, h, h, need_weights=False)[0]      # as nn.MultiheadAttention
         return self.out(h.mean(1)).squeeze(-1)
 
 
@@ -65,11 +66,11 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     return {
-        "fenchel": train("FenchelAttention (exact)", FenchelAttention(16, num_heads=2, alpha=1.0), args.steps,
-                         args.seed),
+        "fenchel": train("FenchelMultiheadAttention (exact)",
+                         FenchelMultiheadAttention(16, 2, batch_first=True, alpha=1.0), args.steps, args.seed),
         "kernel_sparsemax": train("kernel sparsemax attention",
-                                  SequenceContinuousAttention(16, kind="kernel_sparsemax", n_basis=16,
-                                                              grid_size=128), args.steps, args.seed),
+                                  ContinuousMultiheadAttention(16, 1, batch_first=True, kind="kernel_sparsemax",
+                                                               n_basis=16, grid_size=128), args.steps, args.seed),
     }
 
 

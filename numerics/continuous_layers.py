@@ -21,11 +21,16 @@ p ∝ exp_{2-alpha}(f̃ - max_grid f̃) q0, i.e. the max-shift is applied before
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 
 import torch
 from torch import nn
 
 from attnlab.numerics import kernel_layer_math as nca
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
+                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated,
+                                         sdpa_mask)
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
               "kernel_softmax", "kernel_sparsemax")
@@ -67,8 +72,7 @@ def ridge_value_coefficients(h: torch.Tensor, t: torch.Tensor, basis: GaussianBa
     """B = H F^T (F F^T + lam I)^{-1} (paper Eq. 6) for observations h [b, D, L] at times t ([L] shared,
     or [b, L] per series); `mask` [b, L] (1 = observed) drops padded/unobserved positions.
     Returns B [b, D, N]."""
-    if lam <= 0:
-        raise ValueError(f"lam (ridge penalty) must be > 0; got {lam}")
+    lam = check_positive(lam, "lam", " (the ridge penalty)")
     if t.dim() == 1 and mask is None:                       # shared positions: numerics' Eq. 6 directly
         return nca.ca.ridge_value_coefficients(h, t.to(h.dtype), basis.mu, basis.sigma, lam)
     F = basis(t)                                            # [N, L] or [b, N, L]
@@ -106,8 +110,7 @@ class ContinuousAttention(nn.Module):
             raise ValueError(f"grid_size must be >= 2; got {grid_size}")
         if not (1.0 < alpha <= 2.0):
             raise ValueError(f"alpha must be in (1, 2]; got {alpha}")
-        if bandwidth <= 0:
-            raise ValueError(f"bandwidth must be > 0; got {bandwidth}")
+        bandwidth = check_positive(bandwidth, "bandwidth")
         self.kind, self.kernel, self.base = kind, kernel, base
         self.alpha, self.bandwidth = float(alpha), float(bandwidth)
         self.basis = basis
@@ -158,101 +161,293 @@ def moments_from_discrete(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 SEQUENCE_KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
 
 
-def continuous_attention(query, key, value, kind: str = "kernel_sparsemax", key_padding_mask=None, *,
-                         basis: GaussianBasis | None = None, n_basis: int = 32, grid_size: int = 256,
-                         kernel: str = "gaussian", bandwidth: float = 0.05, alpha: float = 2.0,
-                         ridge: float = 0.1, scale: float | None = None, return_density: bool = False):
-    """Continuous attention over a sequence, called like scaled_dot_product_attention (batch first).
+def _check_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
 
-    query (B, L, E), key (B, S, E), value (B, S, Ev); key_padding_mask (B, S) bool, True = padding
-    (as in nn.MultiheadAttention).  Returns the contexts (B, L, Ev) (and the densities (B, L, G) on the
-    grid with return_density=True).  Keys and values sit at the positions t_l = l/(S-1) of [0, 1].
 
-    1. scores s_l = scale <q, k_l> (scale 1/sqrt(E)), the logits of discrete attention;
-    2. the attention density on [0, 1] (kernel paper Sec. 3-5):
-       cts_softmax / cts_sparsemax: the Gaussian / truncated parabola (Eq. 2 with Omega the Shannon /
-       Tsallis-2 entropy) whose mean and variance are those of softmax(s) over the positions (the
-       unimodal encoder of Martins et al., the paper's baselines); kernel_softmax / kernel_sparsemax:
-       the kernel exponential family (Eq. 8) / kernel deformed family (Sec. 5.2, Algorithm 1; alpha = 2
-       is kernel sparsemax) with f(t) = sum_l s_l k(t, t_l): inducing points at the key positions,
-       coefficients the scores (so that f peaks where discrete attention would);
-    3. the value function V(t) = B Psi(t), B fitted to the values by ridge regression (Eq. 6), padded
-       positions dropped;
-    4. the context c = E_p[V(T)] = B E_p[Psi(T)] (Eq. 1; Algorithm 1 steps 2-3; kernel families by the
-       trapezoid rule on grid_size points, the continuous ones in closed form).
+def _check_alpha_deformed(alpha) -> float:
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        a = float("nan")
+    if not (1.0 < a <= 2.0):
+        raise ValueError(f"alpha must be in (1, 2] (the deformed family, Sec. 5.2; 2 = sparsemax); got {alpha!r}")
+    return a
+
+
+def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                         scale=None, *, kind: str = "kernel_sparsemax", basis: GaussianBasis | None = None,
+                         n_basis: int = 32, grid_size: int = 256, kernel: str = "gaussian", bandwidth: float = 0.05,
+                         alpha: float = 2.0, ridge: float = 0.1, return_weights: bool = False,
+                         return_density: bool = False, key_padding_mask=None):
+    r"""Continuous attention over a sequence, called like ``torch.nn.functional.scaled_dot_product_attention``.
+
+    "Kernel Multimodal Continuous Attention" (Moreno et al., NeurIPS 2022), Eq. (1), (2), (6), (8) and
+    Algorithm 1.  Keys and values sit at the positions :math:`t_s = s/(S-1)` of [0, 1]; for each query:
+
+    1. scores :math:`s_j = \text{scale}\,\langle q, k_j\rangle` (+ a float mask), the logits of discrete
+       attention;
+    2. an attention density :math:`p` on [0, 1]: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
+       truncated parabola (Eq. 2 with the Shannon / Tsallis-2 entropy) with the mean and variance of
+       :math:`\text{softmax}(s)` over the positions (Martins et al.'s unimodal encoder, the paper's
+       baselines); ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
+       :math:`p(t) \propto \exp f(t)` / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
+       :math:`p(t) = [1 + (\alpha-1)(f(t) - \tau)]_+^{1/(\alpha-1)}` with
+       :math:`f(t) = \sum_j s_j\, k(t, t_j)`;
+    3. the value function :math:`V(t) = B\Psi(t)`, :math:`B = H F^\top(FF^\top + \lambda I)^{-1}` fitted
+       to the allowed values by ridge regression (Eq. 6);
+    4. the context :math:`c = \mathbb{E}_p[V(T)] = B\,\mathbb{E}_p[\Psi(T)]` (Eq. 1; kernel families by the
+       trapezoid rule on ``grid_size`` points, the continuous ones in closed form).
+
+    The context is linear in the values, :math:`c = \sum_j w_j v_j`: ``return_weights`` returns these
+    weights :math:`w` (a ridge smoother's weights: they need not be positive nor sum to 1).  A masked
+    key is left out of the scores AND of the ridge fit, so a causal mask lets no later value in.
+
+    Args:
+        query: (..., L, E); any leading dimensions (batch, heads).
+        key: (..., S, E).
+        value: (..., S, Ev).
+        attn_mask: broadcastable to (..., L, S), as in ``scaled_dot_product_attention``: bool True where
+            the query may attend; a float mask is added to the scores (``-inf`` leaves the key out).
+            Other dtypes raise ValueError.
+        dropout_p: dropout probability on the weights w (applied whenever > 0, as in SDPA).
+        is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
+        scale: score scale, default :math:`1/\sqrt{E}`.
+        kind: keyword-only; ``cts_softmax``, ``cts_sparsemax``, ``kernel_softmax`` or ``kernel_sparsemax``.
+        basis: keyword-only; the :class:`GaussianBasis` :math:`\Psi` (default ``n_basis`` RBFs, widths 0.1, 0.5).
+        n_basis: keyword-only; basis size N when no basis is given.
+        grid_size: keyword-only; quadrature points G on [0, 1] (kernel kinds).
+        kernel: keyword-only; ``gaussian`` or ``laplace``.
+        bandwidth: keyword-only; kernel bandwidth (> 0).
+        alpha: keyword-only; the deformed family's alpha in (1, 2] (``kernel_sparsemax``).
+        ridge: keyword-only; the ridge penalty :math:`\lambda > 0` of Eq. (6).
+        return_weights: keyword-only; also return the weights w.
+        return_density: keyword-only; also return the densities on the grid.
+        key_padding_mask: deprecated (bool (B, S), True = padding); use ``attn_mask=~kpm[:, None, :]``.
+
+    Shape:
+        - output: (..., L, Ev) in the dtype of the inputs (float16/bfloat16 are computed in float32).
+        - weights: (..., L, S).  density: (..., L, G).
+
+    Returns:
+        The output; ``(output, weights)``, ``(output, density)`` or ``(output, weights, density)`` as
+        asked.  A query with every key masked gets output 0 (and weights 0), as in SDPA.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import continuous_attention
+        >>> q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 9, 8)
+        >>> out, w = continuous_attention(q, k, v, kind="cts_softmax", return_weights=True)
+        >>> out.shape, w.shape
+        (torch.Size([2, 4, 5, 8]), torch.Size([2, 4, 5, 9]))
+        >>> bool(torch.allclose(out, w @ v, atol=1e-5))
+        True
     """
+    if isinstance(attn_mask, str):             # the old positional form (query, key, value, kind, key_padding_mask)
+        warnings.warn("continuous_attention(query, key, value, kind, key_padding_mask) is deprecated; use "
+                      "continuous_attention(query, key, value, attn_mask, kind=...) (SDPA's convention)",
+                      DeprecationWarning, stacklevel=2)
+        kind, attn_mask = attn_mask, None
+        if torch.is_tensor(dropout_p):
+            key_padding_mask, dropout_p = dropout_p, 0.0
     _check_choice("kind", kind, SEQUENCE_KINDS)
-    if query.dim() != 3 or key.dim() != 3 or value.dim() != 3:
-        raise ValueError(f"query, key, value must be (B, L, E), (B, S, E), (B, S, Ev); got shapes "
-                         f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
-    if query.shape[-1] != key.shape[-1] or key.shape[:2] != value.shape[:2]:
-        raise ValueError(f"query/key feature sizes and key/value lengths must agree; got {tuple(query.shape)}, "
-                         f"{tuple(key.shape)}, {tuple(value.shape)}")
-    Bsz, S, E = key.shape
-    dt, dev = query.dtype, query.device
-    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    t = torch.linspace(0.0, 1.0, S, dtype=dt, device=dev) if S > 1 else torch.full((1,), 0.5, dtype=dt, device=dev)
-    keep = None if key_padding_mask is None else ~key_padding_mask.to(torch.bool)
-    if keep is not None and bool((~keep).all(-1).any()):
-        raise ValueError("key_padding_mask pads every key of some sequence; each needs at least one key")
-    basis = basis if basis is not None else GaussianBasis(n_basis).to(device=dev, dtype=dt)
-    B = ridge_value_coefficients(value.transpose(1, 2), t, basis, ridge,
-                                 None if keep is None else keep.to(dt))          # (B, Ev, N)
-    s = scale * query @ key.transpose(1, 2)                                       # (B, L, S)
+    _check_choice("kernel", kernel, KERNELS)
+    check_qkv(query, key, value)
+    dropout_p = check_dropout(dropout_p)
+    ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    alpha = _check_alpha_deformed(alpha)
+    grid_size = _check_int(grid_size, "grid_size", 2)
+    L, S, E = query.shape[-2], key.shape[-2], key.shape[-1]
+    cdt, odt = compute_dtype(query, key, value)
+    query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
+    dev = query.device
+    mask = sdpa_mask(attn_mask, is_causal, L, S, dev)
+    if key_padding_mask is not None:
+        warnings.warn("continuous_attention(key_padding_mask=...) is deprecated; pass attn_mask=~key_padding_mask"
+                      "[:, None, :] (True = attend, as in scaled_dot_product_attention)", DeprecationWarning,
+                      stacklevel=2)
+        kpm = check_mask(key_padding_mask, "key_padding_mask")
+        kpm = ~kpm[..., None, :] if kpm.dtype == torch.bool else kpm[..., None, :]
+        mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool
+                                         else additive_mask(mask, cdt) + additive_mask(kpm, cdt))
+    scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
+    t = torch.linspace(0.0, 1.0, S, dtype=cdt, device=dev) if S > 1 else torch.full((1,), 0.5, dtype=cdt, device=dev)
+    if basis is None:
+        basis = GaussianBasis(_check_int(n_basis, "n_basis", 2)).to(device=dev, dtype=cdt)
+    F = basis(t).to(cdt)                                                          # (N, S)
+    s = scale * query @ key.transpose(-1, -2)                                     # (..., L, S)
+    if mask is None:
+        keep = None
+    elif mask.dtype == torch.bool:
+        keep = mask
+    else:
+        add = additive_mask(mask, cdt)
+        keep = ~torch.isneginf(add)
+        s = s + add.masked_fill(~keep, 0.0)
+    # the ridge fit of Eq. 6 on the allowed keys of each query (of each mask row: one per sequence for
+    # a padding mask, one per query for a causal one): G = F diag(keep) F^T + ridge I
+    N = F.shape[0]
+    eye = ridge * torch.eye(N, dtype=cdt, device=dev)
+    if keep is None:
+        Gm = F @ F.transpose(0, 1) + eye                                          # (N, N)
+    else:
+        FF = (F.unsqueeze(1) * F.unsqueeze(0)).reshape(N * N, S)                  # outer products F_s F_s^T
+        Gm = (keep.to(cdt) @ FF.transpose(0, 1)).unflatten(-1, (N, N)) + eye     # (..., Lm, N, N)
     if kind.startswith("cts"):
-        w = torch.softmax(s if keep is None else s.masked_fill(~keep[:, None, :], float("-inf")), -1)
+        if keep is not None:
+            empty = ~keep.any(-1, keepdim=True)
+            s = torch.where(empty, torch.zeros_like(s), s.masked_fill(~keep, float("-inf")))
+        w = torch.softmax(s, -1)
         mu = (w * t).sum(-1)
         var = ((w * t * t).sum(-1) - mu * mu).clamp_min(1e-4)
         fn = nca.gaussian_expected_rbf if kind == "cts_softmax" else nca.parabola_expected_rbf
-        r = fn(mu, var, basis.mu.to(dt), basis.sigma.to(dt))                     # (B, L, N)
+        r = fn(mu, var, basis.mu.to(cdt), basis.sigma.to(cdt))                   # (..., L, N)
+        dens = None
         if return_density:
-            grid = torch.linspace(0.0, 1.0, int(grid_size), dtype=dt, device=dev)
-            return r @ B.transpose(1, 2), nca.unimodal_density_on_grid(grid, kind, mu, var)
-        return r @ B.transpose(1, 2)
-    if int(grid_size) < 2:
-        raise ValueError(f"grid_size must be >= 2; got {grid_size}")
-    grid = torch.linspace(0.0, 1.0, int(grid_size), dtype=dt, device=dev)
-    Kg = nca.kernel_matrix(t, grid, kernel, bandwidth).to(dt)                    # (S, G)
+            grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)
+            dens = nca.unimodal_density_on_grid(grid, kind, mu, var)
+    else:
+        grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)
+        Kg = nca.kernel_matrix(t, grid, kernel, bandwidth).to(cdt)               # (S, G)
+        if keep is not None:
+            s = s.masked_fill(~keep, 0.0)
+        f = s @ Kg                                                                # (..., L, G)
+        fam = "softmax" if kind == "kernel_softmax" else "sparsemax"
+        dens = nca.kernel_density_on_grid(f, grid, fam, alpha)
+        r = nca.expectation_on_grid(dens, basis(grid).to(cdt), grid)              # (..., L, N)
+    # weights w = r G^{-1} F diag(keep): the context r B^T = r G^{-1} F diag(keep) V, linear in the values
+    if Gm.dim() == 2 or Gm.shape[-3] == 1:
+        G1 = Gm if Gm.dim() == 2 else Gm.squeeze(-3)
+        x = torch.linalg.solve(G1, r.transpose(-1, -2)).transpose(-1, -2)        # (..., L, N)
+    else:
+        x = torch.linalg.solve(Gm, r.unsqueeze(-1)).squeeze(-1)
+    w = x @ F
     if keep is not None:
-        s = s.masked_fill(~keep[:, None, :], 0.0)
-    f = s @ Kg                                                                    # (B, L, G)
-    fam = "softmax" if kind == "kernel_softmax" else "sparsemax"
-    p = nca.kernel_density_on_grid(f, grid, fam, alpha)
-    r = nca.expectation_on_grid(p, basis(grid), grid)                             # (B, L, N)
-    out = r @ B.transpose(1, 2)
-    return (out, p) if return_density else out
+        w = w * keep.to(cdt)
+    if dropout_p > 0:
+        w = nn.functional.dropout(w, dropout_p)
+    out = (w @ value).to(odt)
+    extra = ((w.to(odt),) if return_weights else ()) + ((dens.to(odt),) if return_density else ())
+    return (out, *extra) if extra else out
 
 
-class SequenceContinuousAttention(nn.Module):
-    """:func:`continuous_attention` as a module with query/key/value projections (and an output
-    projection), like nn.MultiheadAttention with batch_first=True and one head:
-    forward(query, key=None, value=None, key_padding_mask=None) -> (B, L, embed_dim); key and value
-    default to query (self-attention).  The basis (n_basis Gaussian RBFs, widths 0.1 and 0.5) is fixed."""
+class ContinuousMultiheadAttention(MultiheadAttentionBase):
+    r"""Multi-head continuous attention (kernel paper, Eq. 1, 2, 6, 8, Algorithm 1), a drop-in for
+    ``torch.nn.MultiheadAttention``.
+
+    The same constructor, parameters (under the same names: a state dict moves either way), masks, and
+    ``forward`` returning ``(output, weights)``; it can be the ``self_attn`` / ``multihead_attn`` of
+    ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``.  Per head the attention is
+    :func:`continuous_attention`: an attention density :math:`p` on [0, 1] over the key positions and
+    the context
+
+    .. math::
+        c = \mathbb{E}_{p}[V(T)] = B\,\mathbb{E}_p[\Psi(T)],\qquad B = H F^\top (F F^\top + \lambda I)^{-1},
+
+    with :math:`V(t) = B\Psi(t)` the ridge fit (Eq. 6) of the allowed values at their positions.  The
+    weights returned are the linear weights of the values in :math:`c` (a ridge smoother's: they need
+    not be positive).
+
+    Args:
+        embed_dim: total dimension E of the model (split across the heads).
+        num_heads: number of heads H.
+        dropout: dropout probability on the weights (in training mode).
+        bias: add biases to the input and output projections.
+        add_bias_kv: not supported (must be False).
+        add_zero_attn: not supported (must be False).
+        kdim: features of key (default E).
+        vdim: features of value (default E).
+        batch_first: (N, L, E) if True, (L, N, E) if False (torch's default).
+        device: as in torch.
+        dtype: as in torch.
+        kind: keyword-only; ``cts_softmax``, ``cts_sparsemax``, ``kernel_softmax``, ``kernel_sparsemax``.
+        n_basis: keyword-only; the number N of Gaussian RBFs of :math:`\Psi` (widths 0.1, 0.5; fixed).
+        grid_size: keyword-only; quadrature points on [0, 1] (kernel kinds).
+        kernel: keyword-only; ``gaussian`` or ``laplace``.
+        bandwidth: keyword-only; kernel bandwidth > 0.
+        alpha: keyword-only; deformed family's alpha in (1, 2].
+        ridge: keyword-only; ridge penalty :math:`\lambda > 0` (Eq. 6).
+
+    Shape:
+        - query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+        - key, value: (N, S, kdim / vdim), (S, N, ·) or (S, ·).
+        - output: like query.  weights: (N, L, S), or (N, H, L, S) with ``average_attn_weights=False``.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import ContinuousMultiheadAttention
+        >>> attn = ContinuousMultiheadAttention(16, 2, batch_first=True, kind="kernel_sparsemax")
+        >>> x = torch.randn(3, 10, 16)
+        >>> out, w = attn(x, x, x, key_padding_mask=torch.zeros(3, 10, dtype=torch.bool))
+        >>> out.shape, w.shape
+        (torch.Size([3, 10, 16]), torch.Size([3, 10, 10]))
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int = 1, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None, *,
+                 kind: str = "kernel_sparsemax", n_basis: int = 32, grid_size: int = 256, kernel: str = "gaussian",
+                 bandwidth: float = 0.05, alpha: float = 2.0, ridge: float = 0.1):
+        super().__init__(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+                         batch_first, device, dtype)
+        _check_choice("kind", kind, SEQUENCE_KINDS)
+        _check_choice("kernel", kernel, KERNELS)
+        self.kind, self.kernel = kind, kernel
+        self.grid_size = _check_int(grid_size, "grid_size", 2)
+        self.bandwidth = check_positive(bandwidth, "bandwidth")
+        self.alpha = _check_alpha_deformed(alpha)
+        self.ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
+        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2)).to(device=device)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        r"""Attention of query to key/value, as ``nn.MultiheadAttention.forward``.
+
+        Args:
+            query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+            key: (N, S, kdim), (S, N, kdim) or (S, kdim).
+            value: (N, S, vdim), (S, N, vdim) or (S, vdim).
+            key_padding_mask: (N, S); bool True marks padding (left out of the density and the ridge fit);
+                a float mask is added to the scores.
+            need_weights: also return the weights of the values (else None).
+            attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed; a float mask is added.
+            average_attn_weights: average the returned weights over the heads.
+            is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
+
+        Returns:
+            ``(output, weights)``: output like query; weights (N, L, S) (or (N, H, L, S) with
+            ``average_attn_weights=False``), None when ``need_weights=False``.
+        """
+        return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal)
+
+    def _attend(self, q, k, v, mask, query, need_weights):
+        return continuous_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
+                                    kind=self.kind, basis=self.basis, grid_size=self.grid_size, kernel=self.kernel,
+                                    bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge,
+                                    return_weights=True)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", kind={self.kind!r}"
+
+
+class SequenceContinuousAttention(ContinuousMultiheadAttention):
+    """Deprecated: one-head :class:`ContinuousMultiheadAttention` with the old calling convention
+    ``forward(query, key=None, value=None, key_padding_mask=None)`` (batch first, one output).  Will be
+    removed in the next release."""
 
     def __init__(self, embed_dim: int, kind: str = "kernel_sparsemax", n_basis: int = 32, grid_size: int = 256,
                  kernel: str = "gaussian", bandwidth: float = 0.05, alpha: float = 2.0, ridge: float = 0.1,
                  bias: bool = True):
-        super().__init__()
-        _check_choice("kind", kind, SEQUENCE_KINDS)
-        _check_choice("kernel", kernel, KERNELS)
-        if not (1.0 < alpha <= 2.0):
-            raise ValueError(f"alpha must be in (1, 2]; got {alpha}")
-        if not (bandwidth > 0 and math.isfinite(bandwidth)):
-            raise ValueError(f"bandwidth must be finite and > 0; got {bandwidth}")
-        if not (ridge > 0 and math.isfinite(ridge)):
-            raise ValueError(f"ridge must be finite and > 0; got {ridge}")
-        self.kind, self.grid_size, self.kernel = kind, int(grid_size), kernel
-        self.bandwidth, self.alpha, self.ridge = float(bandwidth), float(alpha), float(ridge)
-        self.basis = GaussianBasis(n_basis)
-        self.q = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.k = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.v = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.o = nn.Linear(embed_dim, embed_dim, bias=bias)
+        deprecated("SequenceContinuousAttention", "ContinuousMultiheadAttention(embed_dim, num_heads, "
+                   "batch_first=True, kind=...)")
+        super().__init__(embed_dim, 1, bias=bias, batch_first=True, kind=kind, n_basis=n_basis,
+                         grid_size=grid_size, kernel=kernel, bandwidth=bandwidth, alpha=alpha, ridge=ridge)
 
     def forward(self, query, key=None, value=None, key_padding_mask=None):
         key = query if key is None else key
         value = key if value is None else value
-        out = continuous_attention(self.q(query), self.k(key), self.v(value), self.kind, key_padding_mask,
-                                   basis=self.basis, grid_size=self.grid_size, kernel=self.kernel,
-                                   bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge)
-        return self.o(out)
+        return super().forward(query, key, value, key_padding_mask, need_weights=False)[0]

@@ -15,7 +15,10 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-__all__ = ["AttentionLayer", "ATTENTIONS", "CONVENTIONS"]
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_qkv,
+                                         check_scale, compute_dtype, sdpa_mask)
+
+__all__ = ["AttentionLayer", "EFAMultiheadAttention", "efa_attention", "ATTENTIONS", "CONVENTIONS"]
 
 ATTENTIONS = ("softmax", "linear")
 CONVENTIONS = ("paper", "standard")
@@ -187,3 +190,204 @@ class AttentionLayer(nn.Module):
         v = self._proj(Z, self.W_V, self.b_V if self.use_bias else None)   # (N, H, I, vdim)
         out = self._post(Z, self._heads_out(w @ v, Z))
         return (out, w) if return_weights else out
+
+
+# ------------------------------------------------------------------------------------------------
+# torch's calling conventions: scaled_dot_product_attention and nn.MultiheadAttention
+# ------------------------------------------------------------------------------------------------
+def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                  scale=None, *, attention: str = "softmax", return_weights: bool = False):
+    r"""The attention of Exponential Family Attention, Eq. (1), called like
+    ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Per query, the weights of the keys are
+
+    .. math::
+        w_{ij} = \text{softmax}_j\big(\text{scale}\,\langle q_i, k_j\rangle + M_{ij}\big)
+        \quad\text{(softmax)},\qquad
+        w_{ij} = \text{scale}\,\langle q_i, k_j\rangle\,[M_{ij} \ne -\infty]\quad\text{(linear)},
+
+    and the output is :math:`\sum_j w_{ij} v_j` (Eq. (1) reads the paper's column-wise softmax with the
+    roles of :math:`W^Q` and :math:`W^K` exchanged; :class:`EFAMultiheadAttention` does that exchange).
+
+    Args:
+        query: (..., L, E); any leading dimensions (batch, heads).
+        key: (..., S, E).
+        value: (..., S, Ev).
+        attn_mask: broadcastable to (..., L, S), as in ``scaled_dot_product_attention``: bool True where
+            the query may attend, a float mask added to the scores (softmax) or ``-inf`` to exclude
+            (linear).  Other dtypes raise ValueError.
+        dropout_p: dropout probability on the weights (applied whenever > 0).
+        is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
+        scale: default :math:`1/\sqrt{E}` (the paper's convention divides by the model width instead).
+        attention: keyword-only; ``"softmax"`` or ``"linear"``.
+        return_weights: keyword-only; also return the weights.
+
+    Shape:
+        - output: (..., L, Ev), in the dtype of the inputs (float16/bfloat16 computed in float32).
+        - weights: (..., L, S).
+
+    Returns:
+        The output, or ``(output, weights)``.  A query with every key masked gets 0, as in SDPA.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import efa_attention
+        >>> q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 4)
+        >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        >>> bool(torch.allclose(efa_attention(q, k, v), ref, atol=1e-6))
+        True
+    """
+    check_qkv(query, key, value)
+    _choice(attention, ATTENTIONS, "attention")
+    dropout_p = check_dropout(dropout_p)
+    L, S = query.shape[-2], key.shape[-2]
+    cdt, odt = compute_dtype(query, key, value)
+    query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
+    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device), cdt)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else check_scale(scale)
+    s = scale * (query @ key.transpose(-1, -2))
+    if attention == "softmax":
+        if mask is not None:
+            s = s + mask
+            empty = torch.isneginf(s).all(-1, keepdim=True)
+            s = s.masked_fill(empty, 0.0)
+        w = torch.softmax(s, -1)
+        if mask is not None:
+            w = w.masked_fill(empty, 0.0)
+    else:
+        w = s if mask is None else s.masked_fill(torch.isneginf(mask), 0.0)
+    if dropout_p > 0:
+        w = nn.functional.dropout(w, dropout_p)
+    out = (w @ value).to(odt)
+    return (out, w.to(odt)) if return_weights else out
+
+
+class EFAMultiheadAttention(MultiheadAttentionBase):
+    r"""The attention block of Exponential Family Attention (Eq. (1)) as a drop-in for
+    ``torch.nn.MultiheadAttention``: the same constructor, masks, and ``forward`` returning
+    ``(output, weights)``; it can be the ``self_attn`` / ``multihead_attn`` of torch's transformer layers.
+
+    ``convention="standard"`` (default): MHA's parameters under MHA's names, row-wise softmax (or linear)
+    attention with scale :math:`1/\sqrt{d_h}`, the heads concatenated and projected by ``out_proj``: with
+    ``attention="softmax"`` it computes exactly what ``nn.MultiheadAttention`` computes.
+
+    ``convention="paper"``: Eq. (1) as printed,
+
+    .. math::
+        Z'^\top = \sum_h W^V_h Z^\top\,\text{softmax}_{\text{col}}\Big(\frac{(W^Q_h Z^\top)^\top (W^K_h Z^\top)}{E} + M\Big),
+
+    i.e. per head full-width projections (``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight``, each
+    (H E, E)), scale :math:`1/E`, the column-wise softmax (output :math:`i` scores context :math:`j` by
+    :math:`\langle W^K z_i, W^Q z_j\rangle`), the heads summed, no biases (by default) and no ``out_proj``.
+
+    Args:
+        embed_dim: model width E.
+        num_heads: number of heads H.
+        dropout: dropout probability on the weights (in training mode).
+        bias: projection biases; default True for the standard convention, False for the paper's.
+        add_bias_kv: not supported (must be False).
+        add_zero_attn: not supported (must be False).
+        kdim: features of key (default E).
+        vdim: features of value (default E).
+        batch_first: (N, L, E) if True, (L, N, E) if False (torch's default).
+        device: as in torch.
+        dtype: as in torch.
+        attention: keyword-only; ``"softmax"`` or ``"linear"`` (the paper's two variants).
+        convention: keyword-only; ``"standard"`` or ``"paper"``.
+
+    Shape:
+        - query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+        - key, value: (N, S, kdim / vdim), (S, N, ·) or (S, ·).
+        - output: like query.  weights: (N, L, S), or (N, H, L, S) with ``average_attn_weights=False``.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import EFAMultiheadAttention
+        >>> attn = EFAMultiheadAttention(8, 2, batch_first=True, convention="paper")
+        >>> z = torch.randn(4, 5, 8)
+        >>> out, w = attn(z, z, z, attn_mask=torch.eye(5, dtype=torch.bool))   # no self-attention
+        >>> out.shape, w.shape
+        (torch.Size([4, 5, 8]), torch.Size([4, 5, 5]))
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int = 1, dropout: float = 0.0, bias: Optional[bool] = None,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: Optional[int] = None,
+                 vdim: Optional[int] = None, batch_first: bool = False, device=None, dtype=None, *,
+                 attention: str = "softmax", convention: str = "standard"):
+        _choice(attention, ATTENTIONS, "attention")
+        _choice(convention, CONVENTIONS, "convention")
+        paper = convention == "paper"
+        bias = (not paper) if bias is None else bool(bias)
+        super().__init__(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+                         batch_first, device, dtype)
+        self.attention, self.convention = attention, convention
+        if paper:
+            # Eq. (1): per head full-width W^Q, W^K, W^V, summed heads, no W^O
+            E, H, fk = self.embed_dim, self.num_heads, {"device": device, "dtype": dtype}
+            self._packed = False
+            self.head_dim = E
+            self.register_parameter("in_proj_weight", None)
+            self.q_proj_weight = nn.Parameter(torch.empty((H * E, self.kdim), **fk))    # acts on key
+            self.k_proj_weight = nn.Parameter(torch.empty((H * E, E), **fk))             # acts on query
+            self.v_proj_weight = nn.Parameter(torch.empty((H * E, self.vdim), **fk))
+            if bias:
+                self.in_proj_bias = nn.Parameter(torch.zeros(3 * H * E, **fk))
+            self.out_proj = None
+            self._reset_parameters()
+
+    def _reset_parameters(self):
+        if getattr(self, "convention", "standard") != "paper":
+            return super()._reset_parameters()
+        H, E = self.num_heads, self.embed_dim
+        for W in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):   # Glorot per head, as Keras
+            bound = math.sqrt(6.0 / (E + W.shape[1]))
+            nn.init.uniform_(W, -bound, bound)
+        if self.in_proj_bias is not None:
+            nn.init.zeros_(self.in_proj_bias)
+
+    def _project(self, x, i: int):
+        if self.convention != "paper":
+            return super()._project(x, i)
+        # the column-wise softmax of Eq. (1): output i scores context j by <W^K z_i, W^Q z_j>, so the
+        # query side is projected by W^K (bias block 1) and the key side by W^Q (bias block 0)
+        j = (1, 0, 2)[i]
+        w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[j]
+        n = w.shape[0]
+        b = None if self.in_proj_bias is None else self.in_proj_bias[j * n:(j + 1) * n]
+        return nn.functional.linear(x, w, b)
+
+    def _combine_heads(self, out):
+        if self.convention != "paper":
+            return super()._combine_heads(out)
+        return out.sum(1)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        r"""Attention of query to key/value, as ``nn.MultiheadAttention.forward``.
+
+        Args:
+            query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+            key: (N, S, kdim), (S, N, kdim) or (S, kdim).
+            value: (N, S, vdim), (S, N, vdim) or (S, vdim).
+            key_padding_mask: (N, S); bool True marks padding; a float mask is added.
+            need_weights: also return the attention weights (else None).
+            attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed (the paper's M = -inf);
+                a float mask is added.
+            average_attn_weights: average the returned weights over the heads.
+            is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
+
+        Returns:
+            ``(output, weights)``: output like query; weights (N, L, S) (or (N, H, L, S) with
+            ``average_attn_weights=False``), None when ``need_weights=False``.
+        """
+        return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal)
+
+    def _attend(self, q, k, v, mask, query, need_weights):
+        scale = 1.0 / self.embed_dim if self.convention == "paper" else 1.0 / math.sqrt(self.head_dim)
+        return efa_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
+                             scale=scale, attention=self.attention, return_weights=True)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", attention={self.attention!r}, convention={self.convention!r}"

@@ -23,6 +23,9 @@ import torch
 from torch import nn
 
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
+                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated, sdpa_mask,
+                                         shift_rows)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -350,38 +353,93 @@ def _reduce_to(g, shape):
     return g.sum(dims, keepdim=True) if dims else g
 
 
-def fenchel_attention(query, key, value, alpha=1.0, log_u=None, attn_mask=None, scale=None,
-                      exact: bool = True, return_weights: bool = False):
-    """Fenchel-dual attention, a drop-in for torch.nn.functional.scaled_dot_product_attention.
+def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                      scale=None, *, alpha=1.0, log_u=None, exact: bool = True, return_weights: bool = False):
+    r"""Exact Fenchel-dual attention, called like ``torch.nn.functional.scaled_dot_product_attention``.
 
-    query (..., L, E), key (..., S, E), value (..., S, Ev); alpha > 0, a float or a tensor broadcastable
-    to (..., L) (one reliability per query); log_u: optional log preference weights broadcastable to
-    (..., L, S) (need not be normalised; -inf excludes a key); attn_mask: optional bool (True = attend) or additive float
-    mask broadcastable to (..., L, S), added to log u; scale defaults to 1/sqrt(E).
-    Templates t_i = scale * k_i, evidence z = q.  exact=False gives (16), i.e. softmax attention with
-    logits alpha * scale <q, k_i> + log u_i (= SDPA for alpha = 1).  Returns the output (..., L, Ev)
-    (and the weights p (..., L, S) with return_weights=True).
+    "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions", Eq. (7) and (9): with
+    templates :math:`t_i = \text{scale}\cdot k_i`, evidence :math:`z = q`, preferences :math:`u` and
+    reliability :math:`\alpha`, the weights of a query are
+
+    .. math::
+        p_i(\lambda^*) = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},
+        \qquad
+        \lambda^* = \arg\max_\lambda\ \langle \lambda, \mu + z\rangle - \frac{\lVert\lambda\rVert^2}{2\alpha}
+        - \log \sum_i u_i e^{\langle t_i, \lambda\rangle}
+
+    (:math:`\mu = \sum_i \bar u_i t_i`), and the output is :math:`\sum_i p_i v_i`.  The paper's
+    approximation (14) :math:`\lambda^* \approx \alpha z` gives (16), softmax attention
+    :math:`\text{softmax}(\alpha\,\text{scale}\,\langle q, k_i\rangle + \log u_i)`, which ``exact=False``
+    computes (equal to ``scaled_dot_product_attention`` for ``alpha=1``).  The gradients of the exact
+    form come from the implicit-function theorem on the first-order condition of (7) (no unrolling).
+
+    Args:
+        query: (..., L, E); any leading dimensions (batch, heads).
+        key: (..., S, E).
+        value: (..., S, Ev).
+        attn_mask: broadcastable to (..., L, S).  As in ``scaled_dot_product_attention``: a bool mask is
+            True where the query may attend; a floating mask is added to :math:`\log u`.  Other dtypes
+            raise ValueError.
+        dropout_p: dropout probability on the weights (applied whenever > 0, as in SDPA).
+        is_causal: the causal (lower triangular, top-left aligned) mask; then attn_mask must be None.
+        scale: the template scale; default :math:`1/\sqrt{E}`.
+        alpha: keyword-only; :math:`\alpha > 0`, a float or a tensor broadcastable to (..., L) (one
+            reliability per query).
+        log_u: keyword-only; log preferences :math:`\log u` broadcastable to (..., L, S) (need not be
+            normalised; ``-inf`` excludes a key; a constant shift changes nothing).
+        exact: keyword-only; False gives the approximation (16), softmax attention.
+        return_weights: keyword-only; also return the weights :math:`p`.
+
+    Shape:
+        - output: (..., L, Ev), in the dtype of the inputs (float16 and bfloat16 are computed in float32).
+        - weights: (..., L, S).
+
+    Returns:
+        The output, or ``(output, weights)`` with ``return_weights=True``.  A query whose keys are all
+        masked gets output 0 and weights 0, as in ``scaled_dot_product_attention``.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import fenchel_attention
+        >>> q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 8)
+        >>> fenchel_attention(q, k, v, alpha=0.5).shape
+        torch.Size([2, 4, 5, 8])
+        >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        >>> bool(torch.allclose(fenchel_attention(q, k, v, is_causal=True, exact=False), ref, atol=1e-6))
+        True
     """
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"query and key must share the last dimension; got {query.shape[-1]} and {key.shape[-1]}")
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(f"key and value must have the same length S; got {key.shape[-2]} and {value.shape[-2]}")
-    E, S, L = query.shape[-1], key.shape[-2], query.shape[-2]
-    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    check_qkv(query, key, value)
+    dropout_p = check_dropout(dropout_p)
+    L, S = query.shape[-2], key.shape[-2]
+    cdt, odt = compute_dtype(query, key, value)
+    query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
+    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device), cdt)
+    if log_u is not None:
+        if not torch.is_tensor(log_u) or not log_u.dtype.is_floating_point:
+            raise ValueError(f"log_u must be a floating-point tensor; got "
+                             f"{log_u.dtype if torch.is_tensor(log_u) else type(log_u).__name__}")
+        log_u = shift_rows(log_u.to(cdt))
+    E = query.shape[-1]
+    scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
     K = scale * key                                                   # templates, (..., S, E)
-    lu = torch.zeros(1, S, dtype=query.dtype, device=query.device) if log_u is None else log_u
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
-                ~attn_mask, float("-inf"))
-        lu = lu + attn_mask
+    lu = torch.zeros(1, S, dtype=cdt, device=query.device) if log_u is None else log_u
+    if mask is not None:
+        # log u and the mask, each shifted so that its largest entry is 0, and large finite entries
+        # floored at half the dtype's range: their sum is exact where it matters and never overflows
+        if log_u is not None:
+            half = torch.finfo(cdt).min / 2
+            lu = torch.where(torch.isneginf(lu), lu, lu.clamp_min(half))
+            mask = torch.where(torch.isneginf(mask), mask, mask.clamp_min(half))
+            lu = shift_rows(lu + mask)
+        else:
+            lu = mask
     if lu.dim() == 1:
         lu = lu.unsqueeze(0)                                          # (1, S): shared by all queries
     alpha = check_alpha(alpha, query)
     # a query whose keys are all masked attends to nothing: its output (and weights) are 0, as in
     # scaled_dot_product_attention; the solver sees an unmasked row in its place
-    empty = torch.isneginf(lu).all(-1, keepdim=True) if lu.dtype.is_floating_point else None
-    has_empty = empty is not None and bool(empty.any())
+    empty = torch.isneginf(lu).all(-1, keepdim=True)
+    has_empty = bool(empty.any())
     if has_empty:
         lu = torch.where(empty, torch.zeros_like(lu), lu)
     if exact:
@@ -393,7 +451,11 @@ def fenchel_attention(query, key, value, alpha=1.0, log_u=None, attn_mask=None, 
     if has_empty:                                                     # rows with every key masked: 0
         p = torch.where(empty, torch.zeros_like(p), p)
         out = torch.where(empty, torch.zeros_like(out), out)
-    return (out, p) if return_weights else out
+    if dropout_p > 0:
+        p = nn.functional.dropout(p, dropout_p)
+        out = p @ value
+    out = out.to(odt)
+    return (out, p.to(odt)) if return_weights else out
 
 
 def check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
@@ -410,61 +472,144 @@ def inverse_softplus(x: float) -> float:
     return x + math.log(-math.expm1(-x))
 
 
-class FenchelAttention(nn.Module):
-    """Multi-head attention whose weights are the exact Fenchel-dual solution p(lambda*) of (3)/(7).
+#: the smallest alpha a learned alpha (alpha_mode "head" or "query") takes: softplus underflows to 0
+ALPHA_FLOOR = 1e-6
 
-    A drop-in for softmax self-/cross-attention: the same q, k, v, o projections; per head the logits
-    are the tilted log preferences log u_i + <t_i, lambda*> with t_i = k_i/sqrt(d_head), z = q and a
-    per-query reliability alpha:
-      alpha_mode="fixed"      alpha = `alpha` (float) for every query,
-      alpha_mode="head"       a learned alpha per head (softplus, initialised at `alpha`),
-      alpha_mode="query"      alpha = softplus(w_h . x_q + c_h) per head and query (initialised near `alpha`).
-    With exact=False (or alpha -> 0 with z rescaled) it is ordinary scaled dot-product attention.
-    forward(x, context=None, log_u=None, attn_mask=None, alpha=None) -> (B, L, embed_dim); an explicit
-    `alpha` (broadcastable to (B, heads, L)) overrides the module's.
+
+class FenchelMultiheadAttention(MultiheadAttentionBase):
+    r"""Multi-head attention whose weights are the exact Fenchel-dual solution :math:`p(\lambda^*)`.
+
+    A drop-in for ``torch.nn.MultiheadAttention``: the same constructor, parameters (under the same
+    names: a state dict moves either way), masks, and ``forward`` returning ``(output, weights)``.  It
+    can be the ``self_attn`` / ``multihead_attn`` of ``nn.TransformerEncoderLayer`` and
+    ``nn.TransformerDecoderLayer``.  Per head, the attention is :func:`fenchel_attention`
+    ("Deciphering Attention Mechanisms", Eq. (7), (9)): templates :math:`t_i = k_i/\sqrt{d_h}`, evidence
+    :math:`z = q`, and the weights
+
+    .. math::
+        p_i = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},\quad
+        \lambda^* = \arg\max_\lambda \langle\lambda, \mu + z\rangle - \tfrac{1}{2\alpha}\lVert\lambda\rVert^2
+        - \log\textstyle\sum_i u_i e^{\langle t_i,\lambda\rangle}.
+
+    With ``exact=False`` (the paper's approximation (16), :math:`\lambda^* \approx \alpha z`) and
+    ``alpha=1`` it computes exactly what ``nn.MultiheadAttention`` computes.
+
+    Args:
+        embed_dim: total dimension E of the model (split across the heads).
+        num_heads: number of heads H (E divisible by H).
+        dropout: dropout probability on the attention weights (in training mode).
+        bias: add biases to the input and output projections.
+        add_bias_kv: not supported (must be False).
+        add_zero_attn: not supported (must be False).
+        kdim: features of key (default E).
+        vdim: features of value (default E).
+        batch_first: inputs and output are (N, L, E) if True, (L, N, E) if False (torch's default).
+        device: as in torch.
+        dtype: as in torch.
+        alpha: keyword-only; the reliability :math:`\alpha > 0` of the evidence (Eq. (3)), or the
+            initial value of a learned one.
+        alpha_mode: keyword-only; ``"fixed"`` (alpha for every query), ``"head"`` (a learned alpha per
+            head, softplus), ``"query"`` (:math:`\alpha = \text{softplus}(w_h\cdot x_q + c_h)` per head
+            and query, initialised at alpha).  Learned alphas are floored at ``ALPHA_FLOOR``.
+        exact: keyword-only; False gives the approximation (16), i.e. softmax attention.
+
+    Shape:
+        - query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+        - key: (N, S, kdim) / (S, N, kdim) / (S, kdim).  value: (N, S, vdim) / (S, N, vdim) / (S, vdim).
+        - output: like query.  weights: (N, L, S), or (N, H, L, S) with ``average_attn_weights=False``.
+
+    Example:
+        >>> import torch
+        >>> from attnlab.layers import FenchelMultiheadAttention
+        >>> attn = FenchelMultiheadAttention(16, 4, batch_first=True, alpha=0.5)
+        >>> x = torch.randn(2, 7, 16)
+        >>> out, w = attn(x, x, x)
+        >>> out.shape, w.shape
+        (torch.Size([2, 7, 16]), torch.Size([2, 7, 7]))
+        >>> layer = torch.nn.TransformerEncoderLayer(16, 4, batch_first=True)
+        >>> layer.self_attn = FenchelMultiheadAttention(16, 4, batch_first=True)
+        >>> layer(x).shape
+        torch.Size([2, 7, 16])
     """
 
-    def __init__(self, embed_dim: int, num_heads: int = 1, alpha: float = 1.0, alpha_mode: str = "fixed",
-                 bias: bool = True, exact: bool = True):
-        super().__init__()
-        if embed_dim % num_heads:
-            raise ValueError(f"embed_dim must be divisible by num_heads; got {embed_dim} and {num_heads}")
+    def __init__(self, embed_dim: int, num_heads: int = 1, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None, *,
+                 alpha: float = 1.0, alpha_mode: str = "fixed", exact: bool = True):
+        super().__init__(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+                         batch_first, device, dtype)
         if alpha_mode not in ("fixed", "head", "query"):
             raise ValueError(f"alpha_mode must be one of fixed, head, query; got {alpha_mode!r}")
-        if not (math.isfinite(alpha) and alpha > 0):
-            raise ValueError(f"alpha must be finite and > 0; got {alpha}")
-        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
-        self.alpha0, self.alpha_mode, self.exact = float(alpha), alpha_mode, exact
-        self.q = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.k = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.v = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.o = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.alpha0 = check_positive(alpha, "alpha", " (the reliability of the evidence, Eq. (3))")
+        self.alpha_mode, self.exact = alpha_mode, bool(exact)
         inv = inverse_softplus(self.alpha0)
         if alpha_mode == "head":
-            self.alpha_raw = nn.Parameter(torch.full((num_heads,), inv))
+            self.alpha_raw = nn.Parameter(torch.full((num_heads,), inv, device=device, dtype=dtype))
         elif alpha_mode == "query":
-            self.alpha_proj = nn.Linear(embed_dim, num_heads)
+            self.alpha_proj = nn.Linear(embed_dim, num_heads, device=device, dtype=dtype)
             nn.init.zeros_(self.alpha_proj.weight)
             nn.init.constant_(self.alpha_proj.bias, inv)
 
     def alphas(self, x):
-        """Per (batch, head, query) alpha, shape broadcastable to (B, H, L)."""
+        """alpha per (batch, head, query), broadcastable to (N, H, L); x the query input (N, L, E)."""
         if self.alpha_mode == "fixed":
             return torch.tensor(self.alpha0, dtype=x.dtype, device=x.device)
         if self.alpha_mode == "head":
-            return nn.functional.softplus(self.alpha_raw).view(1, -1, 1)
-        return nn.functional.softplus(self.alpha_proj(x)).transpose(1, 2)   # (B, H, L)
+            a = nn.functional.softplus(self.alpha_raw.float()).view(1, -1, 1)
+        else:
+            a = nn.functional.softplus(self.alpha_proj(x).float()).transpose(1, 2)   # (N, H, L)
+        return a.clamp_min(ALPHA_FLOOR)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False, *, log_u=None, alpha=None):
+        r"""Attention of query to key/value, as ``nn.MultiheadAttention.forward``.
+
+        Args:
+            query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
+            key: (N, S, kdim), (S, N, kdim) or (S, kdim).
+            value: (N, S, vdim), (S, N, vdim) or (S, vdim).
+            key_padding_mask: (N, S); bool True marks padding (ignored keys); a float mask is added.
+            need_weights: also return the attention weights :math:`p(\lambda^*)` (else None).
+            attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed; a float mask is added
+                to :math:`\log u`.
+            average_attn_weights: average the returned weights over the heads.
+            is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
+            log_u: keyword-only; log preferences broadcastable to (N, H, L, S) (default uniform).
+            alpha: keyword-only; overrides the module's alpha, broadcastable to (N, H, L).
+
+        Returns:
+            ``(output, weights)``: output like query; weights (N, L, S) (or (N, H, L, S) with
+            ``average_attn_weights=False``), None when ``need_weights=False``.
+        """
+        return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal, log_u=log_u, alpha=alpha)
+
+    def _attend(self, q, k, v, mask, query, need_weights, log_u=None, alpha=None):
+        a = self.alphas(query) if alpha is None else alpha
+        return fenchel_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
+                                 alpha=a, log_u=log_u, exact=self.exact, return_weights=True)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", alpha={self.alpha0}, alpha_mode={self.alpha_mode!r}, exact={self.exact}"
+
+
+class FenchelAttention(FenchelMultiheadAttention):
+    """Deprecated: :class:`FenchelMultiheadAttention` with the old calling convention
+    ``forward(x, context=None, log_u=None, attn_mask=None, alpha=None, return_weights=False)`` (batch
+    first, attn_mask True = attend, one output).  Will be removed in the next release."""
+
+    def __init__(self, embed_dim: int, num_heads: int = 1, alpha: float = 1.0, alpha_mode: str = "fixed",
+                 bias: bool = True, exact: bool = True):
+        deprecated("FenchelAttention", "FenchelMultiheadAttention(embed_dim, num_heads, batch_first=True, "
+                   "alpha=..., alpha_mode=...)")
+        super().__init__(embed_dim, num_heads, bias=bias, batch_first=True, alpha=alpha, alpha_mode=alpha_mode,
+                         exact=exact)
 
     def forward(self, x, context=None, log_u=None, attn_mask=None, alpha=None, return_weights: bool = False):
-        B, L, _ = x.shape
         ctx = x if context is None else context
-        S = ctx.shape[1]
-        H, Dh = self.num_heads, self.head_dim
-        q = self.q(x).view(B, L, H, Dh).transpose(1, 2)
-        k = self.k(ctx).view(B, S, H, Dh).transpose(1, 2)
-        v = self.v(ctx).view(B, S, H, Dh).transpose(1, 2)
-        a = self.alphas(x) if alpha is None else alpha
-        out, p = fenchel_attention(q, k, v, alpha=a, log_u=log_u, attn_mask=attn_mask, exact=self.exact,
-                                   return_weights=True)
-        y = self.o(out.transpose(1, 2).reshape(B, L, self.embed_dim))
+        mask = additive_mask(check_mask(attn_mask, "attn_mask"), compute_dtype(x)[0])
+        if mask is not None:
+            log_u = mask if log_u is None else log_u + mask
+        y, p = super().forward(x, ctx, ctx, need_weights=return_weights, average_attn_weights=False,
+                               log_u=log_u, alpha=alpha)
         return (y, p) if return_weights else y

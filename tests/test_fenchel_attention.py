@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
-from attnlab.numerics.fenchel_attention import (FenchelAttention, fenchel_attention, fenchel_dual_lambda,
+from attnlab.numerics.fenchel_attention import (FenchelMultiheadAttention, fenchel_attention, fenchel_dual_lambda,
                                         solve_dual_shared)
 
 
@@ -72,14 +72,14 @@ def test_module_alpha_modes_and_backward():
     g = _g(4)
     x = torch.randn(2, 5, 8, generator=g)
     for mode in ("fixed", "head", "query"):
-        m = FenchelAttention(8, num_heads=2, alpha=0.5, alpha_mode=mode)
-        y = m(x)
+        m = FenchelMultiheadAttention(8, 2, batch_first=True, alpha=0.5, alpha_mode=mode)
+        y = m(x, x, x, need_weights=False)[0]
         y.square().sum().backward()
         assert y.shape == x.shape and all(p.grad is not None for p in m.parameters())
     with pytest.raises(ValueError):
-        FenchelAttention(8, num_heads=3)
+        FenchelMultiheadAttention(8, num_heads=3)
     with pytest.raises(ValueError):
-        FenchelAttention(8, alpha_mode="bogus")
+        FenchelMultiheadAttention(8, alpha_mode="bogus")
 
 
 def test_small_alpha_limit_approaches_softmax_attention():

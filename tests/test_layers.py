@@ -82,15 +82,15 @@ def test_fenchel_attention_rejects_bad_alpha(alpha):
     q, k, v = _qkv(0)
     with pytest.raises(ValueError, match="alpha must be finite and > 0"):
         layers.fenchel_attention(q, k, v, alpha=alpha)
-    with pytest.raises(ValueError, match="alpha must be finite and > 0"):
-        layers.FenchelAttention(8, alpha=alpha)
+    with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+        layers.FenchelMultiheadAttention(8, alpha=alpha)
 
 
 def test_fenchel_module_large_alpha_and_gradcheck():
-    m = layers.FenchelAttention(8, num_heads=2, alpha=1000.0, alpha_mode="head")   # no OverflowError
+    m = layers.FenchelMultiheadAttention(8, 2, batch_first=True, alpha=1000.0, alpha_mode="head")   # no OverflowError
     assert abs(float(torch.nn.functional.softplus(m.alpha_raw[0].detach())) - 1000.0) < 1e-3
     x = torch.randn(2, 3, 8)
-    assert torch.isfinite(m(x)).all()
+    assert torch.isfinite(m(x, x, x)[0]).all()
     q, k, v = _qkv(2, B=1, H=1, L=2, S=3, E=3)
     args = tuple(x.clone().requires_grad_() for x in (q, k, v))
     assert torch.autograd.gradcheck(lambda a, b, c: layers.fenchel_attention(a, b, c, alpha=0.7), args)
@@ -110,7 +110,7 @@ def test_continuous_attention_finite(dtype, kind, scale):
     v = v.requires_grad_()
     pad = torch.zeros(2, 5, dtype=torch.bool)
     pad[1, 3:] = True
-    out, p = layers.continuous_attention(q, k, v, kind, pad, return_density=True)
+    out, p = layers.continuous_attention(q, k, v, ~pad[:, None, :], kind=kind, return_density=True)
     assert out.shape == (2, 4, 6) and torch.isfinite(out).all()
     assert torch.isfinite(p).all() and (p >= 0).all()
     out.square().sum().backward()
@@ -120,7 +120,7 @@ def test_continuous_attention_finite(dtype, kind, scale):
 @pytest.mark.parametrize("kind", ("kernel_softmax", "kernel_sparsemax"))
 def test_continuous_kernel_density_integrates_to_one(kind):
     q, k, v = _qkv(4, heads=False)
-    _, p = layers.continuous_attention(q, k, v, kind, return_density=True, grid_size=301)
+    _, p = layers.continuous_attention(q, k, v, kind=kind, return_density=True, grid_size=301)
     grid = torch.linspace(0, 1, 301, dtype=p.dtype)
     assert (trapezoid(p, grid) - 1).abs().max() < 1e-10
 
@@ -130,13 +130,15 @@ def test_continuous_attention_gradcheck_and_module():
     for kind in KINDS:
         args = tuple(x.clone().requires_grad_() for x in (q, k, v))
         assert torch.autograd.gradcheck(lambda a, b, c, kind=kind: layers.continuous_attention(
-            a, b, c, kind, grid_size=64, n_basis=8), args, atol=1e-6), kind
-    m = layers.SequenceContinuousAttention(8, kind="kernel_sparsemax")
-    assert m(torch.randn(2, 7, 8)).shape == (2, 7, 8)
+            a, b, c, kind=kind, grid_size=64, n_basis=8), args, atol=1e-6), kind
+    m = layers.ContinuousMultiheadAttention(8, kind="kernel_sparsemax", batch_first=True)
+    x = torch.randn(2, 7, 8)
+    assert m(x, x, x)[0].shape == (2, 7, 8)
     with pytest.raises(ValueError, match="kind must be one of"):
-        layers.SequenceContinuousAttention(8, kind="softmax")
-    with pytest.raises(ValueError, match="key_padding_mask pads every key"):
-        layers.continuous_attention(q, k, v, "cts_softmax", torch.ones(1, 3, dtype=torch.bool))
+        layers.ContinuousMultiheadAttention(8, kind="softmax")
+    # every key padded: 0, as scaled_dot_product_attention (it used to raise)
+    out = layers.continuous_attention(q, k, v, torch.zeros(1, 1, 3, dtype=torch.bool), kind="cts_softmax")
+    assert torch.equal(out, torch.zeros_like(out))
 
 
 # --------------------------------------------------------------------------- densities far outside

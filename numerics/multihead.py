@@ -1,0 +1,328 @@
+"""What the attention layers of attnlab share with torch's own: the calling conventions of
+``torch.nn.functional.scaled_dot_product_attention`` (the functional forms) and of
+``torch.nn.MultiheadAttention`` (the modules), their masks, and MHA's parameter layout.
+
+Two mask conventions, as in torch itself:
+
+- the functional forms take ``attn_mask`` as ``scaled_dot_product_attention`` does: a bool mask is
+  True where a query MAY attend to a key; a floating mask is added to the scores (``-inf`` excludes);
+- the modules take ``key_padding_mask`` and ``attn_mask`` as ``nn.MultiheadAttention`` does: a bool
+  mask is True where attention is NOT allowed; a floating mask is added.
+
+Any other dtype (uint8, int64, ...) is refused with a ValueError naming the argument: torch's older
+releases read uint8 masks as bool, and adding an integer mask to the scores is almost never meant.
+
+The module base :class:`MultiheadAttentionBase` holds MHA's parameters under MHA's names
+(``in_proj_weight``/``in_proj_bias``, or ``q_proj_weight``/``k_proj_weight``/``v_proj_weight`` when
+``kdim``/``vdim`` differ from ``embed_dim``, and ``out_proj``), so that a state dict moves between an
+``nn.MultiheadAttention`` and an attnlab layer in either direction.  Subclasses supply the attention
+itself (``_attend``) on per-head tensors (N, H, L, Dh).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import torch
+from torch import nn
+from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+# --------------------------------------------------------------------------- argument checks
+def check_mask(mask, name: str):
+    """mask unchanged if None, bool or floating; else a one-line ValueError naming `name`."""
+    if mask is None:
+        return None
+    if isinstance(mask, str) or isinstance(mask, numbers.Number):
+        raise ValueError(f"{name} must be a bool or floating-point tensor; got {type(mask).__name__} {mask!r} "
+                         f"(the paper's parameters, e.g. alpha, log_u, kind, are keyword-only)")
+    if not torch.is_tensor(mask):
+        raise ValueError(f"{name} must be a bool or floating-point tensor; got {type(mask).__name__}")
+    if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a bool or floating-point tensor; got dtype {mask.dtype} "
+                         f"(convert it with .bool() or .float(): integer masks are refused, not added)")
+    return mask
+
+
+def check_positive(value, name: str, what: str = "") -> float:
+    """float(value) if finite and > 0; else a one-line ValueError naming `name`."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0{what}; got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a finite number > 0{what}; got {value!r}")
+    return v
+
+
+def check_scale(scale) -> float:
+    """float(scale) if a finite number (as scaled_dot_product_attention's scale); else a ValueError."""
+    try:
+        v = float(scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale must be a finite number; got {scale!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"scale must be a finite number; got {scale!r}")
+    return v
+
+
+def check_dropout(p) -> float:
+    if torch.is_tensor(p) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
+        raise ValueError(f"dropout_p must be a number in [0, 1]; got {p!r}")
+    return float(p)
+
+
+def check_qkv(query, key, value):
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if not torch.is_tensor(x) or not x.dtype.is_floating_point:
+            raise ValueError(f"{name} must be a floating-point tensor; got "
+                             f"{x.dtype if torch.is_tensor(x) else type(x).__name__}")
+        if x.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., length, features); got {tuple(x.shape)}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"query and key must share the last dimension E; got {query.shape[-1]} and {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"key and value must have the same length S; got {key.shape[-2]} and {value.shape[-2]}")
+
+
+def compute_dtype(*xs):
+    """(the dtype to compute in, the dtype to return): float16/bfloat16 compute in float32."""
+    dt = xs[0].dtype
+    for x in xs[1:]:
+        dt = torch.promote_types(dt, x.dtype)
+    return (torch.float32 if dt in HALF else dt), dt
+
+
+def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "attn_mask"):
+    """The functional forms' mask: attn_mask (SDPA convention) or the causal mask of is_causal (bool,
+    True = may attend, top-left aligned as in scaled_dot_product_attention); None for neither."""
+    attn_mask = check_mask(attn_mask, name)
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError(f"{name} must be None when is_causal=True (as in scaled_dot_product_attention)")
+        return torch.ones(L, S, dtype=torch.bool, device=device).tril()
+    return attn_mask
+
+
+def additive_mask(mask, dtype):
+    """An SDPA-convention mask as a float mask to add to the scores (bool False -> -inf), or None.  A
+    floating mask is shifted by its largest finite entry per row (softmax does not see the shift; a
+    mask of -1e9 everywhere would otherwise swallow the scores it is added to)."""
+    if mask is None:
+        return None
+    if mask.dtype == torch.bool:
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+    return shift_rows(mask.to(dtype))
+
+
+def shift_rows(x):
+    """x - (the largest finite entry of each last-dim row, 0 where none): exact for that entry."""
+    fin = torch.isfinite(x)
+    top = torch.where(fin, x, torch.full_like(x, float("-inf"))).amax(-1, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top)).detach()
+    if not bool((top != 0).any()):
+        return x
+    return x - top
+
+
+def causal_bool(L: int, S: int, device):
+    """nn.MultiheadAttention's convention: True above the diagonal (not allowed)."""
+    return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
+
+
+# --------------------------------------------------------------------------- the module base
+class MultiheadAttentionBase(nn.Module):
+    """nn.MultiheadAttention's constructor, parameters and forward convention, with the attention
+    itself left to the subclass (``_attend``).  Not used directly: see the attnlab layers."""
+
+    # The fused "fast path" of nn.TransformerEncoderLayer / nn.TransformerEncoder (eval mode, no grad)
+    # skips self_attn.forward when self_attn looks like MHA and recomputes *softmax* attention from
+    # in_proj_weight.  It checks `_qkv_same_embed_dim` among its conditions: these layers always say
+    # False, so torch always calls their forward (their attention is not softmax attention).
+    _qkv_same_embed_dim = False
+
+    def __init__(self, embed_dim: int, num_heads: int = 1, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None):
+        super().__init__()
+        fk = {"device": device, "dtype": dtype}
+        for nm, v in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{nm} must be an integer >= 1; got {v!r}")
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim must be divisible by num_heads; got {embed_dim} and {num_heads}")
+        if add_bias_kv or add_zero_attn:
+            raise ValueError("add_bias_kv and add_zero_attn are not supported by the attnlab layers (they add "
+                             "keys that have no position, which the continuous layers need)")
+        if not (0.0 <= float(dropout) < 1.0):
+            raise ValueError(f"dropout must be in [0, 1); got {dropout!r}")
+        self.embed_dim = int(embed_dim)
+        self.kdim = int(kdim) if kdim is not None else self.embed_dim
+        self.vdim = int(vdim) if vdim is not None else self.embed_dim
+        self.num_heads = int(num_heads)
+        self.head_dim = self.embed_dim // self.num_heads
+        self.dropout = float(dropout)
+        self.batch_first = bool(batch_first)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = False
+        E = self.embed_dim
+        self._packed = self.kdim == E and self.vdim == E
+        if self._packed:
+            self.in_proj_weight = nn.Parameter(torch.empty((3 * E, E), **fk))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = nn.Parameter(torch.empty((E, E), **fk))
+            self.k_proj_weight = nn.Parameter(torch.empty((E, self.kdim), **fk))
+            self.v_proj_weight = nn.Parameter(torch.empty((E, self.vdim), **fk))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = nn.Parameter(torch.empty(3 * E, **fk))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(E, E, bias=bias, **fk)
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        # as nn.MultiheadAttention._reset_parameters
+        if self._packed:
+            nn.init.xavier_uniform_(self.in_proj_weight)
+        else:
+            nn.init.xavier_uniform_(self.q_proj_weight)
+            nn.init.xavier_uniform_(self.k_proj_weight)
+            nn.init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            nn.init.constant_(self.in_proj_bias, 0.0)
+            nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def _project(self, x, i: int):
+        E = self.embed_dim
+        if self._packed:
+            w = self.in_proj_weight[i * E:(i + 1) * E]
+        else:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i]
+        b = None if self.in_proj_bias is None else self.in_proj_bias[i * E:(i + 1) * E]
+        return nn.functional.linear(x, w, b)
+
+    def _heads(self, x):
+        N, L, _ = x.shape
+        return x.view(N, L, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def _merged_mask(self, key_padding_mask, attn_mask, is_causal, N, L, S, device, dtype):
+        """MHA's key_padding_mask (N, S) and attn_mask (L, S) / (N*H, L, S) (True = not allowed, floats
+        added) as ONE mask in the functional (SDPA) convention, broadcastable to (N, H, L, S)."""
+        key_padding_mask = check_mask(key_padding_mask, "key_padding_mask")
+        attn_mask = check_mask(attn_mask, "attn_mask")
+        if attn_mask is None and is_causal:
+            attn_mask = causal_bool(L, S, device)       # is_causal without a mask: build it
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (N, S):
+            raise ValueError(f"key_padding_mask must have shape (N, S) = ({N}, {S}); got "
+                             f"{tuple(key_padding_mask.shape)}")
+        masks = []
+        if key_padding_mask is not None:
+            masks.append(key_padding_mask.view(N, 1, 1, S))
+        if attn_mask is not None:
+            if attn_mask.dim() == 2 and tuple(attn_mask.shape) == (L, S):
+                masks.append(attn_mask)
+            elif attn_mask.dim() == 3 and tuple(attn_mask.shape) == (N * self.num_heads, L, S):
+                masks.append(attn_mask.view(N, self.num_heads, L, S))
+            else:
+                raise ValueError(f"attn_mask must have shape (L, S) = ({L}, {S}) or (N * num_heads, L, S) = "
+                                 f"({N * self.num_heads}, {L}, {S}); got {tuple(attn_mask.shape)}")
+        if not masks:
+            return None
+        if all(m.dtype == torch.bool for m in masks):
+            keep = ~masks[0]
+            for m in masks[1:]:
+                keep = keep & ~m
+            return keep
+        out = None
+        for m in masks:
+            add = torch.zeros(m.shape, dtype=dtype, device=device).masked_fill(m, float("-inf")) \
+                if m.dtype == torch.bool else shift_rows(m.to(dtype))
+            out = add if out is None else out + add
+        return out
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False, **kwargs):
+        r"""Attention of `query` to `key`/`value`, as ``nn.MultiheadAttention.forward``.
+
+        Args:
+            query: (L, E) unbatched, (N, L, E) with ``batch_first=True``, else (L, N, E).
+            key: (S, kdim), (N, S, kdim) or (S, N, kdim), as query.
+            value: (S, vdim), (N, S, vdim) or (S, N, vdim), as query.
+            key_padding_mask: (N, S) or (S,) unbatched; bool True marks a key to ignore (padding),
+                a float mask is added to the scores.
+            need_weights: return the attention weights as the second output (else None).
+            attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed, float added.
+            average_attn_weights: average the returned weights over the heads (else per head).
+            is_causal: a hint that attn_mask is the causal mask (as in torch); with no attn_mask
+                the causal mask is built (torch would raise).
+            **kwargs: the layer's keyword-only, paper-specific inputs (see the layer).
+
+        Returns:
+            ``(output, weights)``: output (L, E), (N, L, E) or (L, N, E) like query; weights (N, L, S)
+            averaged over heads, (N, num_heads, L, S) with ``average_attn_weights=False`` (without the
+            N for unbatched input), or None when ``need_weights=False``.
+        """
+        if query.is_nested or key.is_nested or value.is_nested:
+            raise ValueError("query, key, value must not be nested tensors; build nn.TransformerEncoder with "
+                             "enable_nested_tensor=False (or after putting the attnlab layer in)")
+        unbatched = query.dim() == 2
+        if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
+            raise ValueError(f"query, key, value must all be 3-D (batched) or 2-D (unbatched); got shapes "
+                             f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+        if unbatched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            if key_padding_mask is not None and key_padding_mask.dim() == 1:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        for nm, x, d in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if x.shape[-1] != d:
+                raise ValueError(f"{nm} must have {d} features (the last dimension); got {tuple(x.shape)}")
+        N, L, _ = query.shape
+        S = key.shape[1]
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != N:
+            raise ValueError(f"key and value must have the same batch size and length as each other and the "
+                             f"same batch size as query; got {tuple(query.shape)}, {tuple(key.shape)}, "
+                             f"{tuple(value.shape)}")
+        q = self._heads(self._project(query, 0))
+        k = self._heads(self._project(key, 1))
+        v = self._heads(self._project(value, 2))
+        mask = self._merged_mask(key_padding_mask, attn_mask, is_causal, N, L, S, q.device,
+                                 compute_dtype(q)[0])
+        out, w = self._attend(q, k, v, mask, query, need_weights, **kwargs)      # (N, H, L, Dh), (N, H, L, S)
+        out = self._combine_heads(out)
+        if need_weights and w is not None:
+            w = w.mean(1) if average_attn_weights else w
+            if unbatched:
+                w = w.squeeze(0)
+        else:
+            w = None
+        if unbatched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        return out, w
+
+    def _combine_heads(self, out):
+        """(N, H, L, Dh) head outputs -> (N, L, E): concatenated, then out_proj."""
+        N, _, L, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim))
+
+    def _attend(self, q, k, v, mask, query, need_weights, **kwargs):   # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, "
+                f"batch_first={self.batch_first}")
+
+
+def deprecated(old: str, new: str):
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new} "
+                  f"(torch's calling convention)", DeprecationWarning, stacklevel=3)
