@@ -129,6 +129,16 @@ def _efa_trivial(rec: dict) -> dict | None:
     return out
 
 
+def _toy_corpus_trivial(rec: dict) -> dict:
+    import numpy as np
+
+    from attnlab.experiments.bidir import toy_corpus as T
+
+    cv = rec.get("config_values") or {}
+    corpus = T.sample_corpus(int(cv.get("n_sentences", T.N_SENTENCES)), np.random.default_rng(int(rec["seed"])))
+    return T.trivial(corpus, [int(d) for d in (rec.get("extra") or {}).get("per_dim", {})])
+
+
 def trivial_for(rec: dict, warn=None) -> dict | None:
     """The trivial predictor's value for `rec`, computed from its experiment's data (None where the
     record stores it, the experiment has none to compute, or the data cannot be read)."""
@@ -138,6 +148,8 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
             return _kernel_trivial(rec)
         if exp.startswith("efa-"):
             return _efa_trivial(rec)
+        if exp == "bidir-toy-corpus":
+            return _toy_corpus_trivial(rec)
     except Exception as exc:            # noqa: BLE001 -- a data set that cannot be read: value unknown
         if warn:
             warn(f"{exp}: trivial value unknown ({type(exc).__name__}: {exc})")

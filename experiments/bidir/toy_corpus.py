@@ -198,6 +198,22 @@ def prop14_target(A, B, Q, S: int = SENTENCE_LENGTH):
     return (V * A[:, :V] - B[None, :V]) / (S * Q[None, :V])
 
 
+def marginal_entropy(corpus: np.ndarray) -> float:
+    """Mean cross entropy of the trivial predictor, the masked words' marginal frequencies (ignoring the
+    context), over every masking instance of `corpus`: attnlab.convergence's trivial value (the models'
+    training loss is the same average, over the same instances)."""
+    _, _, b, w = masking_instances(corpus)
+    c = np.bincount(b, weights=w)
+    c = c[c > 0]
+    return float(-(c * np.log(c / c.sum())).sum() / c.sum())
+
+
+def trivial(corpus: np.ndarray, dims) -> dict:
+    """The trivial value of every (p, model) row of a record (:func:`attnlab.convergence.judge_record`)."""
+    h = marginal_entropy(corpus)
+    return {"rows": {f"p={d}": {"value": h} for d in dims}}
+
+
 # --------------------------------------------------------------------------- training
 def _torch_instances(corpus):
     import torch
@@ -408,7 +424,7 @@ def main(argv: list[str]) -> int:
                 for d in cfg["dims"] for model, key in (("CBOW", "cbow_lbfgs"), ("attention", "attn_lbfgs"))}
         ctx.write_record(rows, extra=extra, training={
             "stopped": "tolerance" if all(runs.values()) else "max-epochs", "max_epochs": cfg["steps"],
-            "grad_tol": GRAD_TOL, "converged_runs": runs})
+            "grad_tol": GRAD_TOL, "converged_runs": runs}, trivial=trivial(corpus, cfg["dims"]))
         if ctx.verbose:
             for dim in cfg["dims"]:
                 r = extra["per_dim"][str(dim)]
