@@ -1,0 +1,369 @@
+"""attnlab.layers as drop-ins for torch's attention: nn.MultiheadAttention's calling convention and
+parameters, inside nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (trained a few steps; equal
+to the MHA path where the layer reduces to softmax attention; torch's fused fast path never bypasses
+them), masks, dtypes and edge cases."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from attnlab import layers
+
+E, H = 8, 2
+KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
+MODULES = {
+    "fenchel-exact": lambda **kw: layers.FenchelMultiheadAttention(E, H, **kw),
+    "fenchel-approx": lambda **kw: layers.FenchelMultiheadAttention(E, H, exact=False, **kw),
+    "fenchel-head": lambda **kw: layers.FenchelMultiheadAttention(E, H, alpha=0.5, alpha_mode="head", **kw),
+    "continuous-kernel": lambda **kw: layers.ContinuousMultiheadAttention(E, H, kind="kernel_sparsemax", n_basis=8,
+                                                                         grid_size=64, **kw),
+    "continuous-cts": lambda **kw: layers.ContinuousMultiheadAttention(E, H, kind="cts_softmax", n_basis=8, **kw),
+    "efa-standard": lambda **kw: layers.EFAMultiheadAttention(E, H, **kw),
+    "efa-paper": lambda **kw: layers.EFAMultiheadAttention(E, H, convention="paper", **kw),
+}
+# the layers that are nn.MultiheadAttention when given its weights (exact=False with alpha = 1; EFA standard)
+SOFTMAX = ("fenchel-approx", "efa-standard")
+
+
+def _x(seed, N=3, L=5, dtype=torch.float64):
+    return torch.randn(N, L, E, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _masks(N=3, L=5):
+    kpm = torch.zeros(N, L, dtype=torch.bool)
+    kpm[1, 3:] = True                                  # padding at the end of sequence 1
+    causal = nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64)
+    return kpm, causal
+
+
+# --------------------------------------------------------------------------- MHA's convention
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_returns_output_and_weights_like_mha(name):
+    m = MODULES[name](batch_first=True).double()
+    x = _x(0)
+    out, w = m(x, x, x)
+    assert out.shape == x.shape and w.shape == (3, 5, 5)
+    out, w = m(x, x, x, average_attn_weights=False)
+    assert w.shape == (3, H, 5, 5)
+    assert m(x, x, x, need_weights=False)[1] is None
+    # seq-first (torch's default) and unbatched inputs
+    m2 = MODULES[name]().double()
+    m2.load_state_dict(m.state_dict())
+    o2, w2 = m2(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1))
+    assert torch.allclose(o2.transpose(0, 1), m(x, x, x)[0], atol=1e-10)
+    o1, w1 = m(x[0], x[0], x[0])
+    assert torch.allclose(o1, m(x, x, x)[0][0], atol=1e-10) and w1.shape == (5, 5)
+
+
+@pytest.mark.parametrize("name", SOFTMAX)
+def test_equals_mha_with_its_weights_and_masks(name):
+    mha = nn.MultiheadAttention(E, H, batch_first=True).double()
+    m = MODULES[name](batch_first=True).double()
+    m.load_state_dict(mha.state_dict())              # same parameter names: the state dict moves over
+    x, y = _x(1), _x(2, L=6)
+    kpm, causal = _masks()
+    for kw in ({}, {"key_padding_mask": kpm}, {"attn_mask": causal}, {"attn_mask": causal.isinf()},
+               {"attn_mask": causal.isinf(), "key_padding_mask": kpm, "average_attn_weights": False}):
+        ref, rw = mha(x, x, x, **kw)
+        out, w = m(x, x, x, **kw)
+        assert (out - ref).abs().max() < 1e-12 and (w - rw).abs().max() < 1e-12, kw
+    ref, _ = mha(x, y, y)                            # cross-attention
+    assert (m(x, y, y)[0] - ref).abs().max() < 1e-12
+
+
+def test_kdim_vdim_parameters_and_state_dict_like_mha():
+    mha = nn.MultiheadAttention(E, H, kdim=5, vdim=3, batch_first=True).double()
+    m = layers.FenchelMultiheadAttention(E, H, kdim=5, vdim=3, batch_first=True, exact=False).double()
+    assert set(m.state_dict()) == set(mha.state_dict())
+    m.load_state_dict(mha.state_dict())
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, n, d, generator=g, dtype=torch.float64) for n, d in ((4, E), (6, 5), (6, 3)))
+    assert (m(q, k, v)[0] - mha(q, k, v)[0]).abs().max() < 1e-12
+    mha.load_state_dict(layers.EFAMultiheadAttention(E, H, kdim=5, vdim=3).double().state_dict())
+
+
+def test_the_usual_call_does_not_fail_silently():
+    x = torch.randn(2, 5, E)
+    out, w = layers.FenchelMultiheadAttention(E, 4, batch_first=True)(x, x, x)   # third tensor is value
+    assert out.shape == x.shape and w.shape == (2, 5, 5)
+    out, _ = layers.ContinuousMultiheadAttention(E, 1, batch_first=True)(x, x, x)  # unpacks (output, weights)
+    assert out.shape == x.shape
+    q = torch.randn(2, 3, 5, 4)
+    with pytest.raises(ValueError, match="attn_mask must be a bool or floating-point tensor.*keyword-only"):
+        layers.fenchel_attention(q, q, q, 0.5)                     # alpha is keyword-only
+
+
+# --------------------------------------------------------------------------- inside torch's blocks
+def _swap_encoder(name, mha_layer=None):
+    layer = nn.TransformerEncoderLayer(E, H, dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    if mha_layer is not None:
+        layer.load_state_dict(mha_layer.state_dict())
+    new = MODULES[name](batch_first=True).double()
+    if name in SOFTMAX:
+        new.load_state_dict(layer.self_attn.state_dict())
+    layer.self_attn = new
+    return layer
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_encoder_layer_trains_with_padding_and_causal_masks(name):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(E, H, dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    layer = _swap_encoder(name, ref)
+    x = _x(4)
+    kpm, causal = _masks()
+    causal = causal.isinf()                             # bool, as kpm (torch warns on mixed mask types)
+    if name in SOFTMAX:                                 # the MHA path, same weights: equal outputs
+        want = ref(x, src_mask=causal, src_key_padding_mask=kpm, is_causal=True)
+        got = layer(x, src_mask=causal, src_key_padding_mask=kpm, is_causal=True)
+        assert (want - got).abs().max() < 1e-12
+    opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
+    before = [p.detach().clone() for p in layer.self_attn.parameters()]
+    target = torch.randn(3, 5, E, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    losses = []
+    for _ in range(4):
+        y = layer(x, src_mask=causal, src_key_padding_mask=kpm, is_causal=True)
+        loss = (y - target)[~kpm].square().mean()
+        opt.zero_grad()
+        loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in layer.parameters() if p.grad is not None)
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert any(not torch.equal(a, b) for a, b in zip(before, layer.self_attn.parameters()))
+    # a causal layer: the output at position 1 does not depend on later positions
+    x2 = x.clone()
+    x2[:, 3:] += 1.0
+    layer.eval()
+    with torch.no_grad():
+        a = layer(x, src_mask=causal, is_causal=True)
+        b = layer(x2, src_mask=causal, is_causal=True)
+    assert (a[:, :3] - b[:, :3]).abs().max() < 1e-10
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_fused_fast_path_never_bypasses_the_layer(name):
+    """In eval mode without grad, torch's encoder layer computes softmax attention from in_proj_weight
+    when self_attn looks like MHA.  These layers must be called instead: equal with the fast path on/off."""
+    layer = _swap_encoder(name).float().eval()       # float32: the fast path's dtype
+    x = _x(6, N=4, L=6, dtype=torch.float32)
+    kpm = torch.zeros(4, 6, dtype=torch.bool)
+    kpm[2, 4:] = True
+    outs = []
+    for enabled in (False, True):
+        torch.backends.mha.set_fastpath_enabled(enabled)
+        try:
+            with torch.no_grad():
+                outs.append((layer(x), layer(x, src_key_padding_mask=kpm)))
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    with warnings.catch_warnings():                   # the stack built around the layer: its forward too
+        warnings.simplefilter("ignore", UserWarning)  # (enable_nested_tensor off: torch says why)
+        enc = nn.TransformerEncoder(layer, 2).eval()
+    with torch.no_grad():
+        out = enc(x, src_key_padding_mask=kpm)
+    assert torch.isfinite(out).all()
+    if name not in SOFTMAX:
+        mha = nn.TransformerEncoderLayer(E, H, dim_feedforward=16, dropout=0.0, batch_first=True).eval()
+        mha.load_state_dict({k: v for k, v in layer.state_dict().items() if not k.startswith("self_attn")},
+                            strict=False)
+        with torch.no_grad():
+            assert not torch.allclose(mha(x), layer(x))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_decoder_layer_self_and_cross_attention(name):
+    torch.manual_seed(1)
+    ref = nn.TransformerDecoderLayer(E, H, dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    layer = nn.TransformerDecoderLayer(E, H, dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    layer.load_state_dict(ref.state_dict())
+    for attr in ("self_attn", "multihead_attn"):
+        new = MODULES[name](batch_first=True).double()
+        if name in SOFTMAX:
+            new.load_state_dict(getattr(ref, attr).state_dict())
+        setattr(layer, attr, new)
+    tgt, mem = _x(7, L=4), _x(8, L=6)
+    tkpm = torch.zeros(3, 4, dtype=torch.bool)
+    tkpm[0, 3] = True
+    mkpm = torch.zeros(3, 6, dtype=torch.bool)
+    mkpm[2, 4:] = True
+    causal = nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64).isinf()
+    kw = dict(tgt_mask=causal, tgt_is_causal=True, tgt_key_padding_mask=tkpm, memory_key_padding_mask=mkpm)
+    out = layer(tgt, mem, **kw)
+    if name in SOFTMAX:
+        assert (out - ref(tgt, mem, **kw)).abs().max() < 1e-12
+    out.square().mean().backward()
+    assert all(torch.isfinite(p.grad).all() for p in layer.parameters() if p.grad is not None)
+
+
+# --------------------------------------------------------------------------- masks
+FUNCTIONALS = {
+    "fenchel": lambda q, k, v, **kw: layers.fenchel_attention(q, k, v, **kw),
+    "fenchel-approx": lambda q, k, v, **kw: layers.fenchel_attention(q, k, v, exact=False, **kw),
+    "efa": lambda q, k, v, **kw: layers.efa_attention(q, k, v, **kw),
+    **{k: (lambda q, k_, v, kind=k, **kw: layers.continuous_attention(q, k_, v, kind=kind, n_basis=8,
+                                                                      grid_size=64, **kw)) for k in KINDS},
+}
+
+
+def _qkv(seed, shape=(2, 2), L=4, S=5, D=6, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*shape, n, D, generator=g, dtype=dtype) for n in (L, S, S))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.int32])
+def test_integer_masks_are_refused(name, dtype):
+    q, k, v = _qkv(0)
+    with pytest.raises(ValueError, match="^attn_mask must be a bool or floating-point tensor"):
+        FUNCTIONALS[name](q, k, v, attn_mask=torch.ones(4, 5, dtype=dtype))
+    m = MODULES["fenchel-exact"](batch_first=True)
+    x = torch.randn(2, 5, E)
+    with pytest.raises(ValueError, match="^key_padding_mask must be a bool"):
+        m(x, x, x, key_padding_mask=torch.zeros(2, 5, dtype=dtype))
+    with pytest.raises(ValueError, match="^attn_mask must be a bool"):
+        m(x, x, x, attn_mask=torch.zeros(5, 5, dtype=dtype))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+def test_bool_float_and_causal_masks_agree(name):
+    q, k, v = _qkv(1, S=4)
+    f = FUNCTIONALS[name]
+    keep = torch.rand(4, 4, generator=torch.Generator().manual_seed(2)) > 0.4
+    keep[:, 0] = True
+    add = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~keep, float("-inf"))
+    assert (f(q, k, v, attn_mask=keep) - f(q, k, v, attn_mask=add)).abs().max() < 1e-12
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    assert (f(q, k, v, is_causal=True) - f(q, k, v, attn_mask=causal)).abs().max() < 1e-12
+    with pytest.raises(ValueError, match="attn_mask must be None when is_causal=True"):
+        f(q, k, v, attn_mask=causal, is_causal=True)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+def test_fully_masked_rows_are_zero_like_sdpa(name):
+    q, k, v = _qkv(3)
+    q.requires_grad_()
+    keep = torch.ones(4, 5, dtype=torch.bool)
+    keep[2] = False
+    out = FUNCTIONALS[name](q, k, v, attn_mask=keep)
+    sdpa = nn.functional.scaled_dot_product_attention(q.detach(), k, v, attn_mask=keep)
+    assert torch.equal(out[..., 2, :], torch.zeros_like(out[..., 2, :]))
+    assert torch.equal(sdpa[..., 2, :], out[..., 2, :].detach())
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all()
+    # every key of every query padded: zeros, not an error
+    none = torch.zeros(4, 5, dtype=torch.bool)
+    assert torch.equal(FUNCTIONALS[name](q.detach(), k, v, attn_mask=none), torch.zeros(2, 2, 4, 6, dtype=q.dtype))
+
+
+# --------------------------------------------------------------------------- dtypes, shapes, edges
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs_compute_in_float32(name, dtype):
+    q, k, v = _qkv(4, dtype=torch.float32)
+    ref = FUNCTIONALS[name](q, k, v)
+    out = FUNCTIONALS[name](q.to(dtype), k.to(dtype), v.to(dtype))
+    assert out.dtype == dtype
+    tol = 2e-2 if dtype == torch.bfloat16 else 4e-3
+    assert (out.float() - ref).abs().max() < tol * (1 + ref.abs().max())
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_half_precision_module(name):
+    m = MODULES[name](batch_first=True).to(torch.bfloat16)
+    x = torch.randn(2, 5, E, dtype=torch.bfloat16)
+    out, w = m(x, x, x)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_empty_batch_and_length_one(name):
+    m = MODULES[name](batch_first=True).double()
+    x0 = torch.randn(0, 5, E, dtype=torch.float64)
+    out, w = m(x0, x0, x0)
+    assert out.shape == (0, 5, E) and w.shape == (0, 5, 5)
+    x1 = _x(9, L=1)
+    out, w = m(x1, x1, x1)
+    assert out.shape == (3, 1, E) and torch.isfinite(out).all()
+    if name.startswith(("fenchel-approx", "efa-standard")):
+        assert torch.allclose(w, torch.ones_like(w))
+
+
+def test_efa_standard_on_an_empty_batch():
+    m = layers.EFAMultiheadAttention(E, H, batch_first=True, convention="standard")
+    out, w = m(torch.randn(0, 4, E), torch.randn(0, 4, E), torch.randn(0, 4, E))
+    assert out.shape == (0, 4, E)
+
+
+@pytest.mark.parametrize("arg", ["ridge", "bandwidth"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0, -1.0])
+def test_ridge_and_bandwidth_refused_in_one_line(arg, bad):
+    q, k, v = _qkv(5)
+    with pytest.raises(ValueError, match=f"^{arg} must be a finite number > 0") as e:
+        layers.continuous_attention(q, k, v, kind="kernel_softmax", **{arg: bad})
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=f"^{arg} must be a finite number > 0"):
+        layers.ContinuousMultiheadAttention(E, H, **{arg: bad})
+
+
+def test_learned_alpha_is_floored_when_softplus_underflows():
+    m = layers.FenchelMultiheadAttention(E, H, batch_first=True, alpha_mode="head")
+    with torch.no_grad():
+        m.alpha_raw.fill_(-1e4)                      # softplus(-1e4) = 0 in float32
+    x = torch.randn(2, 5, E)
+    assert float(m.alphas(x).detach().min()) > 0
+    out, _ = m(x, x, x)
+    assert torch.isfinite(out).all()
+
+
+# --------------------------------------------------------------------------- exact mode: large masks and log u
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("big", [-1e9, "min"])
+def test_exact_large_finite_mask_loses_no_precision(dtype, big):
+    q, k, v = (x.to(dtype) for x in _qkv(6, shape=(2,), L=3, S=4))
+    big = torch.finfo(dtype).min if big == "min" else big
+    mask = torch.zeros(3, 4, dtype=dtype)
+    mask[1] = big                                   # a whole row: softmax does not see a constant
+    mask[2, 1:] = big                               # a partial row: only key 0 is left
+    out = layers.fenchel_attention(q, k, v, attn_mask=mask)
+    ref = layers.fenchel_attention(q, k, v)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert (out[:, :2] - ref[:, :2]).abs().max() < tol
+    assert (out[:, 2] - v[:, 0]).abs().max() < tol
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exact_constant_shift_of_log_u_changes_nothing(dtype):
+    q, k, v = (x.to(dtype) for x in _qkv(7, shape=(2,), L=3, S=4))
+    lu = torch.randn(3, 4, generator=torch.Generator().manual_seed(8), dtype=dtype)
+    ref = layers.fenchel_attention(q, k, v, log_u=lu)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    for c in (-1e3, 1e3, 30.0):
+        assert (layers.fenchel_attention(q, k, v, log_u=lu + c) - ref).abs().max() < tol * (1 + abs(c))
+    uniform = torch.full((3, 4), torch.finfo(dtype).min, dtype=dtype)
+    assert (layers.fenchel_attention(q, k, v, log_u=uniform) - layers.fenchel_attention(q, k, v)).abs().max() < tol
+
+
+# --------------------------------------------------------------------------- the former names
+def test_deprecated_names_warn_and_work():
+    x = torch.randn(2, 5, E)
+    with pytest.warns(DeprecationWarning, match="FenchelMultiheadAttention"):
+        m = layers.FenchelAttention(E, num_heads=2, alpha=0.5)
+    assert m(x).shape == x.shape
+    keep = torch.ones(5, 5, dtype=torch.bool).tril()          # the old convention: True = attend
+    y, p = m(x, attn_mask=keep, return_weights=True)
+    assert p.shape == (2, 2, 5, 5) and float(p[..., ~keep].abs().max()) == 0
+    with pytest.warns(DeprecationWarning, match="ContinuousMultiheadAttention"):
+        c = layers.SequenceContinuousAttention(E, kind="cts_softmax")
+    assert c(x).shape == x.shape
+    with pytest.warns(DeprecationWarning, match="EFAMultiheadAttention"):
+        a = layers.EFAAttention(E, 2)
+    assert a(x, torch.ones(2, 5, 5, dtype=torch.bool)).shape == x.shape
+    q, k, v = _qkv(9)
+    with pytest.warns(DeprecationWarning):
+        old = layers.continuous_attention(q, k, v, "cts_softmax")
+    assert torch.equal(old, layers.continuous_attention(q, k, v, kind="cts_softmax"))
