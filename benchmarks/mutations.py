@@ -202,7 +202,7 @@ def _():
     def make(old):
         def fa(query, key, value, alpha=1.0, log_u=None, attn_mask=None, scale=None, **kw):
             scale = 1.0 / query.shape[-1] if scale is None else scale
-            return old(query, key, value, alpha, log_u, attn_mask, scale, **kw)
+            return old(query, key, value, attn_mask=attn_mask, scale=scale, alpha=alpha, log_u=log_u, **kw)
         return fa
     patch("attnlab.numerics.fenchel_attention", "fenchel_attention", make)
 

@@ -93,7 +93,7 @@ class ContinuousAttention(nn.Module):
       - gaussian_mixture: weights_logits [b,H,K], mu [b,H,K], sigma2 [b,H,K] (closed form);
       - kernel_softmax / kernel_sparsemax: gamma [b,H,I] kernel weights at inducing points
         linspace(0,1,I), plus mu, sigma2 when ``base`` is 'gaussian' or 'parabola' (learned base density q0).
-    Returns r = E_p[psi_n] [b, H, N]; :meth:`density` returns p on the grid [b, H, G] (kernel/grid kinds).
+    Returns r = E_p[psi_n], shape (b, H, N); :meth:`density` returns p on the grid, (b, H, G) (kernel/grid kinds).
     """
 
     def __init__(self, kind: str, basis: GaussianBasis, grid_size: int = 100, n_inducing: int = 0,
@@ -185,24 +185,24 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     r"""Continuous attention over a sequence, called like ``torch.nn.functional.scaled_dot_product_attention``.
 
     "Kernel Multimodal Continuous Attention" (Moreno et al., NeurIPS 2022), Eq. (1), (2), (6), (8) and
-    Algorithm 1.  Keys and values sit at the positions :math:`t_s = s/(S-1)` of [0, 1]; for each query:
+    Algorithm 1.  Keys and values sit at the positions $t_s = s/(S-1)$ of [0, 1]; for each query:
 
-    1. scores :math:`s_j = \text{scale}\,\langle q, k_j\rangle` (+ a float mask), the logits of discrete
+    1. scores $s_j = \text{scale}\,\langle q, k_j\rangle$ (+ a float mask), the logits of discrete
        attention;
-    2. an attention density :math:`p` on [0, 1]: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
+    2. an attention density $p$ on [0, 1]: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
        truncated parabola (Eq. 2 with the Shannon / Tsallis-2 entropy) with the mean and variance of
-       :math:`\text{softmax}(s)` over the positions (Martins et al.'s unimodal encoder, the paper's
+       $\text{softmax}(s)$ over the positions (Martins et al.'s unimodal encoder, the paper's
        baselines); ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
-       :math:`p(t) \propto \exp f(t)` / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
-       :math:`p(t) = [1 + (\alpha-1)(f(t) - \tau)]_+^{1/(\alpha-1)}` with
-       :math:`f(t) = \sum_j s_j\, k(t, t_j)`;
-    3. the value function :math:`V(t) = B\Psi(t)`, :math:`B = H F^\top(FF^\top + \lambda I)^{-1}` fitted
+       $p(t) \propto \exp f(t)$ / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
+       $p(t) = [1 + (\alpha-1)(f(t) - \tau)]_+^{1/(\alpha-1)}$ with
+       $f(t) = \sum_j s_j\, k(t, t_j)$;
+    3. the value function $V(t) = B\Psi(t)$, $B = H F^\top(FF^\top + \lambda I)^{-1}$ fitted
        to the allowed values by ridge regression (Eq. 6);
-    4. the context :math:`c = \mathbb{E}_p[V(T)] = B\,\mathbb{E}_p[\Psi(T)]` (Eq. 1; kernel families by the
+    4. the context $c = \mathbb{E}_p[V(T)] = B\,\mathbb{E}_p[\Psi(T)]$ (Eq. 1; kernel families by the
        trapezoid rule on ``grid_size`` points, the continuous ones in closed form).
 
-    The context is linear in the values, :math:`c = \sum_j w_j v_j`: ``return_weights`` returns these
-    weights :math:`w` (a ridge smoother's weights: they need not be positive nor sum to 1).  A masked
+    The context is linear in the values, $c = \sum_j w_j v_j$: ``return_weights`` returns these
+    weights $w$ (a ridge smoother's weights: they need not be positive nor sum to 1).  A masked
     key is left out of the scores AND of the ridge fit, so a causal mask lets no later value in.
 
     Args:
@@ -214,15 +214,15 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             Other dtypes raise ValueError.
         dropout_p: dropout probability on the weights w (applied whenever > 0, as in SDPA).
         is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
-        scale: score scale, default :math:`1/\sqrt{E}`.
+        scale: score scale, default $1/\sqrt{E}$.
         kind: keyword-only; ``cts_softmax``, ``cts_sparsemax``, ``kernel_softmax`` or ``kernel_sparsemax``.
-        basis: keyword-only; the :class:`GaussianBasis` :math:`\Psi` (default ``n_basis`` RBFs, widths 0.1, 0.5).
+        basis: keyword-only; the :class:`GaussianBasis` $\Psi$ (default ``n_basis`` RBFs, widths 0.1, 0.5).
         n_basis: keyword-only; basis size N when no basis is given.
         grid_size: keyword-only; quadrature points G on [0, 1] (kernel kinds).
         kernel: keyword-only; ``gaussian`` or ``laplace``.
         bandwidth: keyword-only; kernel bandwidth (> 0).
         alpha: keyword-only; the deformed family's alpha in (1, 2] (``kernel_sparsemax``).
-        ridge: keyword-only; the ridge penalty :math:`\lambda > 0` of Eq. (6).
+        ridge: keyword-only; the ridge penalty $\lambda > 0$ of Eq. (6).
         return_weights: keyword-only; also return the weights w.
         return_density: keyword-only; also return the densities on the grid.
         key_padding_mask: deprecated (bool (B, S), True = padding); use ``attn_mask=~kpm[:, None, :]``.
@@ -341,14 +341,15 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
     The same constructor, parameters (under the same names: a state dict moves either way), masks, and
     ``forward`` returning ``(output, weights)``; it can be the ``self_attn`` / ``multihead_attn`` of
     ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``.  Per head the attention is
-    :func:`continuous_attention`: an attention density :math:`p` on [0, 1] over the key positions and
+    :func:`continuous_attention`: an attention density $p$ on [0, 1] over the key positions and
     the context
 
-    .. math::
-        c = \mathbb{E}_{p}[V(T)] = B\,\mathbb{E}_p[\Psi(T)],\qquad B = H F^\top (F F^\top + \lambda I)^{-1},
+    $$
+    c = \mathbb{E}_{p}[V(T)] = B\,\mathbb{E}_p[\Psi(T)],\qquad B = H F^\top (F F^\top + \lambda I)^{-1},
+    $$
 
-    with :math:`V(t) = B\Psi(t)` the ridge fit (Eq. 6) of the allowed values at their positions.  The
-    weights returned are the linear weights of the values in :math:`c` (a ridge smoother's: they need
+    with $V(t) = B\Psi(t)$ the ridge fit (Eq. 6) of the allowed values at their positions.  The
+    weights returned are the linear weights of the values in $c$ (a ridge smoother's: they need
     not be positive).
 
     Args:
@@ -364,12 +365,12 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         device: as in torch.
         dtype: as in torch.
         kind: keyword-only; ``cts_softmax``, ``cts_sparsemax``, ``kernel_softmax``, ``kernel_sparsemax``.
-        n_basis: keyword-only; the number N of Gaussian RBFs of :math:`\Psi` (widths 0.1, 0.5; fixed).
+        n_basis: keyword-only; the number N of Gaussian RBFs of $\Psi$ (widths 0.1, 0.5; fixed).
         grid_size: keyword-only; quadrature points on [0, 1] (kernel kinds).
         kernel: keyword-only; ``gaussian`` or ``laplace``.
         bandwidth: keyword-only; kernel bandwidth > 0.
         alpha: keyword-only; deformed family's alpha in (1, 2].
-        ridge: keyword-only; ridge penalty :math:`\lambda > 0` (Eq. 6).
+        ridge: keyword-only; ridge penalty $\lambda > 0$ (Eq. 6).
 
     Shape:
         - query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.

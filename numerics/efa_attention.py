@@ -202,13 +202,14 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
 
     Per query, the weights of the keys are
 
-    .. math::
-        w_{ij} = \text{softmax}_j\big(\text{scale}\,\langle q_i, k_j\rangle + M_{ij}\big)
-        \quad\text{(softmax)},\qquad
-        w_{ij} = \text{scale}\,\langle q_i, k_j\rangle\,[M_{ij} \ne -\infty]\quad\text{(linear)},
+    $$
+    w_{ij} = \text{softmax}_j\big(\text{scale}\,\langle q_i, k_j\rangle + M_{ij}\big)
+    \quad\text{(softmax)},\qquad
+    w_{ij} = \text{scale}\,\langle q_i, k_j\rangle\,[M_{ij} \ne -\infty]\quad\text{(linear)},
+    $$
 
-    and the output is :math:`\sum_j w_{ij} v_j` (Eq. (1) reads the paper's column-wise softmax with the
-    roles of :math:`W^Q` and :math:`W^K` exchanged; :class:`EFAMultiheadAttention` does that exchange).
+    and the output is $\sum_j w_{ij} v_j$ (Eq. (1) reads the paper's column-wise softmax with the
+    roles of $W^Q$ and $W^K$ exchanged; :class:`EFAMultiheadAttention` does that exchange).
 
     Args:
         query: (..., L, E); any leading dimensions (batch, heads).
@@ -219,7 +220,7 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
             (linear).  Other dtypes raise ValueError.
         dropout_p: dropout probability on the weights (applied whenever > 0).
         is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
-        scale: default :math:`1/\sqrt{E}` (the paper's convention divides by the model width instead).
+        scale: default $1/\sqrt{E}$ (the paper's convention divides by the model width instead).
         attention: keyword-only; ``"softmax"`` or ``"linear"``.
         return_weights: keyword-only; also return the weights.
 
@@ -269,17 +270,18 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
     ``(output, weights)``; it can be the ``self_attn`` / ``multihead_attn`` of torch's transformer layers.
 
     ``convention="standard"`` (default): MHA's parameters under MHA's names, row-wise softmax (or linear)
-    attention with scale :math:`1/\sqrt{d_h}`, the heads concatenated and projected by ``out_proj``: with
+    attention with scale $1/\sqrt{d_h}$, the heads concatenated and projected by ``out_proj``: with
     ``attention="softmax"`` it computes exactly what ``nn.MultiheadAttention`` computes.
 
     ``convention="paper"``: Eq. (1) as printed,
 
-    .. math::
-        Z'^\top = \sum_h W^V_h Z^\top\,\text{softmax}_{\text{col}}\Big(\frac{(W^Q_h Z^\top)^\top (W^K_h Z^\top)}{E} + M\Big),
+    $$
+    Z'^\top = \sum_h W^V_h Z^\top\,\text{softmax}_{\text{col}}\Big(\frac{(W^Q_h Z^\top)^\top (W^K_h Z^\top)}{E} + M\Big),
+    $$
 
     i.e. per head full-width projections (``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight``, each
-    (H E, E)), scale :math:`1/E`, the column-wise softmax (output :math:`i` scores context :math:`j` by
-    :math:`\langle W^K z_i, W^Q z_j\rangle`), the heads summed, no biases (by default) and no ``out_proj``.
+    (H E, E)), scale $1/E$, the column-wise softmax (output $i$ scores context $j$ by
+    $\langle W^K z_i, W^Q z_j\rangle$), the heads summed, no biases (by default) and no ``out_proj``.
 
     Args:
         embed_dim: model width E.

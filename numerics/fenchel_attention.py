@@ -358,18 +358,19 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     r"""Exact Fenchel-dual attention, called like ``torch.nn.functional.scaled_dot_product_attention``.
 
     "Deciphering Attention Mechanisms: Optimization and Fenchel Dual Solutions", Eq. (7) and (9): with
-    templates :math:`t_i = \text{scale}\cdot k_i`, evidence :math:`z = q`, preferences :math:`u` and
-    reliability :math:`\alpha`, the weights of a query are
+    templates $t_i = \text{scale}\cdot k_i$, evidence $z = q$, preferences $u$ and
+    reliability $\alpha$, the weights of a query are
 
-    .. math::
-        p_i(\lambda^*) = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},
-        \qquad
-        \lambda^* = \arg\max_\lambda\ \langle \lambda, \mu + z\rangle - \frac{\lVert\lambda\rVert^2}{2\alpha}
-        - \log \sum_i u_i e^{\langle t_i, \lambda\rangle}
+    $$
+    p_i(\lambda^*) = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},
+    \qquad
+    \lambda^* = \arg\max_\lambda\ \langle \lambda, \mu + z\rangle - \frac{\lVert\lambda\rVert^2}{2\alpha}
+    - \log \sum_i u_i e^{\langle t_i, \lambda\rangle}
+    $$
 
-    (:math:`\mu = \sum_i \bar u_i t_i`), and the output is :math:`\sum_i p_i v_i`.  The paper's
-    approximation (14) :math:`\lambda^* \approx \alpha z` gives (16), softmax attention
-    :math:`\text{softmax}(\alpha\,\text{scale}\,\langle q, k_i\rangle + \log u_i)`, which ``exact=False``
+    ($\mu = \sum_i \bar u_i t_i$), and the output is $\sum_i p_i v_i$.  The paper's
+    approximation (14) $\lambda^* \approx \alpha z$ gives (16), softmax attention
+    $\text{softmax}(\alpha\,\text{scale}\,\langle q, k_i\rangle + \log u_i)$, which ``exact=False``
     computes (equal to ``scaled_dot_product_attention`` for ``alpha=1``).  The gradients of the exact
     form come from the implicit-function theorem on the first-order condition of (7) (no unrolling).
 
@@ -378,17 +379,17 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         key: (..., S, E).
         value: (..., S, Ev).
         attn_mask: broadcastable to (..., L, S).  As in ``scaled_dot_product_attention``: a bool mask is
-            True where the query may attend; a floating mask is added to :math:`\log u`.  Other dtypes
+            True where the query may attend; a floating mask is added to $\log u$.  Other dtypes
             raise ValueError.
         dropout_p: dropout probability on the weights (applied whenever > 0, as in SDPA).
         is_causal: the causal (lower triangular, top-left aligned) mask; then attn_mask must be None.
-        scale: the template scale; default :math:`1/\sqrt{E}`.
-        alpha: keyword-only; :math:`\alpha > 0`, a float or a tensor broadcastable to (..., L) (one
+        scale: the template scale; default $1/\sqrt{E}$.
+        alpha: keyword-only; $\alpha > 0$, a float or a tensor broadcastable to (..., L) (one
             reliability per query).
-        log_u: keyword-only; log preferences :math:`\log u` broadcastable to (..., L, S) (need not be
+        log_u: keyword-only; log preferences $\log u$ broadcastable to (..., L, S) (need not be
             normalised; ``-inf`` excludes a key; a constant shift changes nothing).
         exact: keyword-only; False gives the approximation (16), softmax attention.
-        return_weights: keyword-only; also return the weights :math:`p`.
+        return_weights: keyword-only; also return the weights $p$.
 
     Shape:
         - output: (..., L, Ev), in the dtype of the inputs (float16 and bfloat16 are computed in float32).
@@ -477,21 +478,22 @@ ALPHA_FLOOR = 1e-6
 
 
 class FenchelMultiheadAttention(MultiheadAttentionBase):
-    r"""Multi-head attention whose weights are the exact Fenchel-dual solution :math:`p(\lambda^*)`.
+    r"""Multi-head attention whose weights are the exact Fenchel-dual solution $p(\lambda^*)$.
 
     A drop-in for ``torch.nn.MultiheadAttention``: the same constructor, parameters (under the same
     names: a state dict moves either way), masks, and ``forward`` returning ``(output, weights)``.  It
     can be the ``self_attn`` / ``multihead_attn`` of ``nn.TransformerEncoderLayer`` and
     ``nn.TransformerDecoderLayer``.  Per head, the attention is :func:`fenchel_attention`
-    ("Deciphering Attention Mechanisms", Eq. (7), (9)): templates :math:`t_i = k_i/\sqrt{d_h}`, evidence
-    :math:`z = q`, and the weights
+    ("Deciphering Attention Mechanisms", Eq. (7), (9)): templates $t_i = k_i/\sqrt{d_h}$, evidence
+    $z = q$, and the weights
 
-    .. math::
-        p_i = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},\quad
-        \lambda^* = \arg\max_\lambda \langle\lambda, \mu + z\rangle - \tfrac{1}{2\alpha}\lVert\lambda\rVert^2
-        - \log\textstyle\sum_i u_i e^{\langle t_i,\lambda\rangle}.
+    $$
+    p_i = \frac{u_i e^{\langle t_i, \lambda^*\rangle}}{\sum_j u_j e^{\langle t_j, \lambda^*\rangle}},\quad
+    \lambda^* = \arg\max_\lambda \langle\lambda, \mu + z\rangle - \tfrac{1}{2\alpha}\lVert\lambda\rVert^2
+    - \log\textstyle\sum_i u_i e^{\langle t_i,\lambda\rangle}.
+    $$
 
-    With ``exact=False`` (the paper's approximation (16), :math:`\lambda^* \approx \alpha z`) and
+    With ``exact=False`` (the paper's approximation (16), $\lambda^* \approx \alpha z$) and
     ``alpha=1`` it computes exactly what ``nn.MultiheadAttention`` computes.
 
     Args:
@@ -506,10 +508,10 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
         batch_first: inputs and output are (N, L, E) if True, (L, N, E) if False (torch's default).
         device: as in torch.
         dtype: as in torch.
-        alpha: keyword-only; the reliability :math:`\alpha > 0` of the evidence (Eq. (3)), or the
+        alpha: keyword-only; the reliability $\alpha > 0$ of the evidence (Eq. (3)), or the
             initial value of a learned one.
         alpha_mode: keyword-only; ``"fixed"`` (alpha for every query), ``"head"`` (a learned alpha per
-            head, softplus), ``"query"`` (:math:`\alpha = \text{softplus}(w_h\cdot x_q + c_h)` per head
+            head, softplus), ``"query"`` ($\alpha = \text{softplus}(w_h\cdot x_q + c_h)$ per head
             and query, initialised at alpha).  Learned alphas are floored at ``ALPHA_FLOOR``.
         exact: keyword-only; False gives the approximation (16), i.e. softmax attention.
 
@@ -569,9 +571,9 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
             key: (N, S, kdim), (S, N, kdim) or (S, kdim).
             value: (N, S, vdim), (S, N, vdim) or (S, vdim).
             key_padding_mask: (N, S); bool True marks padding (ignored keys); a float mask is added.
-            need_weights: also return the attention weights :math:`p(\lambda^*)` (else None).
+            need_weights: also return the attention weights $p(\lambda^*)$ (else None).
             attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed; a float mask is added
-                to :math:`\log u`.
+                to $\log u$.
             average_attn_weights: average the returned weights over the heads.
             is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
             log_u: keyword-only; log preferences broadcastable to (N, H, L, S) (default uniform).

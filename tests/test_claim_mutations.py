@@ -723,7 +723,8 @@ def test_dot_product_attention_fails_with_a_wrong_default_scale(monkeypatch):
     real = fa.fenchel_attention
 
     def wrong(query, key, value, alpha=1.0, log_u=None, attn_mask=None, scale=None, **kw):
-        return real(query, key, value, alpha, log_u, attn_mask, 1.0 / query.shape[-1] if scale is None else scale, **kw)
+        return real(query, key, value, attn_mask=attn_mask, alpha=alpha, log_u=log_u,
+                    scale=1.0 / query.shape[-1] if scale is None else scale, **kw)
 
     monkeypatch.setattr(fa, "fenchel_attention", wrong)
     assert _verdict("fenchel.sec7.dot-product-attention") == "fails"
@@ -735,7 +736,7 @@ def test_dot_product_attention_fails_when_16_ignores_u(monkeypatch):
 
     real = fa.fenchel_attention
     monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, **kw:
-                        real(q, k, v, alpha, None, None, **kw))
+                        real(q, k, v, alpha=alpha, **kw))
     assert _verdict("fenchel.sec7.dot-product-attention") == "fails"
 
 
@@ -1214,7 +1215,7 @@ def test_t5_fails_when_the_layer_drops_log_u(monkeypatch):
 
     real = fa.fenchel_attention
     monkeypatch.setattr(fa, "fenchel_attention", lambda q, k, v, alpha=1.0, log_u=None, attn_mask=None, scale=None,
-                        **kw: real(q, k, v, alpha, None, attn_mask, scale, **kw))
+                        **kw: real(q, k, v, attn_mask=attn_mask, scale=scale, alpha=alpha, **kw))
     assert _verdict("fenchel.eq17.t5-hf-position-bias") == "fails"
 
 
