@@ -30,12 +30,25 @@ PAPER_TITLES = {
 }
 METHODS = ("sympy", "mpmath", "cvxpy", "float64", "torch", "training", "results")
 TIERS = ("fast", "slow")
-# Expected verdicts.  `fails` is for an empirical claim (method `results`) that the converged records do not
-# support: a finding, recorded as such, whose numbers are in the experiment's docs.
-EXPECTED = ("holds", "erratum", "fails")
+# The verdict scale of the empirical (`results`) claims (attnlab.evidence states the rule): `holds` =
+# reproduced on the paper's data and protocol; `erratum` = contradicted there, the paper's printed number
+# outside our interval; `fails` = contradicted where the paper prints no number for the statement;
+# `inconclusive` = our interval cannot tell (or the registered seeds are not all there); on substitute
+# data, a changed model or protocol: reproduced / not reproduced on a substitute, never `erratum`.
+RESULTS_VERDICTS = ("holds", "erratum", "fails", "inconclusive", "reproduced-on-substitute",
+                    "not-reproduced-on-substitute")
+# What each verdict says, in words (tables, report, README).
+VERDICT_WORDS = {"holds": "holds", "erratum": "erratum", "fails": "fails", "inconclusive": "inconclusive",
+                 "reproduced-on-substitute": "reproduced on a substitute",
+                 "not-reproduced-on-substitute": "not reproduced on a substitute",
+                 "skipped": "skipped", "error": "error"}
+# Expected verdicts: a theory claim holds or is an erratum (the printed form fails, a corrected form
+# holds); an empirical claim expects what its registered evidence gave (theory/preregistration.py),
+# `skipped` while there is none.
+EXPECTED = RESULTS_VERDICTS + ("skipped",)
 # Verdicts a run can produce.  `fails`: the statement (or, for an erratum, the corrected statement)
 # does not hold.  `skipped`: the check could not run.  `error`: the check itself raised.
-VERDICTS = ("holds", "erratum", "fails", "skipped", "error")
+VERDICTS = RESULTS_VERDICTS + ("skipped", "error")
 
 # Packages that make up the catalog: every module below them is imported to register its claims.
 CLAIM_PACKAGES = ("attnlab.theory",)
@@ -103,6 +116,7 @@ class Claim:
     check: Callable[[], Evidence]
     corrected: str = ""          # for errata: the corrected statement that the check shows holds
     requires: tuple = ()         # importable module names the check needs (else `skipped`)
+    registration: Any = None     # an empirical claim's pre-registration (theory/preregistration.py)
 
     def missing_requirements(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -117,7 +131,7 @@ def _validate(value, allowed, name):
 
 
 def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "fast",
-          expected: str = "holds", corrected: str = "", requires: Iterable[str] = ()):
+          expected: str = "holds", corrected: str = "", requires: Iterable[str] = (), registration: Any = None):
     """Register the decorated zero-argument function as the check of claim `id`.
 
     `id` is ``<paper>.<label>`` and is stable forever.  For ``expected="erratum"`` give the
@@ -132,15 +146,15 @@ def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "
     _validate(expected, EXPECTED, "expected")
     if expected == "erratum" and not corrected:
         raise ValueError(f"claim {id}: an erratum needs the corrected statement (corrected=...)")
-    if expected == "fails" and method != "results":
-        raise ValueError(f"claim {id}: only an empirical claim (method 'results') may be expected to fail; "
+    if expected not in ("holds", "erratum") and method != "results":
+        raise ValueError(f"claim {id}: only an empirical claim (method 'results') may expect {expected!r}; "
                          "a theory claim that fails is an erratum (expected='erratum', corrected=...)")
 
     def deco(fn: Callable[[], Evidence]):
         if id in _REGISTRY and _REGISTRY[id].check.__qualname__ != fn.__qualname__:
             raise ValueError(f"claim id {id!r} registered twice")
         _REGISTRY[id] = Claim(id, paper, reference, statement, method, tier, expected, fn,
-                              corrected, tuple(requires))
+                              corrected, tuple(requires), registration)
         return fn
 
     return deco
@@ -204,8 +218,20 @@ class Record:
             "corrected": c.corrected or None, "method": c.method, "tier": c.tier,
             "expected": c.expected, "verdict": e.verdict, "measured": jsonable(e.measured),
             "tolerance": jsonable(e.tolerance), "seconds": round(self.seconds, 4),
-            "explanation": e.explanation, "data": jsonable(e.data),
+            "explanation": e.explanation, "data": jsonable(e.data), **self.results_fields(),
         }
+
+    def results_fields(self) -> dict:
+        """For an empirical claim: data_source, statistic, ci95, paper_effect, margin, n_seeds_registered,
+        n_seeds_used (from its registration, and from the evidence where the check got that far)."""
+        reg = self.claim.registration
+        if reg is None:
+            return {}
+        out = {"data_source": reg.data_source, "statistic": reg.statistic, "ci95": None,
+               "paper_effect": reg.parts[0].paper, "margin": None if reg.rule == "value" else reg.margin,
+               "n_seeds_registered": len(reg.seeds), "n_seeds_used": 0}
+        out.update(jsonable(self.evidence.data.get("results", {})))
+        return out
 
 
 def run_claim(c: Claim) -> Record:

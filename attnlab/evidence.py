@@ -1,18 +1,33 @@
 """Empirical claims judged from the committed results records (`method="results"` claims).
 
-A results claim reads the records of one experiment and config (attnlab.results.load_records, the one
-loader), keeps the converged ones (the record's `converged`: its config's stop rule fired; a metric row's
-own `converged` where one record trains several models), and judges
-the paper's statement with the seeds' Student-t 95% confidence interval.  It never gives a verdict from
-unconverged or too few records: it raises Skip with the reason ("needs >= 5 converged seeds of config
-full; have 2 (quick: 5)").
+Every results claim is pre-registered in :mod:`attnlab.theory.preregistration` (the statistic, the
+margin and where it comes from, the seeds, the data source and the decision rule) and judged here by
+:func:`judge`, on exactly the registered seeds, in seed order.  Extra seeds in the records are shown by
+`attnlab results` but never change a verdict.
 
-    seed_values(experiment, config, setting, model, metric)      {seed: value} of the converged records
-                                                                  (setting: one, or a tuple to average over)
-    paired_difference(experiment, config, setting, metric, a, b) mean and CI of value(a) - value(b)
-                                                                  over the seeds both have
-    mean_ci(experiment, config, setting, model, metric)           mean and CI of one model's values
-    better / not_better / in_range                                 the evidence of a results claim
+The decision rule, stated once for all claims (docs/results_verdicts.md gives it with examples).  For one
+part of a claim (a setting, a pair of models, a layer):
+
+- the statistic d is oriented so that d > margin is what the paper states ("A beats B": the paired
+  difference A - B over seeds, sign-flipped where lower is better; "below a bound": bound - mean);
+  its 95% Student-t confidence interval over the n registered seeds is [lo, hi];
+- the paper's own value of d (its printed effect, or its printed number for a "value" claim), where the
+  paper prints one, is held against the interval that a paper's result over R runs would fall in if the
+  paper and we measured the same thing: mean ± t_{n-1} · sd · sqrt(1/n + 1/R) (R = the paper's run count;
+  1 for a single run or where the paper does not say: the widest interval, the least likely to call an
+  erratum);
+- *supported*: lo > margin (for a value claim: the paper's number lies inside that interval);
+  *contradicted*: hi <= margin, or the paper's effect lies above that interval (for a value claim:
+  outside it); otherwise *undecided*.
+
+A claim with several parts is supported when every part is, contradicted when any part is, else
+undecided.  Verdicts: supported -> `holds` (paper's data and protocol) or `reproduced-on-substitute`;
+contradicted -> `erratum` (paper's data and protocol, and the paper prints the number that our interval
+excludes), `fails` (paper's data, but the paper prints no number for the statement) or
+`not-reproduced-on-substitute`; undecided -> `inconclusive`.  On a substitute the paper's number never
+decides a comparison (other data, other scale): only the margin does.  A claim whose registered seeds are
+not all there (converged, on the registered config) is `inconclusive`, with what there is; one with no
+usable record at all is `skipped`, with the reason.
 
 Results root: $ATTNLAB_RESULTS, else the repository's results/ folder (so that a claim reads the
 committed records wherever attnlab verify runs).
@@ -24,44 +39,12 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from attnlab.catalog import Skip
-
-MIN_SEEDS = 5
+from attnlab.catalog import Evidence, Skip
 
 
 def results_root() -> Path:
     env = os.environ.get("ATTNLAB_RESULTS")
     return Path(env) if env else Path(__file__).resolve().parents[1] / "results"
-
-
-def _records(experiment: str, root: Path | None = None) -> list[dict]:
-    from attnlab.results import load_records
-
-    paper = experiment.split("-", 1)[0]
-    return [r for r in load_records(root or results_root(), paper, warn=lambda m: None)
-            if r.get("experiment") == experiment]
-
-
-def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
-                root: Path | None = None) -> tuple[dict[int, float], Counter]:
-    """({seed: value} over the converged records of `config`, Counter of all matching records by
-    (config, converged)) -- the second says what evidence there is when the first is too small.
-    `setting` may be a tuple of settings (a claim about an average over them, e.g. over N): a seed's
-    value is then the mean of its values in every one of them, and only seeds that have all count."""
-    from attnlab.results import row_converged
-
-    settings = (setting,) if isinstance(setting, str) else tuple(setting)
-    per, have = {s: {} for s in settings}, Counter()
-    for r in _records(experiment, root):
-        for m in r.get("metrics", []):
-            if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
-                continue
-            ok = row_converged(r, m)
-            have[(r.get("config"), ok)] += 1
-            if r.get("config") == config and ok:
-                per[m["setting"]][int(r["seed"])] = float(m["value"])
-    common = set.intersection(*(set(v) for v in per.values()))
-    return {seed: sum(per[s][seed] for s in settings) / len(settings) for seed in sorted(common)}, have
 
 
 def _t95(n: int) -> float:
@@ -70,88 +53,163 @@ def _t95(n: int) -> float:
     return float(stats.t.ppf(0.975, n - 1))
 
 
-def _ci(values: list[float]) -> dict:
-    """Mean, Student-t 95% CI half-width, [lo, hi] and n of >= 2 values."""
+def t_interval(values: list[float], runs: float = math.inf) -> dict:
+    """Mean, sd and the 95% Student-t interval of >= 2 values: for the mean (``runs`` = inf, the
+    confidence interval) or for the mean of ``runs`` further runs (mean ± t·sd·sqrt(1/n + 1/runs))."""
     n = len(values)
+    if n < 2:
+        raise ValueError(f"a t interval needs at least 2 values; got {n}")
     m = sum(values) / n
     sd = math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1))
-    h = _t95(n) * sd / math.sqrt(n)
-    return {"mean": m, "ci95": h, "lo": m - h, "hi": m + h, "n": n}
+    h = _t95(n) * sd * math.sqrt(1 / n + (0.0 if math.isinf(runs) else 1 / runs))
+    return {"mean": m, "sd": sd, "half": h, "lo": m - h, "hi": m + h, "n": n}
 
 
-def _need(n: int, need: int, config: str, have: Counter, what: str) -> None:
-    if need < 2:
-        raise ValueError(f"min_seeds must be at least 2 (a t confidence interval needs two seeds); got {need!r}")
-    if n >= need:
-        return
-    parts = [f"{cfg}: {c}{'' if ok else ' unconverged'}" for (cfg, ok), c in sorted(have.items(), key=str)]
-    raise Skip(f"needs >= {need} converged seeds of config {config} for {what}; have {n}"
-               + (f" (records: {', '.join(parts)})" if parts else " (no records)"))
+_CACHE: dict[tuple, tuple] = {}   # (experiment, root) -> (the files' (path, mtime, size), rows)
 
 
-def mean_ci(experiment: str, config: str, setting: str, model: str, metric: str,
-            min_seeds: int = MIN_SEEDS, root: Path | None = None) -> dict:
-    """Mean, CI half-width, [lo, hi] and n of one model's metric over converged seeds (or Skip)."""
-    vals, have = seed_values(experiment, config, setting, model, metric, root)
-    _need(len(vals), min_seeds, config, have, f"{model} / {setting} / {metric}")
-    return {**_ci(list(vals.values())), "seeds": sorted(vals)}
+def _rows(experiment: str, root: Path) -> list:
+    """(record, metric row) pairs of one experiment, each (config, setting, model, metric, seed) once
+    (attnlab.results.unique_rows); read again only when a file of the experiment changed."""
+    from attnlab.results import load_records, unique_rows
+
+    files = sorted(root.glob(f"{experiment}/*/*.json"))
+    key, stamp = (experiment, str(root)), tuple((str(f), *_stat(f)) for f in files)
+    if _CACHE.get(key, (None,))[0] != stamp:
+        paper = experiment.split("-", 1)[0]
+        recs = [r for r in load_records(root, paper, warn=lambda m: None) if r.get("experiment") == experiment]
+        _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None)))
+    return _CACHE[key][1]
 
 
-def paired_difference(experiment: str, config: str, setting: str, metric: str, a: str, b: str,
-                      min_seeds: int = MIN_SEEDS, root: Path | None = None) -> dict:
-    """value(a) - value(b) over the seeds both have (paired: same data and split per seed): mean,
-    CI half-width, [lo, hi], n (or Skip)."""
-    va, ha = seed_values(experiment, config, setting, a, metric, root)
-    vb, _ = seed_values(experiment, config, setting, b, metric, root)
-    common = sorted(set(va) & set(vb))
-    where = setting if isinstance(setting, str) else " + ".join(setting)
-    _need(len(common), min_seeds, config, ha, f"{a} vs {b} / {where} / {metric}")
-    n = len(common)
-    return {**_ci([va[s] - vb[s] for s in common]), "seeds": common,
-            "mean_a": sum(va[s] for s in common) / n, "mean_b": sum(vb[s] for s in common) / n}
+def _stat(f: Path) -> tuple[int, int]:
+    try:
+        st = f.stat()
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return 0, 0
 
 
-def better(experiment: str, config: str, setting: str, metric: str, winner: str, loser: str,
-           lower_is_better: bool, margin: float = 0.0, min_seeds: int = MIN_SEEDS, root: Path | None = None):
-    """Evidence for "winner beats loser (by more than margin)": holds when the whole 95% CI of the
-    paired difference lies on the better side of the margin; fails otherwise (including a CI that
-    contains it: not distinguishable at our seeds)."""
-    from attnlab.catalog import holds_if
+def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
+                root: Path | None = None) -> tuple[dict[int, float], Counter]:
+    """({seed: value} over the converged rows of `config`, Counter of all matching rows by (config,
+    converged)): the second says what evidence there is when the first is short.  `setting` may be a
+    tuple (a claim about an average over settings): a seed's value is then its mean over all of them,
+    and only seeds that have all count."""
+    from attnlab.results import row_converged
 
-    d = paired_difference(experiment, config, setting, metric, winner, loser, min_seeds, root)
-    ok = d["hi"] < -margin if lower_is_better else d["lo"] > margin
-    side = "below" if lower_is_better else "above"
-    return holds_if(ok, measured={"diff_mean": d["mean"], "ci95": [d["lo"], d["hi"]], "n": d["n"],
-                                  winner: d["mean_a"], loser: d["mean_b"]},
-                    tolerance=f"95% CI of {winner} - {loser} entirely {side} {'-' if lower_is_better else ''}{margin:g}",
-                    explanation=f"{experiment} ({config}), {setting}, {metric}: paired over seeds {d['seeds']}")
-
-
-def not_better(experiment: str, config: str, setting: str, metric: str, winner: str, loser: str,
-               max_abs: float, lower_is_better: bool = False, min_seeds: int = MIN_SEEDS, root: Path | None = None):
-    """Evidence for an erratum of "winner beats loser" whose corrected form is "the two are not
-    distinguishable": printed holds when the 95% CI of the paired difference winner - loser lies on the
-    better side of 0 (above 0, or below 0 when `lower_is_better`); corrected holds when the CI contains 0
-    and |mean| < `max_abs`."""
-    from attnlab.catalog import erratum_if
-
-    d = paired_difference(experiment, config, setting, metric, winner, loser, min_seeds, root)
-    printed = d["hi"] < 0 if lower_is_better else d["lo"] > 0
-    return erratum_if(printed, d["lo"] <= 0 <= d["hi"] and abs(d["mean"]) < max_abs,
-                      measured={"diff_mean": d["mean"], "ci95": [d["lo"], d["hi"]], "n": d["n"],
-                                winner: d["mean_a"], loser: d["mean_b"]},
-                      tolerance=f"printed: CI of {winner} - {loser} {'below' if lower_is_better else 'above'} 0; "
-                                f"corrected: CI contains 0 and |mean| < {max_abs:g}",
-                      explanation=f"{experiment} ({config}), {setting}, {metric}: paired over seeds {d['seeds']}")
+    root = Path(root) if root is not None else results_root()
+    settings = (setting,) if isinstance(setting, str) else tuple(setting)
+    per, have = {s: {} for s in settings}, Counter()
+    for r, m in _rows(experiment, root):
+        if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
+            continue
+        ok = row_converged(r, m)
+        have[(r.get("config"), ok)] += 1
+        if r.get("config") == config and ok and isinstance(r.get("seed"), int):
+            per[m["setting"]][r["seed"]] = float(m["value"])
+    common = set.intersection(*(set(v) for v in per.values()))
+    return {seed: sum(per[s][seed] for s in settings) / len(settings) for seed in sorted(common)}, have
 
 
-def in_range(experiment: str, config: str, setting: str, model: str, metric: str, lo: float, hi: float,
-             min_seeds: int = MIN_SEEDS, root: Path | None = None):
-    """Evidence for "the metric lies in [lo, hi]": holds when the 95% CI of the mean over seeds does."""
-    from attnlab.catalog import holds_if
+def _where(part) -> str:
+    s = part.setting if isinstance(part.setting, str) else " + ".join(part.setting)
+    return f"{part.a}{' vs ' + part.b if part.b else ''} / {s} / {part.metric}"
 
-    s = mean_ci(experiment, config, setting, model, metric, min_seeds, root)
-    return holds_if(lo <= s["lo"] and s["hi"] <= hi, measured={"mean": s["mean"], "ci95": [s["lo"], s["hi"]],
-                                                               "n": s["n"]},
-                    tolerance=f"95% CI within [{lo:g}, {hi:g}]",
-                    explanation=f"{experiment} ({config}), {setting}, {model}, {metric}; seeds {s['seeds']}")
+
+def _part_values(reg, part, root) -> tuple[dict[int, float], Counter]:
+    """{seed: d} of one part over the registered seeds it has (d oriented: larger = the statement)."""
+    va, have = seed_values(reg.experiment, reg.config, part.setting, part.a, part.metric, root)
+    sign = 1.0 if reg.higher_is_better else -1.0
+    if reg.rule == "beats":
+        vb, _ = seed_values(reg.experiment, reg.config, part.setting, part.b, part.metric, root)
+        vals = {s: sign * (va[s] - vb[s]) for s in reg.seeds if s in va and s in vb}
+    elif reg.rule == "below":
+        vals = {s: part.bound - va[s] for s in reg.seeds if s in va}
+    else:   # "value": the metric itself
+        vals = {s: va[s] for s in reg.seeds if s in va}
+    return vals, have
+
+
+def _decide(reg, part, stats: dict) -> str:
+    """'supported' | 'contradicted' | 'undecided' for one part (the rule of the module docstring)."""
+    paper = part.paper
+    wide = t_interval(stats["values"], reg.paper_runs)
+    if reg.rule == "value":
+        return "supported" if wide["lo"] <= paper <= wide["hi"] else "contradicted"
+    if stats["lo"] > reg.margin:
+        return "supported"
+    if stats["hi"] <= reg.margin:
+        return "contradicted"
+    if reg.data_source == "paper" and paper is not None and paper > wide["hi"]:
+        return "contradicted"
+    return "undecided"
+
+
+VERDICT_OF = {("supported", "paper"): "holds", ("supported", "substitute"): "reproduced-on-substitute",
+              ("contradicted", "substitute"): "not-reproduced-on-substitute",
+              ("undecided", "paper"): "inconclusive", ("undecided", "substitute"): "inconclusive"}
+
+
+def judge(reg, root: Path | None = None) -> Evidence:
+    """The verdict of a registered results claim (a :class:`attnlab.theory.preregistration.Registration`)
+    from the records under `root`, on exactly its registered seeds."""
+    root = Path(root) if root is not None else results_root()
+    parts, missing, have_all = [], {}, Counter()
+    for part in reg.parts:
+        vals, have = _part_values(reg, part, root)
+        have_all.update(have)
+        lack = [s for s in reg.seeds if s not in vals]
+        if lack:
+            missing[_where(part)] = lack
+        entry = {"part": _where(part), "seeds": sorted(vals), "values": [vals[s] for s in sorted(vals)],
+                 "paper_effect": part.paper}
+        if len(vals) >= 2:
+            entry.update({k: v for k, v in t_interval(entry["values"]).items() if k in ("mean", "lo", "hi")})
+            entry["decision"] = _decide(reg, part, entry) if not lack else "undecided"
+        parts.append(entry)
+    if not any(p["seeds"] for p in parts):
+        found = ", ".join(f"{cfg}: {c}{'' if ok else ' not converged'}"
+                          for (cfg, ok), c in sorted(have_all.items(), key=str))
+        raise Skip(f"no registered seed ({_seeds(reg.seeds)}) of {reg.experiment} ({reg.config}) has converged records "
+                   f"of every model it compares" + (f" (rows of {reg.parts[0].a}: {found})" if found else " (no records)"))
+    decisions = [p.get("decision", "undecided") for p in parts]
+    overall = ("contradicted" if "contradicted" in decisions else
+               "supported" if all(d == "supported" for d in decisions) else "undecided")
+    if overall == "contradicted" and reg.data_source == "paper":
+        hit = next(p for p in parts if p.get("decision") == "contradicted")
+        verdict = "erratum" if hit["paper_effect"] is not None else "fails"
+    else:
+        verdict = VERDICT_OF[(overall, reg.data_source)]
+    key = _deciding_part(reg, parts, overall)
+    used = min(len(p["seeds"]) for p in parts)
+    measured = {"part": key["part"], "mean": key.get("mean"),
+                "ci95": [key["lo"], key["hi"]] if "lo" in key else None, "paper_effect": key["paper_effect"],
+                "n": used}
+    results = {"data_source": reg.data_source, "statistic": reg.statistic, "ci95": measured["ci95"],
+               "paper_effect": key["paper_effect"], "margin": reg.margin if reg.rule != "value" else None,
+               "n_seeds_registered": len(reg.seeds), "n_seeds_used": used}
+    expl = (f"{reg.experiment} ({reg.config}), seeds {_seeds(reg.seeds)}: {reg.rule_text()}"
+            + (f"; registered seeds missing: {'; '.join(f'{k}: {_seeds(v)}' for k, v in missing.items())}"
+               if missing else ""))
+    return Evidence(verdict, measured, reg.tolerance_text(), expl,
+                    {"results": results, "parts": parts, "margin_source": reg.margin_source,
+                     "deviation": reg.deviation or None})
+
+
+def _deciding_part(reg, parts: list[dict], overall: str) -> dict:
+    """The part that decides the verdict: the first contradicted or undecided one, else (all supported)
+    the closest call -- the smallest distance of the interval from the margin."""
+    for p in parts:
+        if p.get("decision", "undecided") == overall and overall != "supported":
+            return p
+    if reg.rule == "value":
+        return parts[0]
+    return min(parts, key=lambda p: p["lo"])
+
+
+def _seeds(seeds) -> str:
+    seeds = sorted(seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from attnlab.catalog import Claim, Record, format_value
+from attnlab.catalog import VERDICTS, VERDICT_WORDS, Claim, Record, format_value
 from attnlab.tables import frame, markdown, text
 
 
@@ -16,23 +16,41 @@ def claims_table(claims: list[Claim]) -> str:
 
 
 def claims_markdown(claims: list[Claim]) -> str:
-    """Two Markdown tables: every claim; then the errata with the printed and corrected statements."""
-    df = frame([(f"`{c.id}`", c.reference, c.method, c.tier, c.expected, c.statement) for c in claims],
+    """Markdown tables: every claim; the theory errata with the printed and corrected statements; the
+    empirical findings on their verdict scale."""
+    df = frame([(f"`{c.id}`", c.reference, c.method, c.tier, VERDICT_WORDS[c.expected], c.statement) for c in claims],
                ("id", "reference", "method", "tier", "expected", "statement"))
-    return markdown(df) + "\n\n" + errata_markdown(claims)
+    return (markdown(df) + "\n\n### Theory errata\n\n" + errata_markdown(claims)
+            + "\n\n### Empirical findings\n\n" + findings_markdown(claims))
 
 
 def errata_markdown(claims: list[Claim]) -> str:
-    """The errata: the printed statement (whose check fails) beside the corrected one (whose check holds)."""
-    df = frame([(f"`{c.id}`", c.reference, c.statement, c.corrected) for c in claims if c.expected == "erratum"],
+    """The theory errata: the printed statement (whose check fails) beside the corrected one (whose check
+    holds).  Empirical claims are not here: they are :func:`findings_markdown`."""
+    df = frame([(f"`{c.id}`", c.reference, c.statement, c.corrected) for c in claims
+                if c.expected == "erratum" and c.method != "results"],
                ("erratum", "reference", "as printed (fails)", "corrected (holds)"))
     return markdown(df)
+
+
+def findings_markdown(claims: list[Claim]) -> str:
+    """The empirical (`results`) claims on their verdict scale, each with its data source and, where the
+    registered evidence does not reproduce the paper, what we measured."""
+    rows = []
+    for c in claims:
+        if c.method != "results":
+            continue
+        reg = c.registration
+        source = "paper" if reg is None or reg.data_source == "paper" else f"substitute ({reg.deviation})"
+        rows.append((f"`{c.id}`", c.reference, source, VERDICT_WORDS[c.expected], c.statement, c.corrected or "-"))
+    return markdown(frame(rows, ("claim", "reference", "data source", "verdict (registered evidence)",
+                                 "statement", "what we measured")))
 
 
 def records_table(records: list[Record]) -> str:
     rows = []
     for r in records:
-        v = r.verdict if r.ok else f"{r.verdict} (expected {r.claim.expected})"
+        v = VERDICT_WORDS[r.verdict] if r.ok else f"{VERDICT_WORDS[r.verdict]} (expected {VERDICT_WORDS[r.claim.expected]})"
         rows.append((r.claim.id, r.claim.reference[:28], r.claim.method, v,
                      format_value(r.evidence.measured, 34), format_value(r.evidence.tolerance, 18),
                      f"{r.seconds:.2f}"))
@@ -42,7 +60,7 @@ def records_table(records: list[Record]) -> str:
 def summary_line(records: list[Record]) -> str:
     counts = Counter(r.verdict for r in records)
     bad = [r for r in records if not r.ok]
-    parts = ", ".join(f"{counts[v]} {v}" for v in ("holds", "erratum", "fails", "skipped", "error") if counts[v])
+    parts = ", ".join(f"{counts[v]} {VERDICT_WORDS[v]}" for v in VERDICTS if counts[v])
     total = sum(r.seconds for r in records)
     status = "all verdicts as expected" if not bad else f"{len(bad)} verdict(s) differ from expected: " + \
         ", ".join(r.claim.id for r in bad)

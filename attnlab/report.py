@@ -19,7 +19,13 @@ from pathlib import Path
 
 from attnlab.errors import UsageError
 
-VERDICT_ORDER = ("holds", "erratum", "fails", "skipped", "error", "not run")
+def _verdict_order():
+    from attnlab.catalog import VERDICTS
+
+    return VERDICTS + ("not run",)
+
+
+VERDICT_ORDER = _verdict_order()
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
@@ -43,6 +49,12 @@ def read_claim_records(path: str | Path) -> dict[str, dict]:
     if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r and "verdict" in r for r in data):
         raise UsageError(f"--claims {p}: not a list of claim records with 'id' and 'verdict'; "
                          "give a file written by `attnlab verify --json FILE`")
+    from attnlab.catalog import VERDICTS
+
+    bad = next((r for r in data if r["verdict"] not in VERDICTS), None)
+    if bad is not None:
+        raise UsageError(f"--claims {p}: claim {str(bad['id'])[:60]!r} has verdict {str(bad['verdict'])[:30]!r}; "
+                         f"a verdict is one of {', '.join(VERDICTS)}")
     return {r["id"]: r for r in data}
 
 
@@ -84,6 +96,12 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
             "surprise": verdict not in (c.expected, "skipped", "not run"),
             "measured": _short(r.get("measured")) if r else "", "tolerance": _short(r.get("tolerance"), 24) if r else "",
             "explanation": (r.get("explanation") or "") if r else "",
+            "data_source": None if c.registration is None else c.registration.data_source,
+            "deviation": "" if c.registration is None else c.registration.deviation,
+            "ci95": _short(r.get("ci95")) if r and r.get("ci95") else "-",
+            "paper_effect": _short(r.get("paper_effect")) if r and r.get("paper_effect") is not None else "-",
+            "seeds": f"{r.get('n_seeds_used', 0)}/{len(c.registration.seeds)}"
+                     if r and c.registration is not None else "",
         })
     return rows
 
@@ -112,7 +130,8 @@ def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[P
     counts = Counter(c["verdict"] for c in claims)
     return {
         "paper": paper, "title": PAPER_TITLES[paper], "claims": claims,
-        "errata": [c for c in claims if c["expected"] == "erratum"],
+        "errata": [c for c in claims if c["expected"] == "erratum" and c["method"] != "results"],
+        "findings": [c for c in claims if c["method"] == "results"],
         "counts": [(v, counts[v]) for v in VERDICT_ORDER if counts[v]],
         "surprises": [c["id"] for c in claims if c["surprise"]],
         "compare": comparisons.tables(paper),
@@ -124,9 +143,13 @@ def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[P
 def _environment():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                              autoescape=jinja2.select_autoescape(("html",)),
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    from attnlab.catalog import VERDICT_WORDS
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(("html",)),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["words"] = lambda v: VERDICT_WORDS.get(v, v)
+    return env
 
 
 def build(out: Path, papers, records: dict[str, dict], claims_source: str, root: Path,

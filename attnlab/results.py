@@ -66,6 +66,10 @@ def _record_problem(rec) -> str | None:
         v = m["value"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return f"metrics[{i}].value is not a number ({json.dumps(v)[:30]})"
+        if not math.isfinite(float(v)):
+            return f"metrics[{i}].value is not finite ({v!r})"
+    if "seed" in rec and (isinstance(rec["seed"], bool) or not isinstance(rec["seed"], int)):
+        return f"its 'seed' is not an integer ({json.dumps(rec['seed'])[:30]})"
     return None
 
 
@@ -92,6 +96,41 @@ def load_records(root: Path, paper: str, warn=None) -> list[dict]:
     return recs
 
 
+def unique_rows(records: list[dict], warn=None):
+    """(record, metric row) pairs with each (experiment, config, setting, model, metric, seed) once: a
+    copied record (``seed0 (copy).json``) is one seed, not two.  A duplicate with the same value is
+    dropped with a warning; duplicates that disagree are all dropped (which one is right cannot be
+    told), with a warning naming them.  Rows without a seed are kept as they are."""
+    import sys
+
+    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
+    seen: dict[tuple, list] = {}
+    order = []
+    for r in records:
+        for m in r["metrics"]:
+            if not isinstance(r.get("seed"), int):
+                order.append((r, m))
+                continue
+            key = (r["experiment"], r["config"], m["setting"], m["model"], m["metric"], r["seed"])
+            if key not in seen:
+                seen[key] = []
+                order.append(key)
+            seen[key].append((r, m))
+    for item in order:
+        if not isinstance(item, tuple) or len(item) != 6:
+            yield item
+            continue
+        dups = seen[item]
+        if len({float(m["value"]) for _, m in dups}) > 1:
+            warn(f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} disagree on {item[3]} / {item[2]} / "
+                 f"{item[4]}: {', '.join(repr(m['value']) for _, m in dups)}; that seed is left out")
+            continue
+        if len(dups) > 1:
+            warn(f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} hold {item[3]} / {item[2]} / "
+                 f"{item[4]}; counted once")
+        yield dups[0]
+
+
 def paper_numbers(paper: str) -> dict:
     try:
         mod = importlib.import_module(f"attnlab.experiments.paper_numbers.{paper}")
@@ -101,30 +140,29 @@ def paper_numbers(paper: str) -> dict:
 
 
 def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
-    """Rows with ROW_KEYS (+ `diff`, `substitute`): one per (experiment, setting, model, metric,
+    """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged`): one per (experiment, setting, model, metric,
     config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
     are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
     names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1")."""
-    groups: dict[tuple, list[float]] = defaultdict(list)
+    groups: dict[tuple, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     subst: dict[tuple, str | None] = {}
-    conv: dict[tuple, bool] = {}
     devices: dict[tuple, Counter] = defaultdict(Counter)
-    for r in load_records(root, paper):
+    for r, m in unique_rows(load_records(root, paper)):
         if config and r.get("config") != config:
             continue
-        for m in r.get("metrics", []):
-            key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
-            groups[key].append(float(m["value"]))
-            subst[key] = r.get("substitute")
-            conv[key] = conv.get(key, True) and row_converged(r, m)
-            devices[key][r.get("device_name") or r.get("device")] += 1
+        key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
+        groups[key][row_converged(r, m)].append(float(m["value"]))
+        subst[key] = r.get("substitute")
+        devices[key][r.get("device_name") or r.get("device")] += 1
     numbers = paper_numbers(paper)
     rows, seen = [], set()
     for key in sorted(groups):
         exp, setting, model, metric, cfg = key
         dev = (next(iter(devices[key])) if len(devices[key]) == 1
                else "; ".join(f"{d} ×{n}" for d, n in sorted(devices[key].items(), key=lambda kv: str(kv[0]))))
-        vals = groups[key]
+        # runs that did not converge are reported (n_not_converged), not averaged in -- unless no run of
+        # the row converged (a quick or reduced config), when the row shows them, marked not converged
+        vals = groups[key][True] or groups[key][False]
         mean = sum(vals) / len(vals)
         ref = numbers.get((exp, setting, model, metric))
         seen.add((exp, setting, model, metric))
@@ -132,14 +170,15 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
             "experiment": exp, "setting": setting, "model": model, "metric": metric,
             "paper": ref, "ours_mean": mean, "ours_ci95": ci95(vals), "n_seeds": len(vals),
             "device": dev, "config": cfg, "diff": None if ref is None else mean - ref,
-            "substitute": subst[key], "converged": conv[key],
+            "substitute": subst[key], "converged": bool(groups[key][True]),
+            "n_not_converged": len(groups[key][False]),
         })
     for (exp, setting, model, metric), ref in sorted(numbers.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if (exp, setting, model, metric) not in seen:
             rows.append({"experiment": exp, "setting": setting, "model": model, "metric": metric,
                          "paper": ref, "ours_mean": None, "ours_ci95": None, "n_seeds": 0,
                          "device": None, "config": None, "diff": None, "substitute": None,
-                         "converged": None})
+                         "converged": None, "n_not_converged": 0})
     return rows
 
 
@@ -190,13 +229,12 @@ def per_seed(paper: str, root: Path, config: str | None = None) -> list[dict]:
     order, beside the paper's number: what a mean ± CI hides (an outlier seed, a run that did not
     train).  `seeds` and `values` are parallel lists; `converged` counts the converged records."""
     groups: dict[tuple, list[tuple[int, float, bool]]] = defaultdict(list)
-    for r in load_records(root, paper):
+    for r, m in unique_rows(load_records(root, paper)):
         if config and r.get("config") != config:
             continue
         dev = r.get("device_name") or r.get("device")
-        for m in r["metrics"]:
-            key = (r["experiment"], r["config"], m["setting"], m["model"], m["metric"], dev)
-            groups[key].append((r.get("seed"), float(m["value"]), row_converged(r, m)))
+        key = (r["experiment"], r["config"], m["setting"], m["model"], m["metric"], dev)
+        groups[key].append((r.get("seed"), float(m["value"]), row_converged(r, m)))
     numbers = paper_numbers(paper)
     rows = []
     for key in sorted(groups, key=lambda k: tuple(map(str, k))):
@@ -241,6 +279,8 @@ def notes(row: dict) -> str:
         out.append("substitute data")
     if row.get("converged") is False:
         out.append("not converged")
+    elif row.get("n_not_converged"):
+        out.append(f"{row['n_not_converged']} run(s) not converged, left out")
     return "; ".join(out)
 
 
@@ -259,7 +299,7 @@ def table_frame(rows: list[dict], fmt: str = "table"):
     from attnlab.tables import frame
 
     if fmt in ("csv", "json"):
-        return frame(rows, ROW_KEYS + ("diff", "substitute"))
+        return frame(rows, ROW_KEYS + ("diff", "substitute", "n_not_converged"))
     return frame([display_row(r) for r in rows], DISPLAY_COLUMNS)
 
 

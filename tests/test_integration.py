@@ -32,6 +32,15 @@ def test_claims_doc_is_current():
         "docs/claims.md is out of date: regenerate it with `python -m attnlab.docs`")
 
 
+def test_results_registry_doc_is_current():
+    from attnlab.docs import REGISTRY_BEGIN, REGISTRY_END, registry_markdown
+
+    text = (ROOT / "docs" / "results_verdicts.md").read_text(encoding="utf-8")
+    body = text.split(REGISTRY_BEGIN, 1)[1].split(REGISTRY_END, 1)[0]
+    assert body.strip() == registry_markdown().strip(), (
+        "docs/results_verdicts.md's registry table is out of date: regenerate it with `python -m attnlab.docs`")
+
+
 def test_readme_errata_table_is_current():
     from attnlab.docs import readme_with_errata
 
