@@ -64,6 +64,12 @@ def summary_line(records: list[Record]) -> str:
     total = sum(r.seconds for r in records)
     status = "all verdicts as expected" if not bad else f"{len(bad)} verdict(s) differ from expected: " + \
         ", ".join(r.claim.id for r in bad)
+    moved = [r for r in bad if r.claim.method == "results"]
+    if moved:
+        status += (f"; {len(moved)} of them empirical -- a finding: the registered evidence now gives "
+                   + ", ".join(f"{r.claim.id} {VERDICT_WORDS[r.verdict]} (registered: {VERDICT_WORDS[r.claim.expected]})"
+                               for r in moved)
+                   + "; theory/preregistration.py changes only together with the records")
     return f"{len(records)} claim(s): {parts or 'none'} in {total:.1f}s; {status}"
 
 

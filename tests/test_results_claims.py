@@ -255,3 +255,22 @@ def test_sentiment_averages_over_n_before_pairing(tmp_path, monkeypatch):
     vals, _ = seed_values("kernel-sentiment", "full-es", ("N=32", "N=64", "N=128"), "Kernel Softmax", "accuracy",
                           root=tmp_path)
     assert sorted(vals) == [0, 1, 3, 4] and vals[0] == pytest.approx(75.64, abs=1e-12)
+
+
+def test_a_moved_empirical_verdict_is_reported_as_a_finding(tmp_path, monkeypatch):
+    """Records that give another verdict than the registered one make verify name it as a finding."""
+    from attnlab.listing import summary_line
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    c = catalog.get_claim("kernel.results.ecg")                 # registered: inconclusive
+    for s in range(5):
+        rec = {"experiment": "kernel-ecg", "config": "full-es", "seed": s, "converged": True, "training": {},
+               "metrics": [{"setting": "test", "model": "Kernel Sparsemax", "metric": "accuracy", "value": 95.0 + NOISE[s]},
+                           {"setting": "test", "model": "Cts Sparsemax", "metric": "accuracy", "value": 90.0}]}
+        f = tmp_path / "kernel-ecg" / "full-es" / f"seed{s}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec))
+    r = catalog.run_claim(c)
+    assert r.verdict == "reproduced-on-substitute" and not r.ok
+    line = summary_line([r])
+    assert "a finding" in line and "kernel.results.ecg reproduced on a substitute (registered: inconclusive)" in line
