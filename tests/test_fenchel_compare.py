@@ -18,7 +18,7 @@ def test_default_instance_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["alpha"] for r in rows] == list(fc.DEFAULT_ALPHAS)
     keys = {"alpha", "h_exact", "cvxpy_status", "cvxpy_kkt_residual", "h_newton", "newton_iterations",
-            "newton_grad_norm", "newton_converged", "h_approx", "h_refined", "h_limit", "lambda_star",
+            "newton_grad_norm", "newton_rel_error", "newton_converged", "h_approx", "h_refined", "h_limit", "lambda_star",
             "err_approx", "err_refined", "err_limit", "rel_dev", "tv"}
     assert all(set(r) == keys for r in rows)
     for r in rows:
