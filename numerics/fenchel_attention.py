@@ -168,29 +168,9 @@ def _shared_parts(lam, K, logw, b, a):
     return s, lse, f
 
 
-def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int = 30, cg_iters: int = 20,
-                      fixed_point_iters: int = 12, return_weights: bool = False):
-    """lambda* of (7) for queries Z (..., L, E) that share templates K (..., S, E).  logu broadcastable
-    to (..., L, S); alpha broadcastable to (..., L).  Same result as
-    solve_dual_newton_torch(K.unsqueeze(-3), logu, Z, alpha).  With return_weights=True returns
-    (lambda, p, h): the weights p(lambda) of (9) and their mean h = p K at the returned lambda (no extra
-    attention pass: the solver's last pass computed them).
-
-    Phase 1 (cheap, one attention pass per step): the fixed-point iteration lambda <- G(lambda) =
-    alpha (b - h(lambda)) of the first-order condition, from lambda = alpha z (14).  Its Jacobian
-    -alpha Cov_p(t) is symmetric with eigenvalues in [-rho, 0], rho = alpha ||Cov_p(t)|| (small in the
-    regime the paper argues for), so it contracts at the rate rho; each step is accelerated per query by
-    Anderson mixing of depth 1 (the secant combination of the last two steps), which removes most of the
-    dominant mode.  Phase 1 stops at the first iterate lambda whose step G(lambda) - lambda (the
-    gradient-mapped first-order residual alpha F(lambda)) is below tol (1 + |lambda|) for every query,
-    and hands over to phase 2 as soon as the largest step fails to shrink by half.
-    Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test (or by a step
-    below it).  Queries still above the tolerance after max_iter Newton steps (seen at extreme scores,
-    ~1e4 and beyond, where the dual is nearly piecewise linear) raise a RuntimeWarning that says how
-    many and their largest residual: their lambda is then not lambda*."""
+def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, lam0=None):
+    """One attempt of solve_dual_shared from lam0 (default alpha z): (lam, p, h, done, residual)."""
     with torch.no_grad():
-        if tol is None:
-            tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
         a = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
         a = a.unsqueeze(-1) if a.dim() else a
         logw = logu - torch.logsumexp(logu, -1, keepdim=True)
@@ -198,11 +178,20 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
         b = mu + Z
         ab = a * b
         Kt = K.transpose(-1, -2)
-        lam = a * Z
+        lam = a * Z if lam0 is None else lam0
         prev_r = prev_g = prev_rr = None
         best, best_lam = None, lam
         # softmax ignores a log u that is constant over the keys (no log_u given): skip adding it
         constant = bool((logw == logw[..., :1]).all())
+        # the floor of the residual alpha F(lambda) in floating point: rounding lambda (eps |lambda|) moves
+        # the logits by t eps |lambda| and alpha h by about alpha Cov_p(t) eps |lambda|; tol is relative to
+        # tol + 8 eps alpha tr Cov_p(t) (the trace, per query, at the current weights)
+        kn2 = (K * K).sum(-1).unsqueeze(-2)                                 # ||t_i||^2, (..., 1, S)
+        k2 = kn2.amax(-1, keepdim=True)                                     # max ||t_i||^2, (..., 1, 1)
+        eps8 = 8 * torch.finfo(Z.dtype).eps
+
+        def tolr(p, h):                                                     # (..., L, 1)
+            return tol + eps8 * a * ((p * kn2).sum(-1, keepdim=True) - _rowdot(h, h)).clamp_min(0)
         logits = torch.broadcast_shapes(Z.shape[:-2], K.shape[:-2]) + (Z.shape[-2], K.shape[-2])
         inplace = torch.broadcast_shapes(logw.shape, logits) == logits
         s = h = None
@@ -213,8 +202,8 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             g_lam = torch.addcmul(ab, a, h, value=-1)                    # G(lambda) = alpha (b - h)
             r = g_lam - lam                                              # residual of the fixed point
             rows = torch.maximum(r.amax(-1), r.amin(-1).neg_())          # |r|_inf (amax, amin: no copy)
-            if bool((rows <= tol * (1 + torch.maximum(lam.amax(-1), lam.amin(-1).neg_()))).all()):
-                return (lam, p, h) if return_weights else lam
+            if bool((rows <= tolr(p, h).squeeze(-1) * (1 + torch.maximum(lam.amax(-1), lam.amin(-1).neg_()))).all()):
+                return lam, p, h, None, None
             size = rows.max()
             if best is not None and bool(size > 0.5 * best):
                 lam = best_lam                                           # not contracting: to Newton
@@ -232,7 +221,7 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             lam = new
         eps = torch.finfo(Z.dtype).eps
         ctol = 1e-3 if Z.dtype == torch.float32 else 1e-8
-        safe = 1.0 / (1.0 / a + (K * K).sum(-1).amax(-1, keepdim=True).unsqueeze(-1))
+        safe = 1.0 / (1.0 / a + k2)
         done = torch.zeros(lam.shape[:-1] + (1,), dtype=torch.bool, device=lam.device)
         s, lse, f = _shared_parts(lam, K, logw, b, a)
         for _ in range(max_iter):
@@ -240,7 +229,7 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             h = p @ K
             g = b - lam / a - h
             # stop on the gradient-mapped step alpha g (the fixed-point step of lambda = alpha (b - h))
-            done = done | ((a * g).abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
+            done = done | ((a * g).abs().amax(-1, keepdim=True) <= tolr(p, h) * (1 + lam.abs().amax(-1, keepdim=True)))
             if bool(done.all()):
                 break
             step = _cg(g, safe * g, p, K, h, a, cg_iters, ctol)[0]
@@ -263,17 +252,68 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
             delta = t * step
             lam = lam + delta
             s, lse, f = s_n, lse_n, f_n                              # the accepted point's logits
-            done = done | (delta.abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
-            if bool(done.all()):
-                break
         p = torch.softmax(s, -1)                                     # the weights (9) at the returned lambda
         h = p @ K                                                    # (exp(s - lse) need not sum to 1)
-        if not bool(done.all()):
-            res = (a * (b - lam / a - h)).abs().amax(-1, keepdim=True)
+        if bool(done.all()):
+            return lam, p, h, None, None
+        res = (a * (b - lam / a - h)).abs().amax(-1, keepdim=True)
+        return lam, p, h, done, res
+
+
+def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int = 30, cg_iters: int = 20,
+                      fixed_point_iters: int = 12, return_weights: bool = False):
+    """lambda* of (7) for queries Z (..., L, E) that share templates K (..., S, E).  logu broadcastable
+    to (..., L, S); alpha broadcastable to (..., L).  Same result as
+    solve_dual_newton_torch(K.unsqueeze(-3), logu, Z, alpha).  With return_weights=True returns
+    (lambda, p, h): the weights p(lambda) of (9) and their mean h = p K at the returned lambda (no extra
+    attention pass: the solver's last pass computed them).
+
+    Phase 1 (cheap, one attention pass per step): the fixed-point iteration lambda <- G(lambda) =
+    alpha (b - h(lambda)) of the first-order condition, from lambda = alpha z (14).  Its Jacobian
+    -alpha Cov_p(t) is symmetric with eigenvalues in [-rho, 0], rho = alpha ||Cov_p(t)|| (small in the
+    regime the paper argues for), so it contracts at the rate rho; each step is accelerated per query by
+    Anderson mixing of depth 1 (the secant combination of the last two steps), which removes most of the
+    dominant mode.  Phase 1 stops at the first iterate lambda whose step G(lambda) - lambda (the
+    gradient-mapped first-order residual alpha F(lambda)) is below tol (1 + |lambda|) for every query,
+    and hands over to phase 2 as soon as the largest step fails to shrink by half.
+    Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test (or by a step
+    below it).  The test is relative to the floor that floating point allows, tol + 8 eps alpha tr Cov_p(t)
+    (rounding lambda moves alpha F by about alpha Cov_p(t) eps |lambda|).
+    Phase 3, only where phase 2 leaves queries unconverged (extreme scores or alpha, where the dual is
+    nearly piecewise linear and Newton's model holds only near the kinks): continuation in alpha, solving
+    for alpha 10^-m, ..., alpha / 10, alpha (m such that alpha 10^-m max||t_i||^2 <= 1, where the fixed
+    point contracts), each from the previous solution rescaled, lambda = (alpha_k / alpha_{k-1})
+    lambda_{k-1} = alpha_k (b - h_{k-1}): the weights p of the previous stage, which is where the next one's
+    kinks are; in float64 for inputs of a lower precision (the result is cast back).  Queries still above
+    the tolerance after that raise a RuntimeWarning that says how many and
+    their largest residual: their lambda is then not lambda*."""
+    with torch.no_grad():
+        if tol is None:
+            tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
+        lam, p, h, done, res = _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters)
+        if done is not None:
+            # the continuation; in float64 when the inputs are in a lower precision (at such scores float32
+            # cannot resolve lambda: alpha Cov_p(t) eps32 |lambda| is beyond the tolerance)
+            dt = Z.dtype
+            if dt != torch.float64 and Z.device.type != "mps":
+                K, logu, Z = K.double(), logu.double(), Z.double()
+                alpha = alpha.double() if torch.is_tensor(alpha) else alpha
+            a = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
+            k2 = float((K * K).sum(-1).amax())
+            m = max(1, math.ceil(math.log10(max(float(a.max()) * max(k2, 1e-300), 1.0))))
+            lam_k, prev = None, None
+            for j in range(m, -1, -1):                               # alpha 10^-m, ..., alpha
+                f = 10.0 ** (-j)
+                lam0 = None if lam_k is None else lam_k * (f / prev)
+                lam_k, p, h, done, res = _solve_once(K, logu, Z, a * f, tol, max_iter, cg_iters,
+                                                     fixed_point_iters, lam0=lam0)
+                prev = f
+            lam, p, h = lam_k.to(dt), p.to(dt), h.to(dt)
+        if done is not None:
             n_bad = int((~done).sum())
             warnings.warn(f"solve_dual_shared: {n_bad} of {done.numel()} queries did not reach tol = {tol:g} in "
-                          f"{max_iter} Newton steps (largest step alpha F(lambda) left: "
-                          f"{float(torch.where(done, 0, res).max()):.3g}): not converged to lambda* of (7)",
+                          f"{max_iter} Newton steps and the continuation in alpha (largest step alpha F(lambda) "
+                          f"left: {float(torch.where(done, 0, res).max()):.3g}): not converged to lambda* of (7)",
                           RuntimeWarning, stacklevel=2)
         return (lam, p, h) if return_weights else lam
 
