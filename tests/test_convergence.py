@@ -179,3 +179,36 @@ def test_a_new_record_stores_its_whole_curve_and_the_judgement(tmp_path, monkeyp
     assert c["rule"] == CV.RULE and c["status"] in CV.STATUSES and c["trivial"] is not None
     assert rec["converged"] == {"converged": True, "not-levelled": False, "at-chance": False}.get(c["status"])
     assert list(rec).index("convergence") == list(rec).index("converged") + 1
+
+
+# --------------------------------------------------------------------------- curve-v2: (a) at the class's optimum
+def _fm_record(val_curve, models=("FM",), **extra):
+    rec = _efa_record(val_curve)
+    rec["metrics"] = [{"setting": "bidirectional", "model": m, "metric": "test MSE", "value": min(val_curve)}
+                      for m in models]
+    rec["extra"].update(extra)
+    return rec
+
+
+def test_a_model_at_its_class_population_optimum_is_not_at_chance():
+    # FM on efa-synthetic: worse than the training mean (2.3), but at its class's optimum 2.605 (App. H.1)
+    curve = [3.5, 2.9, 2.7, 2.63, 2.62] + [2.62] * 15
+    tv = {"value": 2.3, "perfect": 1.0}
+    j = CV.judge_record(_fm_record(curve, fm_population_optimum=2.605109), tv)
+    assert j["converged"] is True and j["convergence"]["status"] == "converged"
+    assert j["convergence"]["class_optimum"] == 2.605109 and "optimum" in j["convergence"]["reason"]
+    # without the stored optimum it is at chance, as under curve-v1
+    assert CV.judge_record(_fm_record(curve), tv)["convergence"]["status"] == "at-chance"
+    # farther from the optimum than MARGIN x |trivial - perfect| = 0.065: at chance
+    far = [c + 0.07 for c in curve]
+    j = CV.judge_record(_fm_record(far, fm_population_optimum=2.605109), tv)
+    assert j["convergence"]["status"] == "at-chance" and "optimum" in j["convergence"]["reason"]
+    # the FM optimum an EFA record stores for reference is not the EFA class's
+    j = CV.judge_record(_fm_record(curve, models=("EFA",), fm_population_optimum=2.605109), tv)
+    assert j["convergence"]["status"] == "at-chance" and "class_optimum" not in j["convergence"]
+    # the generic key, naming the record's model; at the optimum but still falling: not levelled
+    rising = [3.5 - 0.05 * i for i in range(18)] + [2.62, 2.6]
+    j = CV.judge_record(_fm_record(rising, class_optimum={"model": "FM", "value": 2.605}), tv)
+    assert j["convergence"]["status"] == "not-levelled"
+    assert CV.decide([1.0, 0.9, 0.9, 0.9], trivial=0.5, perfect=0.0, class_optimum=0.92)["status"] == "converged"
+    assert CV.decide([1.0, 0.9, 0.9, 0.9], trivial=0.5, perfect=0.0, class_optimum=0.8)["status"] == "at-chance"
