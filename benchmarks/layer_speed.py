@@ -1,0 +1,89 @@
+"""Speed of the attnlab.layers functions against scaled_dot_product_attention, forward + backward,
+float32, CPU time measured side by side (interleaved, best of --reps) in one run.
+
+Rows (the issue's targets in brackets):
+- exact Fenchel attention at n = d = 64 [<= 3x] and at L = 256, d = 64 [<= 4x];
+- continuous attention (cts_softmax, kernel_sparsemax) at L = 256 [<= 2x].
+
+    python benchmarks/layer_speed.py [--reps 5] [--threads 1] [--json -]
+
+Prints ms per forward+backward of each and the ratio to SDPA; the ratios are the result (absolute times
+depend on the machine and its load).  Exits 0 whatever the ratios: it reports, it does not judge.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from argparse import ArgumentParser
+
+
+def _cpu_ms(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return (time.process_time() - t0) * 1e3
+
+
+def rows():
+    from attnlab.layers import continuous_attention, fenchel_attention
+
+    return [
+        ("fenchel exact, n = d = 64", (8, 4, 64, 64), lambda q, k, v: fenchel_attention(q, k, v, alpha=1.0), 3.0),
+        ("fenchel exact, L = 256, d = 64", (2, 4, 256, 64), lambda q, k, v: fenchel_attention(q, k, v, alpha=1.0),
+         4.0),
+        ("cts_softmax, L = 256", (2, 4, 256, 64), lambda q, k, v: continuous_attention(q, k, v, kind="cts_softmax"),
+         2.0),
+        ("kernel_sparsemax, L = 256", (2, 4, 256, 64),
+         lambda q, k, v: continuous_attention(q, k, v, kind="kernel_sparsemax"), 2.0),
+    ]
+
+
+def measure(shape, f, reps: int):
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(*shape, generator=g).requires_grad_() for _ in range(3))
+
+    def step(fn):
+        def run():
+            fn(q, k, v).sum().backward()
+            for x in (q, k, v):
+                x.grad = None
+        return run
+
+    base, mine = step(F.scaled_dot_product_attention), step(f)
+    base(), mine()                                                   # warm-up
+    tb, tm = [], []
+    for _ in range(reps):                                            # interleaved, best of reps
+        tb.append(_cpu_ms(base))
+        tm.append(_cpu_ms(mine))
+    return min(tb), min(tm)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    ap = ArgumentParser(prog="python benchmarks/layer_speed.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", default=None, help="write the rows as JSON to this file ('-' = stdout)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = []
+    print(f"forward + backward, float32, CPU time, {args.threads} thread(s), best of {args.reps}")
+    for name, shape, f, target in rows():
+        tb, tm = measure(shape, f, args.reps)
+        ratio = tm / tb
+        out.append({"row": name, "shape": list(shape), "sdpa_ms": tb, "layer_ms": tm, "ratio": ratio,
+                    "target": target})
+        print(f"  {name:32s} {str(shape):18s} SDPA {tb:8.2f} ms   layer {tm:8.2f} ms   "
+              f"ratio {ratio:6.2f}x (target <= {target:g}x)")
+    if args.json:
+        text = json.dumps(out, indent=1)
+        (sys.stdout.write(text + "\n") if args.json == "-" else open(args.json, "w").write(text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
