@@ -31,6 +31,9 @@ import numpy as np
 __all__ = ["find_sign_changes", "mp_roots", "mp_integrate", "mp_context_reference",
            "REAL_LINE_HALF_WIDTH", "InaccurateReference", "feature_breakpoints"]
 
+# the narrowest feature, relative to max(1, |t|) over the domain and the centres, that float64 breakpoints
+# centre +- k width (k >= 1/4) resolve with room to spare (float64 spacing 2.2e-16)
+RESOLVABLE = 2.0 ** -40
 MAX_PIECE = 1.0                  # widest piece handed to tanh-sinh (the normal base has width 1)
 WIDTH_LADDER = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)   # multiples of a feature's width
 
@@ -179,6 +182,17 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
         a, b = -float(half_width), float(half_width)
     else:
         a, b = float(domain[0]), float(domain[1])
+    # A feature narrower than the float64 spacing at its centre cannot be split around (centre +- k width
+    # rounds to the centre), and tanh-sinh on a wider piece misses it while reporting a tiny error (at
+    # basis_bandwidth 1e300 the context came out 1.2 with an estimate of 1e-101, true ~1e-150): refuse.
+    for what, bw, centres in (("bandwidth", bandwidth, s), ("basis_bandwidth", basis_bandwidth, cn)):
+        width = 1.0 / math.sqrt(float(bandwidth if what == "bandwidth" else basis_bandwidth))
+        where = max([1.0, abs(a), abs(b)] + [abs(float(x)) for x in centres])
+        if width < RESOLVABLE * where:
+            raise InaccurateReference(
+                f"{what} {float(bw):g}: its features, 1/sqrt({what}) = {width:.2g} wide, are narrower than the "
+                f"breakpoints of the reference can resolve at |t| up to {where:g} (>= {RESOLVABLE:g} x {where:g} "
+                f"needed: {what} <= {1.0 / (RESOLVABLE * where) ** 2:.3g}); no reference returned")
     with mp.workdps(dps + 10):
         gm = [mp.mpf(float(x)) for x in g]
         sm = [mp.mpf(float(x)) for x in s]
@@ -254,4 +268,6 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
         # relative error of c_d = (sum_n B_dn P_n) / Z: |B| errors of the P_n, plus |c_d| eZ / Z
         err = max((mp.fsum(abs(Bij) * ej for Bij, ej in zip(row, psi_err)) / abs(Z) + abs(cd) * eZ / abs(Z))
                   / max(abs(cd), mp.mpf(10) ** (-(dps + 5))) for row, cd in zip(Bmp, ctx))
-        return Z, ctx, kinks, float(err)
+        # mpmath's estimate can be far below what `dps` digits carry (4.9e-256 at Z ~ 1e257): the
+        # reference is given to dps digits, so its relative error is never stated finer than 10^-dps
+        return Z, ctx, kinks, max(float(err), 10.0 ** (-dps))

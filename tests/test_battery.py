@@ -84,3 +84,46 @@ def test_fenchel_help_states_cvxpy_accuracy_honestly(capsys):
 
 def test_fenchel_negative_seed(capsys):
     _one_line_exit_2(capsys, ["compare", "fenchel", "--seed", "-1"], "--seed")
+
+
+# --------------------------------------------------------------------------- silently wrong: converge
+def test_converge_unresolvable_basis_bandwidth_refused(tmp_path, capsys):
+    """basis_bandwidth 1e300 answered c_ref = 1.1999 with 'estimated error 2.4e-101' (true ~1e-150)."""
+    inst = _instance(tmp_path, "i.json", {"basis_bandwidth": 1e300})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "basis_bandwidth", "no reference")
+
+
+def test_converge_unresolvable_bandwidth_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", {"bandwidth": 1e200, "domain": [0, 1], "grids": [3, 5], "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "bandwidth")
+
+
+_HUGE_Z = {"gamma": [590.0], "inducing": [0.0], "bandwidth": 1.0, "B": [[1.0]], "basis_centers": [0.0],
+           "basis_bandwidth": 1.0, "base": "uniform", "domain": [-1, 1], "grids": [5, 9, 17]}
+
+
+def test_converge_text_keeps_the_exponent_and_no_false_precision(tmp_path, capsys):
+    """Z ~ 1e256: the text cut the reference to 25 characters (the exponent dropped), and the relative error
+    was stated as ~1e-256, finer than 50 digits know."""
+    import mpmath as mp
+
+    inst = _instance(tmp_path, "i.json", _HUGE_Z)
+    assert cli.main(["converge", "--instance", inst, "--json", "-"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["ref_error_estimate"] >= 1e-50
+    assert cli.main(["converge", "--instance", inst]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "Z_ref =" in x)
+    shown = mp.mpf(line.split("=", 1)[1].strip())
+    assert abs(shown / mp.mpf(res["Z_ref"]) - 1) < 1e-15, line
+
+
+def test_converge_text_mid_range_z_not_cut(tmp_path, capsys):
+    import mpmath as mp
+
+    inst = _instance(tmp_path, "i.json", dict(_HUGE_Z, gamma=[70.0]))          # Z ~ 1e30
+    assert cli.main(["converge", "--instance", inst, "--json", "-"]) == 0
+    ref = mp.mpf(json.loads(capsys.readouterr().out)["Z_ref"])
+    assert cli.main(["converge", "--instance", inst]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "Z_ref =" in x)
+    assert abs(mp.mpf(line.split("=", 1)[1].strip()) / ref - 1) < 1e-15, line

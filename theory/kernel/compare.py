@@ -276,6 +276,15 @@ def compare(inst: dict, progress=None) -> dict:
                 float64_floor=floor, points_in_fit=int(sum(e > floor for e in err_c)))
 
 
+def short_number(text: str, digits: int) -> str:
+    """A reference printed with `dps` digits, shortened to `digits` significant digits (rounded, with its
+    exponent: cutting the string would drop the exponent of 1.04e257 or print 1e30 as a cut integer)."""
+    import mpmath as mp
+
+    with mp.workdps(max(digits, 15) + 5):
+        return mp.nstr(mp.mpf(text), digits)
+
+
 def _print_text(res):
     inst = res["instance"]
     fam = inst["family"] + (f" (alpha={inst['alpha']:g})" if inst["alpha"] else "")
@@ -284,9 +293,9 @@ def _print_text(res):
           + (f" (truncated to [-{res['truncation_half_width']:g}, {res['truncation_half_width']:g}])"
              if inst["domain"] == "R" else ""))
     print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s) and at every inducing point "
-          f"and centre; estimated relative error {res['ref_error_estimate']:.1e}):")
-    print(f"  Z_ref = {res['Z_ref'][:25]}")
-    print(f"  c_ref = [{', '.join(x[:20] for x in res['context_ref'])}]")
+          f"and centre; estimated relative error <= {res['ref_error_estimate']:.1e}):")
+    print(f"  Z_ref = {short_number(res['Z_ref'], 20)}")
+    print(f"  c_ref = [{', '.join(short_number(x, 17) for x in res['context_ref'])}]")
     print(f"{'grid':>10}  {'Z':>22}  {'err_Z':>9}  {'err_c':>9}  context")
     for g, z, ez, ec, c in zip(res["grids"], res["Z"], res["err_Z"], res["err_context"], res["context"]):
         print(f"{g:>10}  {z:22.16g}  {ez:9.2e}  {ec:9.2e}  [{', '.join(f'{x:.12g}' for x in c)}]")
