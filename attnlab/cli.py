@@ -40,7 +40,7 @@ def _build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="run the claims and print verdicts")
     v.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     v.add_argument("--claim", nargs="+", metavar="ID", help="claim ids to run")
-    v.add_argument("--tier", default="fast", help="fast | slow | all (default fast)")
+    v.add_argument("--tier", default=None, help="fast | slow | all (default fast)")
     v.add_argument("--json", metavar="FILE", help="write the records as JSON ('-' for stdout)")
 
     c = sub.add_parser("compare", help="exact against approximate solutions on an instance",
@@ -109,7 +109,7 @@ def _write_json(obj, dest: str) -> None:
 def _select(args) -> list:
     from attnlab import catalog
 
-    tier = _choice(args.tier, TIERS, "tier")
+    tier = _choice(args.tier or "fast", TIERS, "tier")
     paper = _choice(args.paper, PAPERS, "paper") if args.paper else None
     if getattr(args, "claim", None):
         out = []
@@ -121,6 +121,14 @@ def _select(args) -> list:
                 near = [i for i in ids if i.split(".")[0] == cid.split(".")[0]] or ids
                 raise UsageError(f"unknown claim id {cid!r}; valid ids ({len(ids)}): {', '.join(near)}"
                                  " (see `attnlab list`)") from None
+        # --paper / --tier beside --claim were ignored: a claim they exclude is a contradiction, not a filter
+        for c in out:
+            if paper and c.paper != paper:
+                raise UsageError(f"--claim {c.id} is a claim of paper {c.paper}, not of --paper {paper}; "
+                                 "give the claim ids alone, or --paper alone")
+            if args.tier and tier != "all" and c.tier != tier:
+                raise UsageError(f"--claim {c.id} is of tier {c.tier}, not of --tier {tier}; "
+                                 "give the claim ids alone, or --tier alone")
         return out
     return catalog.all_claims(paper=paper, tier=tier)
 
@@ -271,8 +279,9 @@ def cmd_figures(args) -> int:
     n = 0
     out_dir = Path(args.out) if args.out else None
     if out_dir is not None:
-        if out_dir.exists() and not out_dir.is_dir():
-            raise UsageError(f"--out {out_dir}: not a folder")
+        from attnlab.experiment import check_folder
+
+        check_folder(out_dir, "--out")           # a file there or on the way to it: one line, before drawing
         out_dir.mkdir(parents=True, exist_ok=True)
     missing = []
     from attnlab.paper_figures.style import vector_output
@@ -326,8 +335,9 @@ def cmd_report(args) -> int:
     if args.results_dir and not root.is_dir():
         raise UsageError(f"--results-dir {root}: no such folder")
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: not a folder")
+    from attnlab.experiment import check_folder
+
+    check_folder(out, "--out")
     check_writable(str(out / "index.html"), "--out")
     size = _window_size(args.screenshot_size)
     if args.screenshots:

@@ -54,14 +54,104 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     if path.is_dir():
         raise UsageError(f"{what} {path}: is a folder; give a file name")
     folder = path.parent if str(path.parent) else Path(".")
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+    probe = _check_names(path, what)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{what} {path}: the file exists and is not writable")
     return path
+
+
+def _check_names(path: Path, what: str) -> Path:
+    """The nearest existing ancestor of `path` (itself when it exists), after checking that no name on
+    the way down from it exceeds the file system's limit (NAME_MAX) or the whole path PATH_MAX."""
+    from attnlab.errors import UsageError
+
+    probe = path
+    while not probe.exists() and probe != probe.parent and not probe.is_symlink():
+        probe = probe.parent
+    base = probe if probe.is_dir() else probe.parent
+    try:
+        name_max = os.pathconf(base, "PC_NAME_MAX")
+        path_max = os.pathconf(base, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    for part in path.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise UsageError(f"{what} {str(path)[:80]}...: the name {part[:20]}... is {len(os.fsencode(part))} "
+                             f"bytes long, over the file system's limit of {name_max}")
+    if len(os.fsencode(str(path.absolute()))) >= path_max:
+        raise UsageError(f"{what} {str(path)[:80]}...: the path is longer than the file system's limit "
+                         f"of {path_max} bytes")
+    return probe
+
+
+def check_folder(path: str | os.PathLike, what: str) -> Path:
+    """Fail early, before any work, when the folder `path` (made if missing) cannot hold new files:
+    UsageError naming the argument (a file there, a file on the way to it, a read-only folder, a name
+    over the file system's limit)."""
+    from attnlab.errors import UsageError
+
+    path = Path(path)
+    probe = _check_names(path, what)
+    if probe == path and not path.is_dir():
+        raise UsageError(f"{what} {path}: is a file, not a folder")
+    if not probe.is_dir():
+        raise UsageError(f"{what} {path}: cannot make it ({probe} is a file, not a folder)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
+    return path
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"the number {text[:20]} is beyond float64")
+    return x
+
+
+def _float_range_int(text: str) -> int:
+    x = int(text)
+    if abs(x) > 1.7e308:
+        raise ValueError(f"the integer {text[:20]}... ({len(text)} digits) is beyond float64")
+    return x
+
+
+def _no_constant(name: str):
+    raise ValueError(f"it holds {name}, a number that is not finite (and not JSON)")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value in the file at `path`, or ValueError with a one-line reason: unreadable, not UTF-8
+    text (a binary file), not JSON, nested too deeply, or holding a number float64 cannot hold (NaN,
+    Infinity, 1e400, 10**400)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text (a binary file?)") from None
+    try:
+        return json.loads(text, parse_float=_finite_float, parse_int=_float_range_int,
+                          parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be read") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {str(exc).splitlines()[0]}") from None
+
+
+def check_json_dest(dest: str | None, what: str = "--json") -> None:
+    """A `--json FILE` destination ('-' is stdout, None is none) checked before any work."""
+    if dest and dest != "-":
+        check_writable(dest, what)
+
+
+def write_json_dest(dest: str | None, obj: Any) -> None:
+    """Write `obj` as JSON to a `--json FILE` destination (checked by check_json_dest), atomically."""
+    if dest and dest != "-":
+        atomic_write_text(dest, json.dumps(obj, indent=2) + "\n")
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -187,9 +277,12 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--threads", type=positive_int("--threads"), default=1,
                    help="torch CPU threads per run (default 1; never more than the available cores per job)")
-    p.add_argument("--jobs", type=positive_int("--jobs"), default=1,
-                   help="runs (setting, model, seed) in this many processes at once (joblib; default 1)")
-    p.add_argument("--backend", type=backend_arg, default="local",
+    fans_out = name in FANS_OUT
+    p.add_argument("--jobs", type=positive_int("--jobs") if fans_out else _serial("--jobs", name, "1"), default=1,
+                   help="runs (setting, model, seed) in this many processes at once (joblib; default 1)"
+                        if fans_out else "1 only: this runner does its runs one after another")
+    p.add_argument("--backend", type=backend_arg if fans_out else _serial("--backend", name, "local"),
+                   default="local",
                    help="local (this machine; --jobs processes) or ray (a Ray cluster at --address or "
                         "$RAY_ADDRESS, else a local Ray runtime; needs the 'cluster' extra)")
     p.add_argument("--address", default=None, help="Ray cluster address for --backend ray (default $RAY_ADDRESS)")
@@ -200,6 +293,23 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
 
 # --------------------------------------------------------------------------- processes and threads
 BACKENDS = ("local", "ray")
+# The runners that use --jobs and --backend (fan_out, or --jobs as scikit-learn's n_jobs); the others do
+# their runs one after another and refuse --jobs N > 1 / --backend ray rather than ignore them (a test
+# keeps this in step with the runners' code).
+FANS_OUT = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens-ratings", "efa-instacart",
+                      "bidir-tabular-sim", "bidir-auto-mpg"})
+
+
+def _serial(flag: str, runner: str, only: str):
+    """An argparse type for --jobs / --backend of a runner that does not fan out: only `only`."""
+    def parse(text: str):
+        value = positive_int(flag)(text) if flag == "--jobs" else backend_arg(text)
+        if str(value) != only:
+            raise argparse.ArgumentTypeError(
+                f"{flag} {text}: attnlab run {runner} does its runs one after another in this process (it "
+                f"does not fan out); run seeds side by side as separate commands (--seed k) instead")
+        return value
+    return parse
 
 
 def positive_int(what: str):

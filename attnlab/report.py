@@ -38,15 +38,15 @@ def figures_folder() -> Path:
 
 def read_claim_records(path: str | Path) -> dict[str, dict]:
     """The records of a file written by ``attnlab verify --json FILE``, keyed by claim id."""
+    from attnlab.experiment import read_json
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"--claims {p}: cannot read it ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--claims {p}: not JSON ({getattr(exc, 'msg', exc)}); "
-                         "give a file written by `attnlab verify --json FILE`") from None
-    if not isinstance(data, list) or not all(isinstance(r, dict) and "id" in r and "verdict" in r for r in data):
+        data = read_json(p)                    # unreadable, binary, not JSON, nested too deeply: one line
+    except ValueError as exc:
+        raise UsageError(f"--claims: {exc}; give a file written by `attnlab verify --json FILE`") from None
+    if not isinstance(data, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
+                                             and isinstance(r.get("verdict"), str) for r in data):
         raise UsageError(f"--claims {p}: not a list of claim records with 'id' and 'verdict'; "
                          "give a file written by `attnlab verify --json FILE`")
     from attnlab.catalog import VERDICTS

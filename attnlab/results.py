@@ -68,9 +68,24 @@ def _record_problem(rec) -> str | None:
             return f"metrics[{i}].value is not a number ({json.dumps(v)[:30]})"
         if not math.isfinite(float(v)):
             return f"metrics[{i}].value is not finite ({v!r})"
-    if "seed" in rec and (isinstance(rec["seed"], bool) or not isinstance(rec["seed"], int)):
+        if abs(float(v)) > MAX_METRIC:
+            return (f"metrics[{i}].value {float(v):.3g} is beyond {MAX_METRIC:g} (no mean or CI over seeds "
+                    "can be formed in float64)")
+    if "seed" not in rec:                      # every runner writes one; a seed-less copy would count twice
+        return "lacks the key 'seed'"
+    if isinstance(rec["seed"], bool) or not isinstance(rec["seed"], int):
         return f"its 'seed' is not an integer ({json.dumps(rec['seed'])[:30]})"
+    w = rec.get("wall_seconds")
+    if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= MAX_METRIC):
+        return f"its 'wall_seconds' is not a number of seconds ({json.dumps(w)[:30]})"
+    for k in ("experiment", "config"):
+        if not isinstance(rec[k], str):
+            return f"its {k!r} is not a string ({json.dumps(rec[k])[:30]})"
     return None
+
+
+# the largest |metric| a record may hold: squares and sums over many seeds stay finite in float64
+MAX_METRIC = 1e150
 
 
 def load_records(root: Path, paper: str, warn=None) -> list[dict]:
@@ -82,11 +97,25 @@ def load_records(root: Path, paper: str, warn=None) -> list[dict]:
     recs = []
     if not root.exists():
         return recs
-    for p in sorted(root.glob(f"{paper}-*/*/*.json")):
+    return read_records(sorted(root.glob(f"{paper}-*/*/*.json")), warn)
+
+
+def read_records(paths, warn=None) -> list[dict]:
+    """The usable records among the files `paths`, in order; each one that cannot be read (a binary file,
+    not JSON, nested too deeply, a number beyond float64) or used (:func:`_record_problem`) is skipped
+    with a one-line warning naming it (on stderr, or through `warn`).  `attnlab results`, `report` and
+    `figures` read records through this."""
+    import sys
+
+    from attnlab.experiment import read_json
+
+    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
+    recs = []
+    for p in paths:
         try:
-            rec = json.loads(p.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            warn(f"skipping unreadable results record {p}: {getattr(exc, 'msg', None) or exc}")
+            rec = read_json(p)
+        except ValueError as exc:
+            warn(f"skipping unreadable results record: {exc}")
             continue
         problem = _record_problem(rec)
         if problem:

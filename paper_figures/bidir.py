@@ -31,7 +31,12 @@ def _data() -> tuple[list[tuple[int, dict]], str]:
     rec_path = results_root() / RECORD
     if not rec_path.exists():
         raise FileNotFoundError(f"no record {rec_path}; make it with `attnlab run bidir-toy-corpus --seed 0`")
-    rec = json.loads(rec_path.read_text(encoding="utf-8"))
+    from attnlab.results import read_records
+
+    recs = read_records([rec_path])             # a record that cannot be used is skipped with a warning
+    if not recs:
+        raise FileNotFoundError(f"the record {rec_path} cannot be used (see the warning above)")
+    rec = recs[0]
     dims = sorted(int(d) for d in rec["extra"]["per_dim"])
     return [(d, tc.record_targets(rec, d)) for d in dims], f"record {RECORD.as_posix()}, seed 0"
 

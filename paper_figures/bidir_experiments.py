@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.results import read_records
 from attnlab.paper_figures.style import save
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
@@ -25,7 +26,7 @@ YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-ind
 def _records(experiment: str) -> tuple[list[dict], str]:
     root = results_root() / experiment
     for cfg in ("full", "reduced", "quick"):
-        recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
+        recs = read_records(sorted((root / cfg).glob("*.json")))
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.results import read_records
 from attnlab.paper_figures.style import save
 
 
@@ -27,7 +28,7 @@ def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) ->
     """The records (those `keep` accepts) of the first config in `configs` that has any, and its name."""
     root = results_root() / experiment
     for cfg in configs:
-        recs = [r for r in (json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))) if keep(r)]
+        recs = [r for r in read_records(sorted((root / cfg).glob("*.json"))) if keep(r)]
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")

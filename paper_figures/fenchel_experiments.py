@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.results import read_records
 from attnlab.paper_figures.style import save
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
     root = results_root() / experiment
     for cfg in ([config] if config else ["full", "quick"]):
-        recs = [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]
+        recs = read_records(sorted((root / cfg).glob("*.json")))
         recs = [r for r in recs if not r.get("tag", "").startswith("hf-")]
         if recs:
             return recs, cfg
@@ -344,7 +345,7 @@ MINILM = "bert:all-MiniLM-L6-v2"
 
 def _minilm_records() -> list[dict]:
     root = results_root() / "fenchel-deviation" / "full"
-    recs = [json.loads(p.read_text()) for p in sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json"))]
+    recs = read_records(sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json")))
     if not recs:
         raise FileNotFoundError(f"no records under {root}; run `attnlab run fenchel-deviation --model minilm` first")
     return recs

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
+from attnlab.results import read_records
 from attnlab.paper_figures.style import save
 
 EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda", "Table 2: FordA"),
@@ -43,7 +44,7 @@ def _records(experiment: str):
     on a validation split ('full-es') -- whichever has more (ties: full); without any, the reduced
     config with the most records (ties: cpu before cpu-small before quick)."""
     root = results_root() / experiment
-    load = lambda cfg: [json.loads(p.read_text()) for p in sorted((root / cfg).glob("*.json"))]  # noqa: E731
+    load = lambda cfg: read_records(sorted((root / cfg).glob("*.json")))  # noqa: E731
     for group in (("full", "full-es"), ("cpu", "cpu-small", "quick")):
         best: tuple[list, str | None] = ([], None)
         for cfg in group:
@@ -140,9 +141,8 @@ def _sampled(experiment: str, models: tuple[str, ...], configs: tuple[str, ...],
         found = {}
         for m in models:
             recs = []
-            for f in sorted((root / cfg).glob(f"*{m}-seed*.json")):
-                r = json.loads(f.read_text(encoding="utf-8"))
-                if r.get("tag", "").endswith(m) and "attention_sample" in r.get("extra", {}):
+            for r in read_records(sorted((root / cfg).glob(f"*{m}-seed*.json"))):
+                if str(r.get("tag", "")).endswith(m) and "attention_sample" in r.get("extra", {}):
                     recs.append(r)
             if recs:
                 found[m] = min(recs, key=lambda r: r["seed"])

@@ -127,3 +127,150 @@ def test_converge_text_mid_range_z_not_cut(tmp_path, capsys):
     assert cli.main(["converge", "--instance", inst]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "Z_ref =" in x)
     assert abs(mp.mpf(line.split("=", 1)[1].strip()) / ref - 1) < 1e-15, line
+
+
+# --------------------------------------------------------------------------- accepted nonsense
+def test_verify_claim_with_another_paper_refused(capsys, monkeypatch):
+    from attnlab import catalog
+
+    monkeypatch.setattr(catalog, "run_claim", lambda c: pytest.fail("ran a claim"))
+    _one_line_exit_2(capsys, ["verify", "--claim", "fenchel.eq7.kkt-identity", "--paper", "kernel"],
+                     "--paper kernel")
+    _one_line_exit_2(capsys, ["verify", "--claim", "fenchel.eq7.kkt-identity", "--tier", "slow"], "--tier slow")
+
+
+def test_kernel_cost_settings_checked_even_with_quick(capsys):
+    _one_line_exit_2(capsys, ["run", "kernel-cost", "--settings", "FordA,Mars", "--quick"], "--settings", "Mars")
+    _one_line_exit_2(capsys, ["run", "kernel-cost", "--settings", "FordA", "--quick"], "--quick")
+
+
+def test_fenchel_unknown_instance_key_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", dict(_fenchel_instance(alphas=(1.0,)), alpah=[2.0]))
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst], "unknown key(s) alpah")
+
+
+@pytest.mark.parametrize("runner", ["kernel-time-warping", "fenchel-deviation", "efa-temperature", "kernel-cost"])
+def test_jobs_refused_by_runners_that_do_not_fan_out(capsys, runner):
+    _one_line_exit_2(capsys, ["run", runner, "--quick", "--jobs", "2"], "--jobs 2", "does not fan out")
+    _one_line_exit_2(capsys, ["run", runner, "--quick", "--backend", "ray"], "--backend ray")
+
+
+def test_fans_out_matches_the_runners():
+    """FANS_OUT names exactly the runners whose code uses --jobs (fan_out, or args.jobs as n_jobs)."""
+    import importlib
+    import inspect
+
+    from attnlab.experiment import FANS_OUT
+    from attnlab.registry import RUN
+
+    uses = set()
+    for name, target in RUN.items():
+        mod = importlib.import_module(target.split(":")[0])
+        src = inspect.getsource(mod)
+        if "categorical" in src:
+            src += inspect.getsource(importlib.import_module("attnlab.experiments.efa.categorical"))
+        if "fan_out(" in src or "args.jobs" in src:
+            uses.add(name)
+    assert uses == set(FANS_OUT)
+
+
+# --------------------------------------------------------------------------- tracebacks: output paths
+@pytest.mark.parametrize("target", ["efa-fm", "bidir-moe", "kernel-quadrature"])
+def test_compare_json_to_a_folder_or_under_a_file_refused_before_work(tmp_path, capsys, monkeypatch, target):
+    import importlib
+
+    from attnlab.registry import COMPARE
+
+    mod = importlib.import_module(COMPARE[target].split(":")[0])
+    monkeypatch.setattr(mod, "compare", lambda *a, **k: pytest.fail("worked before checking --json"))
+    (tmp_path / "file").write_text("")
+    _one_line_exit_2(capsys, ["compare", target, "--json", str(tmp_path)], "--json", "folder")
+    _one_line_exit_2(capsys, ["compare", target, "--json", str(tmp_path / "file" / "x.json")], "--json")
+
+
+@pytest.mark.parametrize("target", ["efa-fm", "bidir-moe"])
+def test_compare_seed_beyond_range(capsys, target):
+    _one_line_exit_2(capsys, ["compare", target, "--seed", str(10**30)], "--seed")
+
+
+# --------------------------------------------------------------------------- tracebacks: bad files
+def _bad_files(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(bytes(range(256)) * 8)
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"T": [[1e400]], "u": [1], "z": [0], "alphas": [1]}')
+    return {"deep": deep, "binary": binary, "huge": huge}
+
+
+@pytest.mark.parametrize("kind", ["deep", "binary", "huge"])
+@pytest.mark.parametrize("target", ["fenchel", "kernel-quadrature"])
+def test_compare_instance_bad_file(tmp_path, capsys, kind, target):
+    path = _bad_files(tmp_path)[kind]
+    _one_line_exit_2(capsys, ["compare", target, "--instance", str(path)], "--instance")
+
+
+@pytest.mark.parametrize("kind", ["deep", "binary"])
+def test_report_claims_bad_file(tmp_path, capsys, kind):
+    path = _bad_files(tmp_path)[kind]
+    _one_line_exit_2(capsys, ["report", "--claims", str(path), "--out", str(tmp_path / "site")], "--claims")
+
+
+def _record(seed=0, value=0.5, **over):
+    rec = {"experiment": "kernel-time-warping", "config": "quick", "tag": "N64-cts_softmax", "seed": seed,
+           "device": "cpu", "metrics": [{"setting": "N=64", "model": "Cts Softmax", "metric": "accuracy",
+                                         "value": value}],
+           "wall_seconds": 1.0, "converged": True, "training": {"stopped": "max-epochs", "epochs_run": 2}}
+    rec.update(over)
+    return rec
+
+
+def _bad_records(tmp_path):
+    d = tmp_path / "results" / "kernel-time-warping" / "quick"
+    d.mkdir(parents=True)
+    for s in (0, 1):
+        (d / f"N64-cts_softmax-seed{s}.json").write_text(json.dumps(_record(s, 0.5 + s / 10)))
+    (d / "list-seed2.json").write_text("[1, 2]")
+    (d / "deep-seed3.json").write_text("[" * 100000 + "]" * 100000)
+    (d / "bigint-seed4.json").write_text(json.dumps(_record(4)).replace("0.5", "1" + "0" * 400, 1))
+    (d / "e308-seed5.json").write_text(json.dumps(_record(5, 1e308)))
+    (d / "e308-seed6.json").write_text(json.dumps(_record(6, 1e308)))
+    noseed = _record()
+    noseed.pop("seed")
+    (d / "noseed.json").write_text(json.dumps(noseed))
+    (d / "slow-seed7.json").write_text(json.dumps(_record(7, wall_seconds="slow")))
+    (d / "binary-seed8.json").write_bytes(bytes(range(256)))
+    return tmp_path / "results"
+
+
+@pytest.mark.parametrize("flags", [[], ["--per-seed"], ["--wall-times"], ["--json", "-"], ["--format", "csv"]])
+def test_results_skip_bad_records_and_go_on(tmp_path, capsys, flags):
+    root = _bad_records(tmp_path)
+    assert cli.main(["results", "kernel", "--results-dir", str(root), *flags]) == 0
+    cap = capsys.readouterr()
+    for name in ("list-seed2", "deep-seed3", "bigint-seed4", "e308-seed5", "e308-seed6", "noseed", "slow-seed7",
+                 "binary-seed8"):
+        assert f"{name}.json" in cap.err, (name, cap.err)
+    assert "Traceback" not in cap.err
+
+
+def test_results_mean_uses_only_the_good_records(tmp_path, capsys):
+    root = _bad_records(tmp_path)
+    assert cli.main(["results", "kernel", "--results-dir", str(root), "--json", "-"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["n_seeds"]]
+    assert [(r["n_seeds"], round(r["ours_mean"], 6)) for r in rows] == [(2, 0.55)]
+
+
+def test_figures_skip_bad_records(tmp_path, capsys, monkeypatch):
+    root = _bad_records(tmp_path)
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(root))
+    code = cli.main(["figures", "--paper", "kernel", "--only", "kernel_exp_results", "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "deep-seed3.json" in err
+    assert code in (0, 2)
+
+
+def test_figures_out_under_a_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    _one_line_exit_2(capsys, ["figures", "--paper", "kernel", "--out", str(tmp_path / "file" / "figs")], "--out")

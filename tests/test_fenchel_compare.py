@@ -57,11 +57,12 @@ def test_invalid_instance_exit_2(tmp_path, capsys, inst, frag):
     assert frag in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_unknown_keys_warn(tmp_path, capsys):
+def test_unknown_keys_refused(tmp_path, capsys):
+    """A misspelt key ("alpha" for "alphas") was ignored with a warning (issue 46: refused)."""
     f = tmp_path / "inst.json"
     f.write_text(json.dumps({"T": [[1, 0], [0, 1]], "u": [0.5, 0.5], "z": [1, 1], "alphas": [1], "alpha": 3}))
-    assert _cli("--instance", str(f), "--json", "-") == 0
-    assert "ignoring unknown key(s) alpha " in capsys.readouterr().err
+    assert _cli("--instance", str(f), "--json", "-") == 2
+    assert "unknown key(s) alpha;" in capsys.readouterr().err
 
 
 def test_size_guard_refuses_then_allows(tmp_path, capsys, monkeypatch):

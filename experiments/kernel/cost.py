@@ -117,11 +117,14 @@ def main(argv: list[str]) -> int:
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1; got {args.repeats}")
     settings = QUICK if args.quick else SETTINGS
-    if args.settings and not args.quick:
-        sel = [x.strip() for x in args.settings.split(",")]
-        if not all(x in SETTINGS for x in sel):
-            return C.bad_arg("--settings", args.settings, tuple(SETTINGS))
-        settings = {k: SETTINGS[k] for k in sel}
+    if args.settings is not None:
+        from attnlab.experiment import parse_list
+
+        sel = parse_list(args.settings, tuple(SETTINGS), "--settings")
+        if args.quick:                  # was ignored silently
+            raise UsageError(f"--settings {args.settings}: --quick measures its one small shape "
+                             f"({', '.join(QUICK)}); drop --quick to measure {', '.join(sel)}")
+        settings = {k: SETTINGS[k] for k in dict.fromkeys(sel)}
     C.torch_setup()
     name = "quick" if args.quick else "full"
     cfg = {"settings": settings, "repeats": args.repeats, "threads": torch.get_num_threads()}

@@ -67,13 +67,16 @@ def main(argv: list[str]) -> int:
             allowed = f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
             raise UsageError(f"--{name} must be {allowed}; got {raw!r}")
         vals[name] = v
+    from attnlab.experiment import MAX_SEED, check_json_dest, write_json_dest
+
+    if vals["seed"] > MAX_SEED:
+        raise UsageError(f"--seed must be an integer in [0, {MAX_SEED}]; got {args.seed!r}")
+    check_json_dest(args.json)                 # before the work, not after it
     res = compare(**vals)
     if args.json == "-":
         print(json.dumps(res, indent=2))
         return 0
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(res, fh, indent=2)
+    write_json_dest(args.json, res)
     print(f"bidir-moe: H={res['heads']} L={res['layers']} seed={res['seed']} "
           f"({res['n_sentences']} masked sentences, |V|={res['sizes']['V']}, S={res['sizes']['S']}, "
           f"p={res['sizes']['p']}; {res['moe_form']}; float64)")

@@ -72,20 +72,19 @@ def main(argv: list[str]) -> int:
         if args.prop not in ("1", "2", "3"):
             raise UsageError(f"--prop must be one of 1, 2, 3; got {args.prop!r}")
         props = [int(args.prop)]
+    from attnlab.experiment import check_json_dest, seed_value, write_json_dest
+
     try:
-        seed = int(args.seed)
-        if seed < 0:
-            raise ValueError
-    except ValueError:
-        raise UsageError(f"--seed must be an integer >= 0; got {args.seed!r}") from None
+        seed = seed_value(args.seed)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(str(exc)) from None
+    check_json_dest(args.json)                 # before the work, not after it
     results = [compare(pr, seed) for pr in props]
     payload = results[0] if args.prop is not None else results
     if args.json == "-":
         print(json.dumps(payload, indent=2))
         return 0
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(payload, fh, indent=2)
+    write_json_dest(args.json, payload)
     print(f"EFA vs latent factor model (seed {seed}, float64)")
     print(f"{'prop':>4}  {'max|dev| natural':>17}  {'max|dev| loglik':>16}  {'printed form max|.|':>20}")
     for r in results:

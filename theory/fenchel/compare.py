@@ -75,28 +75,21 @@ def _array(x, name: str, ndim: int):
 
 
 def load_instance(path: str):
-    """Read and validate FILE.json; raises ValueError with a one-line message.  Unknown keys are
-    reported with a warning on stderr (they are not used)."""
+    """Read and validate FILE.json; raises ValueError with a one-line message (an unknown key too)."""
     from attnlab.numerics.entropic_dual import check_instance
     from attnlab.numerics.validate import positive
 
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON: {getattr(e, 'msg', e)}"
-                         + (f" (line {e.lineno})" if hasattr(e, "lineno") else "")) from None
+    from attnlab.experiment import read_json
+
+    data = read_json(path)          # ValueError (one line): unreadable, binary, not JSON, too deep, 1e400
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a JSON object with keys T, u, z, alphas")
     missing = [k for k in KEYS if k not in data]
     if missing:
         raise ValueError(f"{path} lacks key(s) {', '.join(missing)} (needs T: n x d, u: n, z: d, alphas: list)")
     extra = sorted(set(data) - set(KEYS))
-    if extra:
-        print(f"attnlab compare fenchel: warning: {path}: ignoring unknown key(s) {', '.join(extra)} "
-              f"(known: {', '.join(KEYS)})", file=sys.stderr)
+    if extra:                       # a misspelt key ("alpha" for "alphas") was ignored with a warning
+        raise ValueError(f"{path}: unknown key(s) {', '.join(extra)[:200]}; the keys are {', '.join(KEYS)}")
     try:
         T = _array(data["T"], "T", 2)
         T, u, z = check_instance(T, _array(data["u"], "u", 1), _array(data["z"], "z", 1))

@@ -318,28 +318,27 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
     args = p.parse_args(argv)
     try:
         if args.instance:
+            from attnlab.experiment import read_json
+
             try:
-                with open(args.instance) as fh:
-                    raw = json.load(fh)
-            except OSError as exc:
-                raise InstanceError(f"--instance: cannot read {args.instance}: {exc.strerror}") from None
-            except json.JSONDecodeError as exc:
-                raise InstanceError(f"--instance: {args.instance} is not valid JSON ({exc.msg}, line {exc.lineno})") \
-                    from None
+                raw = read_json(args.instance)  # unreadable, binary, not JSON, nested too deeply, 1e400
+            except ValueError as exc:
+                raise InstanceError(f"--instance: {exc}") from None
         else:
             raw = {}
         inst = validate(raw)
     except InstanceError as exc:
         raise UsageError(str(exc) if str(exc).startswith("--instance") else f"--instance: {exc}") from None
+    from attnlab.experiment import check_json_dest, write_json_dest
+
+    check_json_dest(args.json)                 # before the work, not after it
     res = compare(inst, progress=_progress())
     if args.json == "-":
         json.dump(res, sys.stdout, indent=1)
         print()
     else:
         _print_text(res)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(res, fh, indent=1)
+        write_json_dest(args.json, res)
     return 0
 
 
