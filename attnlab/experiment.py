@@ -51,10 +51,12 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     from attnlab.errors import ArgumentParser, UsageError
 
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{what} {path}: is a folder; give a file name")
     folder = path.parent if str(path.parent) else Path(".")
     probe = _check_names(path, what)
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a folder; give a file name")
+    if probe == path:                           # the file exists: its folder is what must be writable
+        probe = folder
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
     if path.exists() and not os.access(path, os.W_OK):
@@ -67,8 +69,14 @@ def _check_names(path: Path, what: str) -> Path:
     the way down from it exceeds the file system's limit (NAME_MAX) or the whole path PATH_MAX."""
     from attnlab.errors import UsageError
 
+    def exists(q: Path) -> bool:
+        try:
+            return q.exists() or q.is_symlink()
+        except OSError:                         # a name too long for the file system
+            return False
+
     probe = path
-    while not probe.exists() and probe != probe.parent and not probe.is_symlink():
+    while not exists(probe) and probe != probe.parent:
         probe = probe.parent
     base = probe if probe.is_dir() else probe.parent
     try:
@@ -600,8 +608,10 @@ _UNRECORDED = "not recorded"
 # pick in the run's tag, so a run is the same run whichever other runs were picked beside it.
 _PICKS = {"models", "ks", "efa"}
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
+# `--settings` picks settings the same way where the setting is in the tag (the EFA runners); a runner whose
+# config holds the settings themselves (kernel-cost) still has them in its config values, which define it.
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
-                 "backend", "address", "compile", "data", "_default_seeds"} | _PICKS
+                 "backend", "address", "compile", "data", "_default_seeds", "settings"} | _PICKS
 
 
 def _run_config(config: dict) -> dict:
@@ -631,6 +641,9 @@ def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed
     return _json.loads(_json.dumps(jsonable(out), sort_keys=True, default=str))
 
 
+_HELD: set = set()          # the run locks this process holds (absolute lock paths)
+
+
 class RunContext:
     """One (experiment, config, tag, seed) run: its record path, checkpoints, and record writing."""
 
@@ -649,6 +662,15 @@ class RunContext:
         stem = f"{tag + '-' if tag else ''}seed{self.seed}"
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
         self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
+        # every output path is checked before the first step, not found unwritable after hours of training
+        where = "--results-dir" if getattr(args, "results_dir", None) else (
+            "$ATTNLAB_RESULTS" if os.environ.get("ATTNLAB_RESULTS") else "the results folder")
+        check_folder(self.record_path.parent, where)
+        check_writable(self.record_path, where)
+        runs_where = "$ATTNLAB_RUNS" if os.environ.get("ATTNLAB_RUNS") else "the checkpoint folder ./runs"
+        check_folder(self.checkpoint_path.parent, runs_where)
+        check_writable(self.checkpoint_path, runs_where)
+        self._lock = None           # the open lock file while this process holds the run (done())
         self.t0 = time.perf_counter()
         # the code this run executes: the revision when it starts, not when its record is written hours later
         self.revision = git_revision()
@@ -669,12 +691,26 @@ class RunContext:
         """A record of this run already exists (and --force was not given).  A record at this path
         written with other config values (those both sides name) is not this run: refused with one line
         rather than silently taken as done."""
+        if self._lock is None and not self._take_lock():
+            if self.verbose:
+                print(f"  {self.record_path}: another live process is running this run; skipping it here",
+                      file=sys.stderr)
+            return True
+        self._clean_temporaries()
         if not self.record_path.exists() or self.force:
             return False
+        from attnlab.results import _record_problem
+
         try:
-            saved = json.loads(self.record_path.read_text()).get("config_values") or {}
-        except (OSError, ValueError):
-            saved = None
+            rec = read_json(self.record_path)
+            problem = _record_problem(rec)
+        except ValueError as exc:
+            problem = str(exc)
+        if problem:                 # a half-written or damaged record is not a finished run
+            print(f"attnlab: warning: {self.record_path} exists but cannot be used ({problem}); running this "
+                  "seed again (the new record replaces it)", file=sys.stderr)
+            return False
+        saved = rec.get("config_values") or {}
         if isinstance(saved, dict):
             from attnlab.catalog import jsonable
 
@@ -683,19 +719,92 @@ class RunContext:
             if diff:
                 from attnlab.errors import UsageError
 
+                self._release_lock()
                 raise UsageError(f"{self.record_path} exists but was written with other settings ("
                                  + ", ".join(f"{k}: {saved[k]!r} there, {now[k]!r} now" for k in diff)
                                  + "); pass --force to replace it, or --results-dir for another folder")
         if self.verbose:
             print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
+        self._release_lock()
         return True
+
+    def _lock_path(self) -> Path:
+        return self.record_path.with_name(f".{self.record_path.name}.lock")
+
+    def _take_lock(self) -> bool:
+        """Hold this run (results folder, experiment, config, tag, seed) for this process: False when another
+        live process holds it.  flock is released by the kernel when its holder dies, so the lock of a
+        killed run is taken over; the lock file is removed when the record is written."""
+        import fcntl
+
+        path = self._lock_path()
+        if str(path.absolute()) in _HELD:          # this process holds it already (another context of the run)
+            return True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, _umask_mode())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except OSError:                        # a file system without flock: run unlocked
+                os.close(fd)
+                return True
+            try:                                   # the file we locked may have been removed by its holder
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self._lock = fd
+                _HELD.add(str(path.absolute()))
+                return True
+            os.close(fd)
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            _HELD.discard(str(self._lock_path().absolute()))
+            try:
+                self._lock_path().unlink()
+            except OSError:
+                pass
+            os.close(self._lock)
+            self._lock = None
+
+    def __del__(self):
+        try:
+            self._release_lock()
+        except Exception:
+            pass
+
+    def _clean_temporaries(self) -> None:
+        """Remove what a run killed while writing left behind: the temporary files of this run's record
+        and checkpoint (atomic writes: ``.<name>.<random>.tmp``).  Called while holding the run's lock, so
+        no live writer of these files exists."""
+        for final in (self.record_path, self.checkpoint_path):
+            for tmp in final.parent.glob(f".{final.name}.*.tmp"):
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
 
     def progress(self, total: int, name: str = "") -> Progress:
         return Progress(total, name or f"{self.experiment} seed {self.seed}", enabled=self.verbose)
 
     def save_checkpoint(self, state: dict) -> None:
-        atomic_torch_save(self.checkpoint_path, {**state, SETTINGS_KEY: self.settings,
-                                                    WALL_KEY: self.wall_seconds(), DEVICES_KEY: self.devices()})
+        """Save `state` (tensors, numbers, strings, None, numpy arrays and scalars, in dicts, lists and
+        tuples) so that it loads without pickle (``torch.load(weights_only=True)``)."""
+        try:
+            plain = _plain({**state, SETTINGS_KEY: self.settings, WALL_KEY: self.wall_seconds(),
+                            DEVICES_KEY: self.devices()})
+        except TypeError as exc:    # never crash a training run over its checkpoint: it goes on without one
+            if not getattr(self, "_warned_checkpoint", False):
+                print(f"attnlab: warning: {self.checkpoint_path}: not checkpointed ({exc})", file=sys.stderr)
+                self._warned_checkpoint = True
+            return
+        atomic_torch_save(self.checkpoint_path, plain)
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
@@ -707,7 +816,7 @@ class RunContext:
 
         from attnlab.errors import UsageError
 
-        state = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
+        state = _load_plain(self.checkpoint_path)
         saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
         devices = state.pop(DEVICES_KEY, [_UNRECORDED]) if isinstance(state, dict) else [_UNRECORDED]
@@ -761,7 +870,80 @@ class RunContext:
         path = atomic_write_json(self.record_path, rec)
         if self.checkpoint_path.exists():
             self.checkpoint_path.unlink()
+        self._release_lock()
         return path
+
+
+_NDARRAY = "_attnlab_ndarray"      # a numpy array in a checkpoint: {_NDARRAY: tensor, "dtype": str}
+_TUPLE = "_attnlab_tuple"          # a tuple (torch's safe loader keeps tuples, but a dict key marks it plainly)
+
+
+def _plain(obj):
+    """`obj` with what torch.load(weights_only=True) cannot read made plain: numpy arrays as tensors
+    (tagged, restored by _unplain), numpy scalars as Python numbers.  Anything else that is not a tensor,
+    number, string, bytes, None, dict, list or tuple is refused (it would need pickle to load)."""
+    import numpy as np
+    import torch
+
+    if isinstance(obj, np.generic):             # before the Python types: np.float64 is a float subclass
+        return obj.item()
+    if isinstance(obj, (torch.Tensor, str, bytes, bool, int, float, type(None), torch.Size, torch.dtype,
+                        torch.device)):
+        return obj
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            raise TypeError("a checkpoint cannot hold a numpy array of Python objects")
+        return {_NDARRAY: torch.from_numpy(np.ascontiguousarray(obj).copy()), "dtype": str(obj.dtype)}
+    if isinstance(obj, dict):
+        return type(obj)((_plain(k), _plain(v)) for k, v in obj.items()) if type(obj) is not dict else \
+            {_plain(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        vals = [_plain(v) for v in obj]
+        return vals if isinstance(obj, list) else tuple(vals)
+    raise TypeError(f"a checkpoint cannot hold a {type(obj).__name__} (it would need pickle to load); "
+                    "store tensors, numbers, strings and numpy arrays in dicts and lists")
+
+
+def _unplain(obj):
+    import numpy as np
+
+    if isinstance(obj, dict):
+        if _NDARRAY in obj and set(obj) == {_NDARRAY, "dtype"}:
+            return obj[_NDARRAY].numpy().astype(obj["dtype"], copy=False)
+        return type(obj)((k, _unplain(v)) for k, v in obj.items()) if type(obj) is not dict else \
+            {k: _unplain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unplain(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_unplain(v) for v in obj)
+    return obj
+
+
+def _load_plain(path: Path):
+    """A checkpoint loaded without pickle (weights_only=True: a crafted file cannot run code); a
+    truncated, garbage or unsafe one is a UsageError naming it."""
+    import torch
+
+    from attnlab.errors import UsageError
+
+    import pickle
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "global" not in str(exc).lower():   # no pickled object named: garbage, not a crafted file
+            raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely (it is not a checkpoint "
+                             "written by attnlab); delete it, or run without --resume to start afresh") from None
+        # pickled objects other than tensors and plain data: refused unread
+        raise UsageError(f"--resume: the checkpoint {path} holds Python objects that only pickle could load, "
+                         "which attnlab refuses (a crafted file could run code); it was not written by this "
+                         "attnlab: delete it, or run without --resume to start afresh") from None
+    except Exception as exc:        # truncated (EOFError, RuntimeError), garbage
+        reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely ({reason}); it is damaged "
+                         "or was not written by this attnlab: delete it, or run without --resume to start "
+                         "afresh") from None
+    return _unplain(state)
 
 
 def _command_line(experiment: str) -> str:

@@ -274,3 +274,154 @@ def test_figures_skip_bad_records(tmp_path, capsys, monkeypatch):
 def test_figures_out_under_a_file(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     _one_line_exit_2(capsys, ["figures", "--paper", "kernel", "--out", str(tmp_path / "file" / "figs")], "--out")
+
+
+# --------------------------------------------------------------------------- work or data lost
+def _ctx(tmp_path, monkeypatch, **flags):
+    import argparse
+
+    from attnlab.experiment import RunContext
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=True, force=False, quiet=True, results_dir=str(tmp_path / "res"),
+                              device="cpu", seeds=None, seed=0, **flags)
+    return RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4}, args, tag="A-EFA")
+
+
+@pytest.mark.parametrize("where", ["file", "under-file", "too-long", "runs-file"])
+def test_unwritable_outputs_refused_before_training(tmp_path, capsys, monkeypatch, where):
+    """Found only after training before issue 46 (an OSError traceback and the run lost)."""
+    from attnlab.experiments.kernel import common
+
+    monkeypatch.setattr(common, "fit", lambda *a, **k: pytest.fail("trained before checking the output paths"))
+    (tmp_path / "file").write_text("")
+    results = {"file": tmp_path / "file", "under-file": tmp_path / "file" / "res",
+               "too-long": tmp_path / ("r" * 300), "runs-file": tmp_path / "res"}[where]
+    if where == "runs-file":
+        monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "file"))
+    assert cli.main(["run", "kernel-time-warping", "--quick", "--seed", "0", "--quiet",
+                     "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("attnlab: error: ") and ("$ATTNLAB_RUNS" if where == "runs-file" else "--results-dir") \
+        in err[-1], err
+
+
+def test_half_written_record_is_not_done(tmp_path, monkeypatch, capsys):
+    ctx = _ctx(tmp_path, monkeypatch)
+    ctx.record_path.parent.mkdir(parents=True)
+    ctx.record_path.write_text('{"experiment": "efa-synthetic", "config": "quick", "metr')
+    assert ctx.done() is False
+    assert "cannot be used" in capsys.readouterr().err
+    ctx.write_record([{"setting": "A", "model": "EFA", "metric": "test MSE", "value": 0.5}])
+    assert _ctx(tmp_path, monkeypatch).done() is True
+
+
+def test_temporaries_of_a_killed_write_are_removed(tmp_path, monkeypatch):
+    ctx = _ctx(tmp_path, monkeypatch)
+    for final in (ctx.record_path, ctx.checkpoint_path):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        (final.parent / f".{final.name}.k1l2.tmp").write_text("half")
+    other = ctx.record_path.parent / ".B-EFA-seed0.json.x.tmp"          # another run's: left alone
+    other.write_text("")
+    assert ctx.done() is False
+    assert not list(ctx.record_path.parent.glob(f".{ctx.record_path.name}.*.tmp"))
+    assert not list(ctx.checkpoint_path.parent.glob("*.tmp"))
+    assert other.exists()
+
+
+_HOLDER = """
+import argparse, os, sys, time
+from attnlab.experiment import RunContext
+os.environ["ATTNLAB_RUNS"] = sys.argv[2]
+args = argparse.Namespace(resume=False, force=False, quiet=True, results_dir=sys.argv[1], device="cpu",
+                          seeds=None, seed=0)
+ctx = RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4}, args, tag="A-EFA")
+assert ctx.done() is False
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_run_held_by_another_live_process_is_skipped_and_a_dead_ones_taken_over(tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        ctx = _ctx(tmp_path, monkeypatch)
+        ctx.verbose = True
+        assert ctx.done() is True                       # skipped: another process trains this seed
+        assert "another live process" in capsys.readouterr().err
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _ctx(tmp_path, monkeypatch).done() is False    # the dead process's lock is taken over
+
+
+def test_the_same_process_may_hold_a_run_twice(tmp_path, monkeypatch):
+    a = _ctx(tmp_path, monkeypatch)
+    assert a.done() is False
+    assert _ctx(tmp_path, monkeypatch).done() is False
+
+
+# --------------------------------------------------------------------------- security: checkpoints
+def test_checkpoints_load_without_pickle(tmp_path, monkeypatch):
+    import torch
+
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            import os
+            return (os.system, (f"touch {marker}",))
+
+    from attnlab.errors import UsageError
+
+    ctx = _ctx(tmp_path, monkeypatch)
+    ctx.checkpoint_path.parent.mkdir(parents=True)
+    torch.save({"epoch": Evil()}, ctx.checkpoint_path)
+    with pytest.raises(UsageError, match="only pickle could load"):
+        ctx.load_checkpoint()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage" * 10, "truncate"])
+def test_damaged_checkpoint_is_one_line(tmp_path, monkeypatch, content):
+    from attnlab.errors import UsageError
+
+    ctx = _ctx(tmp_path, monkeypatch)
+    ctx.save_checkpoint({"epoch": 1, "w": np.arange(4.0)})
+    data = ctx.checkpoint_path.read_bytes()
+    ctx.checkpoint_path.write_bytes(data[: len(data) // 2] if content == "truncate" else content)
+    with pytest.raises(UsageError, match="cannot be loaded safely"):
+        ctx.load_checkpoint()
+
+
+def test_checkpoint_plain_types_round_trip(tmp_path, monkeypatch):
+    import collections
+
+    import torch
+
+    m = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(m.parameters())
+    m(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    state = {"model": m.state_dict(), "opt": opt.state_dict(), "arr": np.arange(6.0).reshape(2, 3),
+             "ints": np.arange(3, dtype=np.int32), "scalar": np.float32(1.5), "tuple": (1, "a", None),
+             "rng": np.random.default_rng(0).bit_generator.state, "gen": torch.Generator().get_state(),
+             ("base", "p"): {"acc": np.float64(0.7)}, "od": collections.OrderedDict(a=1)}
+    _ctx(tmp_path, monkeypatch).save_checkpoint(state)
+    back = _ctx(tmp_path, monkeypatch).load_checkpoint()
+    assert back["arr"].dtype == np.float64 and (back["arr"] == state["arr"]).all()
+    assert back["ints"].dtype == np.int32 and back["scalar"] == 1.5 and back["tuple"] == (1, "a", None)
+    assert back["rng"] == state["rng"] and back[("base", "p")] == {"acc": 0.7}
+    assert torch.equal(back["model"]["weight"], m.state_dict()["weight"])
+    torch.load(_ctx(tmp_path, monkeypatch).checkpoint_path, weights_only=True)
+
+
+def test_resume_when_a_setting_is_added(tmp_path, monkeypatch):
+    """--settings a -> --settings a,b: the run of a resumes (its tag names the setting)."""
+    _ctx(tmp_path, monkeypatch, settings="A").save_checkpoint({"epoch": 3})
+    assert _ctx(tmp_path, monkeypatch, settings="A,B").load_checkpoint() == {"epoch": 3}
