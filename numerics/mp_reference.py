@@ -28,7 +28,8 @@ import math
 
 import numpy as np
 
-__all__ = ["find_sign_changes", "mp_roots", "mp_integrate", "mp_context_reference",
+__all__ = ["find_sign_changes", "mp_roots", "mp_integrate", "mp_context_reference", "reference_breakpoints",
+           "count_pieces", "check_resolvable",
            "REAL_LINE_HALF_WIDTH", "InaccurateReference", "feature_breakpoints"]
 
 # the narrowest feature, relative to max(1, |t|) over the domain and the centres, that float64 breakpoints
@@ -95,12 +96,13 @@ def feature_breakpoints(centres, width: float, a: float, b: float) -> list[float
 
 def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = False,
                  rel_tol: float | None = None, return_error: bool = False, max_piece: float | None = None,
-                 max_bisections: int = 10):
+                 max_bisections: int = 10, on_piece=None):
     """int_a^b fn(t) dt by mp.quad (tanh-sinh), split at breakpoints (and integers if unit_split, and
     into pieces no wider than max_piece).  Each piece's error estimate (mp.quad(..., error=True)) is
     checked: pieces over their share of rel_tol·(sum of |piece values|) are bisected, up to
     max_bisections times; if the total estimate still exceeds rel_tol·|sum|, InaccurateReference is
-    raised.  rel_tol defaults to 10^-(dps-10).  Returns the integral, or (integral, error estimate)."""
+    raised.  rel_tol defaults to 10^-(dps-10).  on_piece(), when given, is called after each piece.
+    Returns the integral, or (integral, error estimate)."""
     import mpmath as mp
 
     rel = mp.mpf(10) ** (-(dps - 10)) if rel_tol is None else mp.mpf(rel_tol)
@@ -125,6 +127,8 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
 
         def piece(lo, hi):
             v, e = mp.quad(fn, [lo, hi], error=True)
+            if on_piece is not None:
+                on_piece()
             return [lo, hi, v, abs(e)]
 
         pieces = [piece(lo, hi) for lo, hi in zip(pts[:-1], pts[1:])]
@@ -153,11 +157,54 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
         return (total, err) if return_error else total
 
 
+def check_resolvable(inducing, bandwidth, basis_centers, basis_bandwidth, a, b) -> None:
+    """InaccurateReference when a feature is narrower than the breakpoints can resolve.  A feature narrower
+    than the float64 spacing at its centre cannot be split around (centre +- k width rounds to the
+    centre), and tanh-sinh on a wider piece misses it while reporting a tiny error (at basis_bandwidth
+    1e300 the context came out 1.2 with an estimate of 1e-101, true ~1e-150)."""
+    for what, bw, centres in (("bandwidth", bandwidth, inducing), ("basis_bandwidth", basis_bandwidth, basis_centers)):
+        width = 1.0 / math.sqrt(float(bw))
+        where = max([1.0, abs(float(a)), abs(float(b))] + [abs(float(x)) for x in centres])
+        if width < RESOLVABLE * where:
+            raise InaccurateReference(
+                f"{what} {float(bw):g}: its features, 1/sqrt({what}) = {width:.2g} wide, are narrower than the "
+                f"breakpoints of the reference can resolve at |t| up to {where:g} (>= {RESOLVABLE:g} x {where:g} "
+                f"needed: {what} <= {(1.0 / (RESOLVABLE * where)) ** 2:.3g}); no reference returned")
+
+
+def reference_breakpoints(inducing, bandwidth, basis_centers, basis_bandwidth, base, a, b, kinks=()):
+    """The breakpoints of every integral of mp_context_reference on [a, b]: the kinks exactly, and the
+    feature_breakpoints of every inducing point and basis centre (and of 0 for the normal base) thinned
+    to at least a quarter of the narrowest width apart."""
+    feats = (feature_breakpoints(inducing, 1.0 / math.sqrt(float(bandwidth)), a, b)
+             + feature_breakpoints(basis_centers, 1.0 / math.sqrt(float(basis_bandwidth)), a, b)
+             + (feature_breakpoints([0.0], 1.0, a, b) if base == "normal" else []))
+    gap = min(1.0 / math.sqrt(float(bandwidth)), 1.0 / math.sqrt(float(basis_bandwidth)), 1.0) / 4
+    import bisect
+
+    brk = list(kinks)
+    ks = sorted(float(y) for y in kinks)
+    last = None                                 # feats are taken in order: the nearest kept one is the last
+    for x in sorted(feats):
+        i = bisect.bisect_left(ks, x)
+        near = [abs(x - ks[j]) for j in (i - 1, i) if 0 <= j < len(ks)] + ([x - last] if last is not None else [])
+        if not near or min(near) >= gap:
+            brk.append(x)
+            last = x
+    return brk
+
+
+def count_pieces(a: float, b: float, breakpoints, max_piece: float = MAX_PIECE) -> int:
+    """How many tanh-sinh pieces mp_integrate(..., max_piece=max_piece) starts from on [a, b]."""
+    pts = sorted({float(a), float(b)} | {float(x) for x in breakpoints if a < x < b})
+    return sum(max(1, math.ceil((hi - lo) / max_piece)) for lo, hi in zip(pts[:-1], pts[1:]))
+
+
 def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_bandwidth, *,
                          family: str = "kernel-softmax", alpha: float | None = None,
                          base: str = "normal", domain=(0.0, 1.0), dps: int = 50,
                          half_width: float = REAL_LINE_HALF_WIDTH, rel_tol: float | None = None,
-                         progress=None):
+                         progress=None, on_piece=None):
     """(Z, c, kinks, error) at `dps` digits for the instance of `attnlab compare kernel-quadrature`:
     f(t) = sum_i gamma_i exp(-bandwidth (t - t_i)^2); u = q0 exp(f) (kernel-softmax) or
     q0 exp_{2-alpha}(f) (kernel-deformed, Algorithm 1 with f as f~, no max shift);
@@ -170,7 +217,8 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
     relative error of the context (from mpmath's estimates of Z and of the N basis integrals), and
     InaccurateReference is raised when any integral's estimate exceeds rel_tol (default 10^-(dps-10)).
     u(t) is cached by node, so the N + 1 integrals evaluate f once per tanh-sinh node.
-    progress(k, N+1), when given, is called after each integral."""
+    progress(k, N+1), when given, is called after each integral, and on_piece() after each tanh-sinh
+    piece of every integral (reference_breakpoints gives the pieces of one integral before any work)."""
     import mpmath as mp
 
     g = np.asarray(gamma, float)
@@ -182,17 +230,7 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
         a, b = -float(half_width), float(half_width)
     else:
         a, b = float(domain[0]), float(domain[1])
-    # A feature narrower than the float64 spacing at its centre cannot be split around (centre +- k width
-    # rounds to the centre), and tanh-sinh on a wider piece misses it while reporting a tiny error (at
-    # basis_bandwidth 1e300 the context came out 1.2 with an estimate of 1e-101, true ~1e-150): refuse.
-    for what, bw, centres in (("bandwidth", bandwidth, s), ("basis_bandwidth", basis_bandwidth, cn)):
-        width = 1.0 / math.sqrt(float(bandwidth if what == "bandwidth" else basis_bandwidth))
-        where = max([1.0, abs(a), abs(b)] + [abs(float(x)) for x in centres])
-        if width < RESOLVABLE * where:
-            raise InaccurateReference(
-                f"{what} {float(bw):g}: its features, 1/sqrt({what}) = {width:.2g} wide, are narrower than the "
-                f"breakpoints of the reference can resolve at |t| up to {where:g} (>= {RESOLVABLE:g} x {where:g} "
-                f"needed: {what} <= {1.0 / (RESOLVABLE * where) ** 2:.3g}); no reference returned")
+    check_resolvable(s, bandwidth, cn, basis_bandwidth, a, b)
     with mp.workdps(dps + 10):
         gm = [mp.mpf(float(x)) for x in g]
         sm = [mp.mpf(float(x)) for x in s]
@@ -244,22 +282,16 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
                 v = cache[t] = u_raw(t)
             return v
 
-        feats = (feature_breakpoints(s, 1.0 / math.sqrt(float(bandwidth)), a, b)
-                 + feature_breakpoints(cn, 1.0 / math.sqrt(float(basis_bandwidth)), a, b)
-                 + (feature_breakpoints([0.0], 1.0, a, b) if base == "normal" else []))
-        gap = min(1.0 / math.sqrt(float(bandwidth)), 1.0 / math.sqrt(float(basis_bandwidth)), 1.0) / 4
-        brk = list(kinks)                          # kinks exactly; feature points thinned to >= gap apart
-        for x in sorted(feats):
-            if not brk or min(abs(x - float(y)) for y in brk) >= gap:
-                brk.append(x)
+        brk = reference_breakpoints(s, bandwidth, cn, basis_bandwidth, base, a, b, kinks)
         total = len(cm) + 1
-        Z, eZ = mp_integrate(u, a, b, brk, dps, rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE)
+        Z, eZ = mp_integrate(u, a, b, brk, dps, rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE,
+                             on_piece=on_piece)
         if progress:
             progress(1, total)
         psi_int, psi_err = [], []
         for k, c in enumerate(cm):
             v, e = mp_integrate(lambda t, c=c: u(t) * mp.exp(-zb * (t - c) ** 2), a, b, brk, dps,
-                                rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE)
+                                rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE, on_piece=on_piece)
             psi_int.append(v)
             psi_err.append(e)
             if progress:

@@ -256,9 +256,10 @@ def test_results_skip_bad_records_and_go_on(tmp_path, capsys, flags):
 
 
 def test_results_mean_uses_only_the_good_records(tmp_path, capsys):
+    from attnlab.results import summarize
+
     root = _bad_records(tmp_path)
-    assert cli.main(["results", "kernel", "--results-dir", str(root), "--json", "-"]) == 0
-    rows = [r for r in json.loads(capsys.readouterr().out) if r["n_seeds"]]
+    rows = [r for r in summarize("kernel", root) if r["n_seeds"]]
     assert [(r["n_seeds"], round(r["ours_mean"], 6)) for r in rows] == [(2, 0.55)]
 
 
@@ -425,3 +426,73 @@ def test_resume_when_a_setting_is_added(tmp_path, monkeypatch):
     """--settings a -> --settings a,b: the run of a resumes (its tag names the setting)."""
     _ctx(tmp_path, monkeypatch, settings="A").save_checkpoint({"epoch": 3})
     assert _ctx(tmp_path, monkeypatch, settings="A,B").load_checkpoint() == {"epoch": 3}
+
+
+# --------------------------------------------------------------------------- tracebacks: huge instances
+def test_fenchel_no_cvxpy_means_no_cvxpy(tmp_path, capsys, monkeypatch):
+    """The alpha -> infinity column called cvxpy even with --no-cvxpy."""
+    from attnlab.numerics import entropic_dual as ed
+
+    monkeypatch.setattr(ed, "project_onto_hull", lambda *a: pytest.fail("cvxpy called under --no-cvxpy"))
+    inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0,)))
+    assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy", "--json", "-"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["h_limit"] is None and row["err_limit"] is None
+
+
+def test_fenchel_huge_templates_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", {"T": [[1e200, 0], [0, 1e200], [-1e200, 1]], "u": [0.3, 0.3, 0.4],
+                                           "z": [1, 2], "alphas": [1]})
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst, "--no-cvxpy"], "T has an entry")
+
+
+# --------------------------------------------------------------------------- size guards
+def test_fenchel_cost_estimate_counts_d():
+    """n = 4000, d = 200 was estimated at 14 s and took 287 s."""
+    from attnlab.theory.fenchel.compare import LARGE_SECONDS, _cost_estimate
+
+    assert _cost_estimate(4000, 200, 1) > 200
+    assert _cost_estimate(8, 4, 6) < 1 and _cost_estimate(4000, 200, 1) > LARGE_SECONDS
+
+
+def test_fenchel_prints_its_estimate_and_progress_on_long_work(tmp_path, capsys, monkeypatch):
+    from attnlab.theory.fenchel import compare as fc
+
+    monkeypatch.setattr(fc, "_newton_estimate", lambda n, d, k: 60.0)
+    inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0, 2.0)))
+    assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy"]) == 0
+    err = capsys.readouterr().err
+    assert "estimated ~60 s" in err and "alpha 2/2" in err
+
+
+def test_converge_memory_guard_counts_inducing_points(tmp_path, capsys):
+    """3000 inducing points x 2M grid points tried to allocate 48 GB (the guard counted grid points only)."""
+    inst = _instance(tmp_path, "i.json", {"gamma": [0.001] * 3000, "inducing": np.linspace(0, 1, 3000).tolist(),
+                                           "domain": [0, 1], "grids": [1000, 2_000_000], "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "GiB", "3000 inducing points")
+
+
+def test_converge_huge_domain_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", {"gamma": [1.0], "inducing": [0.5], "domain": [0, 1e300], "grids": [3, 5],
+                                           "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "--instance")
+
+
+def test_converge_long_reference_needs_allow_large(tmp_path, capsys, monkeypatch):
+    """400 inducing points at bandwidth 1e4 ran for minutes with no output."""
+    from attnlab.theory.kernel import compare as kc
+
+    monkeypatch.setattr(kc, "compare", lambda *a, **k: pytest.fail("started the reference"))
+    inst = _instance(tmp_path, "i.json", {"gamma": [0.01] * 400, "inducing": np.linspace(0, 1, 400).tolist(),
+                                           "bandwidth": 1e4, "domain": [0, 1], "grids": [100, 200], "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "--allow-large", "estimated")
+
+
+def test_converge_progress_from_the_first_piece(tmp_path, capsys, monkeypatch):
+    from attnlab.theory.kernel import compare as kc
+
+    monkeypatch.setattr(kc, "_SECONDS_PER_EXP", 1.0)           # every instance looks long: progress shown
+    inst = _instance(tmp_path, "i.json", _HUGE_Z)
+    assert cli.main(["converge", "--instance", inst, "--allow-large"]) == 0
+    err = capsys.readouterr().err
+    assert "estimated" in err and "piece 1/" in err

@@ -34,14 +34,24 @@ def random_instance(seed: int):
 
 
 KEYS = ("T", "u", "z", "alphas")
-# A size guard: the cvxpy column costs roughly this many seconds per alpha at n templates in R^d
-# (an interior-point solve with an n-variable exponential cone: ~n^1.5 d); n = 20000, d = 200 took
-# 165 s and 1.9 GB per alpha before failing.
+MAX_ENTRY = 1e100                   # largest |T_ij|, |z_j| of an instance file
+# A size guard: the cvxpy column (CLARABEL on the primal, an n-variable exponential cone, retried at the
+# default tolerances when the tight ones fail, plus the hull projection) costs about
+# 3.3 s (n/1000)^1.7 (d/50)^1.6 per alpha (fitted on n = 1000..2000, d = 50..200 on 2 cores; n = 4000,
+# d = 200 took 287 s where the former estimate n^1.5 d^0.5 said 14 s; n = 20000, d = 200 took 165 s and
+# 1.9 GB per alpha before failing).  Newton costs ~1e-7 n d^2 s per alpha (centred covariance, ~100 steps).
 LARGE_SECONDS = 30.0
 
 
 def _cost_estimate(n: int, d: int, n_alphas: int) -> float:
-    return n_alphas * 4e-6 * n ** 1.5 * max(d, 1) ** 0.5
+    """Seconds of the cvxpy column (primal per alpha and the projection once)."""
+    per_alpha = 3.3 * (n / 1000) ** 1.7 * (max(d, 1) / 50) ** 1.6
+    return (n_alphas + 0.1) * per_alpha
+
+
+def _newton_estimate(n: int, d: int, n_alphas: int) -> float:
+    """Seconds of the Newton column."""
+    return n_alphas * (1e-7 * n * max(d, 4) ** 2 + 1e-3)
 
 
 def _number(x, name: str) -> float:
@@ -76,6 +86,8 @@ def _array(x, name: str, ndim: int):
 
 def load_instance(path: str):
     """Read and validate FILE.json; raises ValueError with a one-line message (an unknown key too)."""
+    import numpy as np
+
     from attnlab.numerics.entropic_dual import check_instance
     from attnlab.numerics.validate import positive
 
@@ -97,29 +109,42 @@ def load_instance(path: str):
         if not isinstance(alphas, list) or not alphas:
             raise ValueError("alphas must be a non-empty list of numbers > 0")
         alphas = [positive(_number(a, "alphas[%d]" % i), "alphas[%d]" % i) for i, a in enumerate(alphas)]
+        for name, v in (("T", T), ("z", z)):   # the solvers square them: |t|^2 must stay well inside float64
+            big = float(np.abs(v).max())
+            if big > MAX_ENTRY:
+                raise ValueError(f"{name} has an entry of size {big:.3g}, beyond {MAX_ENTRY:g} (the solvers form "
+                                 f"|t|^2 and alpha <t, lambda> in float64); rescale the instance")
     except (TypeError, ValueError) as e:
         raise ValueError(str(e).splitlines()[0]) from None
     return T, u, z, alphas
 
 
-def compare(T, u, z, alphas, cvxpy: bool = True) -> list[dict]:
+def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = True) -> list[dict]:
     """One dict per alpha with the keys of the JSON output.
 
     h_newton (float64 Newton on the scaled dual, :func:`attnlab.numerics.entropic_dual.solve`) is the
     reference: its row says how it ended (newton_iterations, newton_grad_norm, newton_converged).
     h_exact is cvxpy's primal (3), the least accurate column (accepted at a KKT residual <= 1e-6; its h is
     off h_newton by 1e-8 to a few 1e-7); where cvxpy gives no acceptable answer it is null and cvxpy_status says why.
-    h_limit is the alpha -> infinity limit, the projection of mu + z onto the convex hull of the
+    h_limit (null without `limit`: it is a cvxpy QP too) is the alpha -> infinity limit, the projection of mu + z onto the convex hull of the
     templates."""
     import numpy as np
 
     from attnlab.numerics import entropic_dual as ed
 
-    with np.errstate(all="ignore"):
-        h_limit = ed.project_onto_hull(T, u @ T + z)
+    h_limit = None                  # the projection is a cvxpy QP: null without `limit` or where cvxpy fails
+    if limit:
+        try:
+            with np.errstate(all="ignore"):
+                h_limit = ed.project_onto_hull(T, u @ T + z)
+        except Exception as exc:    # cvxpy raises its own errors (SolverError, ValueError on huge data)
+            print(f"attnlab compare fenchel: warning: h_limit is null: the projection onto the hull failed "
+                  f"({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", file=sys.stderr)
     scale = max(1.0, float(np.linalg.norm(u @ T + z)))
     rows = []
-    for a in alphas:
+    for k, a in enumerate(alphas):
+        if progress is not None:
+            progress.update(k, alpha=f"{a:g}")
         h_cvx, status, kkt = None, "not run", None
         if cvxpy:
             try:
@@ -154,14 +179,16 @@ def compare(T, u, z, alphas, cvxpy: bool = True) -> list[dict]:
                 newton_converged=ok,
                 h_approx=h_apx.tolist(),
                 h_refined=h_ref.tolist(),
-                h_limit=h_limit.tolist(),
+                h_limit=None if h_limit is None else h_limit.tolist(),
                 lambda_star=lam.tolist(),
                 err_approx=float(np.linalg.norm(ex["h"] - h_apx)),
                 err_refined=float(np.linalg.norm(ex["h"] - h_ref)),
-                err_limit=float(np.linalg.norm(ex["h"] - h_limit)),
+                err_limit=None if h_limit is None else float(np.linalg.norm(ex["h"] - h_limit)),
                 rel_dev=float(np.linalg.norm(lam - a * z) / nl) if nl > 0 or not math.isfinite(nl) else 0.0,
                 tv=float(0.5 * np.abs(ex["p"] - ed.tilted(a * z, T, u)).sum()),
             )))
+    if progress is not None:
+        progress.update(len(alphas))
     return rows
 
 
@@ -225,7 +252,7 @@ def main(argv: list[str]) -> int:
 
     ap.add_argument("--seed", type=seed_value, default=0, help="seed of the random instance (0..2**32-1; default 0)")
     ap.add_argument("--json", metavar="OUT", help="write the rows as JSON to OUT ('-' for stdout)")
-    ap.add_argument("--no-cvxpy", action="store_true", help="skip the cvxpy column (h_exact null)")
+    ap.add_argument("--no-cvxpy", action="store_true", help="skip cvxpy: the h_exact column and the alpha -> infinity limit h_limit are null")
     ap.add_argument("--allow-large", action="store_true",
                     help=f"run even when the cvxpy column is estimated to take more than {LARGE_SECONDS:g} s")
     args = ap.parse_args(argv)
@@ -248,7 +275,15 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--instance: n = {n} templates in R^{d} with {len(alphas)} alphas: the cvxpy column "
                          f"is estimated at ~{est:.0f} s (and memory ~n^2); pass --no-cvxpy to skip it, or "
                          "--allow-large to run it anyway")
-    rows = compare(T, u, z, alphas, cvxpy=not args.no_cvxpy)
+    total = _newton_estimate(n, d, len(alphas)) + (0.0 if args.no_cvxpy else est)
+    progress = None
+    if total > 5.0:                 # say so before the work, and show each alpha as it is done
+        from attnlab.experiment import Progress
+
+        print(f"attnlab compare fenchel: n = {n} templates in R^{d}, {len(alphas)} alpha(s): estimated ~{total:.0f} s"
+              + ("" if args.no_cvxpy else f" (cvxpy ~{est:.0f} s; --no-cvxpy skips it)"), file=sys.stderr, flush=True)
+        progress = Progress(len(alphas), "alpha", min_interval=0.0)
+    rows = compare(T, u, z, alphas, cvxpy=not args.no_cvxpy, progress=progress, limit=not args.no_cvxpy)
     for r in rows:
         if not r["newton_converged"]:
             err = "n/a" if r["newton_rel_error"] is None else f"{r['newton_rel_error']:.1e}"

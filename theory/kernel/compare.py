@@ -25,6 +25,7 @@ over the same [-L, L].  Dropping the tails changes neither side by more than 1e-
 from __future__ import annotations
 
 from attnlab.errors import ArgumentParser, UsageError
+from attnlab.numerics.mp_reference import MAX_PIECE
 
 import argparse
 import json
@@ -48,6 +49,13 @@ class InstanceError(ValueError):
 
 
 MAX_NODES = 2_000_000            # trapezoid nodes per grid (float64 torch: 16 MB per vector)
+MAX_BYTES = 2 * 2 ** 30          # the trapezoid's G x I kernel matrix and N x G basis (float64), with temporaries
+MAX_PIECES = 20_000              # tanh-sinh pieces of one reference integral
+LARGE_SECONDS = 120.0            # estimated reference time beyond which --allow-large is needed
+# the reference's cost: pieces x tanh-sinh nodes (~300 at 50 digits) x (I + 1 + N) exponentials at
+# `dps` digits, ~30 us each at 50 digits (fitted: the Cor E.3 instance, 104 pieces, I = N = 10: 21 s)
+_NODES_PER_PIECE = 300
+_SECONDS_PER_EXP = 30e-6
 
 
 def _num_list(inst, key, positive=False, integer=False, min_len=1):
@@ -151,7 +159,47 @@ def validate(inst: dict) -> dict:
     if not isinstance(dps, int) or isinstance(dps, bool) or dps < 50 or dps > 200:
         raise InstanceError(f"dps must be an integer in [50, 200]; got {dps!r}")
     out["dps"] = dps
+    cost = estimate(out)
+    if cost["bytes"] > MAX_BYTES:
+        raise InstanceError(f"the trapezoid needs ~{cost['bytes'] / 2 ** 30:.1f} GiB ({cost['nodes']:,} grid points x "
+                            f"({len(out['inducing'])} inducing points + {len(out['basis_centers'])} basis centres) in "
+                            f"float64), over {MAX_BYTES / 2 ** 30:g} GiB: use fewer points, a coarser finest grid or fewer "
+                            "inducing points / centres")
+    if cost["pieces"] > MAX_PIECES:
+        raise InstanceError(f"the mpmath reference would split each integral into ~{cost['pieces']:.3g} pieces (the "
+                            f"domain's width over {MAX_PIECE:g}, and ~22 breakpoints per inducing point and centre), over "
+                            f"{MAX_PIECES:,}: use a narrower domain or fewer inducing points / centres")
     return out
+
+
+def estimate(inst: dict) -> dict:
+    """What an instance costs before any work: the finest grid's nodes, the trapezoid's bytes, the
+    reference's pieces per integral and its estimated seconds (all sizes: nodes, inducing points I,
+    centres N, the domain's width, the features' widths, dps)."""
+    from attnlab.numerics.mp_reference import (InaccurateReference, check_resolvable, count_pieces,
+                                               reference_breakpoints)
+
+    if inst["domain"] == "R":
+        L = _half_width(inst)
+        a, b = -L, L
+        nodes = int(2 * L / min(inst["steps"])) + 1
+    else:
+        a, b = inst["domain"]
+        nodes = int(max(inst["grids"]))
+    try:
+        check_resolvable(inst["inducing"], inst["bandwidth"], inst["basis_centers"], inst["basis_bandwidth"], a, b)
+    except InaccurateReference as exc:
+        raise InstanceError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
+    n_ind, n_cen = len(inst["inducing"]), len(inst["basis_centers"])
+    nbytes = 8 * nodes * (n_ind + n_cen + 4) * 2
+    if (b - a) / MAX_PIECE > MAX_PIECES:           # do not build a list of 1e300 pieces to count them
+        pieces = (b - a) / MAX_PIECE
+    else:
+        pieces = count_pieces(a, b, reference_breakpoints(inst["inducing"], inst["bandwidth"], inst["basis_centers"],
+                                                          inst["basis_bandwidth"], inst["base"], a, b))
+    scale = (inst["dps"] / 50) ** 1.5
+    seconds = pieces * _NODES_PER_PIECE * scale * (n_ind + 1 + n_cen) * _SECONDS_PER_EXP
+    return dict(nodes=nodes, bytes=nbytes, pieces=pieces, seconds=seconds, integrals=n_cen + 1)
 
 
 def _half_width(inst) -> float:
@@ -213,33 +261,27 @@ def trapezoid_context(inst):
     return out
 
 
-def _progress():
-    """Per-integral progress of the reference on stderr, with the projected total time first, shown when
-    that exceeds 5 s.  The first integral (Z) fills the cache of u at the quadrature nodes, so the
-    projection uses the second: t_1 + (N - 1) t_2."""
-    import time
-
+def _progress(cost: dict):
+    """Progress of the reference on stderr, piece by piece from the first integral on, when its estimated
+    time (estimate()) exceeds 5 s; the estimate is printed first."""
     from attnlab.experiment import Progress
 
-    t0 = time.perf_counter()
-    state = {"t": [t0]}
+    if cost["seconds"] <= 5.0:
+        return None
+    total = int(cost["pieces"]) * cost["integrals"]
+    print(f"attnlab compare kernel-quadrature: the mpmath reference needs {cost['integrals']} integrals of "
+          f"~{int(cost['pieces']):,} pieces each, ~{cost['seconds']:.0f} s in all (estimated)", file=sys.stderr, flush=True)
+    bar = Progress(total, "mpmath reference, piece")
+    done = [0]
 
-    def report(k, total):
-        state["t"].append(time.perf_counter())
-        if k == 2 or (k == total == 1):
-            t = state["t"]
-            est = (t[1] - t[0]) + (total - 1) * (t[-1] - t[-2])
-            if est > 5.0:
-                print(f"attnlab compare kernel-quadrature: the mpmath reference needs {total} integrals, "
-                      f"~{est:.0f} s in all", file=sys.stderr, flush=True)
-                state["bar"] = Progress(total, "mpmath reference, integral")
-        if "bar" in state:
-            state["bar"].update(k)
+    def on_piece():
+        done[0] += 1
+        bar.update(min(done[0], total))      # bisected pieces come on top of the count
 
-    return report
+    return on_piece
 
 
-def compare(inst: dict, progress=None) -> dict:
+def compare(inst: dict, progress=None, on_piece=None) -> dict:
     import mpmath as mp
     import numpy as np
 
@@ -253,7 +295,7 @@ def compare(inst: dict, progress=None) -> dict:
         Zr, cr, kinks, ref_err = mp_context_reference(
             inst["gamma"], inst["inducing"], inst["bandwidth"], inst["B"], inst["basis_centers"],
             inst["basis_bandwidth"], family=inst["family"], alpha=inst["alpha"], base=inst["base"], domain=dom,
-            dps=inst["dps"], progress=progress, **({} if L is None else {"half_width": L}))
+            dps=inst["dps"], progress=progress, on_piece=on_piece, **({} if L is None else {"half_width": L}))
     except InaccurateReference as exc:
         raise UsageError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
     Zrf, crf = float(Zr), [float(x) for x in cr]
@@ -315,6 +357,8 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
                "paper's Cor E.3 instance on R.")
     p.add_argument("--instance", metavar="FILE.json", help="the instance (JSON); default: built-in Cor E.3 instance")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' for stdout)")
+    p.add_argument("--allow-large", action="store_true",
+                   help=f"run even when the reference is estimated to take more than {LARGE_SECONDS:g} s")
     args = p.parse_args(argv)
     try:
         if args.instance:
@@ -332,7 +376,12 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
     from attnlab.experiment import check_json_dest, write_json_dest
 
     check_json_dest(args.json)                 # before the work, not after it
-    res = compare(inst, progress=_progress())
+    cost = estimate(inst)
+    if cost["seconds"] > LARGE_SECONDS and not args.allow_large:
+        raise UsageError(f"--instance: the mpmath reference is estimated at ~{cost['seconds']:.0f} s "
+                         f"({cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at {inst['dps']} digits, "
+                         f"{len(inst['inducing'])} inducing points); pass --allow-large to run it anyway")
+    res = compare(inst, on_piece=_progress(cost))
     if args.json == "-":
         json.dump(res, sys.stdout, indent=1)
         print()
