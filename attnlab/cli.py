@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import fnmatch
 import json
 import sys
 
@@ -39,7 +41,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="run the claims and print verdicts")
     v.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
-    v.add_argument("--claim", nargs="+", metavar="ID", help="claim ids to run")
+    v.add_argument("--claim", nargs="+", metavar="ID",
+                   help="claim ids to run, or globs of ids (quote them: 'fenchel.thm1.*')")
     v.add_argument("--tier", default=None, help="fast | slow | all (default fast)")
     v.add_argument("--json", metavar="FILE", help="write the records as JSON ('-' for stdout)")
 
@@ -62,7 +65,11 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default="table", metavar="FMT",
                    help=f"how to print the table: {' | '.join(TABLE_FORMATS)} (default table; csv and json "
                         "carry the raw numbers)")
-    s.add_argument("--config", help="only this config (quick, full, or a named reduced config such as cpu)")
+    s.add_argument("--all", action="store_true",
+                   help="every row: every config and metric we ran (default: the headline, one table per experiment "
+                        "at the paper's configuration and metric, with the registered verdicts)")
+    s.add_argument("--config", help="only this config (quick, full, or a named reduced config such as cpu); "
+                                    "the headline at this config instead of the paper's")
     s.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
     s.add_argument("--wall-times", action="store_true",
                    help="the cost of the runs instead: per experiment, config and run, the records' mean wall "
@@ -112,17 +119,27 @@ def _select(args) -> list:
     tier = _choice(args.tier or "fast", TIERS, "tier")
     paper = _choice(args.paper, PAPERS, "paper") if args.paper else None
     if getattr(args, "claim", None):
-        out = []
+        out, named = [], []
+        ids = [c.id for c in catalog.all_claims()]
         for cid in args.claim:
-            try:
-                out.append(catalog.get_claim(cid))
-            except KeyError:
-                ids = [c.id for c in catalog.all_claims()]
-                near = [i for i in ids if i.split(".")[0] == cid.split(".")[0]] or ids
-                raise UsageError(f"unknown claim id {cid!r}; valid ids ({len(ids)}): {', '.join(near)}"
-                                 " (see `attnlab list`)") from None
-        # --paper / --tier beside --claim were ignored: a claim they exclude is a contradiction, not a filter
-        for c in out:
+            # an id, or a glob of ids (fenchel.thm1.*: fnmatch's *, ? and [...]) that --paper / --tier filter
+            glob = any(ch in cid for ch in "*?[")
+            hits = fnmatch.filter(ids, cid) if glob else [cid] if cid in ids else []
+            if glob:
+                hits = [i for i in hits if (not paper or catalog.get_claim(i).paper == paper)
+                        and (not args.tier or tier == "all" or catalog.get_claim(i).tier == tier)]
+            else:
+                named += hits
+            if not hits:
+                near = difflib.get_close_matches(cid, ids, n=5, cutoff=0.6) or [
+                    i for i in ids if i.startswith(cid.split(".")[0] + ".")][:5]
+                raise UsageError((f"no claim matches {cid!r}" + (" of --paper / --tier" if paper or args.tier else "")
+                                  if glob else f"unknown claim id {cid!r}")
+                                 + (f"; did you mean: {', '.join(near)}?" if near else "")
+                                 + f" ({len(ids)} claims: `attnlab list`; a glob such as 'fenchel.thm1.*' picks several)")
+            out += [catalog.get_claim(i) for i in hits if catalog.get_claim(i) not in out]
+        # --paper / --tier beside a claim id were ignored: one they exclude is a contradiction, not a filter
+        for c in (catalog.get_claim(i) for i in named):
             if paper and c.paper != paper:
                 raise UsageError(f"--claim {c.id} is a claim of paper {c.paper}, not of --paper {paper}; "
                                  "give the claim ids alone, or --paper alone")
@@ -160,8 +177,9 @@ def cmd_list(args) -> int:
         if args.json == "-":
             return 0
     from attnlab.listing import claims_markdown, claims_table
+    from attnlab.tables import terminal_width
 
-    print(claims_markdown(claims) if args.markdown else claims_table(claims))
+    print(claims_markdown(claims) if args.markdown else claims_table(claims, terminal_width()))
     return 0
 
 
@@ -181,7 +199,9 @@ def cmd_verify(args) -> int:
         prog.done(rec)
         records.append(rec)
     prog.close()
-    print(records_table(records), file=out)
+    from attnlab.tables import terminal_width
+
+    print(records_table(records, None if to_stdout else terminal_width()), file=out)
     print(summary_line(records), file=out)
     if args.json:
         _write_json([r.to_json() for r in records], args.json)
@@ -211,7 +231,7 @@ def cmd_results(args) -> int:
     from pathlib import Path
 
     from attnlab.experiment import results_root
-    from attnlab.results import format_rows, summarize
+    from attnlab.results import summarize
 
     _choice(args.paper, PAPERS, "paper")
     _choice(args.format, TABLE_FORMATS, "--format")
@@ -247,11 +267,27 @@ def cmd_results(args) -> int:
     if not ours:
         print(f"attnlab: warning: no {args.paper} records under {root} (only the paper's numbers are shown; "
               "run `attnlab run ...`, or point --results-dir / $ATTNLAB_RESULTS at your records)", file=sys.stderr)
+    from attnlab import headline
+    from attnlab.tables import terminal_width
+
+    if not args.all:
+        rows = headline.headline_rows(args.paper, root, config=args.config, summary=rows)
     if args.json:
         _write_json(rows, args.json)
         if args.json == "-":
             return 0
-    print(format_rows(rows, args.format) if rows else f"no results for {args.paper} under {results_root(args)}")
+    if not rows:
+        print(f"no results for {args.paper} under {results_root(args)}")
+        return 0
+    width = terminal_width()
+    print(headline.format_all(rows, args.format, width) if args.all else
+          headline.format_headline(rows, args.format, width))
+    if args.format == "table" and not args.all:
+        import textwrap
+
+        hint = (f"(the paper's configuration and metric of each experiment; every config and metric: "
+                f"attnlab results {args.paper} --all; also --per-seed, --wall-times)")
+        print("\n" + (textwrap.fill(hint, max(width, 20)) if width else hint))
     return 0
 
 

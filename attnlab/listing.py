@@ -8,11 +8,13 @@ from attnlab.catalog import VERDICTS, VERDICT_WORDS, Claim, Record, format_value
 from attnlab.tables import frame, markdown, text
 
 
-def claims_table(claims: list[Claim]) -> str:
+def claims_table(claims: list[Claim], width: int | None = None) -> str:
+    """One line per claim; with `width` (the terminal's) the statement, then the reference, are cut to fit."""
     rows = [(c.id, c.reference, c.method, c.tier, c.expected, c.statement[:70] + ("…" if len(c.statement) > 70 else ""))
             for c in claims]
     df = frame(rows, ("id", "reference", "method", "tier", "expected", "statement"))
-    return text(df) + f"\n{len(claims)} claim(s)"
+    return text(df, width=width, priority=("id", "expected", "tier", "method", "reference", "statement"),
+                keep=("id",), overflow="elide") + f"\n{len(claims)} claim(s)"
 
 
 def claims_markdown(claims: list[Claim]) -> str:
@@ -47,14 +49,21 @@ def findings_markdown(claims: list[Claim]) -> str:
                                  "statement", "what we measured")))
 
 
-def records_table(records: list[Record]) -> str:
+def records_table(records: list[Record], width: int | None = None) -> str:
+    """The verdicts, with the reason of every `skipped` (and `error`) claim in the last column; with
+    `width` (the terminal's) the table fits it, the reasons wrapped and the reference cut first."""
     rows = []
     for r in records:
         v = VERDICT_WORDS[r.verdict] if r.ok else f"{VERDICT_WORDS[r.verdict]} (expected {VERDICT_WORDS[r.claim.expected]})"
+        reason = r.evidence.explanation if r.verdict in ("skipped", "error") else ""
         rows.append((r.claim.id, r.claim.reference[:28], r.claim.method, v,
                      format_value(r.evidence.measured, 34), format_value(r.evidence.tolerance, 18),
-                     f"{r.seconds:.2f}"))
-    return text(frame(rows, ("id", "reference", "method", "verdict", "measured", "tolerance", "seconds")))
+                     f"{r.seconds:.2f}", reason))
+    columns = ("id", "reference", "method", "verdict", "measured", "tolerance", "seconds", "reason")
+    if not any(r[-1] for r in rows):                   # no claim skipped: no empty column
+        rows, columns = [r[:-1] for r in rows], columns[:-1]
+    return text(frame(rows, columns), width=width, priority=("id", "verdict", "reason", "measured", "tolerance", "seconds", "method",
+                                       "reference"), keep=("id",))
 
 
 def summary_line(records: list[Record]) -> str:

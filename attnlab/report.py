@@ -106,15 +106,30 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def result_tables(paper: str, root: Path) -> list[dict]:
-    """The results of `paper`, one table per experiment: the display rows of attnlab.results."""
+def result_tables(paper: str, root: Path) -> dict:
+    """The results of `paper`, one table per experiment: ``headline`` (attnlab.headline: the paper's
+    configuration and metric, paper beside ours, the registered verdict and data source) and ``all`` (the
+    display rows of attnlab.results: every config and metric)."""
+    from attnlab import headline
     from attnlab.results import DISPLAY_COLUMNS, display_row, summarize
 
+    rows = summarize(paper, root)
     tables: dict[str, list] = {}
-    for r in summarize(paper, root):
+    for r in rows:
         tables.setdefault(r["experiment"], []).append(display_row(r))
-    return [{"experiment": exp, "columns": [c for c in DISPLAY_COLUMNS if c != "experiment"], "rows": rows,
-             "n_ours": sum(r["n"] != "0" for r in rows)} for exp, rows in tables.items()]
+    full = [{"experiment": exp, "columns": [c for c in DISPLAY_COLUMNS if c != "experiment"], "rows": rs,
+             "n_ours": sum(r["n"] != "0" for r in rs)} for exp, rs in tables.items()]
+    groups: dict[str, list] = {}
+    for r in headline.headline_rows(paper, root, summary=rows):
+        groups.setdefault(r["experiment"], []).append(r)
+    heads = []
+    for exp, rs in groups.items():
+        df = headline.experiment_frame(rs)
+        shown = [{**cells, "verdict_class": r["verdicts"][0] if len(set(r["verdicts"])) == 1 else ""}
+                 for cells, r in zip(df.to_dict("records"), rs)]
+        heads.append({"experiment": exp, "caption": headline.caption(exp, rs), "columns": list(df.columns),
+                      "rows": shown, "n_ours": sum(r["n_seeds"] > 0 for r in rs)})
+    return {"headline": heads, "all": full}
 
 
 def paper_figures(paper: str, folder: Path) -> list[Path]:

@@ -5,6 +5,8 @@ results of `attnlab results` -- is built as a DataFrame by its own module and re
 """
 from __future__ import annotations
 
+import re
+
 FORMATS = ("table", "md", "latex", "csv", "json")
 
 
@@ -20,14 +22,86 @@ def _cell(x) -> str:
     return "" if x is None else str(x)
 
 
-def text(df) -> str:
-    """Left-aligned columns separated by two spaces, a dashed rule under the header."""
+def terminal_width() -> int | None:
+    """The width to fit a table printed on stdout into: the terminal's columns when stdout is a terminal
+    (shutil.get_terminal_size, which honours $COLUMNS), None (no limit) when it is a file or a pipe."""
+    import shutil
+    import sys
+
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return shutil.get_terminal_size().columns if tty else None
+
+
+def _fit(widths: list[int], floors: list[int], order: list[int], width: int, gap: int) -> tuple[list[int], list[int]]:
+    """Column widths that fit `width`: the columns are narrowed down to their floors, the least important
+    first (`order`: most important first); what still does not fit is hidden, least important first.
+    Returns (widths, indices of the hidden columns)."""
+    w = list(widths)
+    shown = list(order)
+
+    def total():
+        return sum(w[i] for i in shown) + gap * (len(shown) - 1)
+
+    for i in reversed(order):
+        excess = total() - width
+        if excess <= 0:
+            break
+        w[i] -= min(excess, w[i] - floors[i])
+    hidden = []
+    while total() > width and len(shown) > 1:
+        hidden.append(shown.pop())
+    return w, hidden
+
+
+def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "wrap") -> str:
+    """Left-aligned columns separated by two spaces, a dashed rule under the header.
+
+    With `width` (the terminal's: :func:`terminal_width`) the table fits it: the columns are narrowed
+    least important first (`priority`: column names, most important first; default left to right) down
+    to their longest word (6 to 20 characters; the columns in `keep`, e.g. numbers and ids, no narrower
+    than their cells), their cells wrapped onto more
+    lines (`overflow="wrap"`) or cut with an ellipsis (`"elide"`: one line per row); where even that does
+    not fit, the least important columns are left out and a last line names them."""
+    import textwrap
+
     head = [str(c) for c in df.columns]
-    body = [[_cell(x) for x in row] for row in df.itertuples(index=False)]
+    body = [[_cell(x).replace("\n", " ") for x in row] for row in df.itertuples(index=False)]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in body]
+    hidden: list[int] = []
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        names = list(priority or head)
+        order = [head.index(c) for c in names if c in head] + [i for i, h in enumerate(head) if h not in names]
+        # a column narrows to its longest word (at most 20, at least 6): wrapping breaks no word that fits
+        words = [max([len(x) for r in body + [head] for x in r[i].split()] or [0]) for i in range(len(head))]
+        # a kept column narrows only its header (to its longest word)
+        floors = [max([len(r[i]) for r in body] + [max(map(len, h.split()), default=0)]) if h in keep
+                  else min(w, max(6, min(words[i], 20))) for i, (h, w) in enumerate(zip(head, widths))]
+        widths, hidden = _fit(widths, floors, order, width, 2)
+    cols = [i for i in range(len(head)) if i not in hidden]
+
+    def cell_lines(s: str, w: int) -> list[str]:
+        if len(s) <= w:
+            return [s]
+        if overflow == "elide":
+            return [s[:max(w - 1, 0)] + "…"]
+        return textwrap.wrap(s, w, break_long_words=True, break_on_hyphens=False) or [""]
+
+    def row_lines(cells: list[str]) -> list[str]:
+        parts = [cell_lines(cells[i], widths[i]) for i in cols]
+        n = max(len(p) for p in parts)
+        return ["  ".join((p[k] if k < len(p) else "").ljust(widths[i]) for p, i in zip(parts, cols)).rstrip()
+                for k in range(n)]
+
+    lines = row_lines(head) + ["  ".join("-" * widths[i] for i in cols)]
+    for r in body:
+        lines += row_lines(r)
+    if hidden:
+        lines.append(textwrap.fill(f"({len(hidden)} column(s) left out to fit {width} characters: "
+                                   f"{', '.join(head[i] for i in sorted(hidden))}; widen the terminal or use "
+                                   "--format csv)", max(width, 20)))
     return "\n".join(lines)
 
 
@@ -45,8 +119,9 @@ def markdown(df) -> str:
 
 
 def render(df, fmt: str) -> str:
-    """`df` in one of FORMATS: 'table' (aligned text), 'md', 'latex' (a tabular, special characters
-    escaped), 'csv', 'json' (a list of row objects)."""
+    """`df` in one of FORMATS: 'table' (aligned text, unlimited width: callers that print to a terminal
+    call :func:`text` with its width), 'md', 'latex' (:func:`latex`), 'csv', 'json' (a list of row
+    objects)."""
     if fmt not in FORMATS:
         from attnlab.errors import UsageError
 
@@ -56,7 +131,62 @@ def render(df, fmt: str) -> str:
     if fmt == "md":
         return markdown(df)
     if fmt == "latex":
-        return df.fillna("").astype(str).to_latex(index=False, escape=True).rstrip("\n")
+        return latex(df)
     if fmt == "csv":
         return df.to_csv(index=False).rstrip("\n")
     return df.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
+
+
+
+# LaTeX: every character that is special in text mode, and the few non-ASCII ones our tables hold
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}",
+          "<": r"\textless{}", ">": r"\textgreater{}", "±": r"\ensuremath{\pm}", "−": r"\ensuremath{-}",
+          "×": r"\ensuremath{\times}", "…": r"\dots{}", "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}",
+          "–": "--", "—": "---", "α": r"\ensuremath{\alpha}", "λ": r"\ensuremath{\lambda}"}
+_NUMBER = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?)(\d+))?$")
+LATEX_PACKAGES = r"\usepackage{booktabs}\usepackage{siunitx}"
+
+
+def latex_escape(x) -> str:
+    """A LaTeX text-mode string: the special characters (\\ & % $ # _ { } ~ ^ | < >) escaped."""
+    return "".join(_LATEX.get(ch, ch) for ch in _cell(x))
+
+
+def _table_format(cells: list[str]) -> str:
+    """siunitx's table-format of a column of numbers: sign, integer and decimal digits, exponent."""
+    sign = intd = dec = exp = 0
+    esign = False
+    for c in cells:
+        m = _NUMBER.match(c)
+        if m:
+            sign |= bool(m.group(1))
+            intd, dec = max(intd, len(m.group(2))), max(dec, len(m.group(3) or ""))
+            if m.group(5):
+                exp, esign = max(exp, len(m.group(5))), esign or bool(m.group(4))
+    return (("-" if sign else "") + f"{intd}.{dec}" + (f"e{'-' if esign else ''}{exp}" if exp else ""))
+
+
+def latex(df, caption: str | None = None, label: str | None = None) -> str:
+    """A booktabs tabular (\\toprule, \\midrule, \\bottomrule; the packages of LATEX_PACKAGES): every column whose
+    cells are all numbers (or empty, or "-") is a siunitx ``S`` column (aligned on the decimal point, its
+    table-format read from the numbers; a missing number is "--"), every other cell is escaped.  With a
+    `caption` (escaped) the tabular is placed in a ``table`` float with the caption and `label`."""
+    head = [str(c) for c in df.columns]
+    body = [[_cell(x) for x in row] for row in df.itertuples(index=False)]
+    numeric = [any(_NUMBER.match(r[i]) for r in body) and all(_NUMBER.match(r[i]) or r[i] in ("", "-") for r in body)
+               for i in range(len(head))]
+    spec = " ".join(f"S[table-format={_table_format([r[i] for r in body])}]" if numeric[i] else "l"
+                    for i in range(len(head)))
+    lines = [f"\\begin{{tabular}}{{{spec}}}", r"\toprule",
+             " & ".join("{" + latex_escape(h) + "}" if numeric[i] else latex_escape(h) for i, h in enumerate(head))
+             + r" \\", r"\midrule"]
+    for r in body:
+        lines.append(" & ".join((c if _NUMBER.match(c) else "{--}") if numeric[i] else latex_escape(c)
+                                for i, c in enumerate(r)) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if caption is None:
+        return "\n".join(lines)
+    safe = re.sub(r"[^A-Za-z0-9:.-]+", "-", label) if label else None
+    return "\n".join([r"\begin{table}[htbp]", r"\centering", f"\\caption{{{latex_escape(caption)}}}"]
+                     + ([f"\\label{{{safe}}}"] if safe else []) + lines + [r"\end{table}"])

@@ -98,7 +98,7 @@ def test_results_skip_corrupt_records_and_print_the_rest(capsys, tmp_path):
     bad = [_record(tmp_path, "garbage-seed1.json", "{not json"),
            _record(tmp_path, "list-seed2.json", "[1, 2]"),
            _record(tmp_path, "nan-seed3.json", json.dumps({**good, "metrics": [{**good["metrics"][0], "value": "x"}]}))]
-    assert cli.main(["results", "efa", "--results-dir", str(tmp_path), "--json", "-"]) == 0
+    assert cli.main(["results", "efa", "--results-dir", str(tmp_path), "--json", "-", "--all"]) == 0
     cap = capsys.readouterr()
     rows = json.loads(cap.out)
     ours = [r for r in rows if r["n_seeds"]]

@@ -1,0 +1,247 @@
+"""The headline view of `attnlab results` (the paper's configuration and metric, the registered verdicts),
+its LaTeX export, and tables that fit the terminal."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from attnlab import cli, headline, tables
+from attnlab.theory.preregistration import REGISTRY
+
+
+def _write(root, exp, config, seed, metrics, converged=True):
+    d = root / exp / config
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"experiment": exp, "config": config, "seed": seed, "device": "cpu", "converged": converged,
+           "metrics": [{"setting": s, "model": m, "metric": k, "value": v} for s, m, k, v in metrics]}
+    (d / f"seed{seed}.json").write_text(json.dumps(rec))
+
+
+@pytest.fixture
+def root(tmp_path):
+    """efa-instacart at its paper config (full-es, 3 seeds), at full and quick, with a second metric."""
+    r = tmp_path / "results"
+    for seed in range(3):
+        _write(r, "efa-instacart", "full-es", seed,
+               [("bidirectional", "EFA", "test CE", 3.40 + 0.01 * seed), ("bidirectional", "FM", "test CE", 3.47),
+                ("bidirectional", "EFA", "train CE", 3.1)])
+        _write(r, "efa-instacart", "quick", seed, [("bidirectional", "EFA", "test CE", 3.9)], converged=False)
+    _write(r, "efa-instacart", "full", 0, [("bidirectional", "EFA", "test CE", 3.5)])
+    return r
+
+
+def test_headline_config_is_the_registered_claims_config():
+    assert headline.headline_config("efa-instacart") == "full-es"
+    assert headline.headline_config("kernel-forda") == "full-es"
+    assert headline.headline_config("efa-synthetic") == "full"
+    assert headline.headline_config("kernel-cost") == "full"            # no registered claim
+    assert headline.headline_metrics("bidir-toy-corpus") == ("spearman_prop9_ratio", "pearson_prop9_M")
+
+
+def test_headline_rows_keep_the_paper_config_and_metric(root):
+    rows = headline.headline_rows("efa", root)
+    assert {r["experiment"] for r in rows} >= {"efa-instacart", "efa-synthetic"}
+    insta = [r for r in rows if r["experiment"] == "efa-instacart"]
+    assert {r["config"] for r in insta} == {"full-es"} and {r["metric"] for r in insta} == {"test CE"}
+    efa = next(r for r in insta if r["setting"] == "bidirectional" and r["model"] == "EFA")
+    assert efa["n_seeds"] == 3 and efa["ours_mean"] == pytest.approx(3.41) and efa["paper"] == 3.42
+    assert efa["claims"] == ["efa.results.instacart-bidirectional"]
+    assert efa["verdicts"] == [REGISTRY["efa.results.instacart-bidirectional"].expected]
+    assert efa["data_source"] == "substitute"
+    uni = next(r for r in insta if r["setting"] == "unidirectional" and r["model"] == "EFA")
+    assert uni["n_seeds"] == 0 and uni["ours_mean"] is None and uni["paper"] is not None   # not run: shown
+    syn = next(r for r in rows if r["experiment"] == "efa-synthetic" and r["model"] == "FM")
+    assert syn["data_source"] == "paper" and syn["n_seeds"] == 0
+
+
+def test_results_cli_headline_by_default_all_on_request(root, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    block = out.split("efa-instacart", 1)[1].split("\n\n", 1)[0]
+    assert "(full-es)" in block and "reproduced on a substitute" in block and "3.41 ± " in block
+    assert "train CE" not in out and "3.9" not in block and "quick" not in block
+    assert "--all" in out
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "train CE" in out and "quick" in out and "full-es" in out
+
+
+def test_results_json_and_csv_headline_and_all(root, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(set(headline.HEADLINE_KEYS) <= set(r) for r in rows)
+    assert {r["config"] for r in rows if r["experiment"] == "efa-instacart"} == {"full-es"}
+    assert any(r["claims"] == ["efa.results.instacart-bidirectional"] for r in rows)
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--json", "-", "--all"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert {"quick", "full", "full-es"} <= {r["config"] for r in every} and "claims" not in every[0]
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "csv"]) == 0
+    csv = capsys.readouterr().out.splitlines()
+    assert csv[0].split(",") == list(headline.HEADLINE_KEYS)
+    assert any("efa.results.instacart-bidirectional" in line and "full-es" in line for line in csv)
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "csv", "--all"]) == 0
+    assert "quick" in capsys.readouterr().out
+
+
+def test_results_config_gives_the_headline_at_that_config(root, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--config", "quick", "--json", "-"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["n_seeds"]]
+    assert [(r["config"], r["ours_mean"]) for r in rows] == [("quick", 3.9)]
+
+
+def test_markdown_one_table_per_experiment(root, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    rules = [line for line in md.splitlines() if line.startswith("|---|")]
+    assert md.count("#### ") == len(rules) == len({r["experiment"] for r in headline.headline_rows("efa", root)})
+
+
+# ----------------------------------------------------------------------------------------------- LaTeX
+def _check_latex(tex: str, n_tables: int) -> None:
+    """Balanced environments, one tabular per experiment, as many cells in each row as columns."""
+    begins, ends = re.findall(r"\\begin\{(\w+)\}", tex), re.findall(r"\\end\{(\w+)\}", tex)
+    stack = []
+    for m in re.finditer(r"\\(begin|end)\{(\w+)\}", tex):
+        if m.group(1) == "begin":
+            stack.append(m.group(2))
+        else:
+            assert stack and stack.pop() == m.group(2), m.group(0)
+    assert not stack and sorted(begins) == sorted(ends)
+    assert begins.count("tabular") == n_tables == begins.count("table") == tex.count("\\caption{")
+    for tab in re.findall(r"\\begin\{tabular\}\{([^\n]*)\}\n(.*?)\\end\{tabular\}", tex, re.S):
+        spec, body = tab
+        ncols = len(re.findall(r"S\[[^\]]*\]|\bl\b", spec))
+        assert "\\toprule" in body and "\\midrule" in body and "\\bottomrule" in body
+        for line in body.splitlines():
+            if line.endswith("\\\\"):
+                cells = re.split(r"(?<!\\)&", line[:-2])
+                assert len(cells) == ncols, (spec, line)
+
+
+def test_latex_one_booktabs_table_per_experiment(root, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    n = len({r["experiment"] for r in headline.headline_rows("efa", root)})
+    _check_latex(tex, n)
+    insta = tex.split("\\caption{efa-instacart", 1)[1].split("\\end{table}", 1)[0]
+    assert "(full-es)" in insta and "3 seeds" in insta and "test CE" in insta
+    # the numbers are siunitx S columns: paper, ours, the CI, n
+    assert re.search(r"\\begin\{tabular\}\{l l S\[table-format=1\.\d+\] S\[table-format=1\.\d+\] "
+                     r"S\[table-format=1\.\d+\] S\[table-format=1\.0\] l l l\}", insta)
+    assert re.search(r"3\.41 & 0\.0\d+ & 3 &", insta)
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex", "--all"]) == 0
+    _check_latex(capsys.readouterr().out, len({r["experiment"] for r in __import__("attnlab.results").results
+                                                .summarize("efa", root)}))
+
+
+def test_latex_escapes_special_characters():
+    df = tables.frame([("a|b_c", "50% & #1 {x} ~^\\ <>", "1.5", "-"), ("t", "u", "-12.25", "3e-05")],
+                      ("name", "note", "value", "other"))
+    tex = tables.latex(df, caption="cap_1 | 5%", label="tab:x y")
+    assert "a\\textbar{}b\\_c" in tex and "50\\% \\& \\#1 \\{x\\} \\textasciitilde{}\\textasciicircum{}\\textbackslash{}" in tex
+    assert "\\textless{}\\textgreater{}" in tex and "\\caption{cap\\_1 \\textbar{} 5\\%}" in tex
+    assert "\\label{tab:x-y}" in tex
+    assert "S[table-format=-2.2]" in tex and "S[table-format=1.0e-2]" in tex and "{--}" in tex
+    _check_latex(tex, 1)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no TeX installed (pdflatex)")
+def test_latex_compiles(root, tmp_path, capsys):
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex"]) == 0
+    (tmp_path / "tables.tex").write_text(capsys.readouterr().out, encoding="utf-8")
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n" + tables.LATEX_PACKAGES + "\n\\begin{document}\n"
+                                      "\\input{tables.tex}\n\\end{document}\n", encoding="utf-8")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / "doc.pdf").is_file()
+
+
+# ------------------------------------------------------------------------------------------ the report
+def test_report_shows_the_headline_first_and_the_rest_collapsed(root, tmp_path):
+    from attnlab import report
+
+    res = report.result_tables("efa", root)
+    insta = next(t for t in res["headline"] if t["experiment"] == "efa-instacart")
+    assert "full-es" in insta["caption"] and "verdict" in insta["columns"]
+    assert {r["verdict"] for r in insta["rows"]} == {"reproduced on a substitute"}
+    env = report._environment()
+    page = {"paper": "efa", "title": "t", "claims": [], "errata": [], "findings": [], "counts": [], "surprises": [],
+            "compare": [], "results": res, "figures": []}
+    html = env.get_template("paper.html").render(page=page, nav=[], claims_source="x", results_root="r")
+    section = html.split('id="results"', 1)[1]
+    head, rest = section.split('<details id="results-all">', 1)
+    assert "reproduced on a substitute" in head and "train CE" not in head
+    assert "train CE" in rest and "quick" in rest
+
+
+# ----------------------------------------------------------------------------------------- terminal width
+def test_text_fits_the_width_by_priority():
+    df = tables.frame([("fenchel.thm1.strong-duality", "a long statement " * 6, "12.5"),
+                       ("kernel.x", "short", "3")], ("id", "statement", "value"))
+    wide = tables.text(df)
+    assert max(map(len, wide.splitlines())) > 60
+    out = tables.text(df, width=60, priority=("id", "value", "statement"), keep=("id", "value"))
+    assert max(map(len, out.splitlines())) <= 60 and "fenchel.thm1.strong-duality" in out and "12.5" in out
+    assert len(out.splitlines()) > len(wide.splitlines())                  # the statement wrapped
+    one = tables.text(df, width=60, priority=("id", "value", "statement"), keep=("id",), overflow="elide")
+    assert len(one.splitlines()) == 4 and "…" in one and max(map(len, one.splitlines())) <= 60
+    tiny = tables.text(df, width=34, keep=("id",))
+    assert "left out" in tiny and "statement, value" in tiny.replace("\n", " ")
+    assert max(map(len, tiny.splitlines())) <= 34 and "12.5" not in tiny
+
+
+def test_results_and_list_fit_a_narrow_terminal(root, capsys, monkeypatch):
+    monkeypatch.setattr(tables, "terminal_width", lambda: 72)
+    assert cli.main(["results", "efa", "--results-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 72 and "3.41 ± " in out
+    assert cli.main(["list", "--paper", "fenchel"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 72 and any("fenchel.thm1.strong-duality" in x for x in lines)
+    monkeypatch.setattr(tables, "terminal_width", lambda: None)            # a pipe: no limit, one line a claim
+    assert cli.main(["list", "--paper", "fenchel"]) == 0
+    assert max(map(len, capsys.readouterr().out.splitlines())) > 72
+
+
+# ------------------------------------------------------------------------------- verify: reasons, --claim
+def test_verify_table_shows_skip_reasons(capsys, monkeypatch):
+    from attnlab import catalog
+    from attnlab.listing import records_table
+
+    c = catalog.get_claim("fenchel.thm1.strong-duality")
+    ran = catalog.Record(c, catalog.Evidence("holds", 1e-12, 1e-9, "fine"), 0.1)
+    skipped = catalog.Record(c, catalog.Evidence("skipped", explanation="needs cvxpy, which is not installed"), 0.0)
+    assert "reason" not in records_table([ran])
+    out = records_table([ran, skipped])
+    assert "needs cvxpy, which is not installed" in out and out.splitlines()[0].rstrip().endswith("reason")
+    narrow = records_table([ran, skipped], width=70)
+    assert max(map(len, narrow.splitlines())) <= 70 and "installed" in narrow
+    monkeypatch.setattr(catalog, "run_claim", lambda claim: catalog.Record(claim, skipped.evidence, 0.0))
+    assert cli.main(["verify", "--claim", "fenchel.thm1.strong-duality"]) == 0
+    assert "needs cvxpy, which is not installed" in capsys.readouterr().out
+
+
+def test_claim_globs_and_suggestions(capsys, monkeypatch):
+    from attnlab import catalog
+
+    ran = []
+    monkeypatch.setattr(catalog, "run_claim",
+                        lambda c: ran.append(c.id) or catalog.Record(c, catalog.Evidence(c.expected), 0.0))
+    assert cli.main(["verify", "--claim", "fenchel.thm1.*"]) == 0
+    thm1 = sorted(c.id for c in catalog.all_claims(paper="fenchel") if c.id.startswith("fenchel.thm1."))
+    assert sorted(ran) == thm1 and len(thm1) >= 2
+    ran.clear()
+    assert cli.main(["verify", "--claim", "fenchel.thm1.*", "fenchel.thm1.strong-duality", "--tier", "all"]) == 0
+    assert sorted(ran) == thm1                                            # each claim once
+    capsys.readouterr()
+    assert cli.main(["verify", "--claim", "fenchel.thm1.strong-dualty"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "did you mean: fenchel.thm1.strong-duality" in err
+    assert len(err) < 600                                                 # not the 183 ids
+    assert cli.main(["verify", "--claim", "nothing.like.this.*"]) == 2
+    assert "no claim matches 'nothing.like.this.*'" in capsys.readouterr().err
