@@ -71,7 +71,7 @@ def fenchel() -> list[dict]:
 
 def kernel() -> list[dict]:
     import attnlab
-    from attnlab.theory.kernel.compare import short_number
+    from attnlab.theory.kernel.compare import rate_text, short_number
 
     r = attnlab.compare("kernel-quadrature")
     inst = r["instance"]
@@ -83,7 +83,7 @@ def kernel() -> list[dict]:
              "note": f"The batched trapezoid rule against a {inst['dps']}-digit mpmath integral split at every "
                      f"kink, inducing point and basis centre (its own error estimate "
                      f"{r['ref_error_estimate']:.1e}); Z_ref = {short_number(r['Z_ref'], 17)}. Rate of the context error: "
-                     f"{r['rate']} (log-log slope {slope} against {r['slope_against']}, "
+                     f"{rate_text(r)} (log-log slope {slope} against {r['slope_against']}, "
                      f"{r['points_in_fit']} grids above the float64 floor {r['float64_floor']:.1e}).",
              "columns": ["grid", "Z (trapezoid)", "|Z − Z_ref|", "max |c − c_ref|"], "rows": rows}]
 

@@ -5,8 +5,9 @@ classification, and the Euler-Maclaurin prediction of the trapezoid error of a k
     successive_ratios(err)                    err[k+1]/err[k] (for grids refined by a factor 2)
     local_orders(h, err)                      apparent orders log(e_k/e_k+1)/log(h_k/h_k+1)
     classify_rate(err, h=None)                'exponential' | 'algebraic' (from successive ratios)
-    describe_rate(h, err, floor, labels)      'super-exponential' | 'exponential' | 'algebraic (slope s)'
-                                              | 'at floor from <label>', from the errors above the floor
+    rate_parts(h, err, floor, labels)         {rate: 'super-exponential' | 'exponential' | 'algebraic' |
+                                              'at floor', slope, floor_from}, from the errors above the floor
+    describe_rate(h, err, floor, labels)      the same as one label: 'algebraic (slope s)', '...; at floor from <label>'
     bernoulli2_periodic(theta)                B~2(theta) = theta^2 - theta + 1/6 of frac(theta)
     euler_maclaurin_kink_error(h, kinks, jumps, x0, ...)
         I_h - I ~= -(h^2/2) sum_k J_k B~2((x_k - x0)/h)  [+ (h^2/12)(w'(b) - w'(a)) on [a, b]]
@@ -20,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["loglog_slope", "successive_ratios", "local_orders", "classify_rate", "describe_rate",
+__all__ = ["loglog_slope", "successive_ratios", "local_orders", "classify_rate", "rate_parts", "rate_text", "describe_rate",
            "bernoulli2_periodic", "euler_maclaurin_kink_error"]
 
 
@@ -71,22 +72,22 @@ def classify_rate(err, h=None, last: int = 3, order_threshold: float = 6.0) -> s
     return "exponential" if increasing and tail[-1] > order_threshold else "algebraic"
 
 
-def describe_rate(h, err, floor: float, labels=None, order_threshold: float = 6.0) -> tuple[str, float | None]:
+def rate_parts(h, err, floor: float, labels=None, order_threshold: float = 6.0) -> dict:
     """The convergence rate of errors err_k on grids of spacing h_k (decreasing), judged only from the
     errors above `floor` (the float64 floor: a point at the floor says nothing about the rate, and a
-    slope is never fitted through one).  Returns (label, slope) with slope the log-log slope of the
-    points above the floor (None with fewer than 2).  The rule:
+    slope is never fitted through one), as one value per key: ``rate`` ('super-exponential' |
+    'exponential' | 'algebraic' | 'at floor'), ``slope`` (the log-log slope of the points above the floor;
+    None with fewer than 2) and ``floor_from`` (the label of the first point at the floor; None when none
+    is).  The rule:
 
-    - no error above the floor: 'at floor from <labels[0]>';
-    - one: 'at floor from <label of the first point at the floor>' (nothing to fit);
+    - fewer than two errors above the floor before the first point at it: 'at floor' (nothing to fit);
     - local orders p_k = log(e_k/e_k+1)/log(h_k/h_k+1) of the points above the floor: when the last of
       them exceeds order_threshold and they do not decrease (an O(h^p) rate keeps them near p <= 4
       for the trapezoid rule), the rate is faster than any power: 'exponential' when log e grows like
       1/h (the exponent order q, the slope of log|log e| against log(1/h), below 1.5), and
       'super-exponential' when it grows faster (q >= 1.5, e.g. exp(-c/h^2)); with one local order only,
       'exponential' (at least);
-    - otherwise 'algebraic (slope s)'.
-    When later points are at the floor the label says so: '...; at floor from <label>'."""
+    - otherwise 'algebraic'."""
     h = np.asarray(h, dtype=float)
     e = np.asarray(err, dtype=float)
     labels = list(labels) if labels is not None else [f"h={x:g}" for x in h]
@@ -94,21 +95,37 @@ def describe_rate(h, err, floor: float, labels=None, order_threshold: float = 6.
     # the points above the floor that come before the first point at the floor
     first_floor = next((i for i in range(e.size) if e[i] <= floor), None)
     run = [i for i in above if first_floor is None or i < first_floor]
-    tail = "" if first_floor is None else f"at floor from {labels[first_floor]}"
+    floor_from = None if first_floor is None else str(labels[first_floor])
     if len(run) < 2:
-        return (tail or "at floor"), None
+        return {"rate": "at floor", "slope": None, "floor_from": floor_from}
     hh, ee = h[run], e[run]
     slope = loglog_slope(hh, ee)
     p = local_orders(hh, ee)
     if p[-1] > order_threshold and (p.size == 1 or np.all(np.diff(p) > -0.5)):
         if p.size >= 2 and np.all(ee < 1):
             q = float(np.polyfit(np.log(1 / hh), np.log(-np.log(ee)), 1)[0])
-            label = "super-exponential" if q >= 1.5 else "exponential"
+            rate = "super-exponential" if q >= 1.5 else "exponential"
         else:
-            label = "exponential"
+            rate = "exponential"
     else:
-        label = f"algebraic (slope {slope:.2f})"
-    return (label + (f"; {tail}" if tail else "")), slope
+        rate = "algebraic"
+    return {"rate": rate, "slope": slope, "floor_from": floor_from}
+
+
+def rate_text(parts: dict) -> str:
+    """:func:`rate_parts` as one line for a reader: 'algebraic (slope 2.00)', 'exponential; at floor from
+    h=0.125', 'at floor from G=0'."""
+    if parts["rate"] == "at floor":
+        return "at floor" + (f" from {parts['floor_from']}" if parts["floor_from"] is not None else "")
+    label = f"algebraic (slope {parts['slope']:.2f})" if parts["rate"] == "algebraic" else parts["rate"]
+    return label + (f"; at floor from {parts['floor_from']}" if parts["floor_from"] is not None else "")
+
+
+def describe_rate(h, err, floor: float, labels=None, order_threshold: float = 6.0) -> tuple[str, float | None]:
+    """(:func:`rate_text`, slope) of :func:`rate_parts`: the rate as one label, e.g. 'algebraic (slope 2.00)',
+    'exponential; at floor from h=0.125', 'at floor from G=0'."""
+    parts = rate_parts(h, err, floor, labels, order_threshold)
+    return rate_text(parts), parts["slope"]
 
 
 def bernoulli2_periodic(theta):

@@ -245,3 +245,20 @@ def test_claim_globs_and_suggestions(capsys, monkeypatch):
     assert len(err) < 600                                                 # not the 183 ids
     assert cli.main(["verify", "--claim", "nothing.like.this.*"]) == 2
     assert "no claim matches 'nothing.like.this.*'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------ converge --json: one value a key
+def test_rate_parts_one_value_per_key():
+    import numpy as np
+
+    from attnlab.numerics.convergence import describe_rate, rate_parts, rate_text
+
+    h = 0.5 ** np.arange(6)
+    parts = rate_parts(h, np.maximum(np.exp(-2 * np.pi / h), 1e-16), 1e-13)
+    assert parts["rate"] == "exponential" and parts["floor_from"] == "h=0.125" and parts["slope"] > 6
+    assert rate_text(parts) == describe_rate(h, np.maximum(np.exp(-2 * np.pi / h), 1e-16), 1e-13)[0] \
+        == "exponential; at floor from h=0.125"
+    alg = rate_parts(h, h ** 2, 1e-13)
+    assert alg == {"rate": "algebraic", "slope": pytest.approx(2.0), "floor_from": None}
+    flat = rate_parts(h, [1e-16] * 6, 1e-13, labels=[f"G={g}" for g in range(6)])
+    assert flat == {"rate": "at floor", "slope": None, "floor_from": "G=0"} and rate_text(flat) == "at floor from G=0"

@@ -285,7 +285,7 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
     import mpmath as mp
     import numpy as np
 
-    from attnlab.numerics.convergence import describe_rate
+    from attnlab.numerics.convergence import rate_parts
     from attnlab.numerics.mp_reference import InaccurateReference, mp_context_reference
 
     rows = trapezoid_context(inst)
@@ -304,16 +304,18 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
     hs = np.array([h for _, h, _, _ in rows])
     xs = hs if dom is None else 1.0 / np.array(inst["grids"], float)
     labels = [r[0] for r in rows]
-    # errors at the float64 floor say nothing about the rate (numerics.convergence.describe_rate)
+    # errors at the float64 floor say nothing about the rate (numerics.convergence.rate_parts)
     floor = 1e3 * np.finfo(float).eps * max(1.0, max(abs(x) for x in crf))
     floor_Z = 1e3 * np.finfo(float).eps * max(1.0, abs(Zrf))
-    rate, slope = describe_rate(xs, err_c, floor, labels)
-    rate_Z, _ = describe_rate(xs, err_Z, floor_Z, labels)
+    # one value per key: the rate's kind, its slope, the grid from which the errors are at the floor
+    fit, fit_Z = rate_parts(xs, err_c, floor, labels), rate_parts(xs, err_Z, floor_Z, labels)
     return dict(instance={k: v for k, v in inst.items()}, grids=labels,
                 Z=[r[2] for r in rows], Z_ref=mp.nstr(Zr, inst["dps"]), context=[r[3] for r in rows],
                 context_ref=[mp.nstr(x, inst["dps"]) for x in cr], ref_error_estimate=ref_err,
                 err_Z=err_Z, err_context=err_c,
-                slope=slope, slope_against="h" if dom is None else "1/G", rate=rate, rate_Z=rate_Z,
+                slope=fit["slope"], slope_against="h" if dom is None else "1/G", rate=fit["rate"],
+                floor_from=fit["floor_from"], rate_Z=fit_Z["rate"], slope_Z=fit_Z["slope"],
+                floor_from_Z=fit_Z["floor_from"],
                 kinks=[mp.nstr(k, 20) for k in kinks], truncation_half_width=L,
                 float64_floor=floor, points_in_fit=int(sum(e > floor for e in err_c)))
 
@@ -325,6 +327,13 @@ def short_number(text: str, digits: int) -> str:
 
     with mp.workdps(max(digits, 15) + 5):
         return mp.nstr(mp.mpf(text), digits)
+
+
+def rate_text(res: dict, suffix: str = "") -> str:
+    """The rate of a result's err_context (or, with suffix '_Z', of err_Z) as one line for a reader."""
+    from attnlab.numerics.convergence import rate_text as text
+
+    return text({k: res[k + suffix] for k in ("rate", "slope", "floor_from")})
 
 
 def _print_text(res):
@@ -344,7 +353,7 @@ def _print_text(res):
     sl = "n/a" if res["slope"] is None else f"{res['slope']:.3f}"
     print(f"log-log slope of err_context against {res['slope_against']}: {sl} "
           f"({res['points_in_fit']} grids above the float64 floor {res['float64_floor']:.1e}); "
-          f"rate of err_context: {res['rate']}; of err_Z: {res['rate_Z']}")
+          f"rate of err_context: {rate_text(res)}; of err_Z: {rate_text(res, '_Z')}")
 
 
 def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quadrature") -> int:
