@@ -254,7 +254,9 @@ def cmd_results(args) -> int:
             _write_json(rows, args.json)
             if args.json == "-":
                 return 0
-        print(fmt(rows, args.format))
+        from attnlab.tables import terminal_width
+
+        print(fmt(rows, args.format, terminal_width()))
         return 0
     rows = summarize(args.paper, root, config=args.config)
     ours = [r for r in rows if r["n_seeds"]]

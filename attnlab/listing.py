@@ -83,16 +83,38 @@ def summary_line(records: list[Record]) -> str:
 
 
 class ProgressLine:
-    """'[3/17] fenchel.thm1.strong-duality ... holds (0.41s)' on stderr, one line per claim."""
+    """'[3/17] fenchel.thm1.strong-duality: holds (0.41s)' on stderr, one line per claim; on a terminal the
+    claim running is shown on a line of its own that is overwritten, with the overall ETA (the mean time
+    of the claims run so far times the claims left) and cut to the terminal's width."""
 
     def __init__(self, total: int, stream=sys.stderr):
         self.total, self.stream, self.i = total, stream, 0
         self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.t0 = None
+
+    def eta(self) -> str:
+        """The overall time left, from the claims finished so far ('' before the first has finished)."""
+        import time
+
+        done = self.i - 1
+        if self.t0 is None or done < 1 or self.total <= done:
+            return ""
+        left = (time.monotonic() - self.t0) / done * (self.total - done)
+        m, sec = divmod(int(round(left)), 60)
+        return f"ETA {m // 60}:{m % 60:02d}:{sec:02d}" if m >= 60 else f"ETA {m}:{sec:02d}"
 
     def start(self, cid: str) -> None:
+        import shutil
+        import time
+
+        if self.t0 is None:
+            self.t0 = time.monotonic()
         self.i += 1
         if self.tty:
-            self.stream.write(f"\r\x1b[K[{self.i}/{self.total}] {cid} ...")
+            eta = self.eta()
+            line = f"[{self.i}/{self.total}] {cid} ..." + (f"  {eta}" if eta else "")
+            width = shutil.get_terminal_size().columns
+            self.stream.write("\r\x1b[K" + (line if len(line) < width else line[:max(width - 2, 1)] + "…"))
             self.stream.flush()
 
     def done(self, rec: Record) -> None:

@@ -240,13 +240,13 @@ def wall_times(paper: str, root: Path, config: str | None = None) -> list[dict]:
     return rows
 
 
-def format_wall_times(rows: list[dict], fmt: str = "table") -> str:
-    """`rows` of :func:`wall_times` rendered as one of attnlab.tables.FORMATS."""
+def format_wall_times(rows: list[dict], fmt: str = "table", width: int | None = None) -> str:
+    """`rows` of :func:`wall_times` rendered as one of attnlab.tables.FORMATS (a 'table' fit to `width`)."""
     from attnlab.tables import frame, render
 
     if fmt not in ("csv", "json"):
         rows = [{k: (_num(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
-    return render(frame(rows, WALL_COLUMNS), fmt)
+    return render(frame(rows, WALL_COLUMNS), fmt, width)
 
 
 SEED_COLUMNS = ("experiment", "config", "setting", "model", "metric", "paper", "n", "seeds", "per seed",
@@ -276,9 +276,9 @@ def per_seed(paper: str, root: Path, config: str | None = None) -> list[dict]:
     return rows
 
 
-def format_per_seed(rows: list[dict], fmt: str = "table") -> str:
+def format_per_seed(rows: list[dict], fmt: str = "table", width: int | None = None) -> str:
     """`rows` of :func:`per_seed` rendered as one of attnlab.tables.FORMATS; csv and json keep the
-    lists, the other formats print ``seed: value`` pairs."""
+    lists, the other formats print ``seed: value`` pairs (a 'table' fit to `width`)."""
     from attnlab.tables import frame, render
 
     if fmt in ("csv", "json"):
@@ -286,7 +286,7 @@ def format_per_seed(rows: list[dict], fmt: str = "table") -> str:
     shown = [{**r, "paper": _num(r["paper"]), "seeds": ", ".join(str(s) for s in r["seeds"]),
               "per seed": ", ".join(_num(v) for v in r["values"]),
               "converged": f"{r['converged']}/{r['n']}"} for r in rows]
-    return render(frame(shown, SEED_COLUMNS), fmt)
+    return render(frame(shown, SEED_COLUMNS), fmt, width)
 
 
 DISPLAY_COLUMNS = ("experiment", "setting", "model", "metric", "paper", "ours (mean ± 95% CI)", "diff", "n",

@@ -118,16 +118,16 @@ def markdown(df) -> str:
     return "\n".join(out)
 
 
-def render(df, fmt: str) -> str:
-    """`df` in one of FORMATS: 'table' (aligned text, unlimited width: callers that print to a terminal
-    call :func:`text` with its width), 'md', 'latex' (:func:`latex`), 'csv', 'json' (a list of row
-    objects)."""
+def render(df, fmt: str, width: int | None = None) -> str:
+    """`df` in one of FORMATS: 'table' (aligned text fit to `width`, unlimited by default: a caller that
+    prints to a terminal gives :func:`terminal_width`), 'md', 'latex' (:func:`latex`), 'csv', 'json' (a
+    list of row objects)."""
     if fmt not in FORMATS:
         from attnlab.errors import UsageError
 
         raise UsageError(f"--format {fmt!r}: not a table format; valid: {', '.join(FORMATS)}")
     if fmt == "table":
-        return text(df)
+        return text(df, width=width)
     if fmt == "md":
         return markdown(df)
     if fmt == "latex":

@@ -262,3 +262,42 @@ def test_rate_parts_one_value_per_key():
     assert alg == {"rate": "algebraic", "slope": pytest.approx(2.0), "floor_from": None}
     flat = rate_parts(h, [1e-16] * 6, 1e-13, labels=[f"G={g}" for g in range(6)])
     assert flat == {"rate": "at floor", "slope": None, "floor_from": "G=0"} and rate_text(flat) == "at floor from G=0"
+
+
+def test_progress_eta_on_a_terminal_only(monkeypatch):
+    import io
+    import time
+
+    from attnlab import catalog
+    from attnlab.listing import ProgressLine
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    c = catalog.get_claim("fenchel.thm1.strong-duality")
+    rec = catalog.Record(c, catalog.Evidence("holds"), 1.0)
+    clock = iter([100.0, 110.0, 120.0])
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    tty = Tty()
+    prog = ProgressLine(4, stream=tty)
+    prog.start(c.id)                                   # t = 100: nothing finished, no ETA yet
+    prog.done(rec)
+    prog.start(c.id)                                   # t = 110: 1 done in 10 s, 3 left -> 0:30
+    assert "ETA" not in tty.getvalue().split("\n")[0] and tty.getvalue().rstrip().endswith("ETA 0:30")
+    pipe = io.StringIO()
+    quiet = ProgressLine(4, stream=pipe)
+    quiet.start(c.id)
+    assert pipe.getvalue() == ""                       # not a terminal: no progress line, only the results
+    quiet.done(rec)
+    assert pipe.getvalue() == f"[1/4] {c.id}: holds (1.00s)\n"
+
+
+def test_per_seed_and_wall_times_fit_a_narrow_terminal(root, capsys, monkeypatch):
+    monkeypatch.setattr(tables, "terminal_width", lambda: 60)
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--per-seed"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 60 and "3.42" in out
+    monkeypatch.setattr(tables, "terminal_width", lambda: None)
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--per-seed"]) == 0
+    assert max(map(len, capsys.readouterr().out.splitlines())) > 60
