@@ -94,7 +94,7 @@ def _check_names(path: Path, what: str) -> Path:
     return probe
 
 
-def check_folder(path: str | os.PathLike, what: str) -> Path:
+def check_folder(path: str | os.PathLike, what: str, make: bool = False) -> Path:
     """Fail early, before any work, when the folder `path` (made if missing) cannot hold new files:
     UsageError naming the argument (a file there, a file on the way to it, a read-only folder, a name
     over the file system's limit)."""
@@ -108,6 +108,11 @@ def check_folder(path: str | os.PathLike, what: str) -> Path:
         raise UsageError(f"{what} {path}: cannot make it ({probe} is a file, not a folder)")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
+    if make:                                    # what access() cannot tell (/proc, a read-only mount)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"{what} {path}: cannot make it ({exc.strerror or exc})") from None
     return path
 
 
@@ -665,10 +670,10 @@ class RunContext:
         # every output path is checked before the first step, not found unwritable after hours of training
         where = "--results-dir" if getattr(args, "results_dir", None) else (
             "$ATTNLAB_RESULTS" if os.environ.get("ATTNLAB_RESULTS") else "the results folder")
-        check_folder(self.record_path.parent, where)
+        check_folder(self.record_path.parent, where, make=True)
         check_writable(self.record_path, where)
         runs_where = "$ATTNLAB_RUNS" if os.environ.get("ATTNLAB_RUNS") else "the checkpoint folder ./runs"
-        check_folder(self.checkpoint_path.parent, runs_where)
+        check_folder(self.checkpoint_path.parent, runs_where, make=True)
         check_writable(self.checkpoint_path, runs_where)
         self._lock = None           # the open lock file while this process holds the run (done())
         self.t0 = time.perf_counter()

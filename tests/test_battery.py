@@ -309,7 +309,7 @@ def test_unwritable_outputs_refused_before_training(tmp_path, capsys, monkeypatc
 
 def test_half_written_record_is_not_done(tmp_path, monkeypatch, capsys):
     ctx = _ctx(tmp_path, monkeypatch)
-    ctx.record_path.parent.mkdir(parents=True)
+    ctx.record_path.parent.mkdir(parents=True, exist_ok=True)
     ctx.record_path.write_text('{"experiment": "efa-synthetic", "config": "quick", "metr')
     assert ctx.done() is False
     assert "cannot be used" in capsys.readouterr().err
@@ -381,7 +381,7 @@ def test_checkpoints_load_without_pickle(tmp_path, monkeypatch):
     from attnlab.errors import UsageError
 
     ctx = _ctx(tmp_path, monkeypatch)
-    ctx.checkpoint_path.parent.mkdir(parents=True)
+    ctx.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"epoch": Evil()}, ctx.checkpoint_path)
     with pytest.raises(UsageError, match="only pickle could load"):
         ctx.load_checkpoint()
@@ -496,3 +496,21 @@ def test_converge_progress_from_the_first_piece(tmp_path, capsys, monkeypatch):
     assert cli.main(["converge", "--instance", inst, "--allow-large"]) == 0
     err = capsys.readouterr().err
     assert "estimated" in err and "piece 1/" in err
+
+
+def test_results_dir_that_cannot_be_made(tmp_path, capsys):
+    """/proc/nope passes an access() check (root) but cannot be made: found only when writing the record."""
+    _one_line_exit_2(capsys, ["run", "efa-synthetic", "--quick", "--seed", "0", "--results-dir", "/proc/nope"],
+                     "--results-dir")
+
+
+def test_converge_huge_basis_weights_refused(tmp_path, capsys):
+    """B ~ 1e308 gave a context of inf and err_context inf with exit 0."""
+    inst = _instance(tmp_path, "i.json", {"B": [[1e308] * 10]})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "B:")
+
+
+def test_converge_reference_too_coarse_refused(tmp_path, capsys):
+    """On [-1e-300, 1e-300] the reference's own estimate was 1e-4 (an absolute floor) and it was used."""
+    inst = _instance(tmp_path, "i.json", {"domain": [-1e-300, 1e-300], "grids": [2, 3], "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "cannot be trusted")

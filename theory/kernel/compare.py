@@ -119,6 +119,9 @@ def validate(inst: dict) -> dict:
     for r in B:
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r):
             raise InstanceError("B must hold finite numbers")
+        if sum(abs(x) for x in r) > 1e100:      # c = B E_p[psi] overflowed to inf at B ~ 1e308
+            raise InstanceError(f"B: a row's entries sum to {sum(abs(x) for x in r):.3g} in absolute value, "
+                                "beyond 1e100 (the context and its errors must stay finite in float64); rescale B")
     if out["base"] not in ("normal", "uniform"):
         raise InstanceError(f"base must be one of normal, uniform; got {out['base']!r}")
     dom = out["domain"]
@@ -298,6 +301,11 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
             dps=inst["dps"], progress=progress, on_piece=on_piece, **({} if L is None else {"half_width": L}))
     except InaccurateReference as exc:
         raise UsageError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
+    if ref_err > 1e-25:             # float64 errors down to ~1e-16 need a reference far finer than that
+        raise UsageError(f"the mpmath reference for this instance cannot be trusted: its estimated relative error "
+                         f"{ref_err:.1e} is above 1e-25, too coarse to measure float64 errors against (integrals "
+                         f"of size Z = {mp.nstr(Zr, 3)} sit near the absolute floor of the quadrature); rescale "
+                         "the instance")
     Zrf, crf = float(Zr), [float(x) for x in cr]
     err_Z = [abs(float(mp.mpf(z) - Zr)) for _, _, z, _ in rows]
     err_c = [max(abs(float(mp.mpf(x) - y)) for x, y in zip(c, cr)) for _, _, _, c in rows]
