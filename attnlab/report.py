@@ -109,11 +109,21 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
 def result_tables(paper: str, root: Path) -> dict:
     """The results of `paper`, one table per experiment: ``headline`` (attnlab.headline: the paper's
     configuration and metric, paper beside ours, the registered verdict and data source) and ``all`` (the
-    display rows of attnlab.results: every config and metric)."""
-    from attnlab import headline
-    from attnlab.results import DISPLAY_COLUMNS, display_row, summarize
+    display rows of attnlab.results: every config and metric) and ``costs`` (attnlab.results.wall_times: the
+    wall seconds, epochs and stop rules of the runs)."""
+    import contextlib
+    import io
+    import sys
 
-    rows = summarize(paper, root)
+    from attnlab import headline
+    from attnlab.results import DISPLAY_COLUMNS, WALL_COLUMNS, _num, display_row, summarize, wall_times
+
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):        # both read the records: each warning about one is said once
+        rows = summarize(paper, root)
+        walls = wall_times(paper, root)
+    for line in dict.fromkeys(said.getvalue().splitlines()):
+        print(line, file=sys.stderr)
     tables: dict[str, list] = {}
     for r in rows:
         tables.setdefault(r["experiment"], []).append(display_row(r))
@@ -129,7 +139,10 @@ def result_tables(paper: str, root: Path) -> dict:
                  for cells, r in zip(df.to_dict("records"), rs)]
         heads.append({"experiment": exp, "caption": headline.caption(exp, rs), "columns": list(df.columns),
                       "rows": shown, "n_ours": sum(r["n_seeds"] > 0 for r in rs)})
-    return {"headline": heads, "all": full}
+    costs = {"columns": list(WALL_COLUMNS),
+             "rows": [{k: _num(v, 3) if isinstance(v, float) else ("-" if v is None else v) for k, v in w.items()}
+                      for w in walls]}
+    return {"headline": heads, "all": full, "costs": costs}
 
 
 def paper_figures(paper: str, folder: Path) -> list[Path]:

@@ -17,6 +17,7 @@ def _write(root, exp, config, seed, metrics, converged=True):
     d = root / exp / config
     d.mkdir(parents=True, exist_ok=True)
     rec = {"experiment": exp, "config": config, "seed": seed, "device": "cpu", "converged": converged,
+           "wall_seconds": 12.5 + seed, "training": {"epochs_run": 5, "stopped": "early-stopping"},
            "metrics": [{"setting": s, "model": m, "metric": k, "value": v} for s, m, k, v in metrics]}
     (d / f"seed{seed}.json").write_text(json.dumps(rec))
 
@@ -177,6 +178,17 @@ def test_report_shows_the_headline_first_and_the_rest_collapsed(root, tmp_path):
     head, rest = section.split('<details id="results-all">', 1)
     assert "reproduced on a substitute" in head and "train CE" not in head
     assert "train CE" in rest and "quick" in rest
+    costs = rest.split('id="results-costs"', 1)[1].split("</details>", 1)[0]
+    assert "early-stopping 3" in costs and "13.5" in costs                     # full-es: 12.5, 13.5, 14.5 s
+
+
+def test_report_warns_once_per_bad_record(root, capsys):
+    from attnlab import report
+
+    (root / "efa-instacart" / "full-es" / "broken-seed9.json").write_text("{not json")
+    report.result_tables("efa", root)
+    err = capsys.readouterr().err
+    assert err.count("broken-seed9.json") == 1
 
 
 # ----------------------------------------------------------------------------------------- terminal width
