@@ -66,8 +66,8 @@ def _experiment_source(experiment: str) -> str | None:
 def headline_rows(paper: str, root: Path, config: str | None = None, summary: list[dict] | None = None) -> list[dict]:
     """The headline rows of `paper` (HEADLINE_KEYS): per experiment, the rows of
     :func:`attnlab.results.summarize` at the experiment's headline config (or `config`, where given) and
-    of its headline metrics, with every paper number of those metrics that we have not run there (ours
-    None), in the order of the paper's numbers; each with the ids and verdicts of its matching claims
+    of its headline metrics that the paper prints a number for or a claim is about, with every paper
+    number of those metrics that we have not run there (ours None), in the order of the paper's numbers; each with the ids and verdicts of its matching claims
     and its data source ("paper" / "substitute"; for a row no claim is about, that of the experiment's
     claims where they agree, else of its records).  `summary`: the rows of summarize(paper, root, config)
     where the caller has them already (the records are read, and their warnings printed, once)."""
@@ -99,6 +99,8 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
         source = _experiment_source(exp)
         for r in kept:
             regs = matching_claims(exp, r["setting"], r["model"], r["metric"])
+            if r["paper"] is None and not regs:
+                continue                     # neither the paper's nor a claim's: one level down (--all)
             if regs:
                 data = ", ".join(sorted({g.data_source for g in regs}))
             elif source:
@@ -146,12 +148,14 @@ def _seeds_text(rows: list[dict]) -> str:
 
 
 def caption(experiment: str, rows: list[dict]) -> str:
-    """One line naming the experiment, its config, metric(s), seeds and (for a substitute) what differs."""
+    """One line naming the experiment, its config, metric(s), seeds and, where every claim about it is on a
+    substitute for the same reason, what differs."""
     metrics = ", ".join(dict.fromkeys(r["metric"] for r in rows))
     text = (f"{experiment} at the paper's configuration ({rows[0]['config']}), {metrics}: ours = mean ± 95% CI "
             f"over {_seeds_text(rows)} beside the paper's number")
-    devs = {g.deviation for g in registrations(experiment) if g.config == rows[0]["config"] and g.deviation}
-    if len(devs) == 1:
+    regs = [g for g in registrations(experiment) if g.config == rows[0]["config"]]
+    devs = {g.deviation for g in regs}
+    if regs and len(devs) == 1 and all(g.data_source == "substitute" for g in regs):
         text += f"; substitute: {devs.pop()}"
     return text
 

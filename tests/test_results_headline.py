@@ -29,7 +29,7 @@ def root(tmp_path):
     for seed in range(3):
         _write(r, "efa-instacart", "full-es", seed,
                [("bidirectional", "EFA", "test CE", 3.40 + 0.01 * seed), ("bidirectional", "FM", "test CE", 3.47),
-                ("bidirectional", "EFA", "train CE", 3.1)])
+                ("bidirectional", "EFA", "train CE", 3.1), ("bidirectional", "PMF", "test CE", 3.6)])
         _write(r, "efa-instacart", "quick", seed, [("bidirectional", "EFA", "test CE", 3.9)], converged=False)
     _write(r, "efa-instacart", "full", 0, [("bidirectional", "EFA", "test CE", 3.5)])
     return r
@@ -57,6 +57,10 @@ def test_headline_rows_keep_the_paper_config_and_metric(root):
     assert uni["n_seeds"] == 0 and uni["ours_mean"] is None and uni["paper"] is not None   # not run: shown
     syn = next(r for r in rows if r["experiment"] == "efa-synthetic" and r["model"] == "FM")
     assert syn["data_source"] == "paper" and syn["n_seeds"] == 0
+    # a model neither the paper nor a claim speaks of is one level down
+    assert not any(r["model"] == "PMF" for r in rows)
+    assert "substitute: protocol" in headline.caption("efa-instacart", insta)
+    assert "substitute" not in headline.caption("efa-synthetic", [r for r in rows if r["experiment"] == "efa-synthetic"])
 
 
 def test_results_cli_headline_by_default_all_on_request(root, capsys):
@@ -68,7 +72,7 @@ def test_results_cli_headline_by_default_all_on_request(root, capsys):
     assert "--all" in out
     assert cli.main(["results", "efa", "--results-dir", str(root), "--all"]) == 0
     out = capsys.readouterr().out
-    assert "train CE" in out and "quick" in out and "full-es" in out
+    assert "train CE" in out and "quick" in out and "full-es" in out and "PMF" in out
 
 
 def test_results_json_and_csv_headline_and_all(root, capsys):
