@@ -71,6 +71,11 @@ def _record_problem(rec) -> str | None:
         if abs(float(v)) > MAX_METRIC:
             return (f"metrics[{i}].value {float(v):.3g} is beyond {MAX_METRIC:g} (no mean or CI over seeds "
                     "can be formed in float64)")
+        for k in ("setting", "model", "metric"):
+            if not isinstance(m[k], str):
+                return f"metrics[{i}].{k} is not a string ({json.dumps(m[k])[:30]})"
+        if m.get("converged") is not None and not isinstance(m["converged"], bool):
+            return f"metrics[{i}].converged is not true, false or null ({json.dumps(m['converged'])[:30]})"
     if "seed" not in rec:                      # every runner writes one; a seed-less copy would count twice
         return "lacks the key 'seed'"
     if isinstance(rec["seed"], bool) or not isinstance(rec["seed"], int):
@@ -81,6 +86,20 @@ def _record_problem(rec) -> str | None:
     for k in ("experiment", "config"):
         if not isinstance(rec[k], str):
             return f"its {k!r} is not a string ({json.dumps(rec[k])[:30]})"
+    if not 0 <= rec["seed"] <= 2 ** 32 - 1:
+        return f"its 'seed' {rec['seed']} is outside 0..2**32-1"
+    # the other fields the tables, the report and the figures read: of the type the runners write, or absent
+    kinds = {"tag": str, "device": str, "device_name": str, "substitute": str, "converged": bool,
+             "training": dict, "convergence": dict, "extra": dict, "config_values": dict, "devices": list}
+    for k, kind in kinds.items():
+        if rec.get(k) is not None and not isinstance(rec[k], kind):
+            return f"its {k!r} is not a {kind.__name__} ({json.dumps(rec[k])[:30]})"
+    if rec.get("devices") is not None and not all(isinstance(d, str) for d in rec["devices"]):
+        return "its 'devices' is not a list of strings"
+    tr = rec.get("training") or {}
+    for k, kind in (("stopped", str), ("epochs_run", int), ("best_epoch", int), ("max_epochs", int)):
+        if tr.get(k) is not None and (isinstance(tr[k], bool) or not isinstance(tr[k], kind)):
+            return f"its 'training.{k}' is not a {kind.__name__} ({json.dumps(tr[k])[:30]})"
     return None
 
 

@@ -514,3 +514,25 @@ def test_converge_reference_too_coarse_refused(tmp_path, capsys):
     """On [-1e-300, 1e-300] the reference's own estimate was 1e-4 (an absolute floor) and it was used."""
     inst = _instance(tmp_path, "i.json", {"domain": [-1e-300, 1e-300], "grids": [2, 3], "base": "uniform"})
     _one_line_exit_2(capsys, ["converge", "--instance", inst], "cannot be trusted")
+
+
+@pytest.mark.parametrize("over", [
+    {"metrics": [{"setting": {"x": 1}, "model": "Cts Softmax", "metric": "accuracy", "value": 0.5}]},
+    {"metrics": [{"setting": "N=64", "model": ["Cts"], "metric": "accuracy", "value": 0.5}]},
+    {"metrics": [{"setting": "N=64", "model": "Cts Softmax", "metric": "accuracy", "value": 0.5, "converged": "maybe"}]},
+    {"convergence": [1, 2], "converged": None}, {"training": "fast"}, {"training": {"stopped": 5}},
+    {"training": {"epochs_run": "ten"}}, {"device": ["x"]}, {"converged": "yes"}, {"devices": {"a": 1}},
+    {"seed": -5}, {"seed": 10 ** 30}, {"extra": [1]}, {"experiment": 3}])
+def test_records_of_the_wrong_shape_are_skipped(tmp_path, capsys, monkeypatch, over):
+    """Each of these gave a TypeError traceback (unhashable dict, list.get, ...) in results / report / figures."""
+    d = tmp_path / "results" / "kernel-time-warping" / "quick"
+    d.mkdir(parents=True)
+    (d / "N64-cts_softmax-seed0.json").write_text(json.dumps(_record(0)))
+    (d / "N64-cts_softmax-seed1.json").write_text(json.dumps({**_record(1), **over}))
+    root = tmp_path / "results"
+    for flags in ([], ["--per-seed"], ["--wall-times"]):
+        assert cli.main(["results", "kernel", "--results-dir", str(root), *flags]) == 0
+        assert "seed1.json" in capsys.readouterr().err
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(root))
+    cli.main(["figures", "--paper", "kernel", "--only", "kernel_exp_results", "--out", str(tmp_path / "f")])
+    assert "Traceback" not in capsys.readouterr().err
