@@ -536,3 +536,15 @@ def test_records_of_the_wrong_shape_are_skipped(tmp_path, capsys, monkeypatch, o
     monkeypatch.setenv("ATTNLAB_RESULTS", str(root))
     cli.main(["figures", "--paper", "kernel", "--only", "kernel_exp_results", "--out", str(tmp_path / "f")])
     assert "Traceback" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the README tour's slow tier
+def test_fifty_digit_reference_splits_at_the_kinks_mpmath_found():
+    """`attnlab verify --paper kernel --tier all` exited 1: kernel.E3.references-mp50 errored ("mpmath's
+    error estimate 1.0e-40 exceeds the claimed 1.0e-40 x |integral|") because the kinks were rounded to
+    float64 before the 50-digit integral, leaving each ~1e-17 inside a piece.  No tolerance was loosened."""
+    from attnlab.theory.kernel.convergence import unit_interval_reference
+
+    r50, kinks = unit_interval_reference(2.0, 3, 50)
+    r64, _ = unit_interval_reference(2.0, 3)
+    assert kinks and abs(float(r50) - r64) < 1e-14 * max(1.0, abs(r64))
