@@ -212,7 +212,12 @@ def format_headline(rows: list[dict], fmt: str = "table", width: int | None = No
     for exp, group in _groups(rows).items():
         df = experiment_frame(group, fmt)
         if fmt == "latex":
-            parts.append(latex(df, caption=caption(exp, group), label=f"tab:{exp}"))
+            cap = caption(exp, group)
+            sources = set(df["data"])
+            if len(sources) == 1 and "-" not in sources:    # one data source: said once, in the caption
+                df = df.drop(columns="data")
+                cap += f" (data: {'the paper' + chr(39) + 's' if sources == {'paper'} else sources.pop()})"
+            parts.append(latex(df, caption=cap, label=f"tab:{exp}"))
         elif fmt == "md":
             parts.append(f"#### {exp}\n\n{caption(exp, group)}.\n\n{markdown(df)}")
         else:
@@ -226,7 +231,8 @@ def format_headline(rows: list[dict], fmt: str = "table", width: int | None = No
 def latex_preamble_comment() -> str:
     from attnlab.tables import LATEX_PACKAGES
 
-    return f"% attnlab results: booktabs tables with siunitx S columns; in the preamble: {LATEX_PACKAGES}"
+    return (f"% attnlab results: booktabs tables with siunitx S columns; in the preamble: {LATEX_PACKAGES}\n"
+            "% a table wider than the text: \\resizebox{\\linewidth}{!}{...} (graphicx) around its tabular")
 
 
 def format_all(rows: list[dict], fmt: str = "table", width: int | None = None) -> str:

@@ -171,9 +171,13 @@ def latex(df, caption: str | None = None, label: str | None = None) -> str:
     """A booktabs tabular (\\toprule, \\midrule, \\bottomrule; the packages of LATEX_PACKAGES): every column whose
     cells are all numbers (or empty, or "-") is a siunitx ``S`` column (aligned on the decimal point, its
     table-format read from the numbers; a missing number is "--"), every other cell is escaped.  With a
-    `caption` (escaped) the tabular is placed in a ``table`` float with the caption and `label`."""
+    `caption` (escaped) the tabular is placed in a ``table`` float (small type) with the caption and
+    `label`.  A column with no cell filled in is left out."""
     head = [str(c) for c in df.columns]
     body = [[_cell(x) for x in row] for row in df.itertuples(index=False)]
+    if body:                                  # a column with nothing in it only widens the table
+        keep = [i for i in range(len(head)) if any(r[i] for r in body)]
+        head, body = [head[i] for i in keep], [[r[i] for i in keep] for r in body]
     numeric = [any(_NUMBER.match(r[i]) for r in body) and all(_NUMBER.match(r[i]) or r[i] in ("", "-") for r in body)
                for i in range(len(head))]
     spec = " ".join(f"S[table-format={_table_format([r[i] for r in body])}]" if numeric[i] else "l"
@@ -188,5 +192,5 @@ def latex(df, caption: str | None = None, label: str | None = None) -> str:
     if caption is None:
         return "\n".join(lines)
     safe = re.sub(r"[^A-Za-z0-9:.-]+", "-", label) if label else None
-    return "\n".join([r"\begin{table}[htbp]", r"\centering", f"\\caption{{{latex_escape(caption)}}}"]
+    return "\n".join([r"\begin{table}[htbp]", r"\centering", r"\small", f"\\caption{{{latex_escape(caption)}}}"]
                      + ([f"\\label{{{safe}}}"] if safe else []) + lines + [r"\end{table}"])

@@ -136,7 +136,8 @@ def test_latex_one_booktabs_table_per_experiment(root, capsys):
     assert "(full-es)" in insta and "3 seeds" in insta and "test CE" in insta
     # the numbers are siunitx S columns: paper, ours, the CI, n
     assert re.search(r"\\begin\{tabular\}\{l l S\[table-format=1\.\d+\] S\[table-format=1\.\d+\] "
-                     r"S\[table-format=1\.\d+\] S\[table-format=1\.0\] l l l\}", insta)
+                     r"S\[table-format=1\.\d+\] S\[table-format=1\.0\] l\}", insta)     # verdict; data in the caption
+    assert "(data: substitute)" in insta and "notes" not in insta                 # no empty column
     assert re.search(r"3\.41 & 0\.0\d+ & 3 &", insta)
     assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex", "--all"]) == 0
     _check_latex(capsys.readouterr().out, len({r["experiment"] for r in __import__("attnlab.results").results
