@@ -133,7 +133,14 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, r
 
     def objective(x, S, c):            # F at nu~ = x
         v = x[1:]
-        return float(v.dot(bt[1:] - 0.5 * v)) - (c + math.log(S)) / alpha
+        a = Aa.dot(x)                  # alpha <t_i, nu>
+        if float(np.abs(a).max()) < 0.5:
+            # log M = log1p(sum_i u_i expm1(alpha <t_i, nu>)) keeps the O(alpha) terms that c + log S rounds
+            # away at small alpha (at alpha = 1e-20, F was flat in float64 and Newton stalled at nu = 0)
+            lm = math.log1p(float(uk.dot(np.expm1(a))))
+        else:
+            lm = c + math.log(S)
+        return float(v.dot(bt[1:] - 0.5 * v)) - lm / alpha
 
     x = np.zeros(m)                    # nu~ = (0, nu): nu = 0, where p = u
     e, q, c = uk, uk.dot(P), 0.0

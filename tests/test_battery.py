@@ -548,3 +548,25 @@ def test_fifty_digit_reference_splits_at_the_kinks_mpmath_found():
     r50, kinks = unit_interval_reference(2.0, 3, 50)
     r64, _ = unit_interval_reference(2.0, 3)
     assert kinks and abs(float(r50) - r64) < 1e-14 * max(1.0, abs(r64))
+
+
+def test_fenchel_tiny_alpha_converges(tmp_path, capsys):
+    """At alpha = 1e-20 the scaled dual's objective rounded flat (c + log S loses the O(alpha) terms) and
+    Newton stalled at nu = 0 for 200 iterations: h must tend to mu = u^T T as alpha -> 0."""
+    inst = _fenchel_instance(seed=0, scale=1.0, alphas=(1e-320, 1e-20, 1e-8))
+    path = _instance(tmp_path, "i.json", inst)
+    assert cli.main(["compare", "fenchel", "--instance", path, "--no-cvxpy", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    mu = np.asarray(inst["u"]) @ np.asarray(inst["T"])
+    for r in rows:
+        assert r["newton_converged"], r["alpha"]
+        assert np.linalg.norm(np.subtract(r["h_newton"], mu)) < 1e-6
+
+
+def test_fenchel_singular_refined_system_is_null(tmp_path, capsys):
+    """I + alpha Sigma singular in float64 (alpha = 1e20 on collinear templates) raised LinAlgError."""
+    inst = _instance(tmp_path, "i.json", {"T": [[1, 2], [3, 4], [0, 1]], "u": [0.5, 0.5, 0], "z": [1, -1],
+                                           "alphas": [1e20, 1.0]})
+    assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[1]["h_refined"] is not None

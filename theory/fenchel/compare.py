@@ -155,7 +155,10 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
         with np.errstate(all="ignore"):     # overflow at huge alpha is caught below: such a row is not converged
             ex = ed.solve(T, u, z, a)
             h_apx = ed.h_approx(T, u, z, a)
-            h_ref = ed.h_refined(T, u, z, a)
+            try:                        # I + alpha Sigma singular in float64 (alpha |T|^2 ~ 1e16 and beyond)
+                h_ref = ed.h_refined(T, u, z, a)
+            except np.linalg.LinAlgError:
+                h_ref = np.full(T.shape[1], np.nan)     # reported as null
             lam = ex["lam"]
             nl = float(np.linalg.norm(lam))
             gn, step = newton_error(T, u, z, a, lam)
