@@ -553,7 +553,7 @@ def test_fifty_digit_reference_splits_at_the_kinks_mpmath_found():
 def test_fenchel_tiny_alpha_converges(tmp_path, capsys):
     """At alpha = 1e-20 the scaled dual's objective rounded flat (c + log S loses the O(alpha) terms) and
     Newton stalled at nu = 0 for 200 iterations: h must tend to mu = u^T T as alpha -> 0."""
-    inst = _fenchel_instance(seed=0, scale=1.0, alphas=(1e-320, 1e-20, 1e-8))
+    inst = _fenchel_instance(seed=0, scale=1.0, alphas=(1e-290, 1e-20, 1e-8))
     path = _instance(tmp_path, "i.json", inst)
     assert cli.main(["compare", "fenchel", "--instance", path, "--no-cvxpy", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -570,3 +570,8 @@ def test_fenchel_singular_refined_system_is_null(tmp_path, capsys):
     assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[1]["h_refined"] is not None
+
+
+def test_fenchel_subnormal_alpha_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1e-320,)))
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst], "alphas[0]")

@@ -35,6 +35,7 @@ def random_instance(seed: int):
 
 KEYS = ("T", "u", "z", "alphas")
 MAX_ENTRY = 1e100                   # largest |T_ij|, |z_j| of an instance file
+MIN_ALPHA = 1e-290                  # smallest alpha: lambda* = alpha nu stays a normal float64 for |nu| >= 1e-17
 # A size guard: the cvxpy column (CLARABEL on the primal, an n-variable exponential cone, retried at the
 # default tolerances when the tight ones fail, plus the hull projection) costs about
 # 3.3 s (n/1000)^1.7 (d/50)^1.6 per alpha (fitted on n = 1000..2000, d = 50..200 on 2 cores; n = 4000,
@@ -109,6 +110,10 @@ def load_instance(path: str):
         if not isinstance(alphas, list) or not alphas:
             raise ValueError("alphas must be a non-empty list of numbers > 0")
         alphas = [positive(_number(a, "alphas[%d]" % i), "alphas[%d]" % i) for i, a in enumerate(alphas)]
+        tiny = [i for i, a in enumerate(alphas) if a < MIN_ALPHA]
+        if tiny:                        # lambda* = alpha nu is subnormal there: h = b - lambda*/alpha loses digits
+            raise ValueError(f"alphas[{tiny[0]}] = {alphas[tiny[0]]:g} is below {MIN_ALPHA:g} (lambda* = alpha nu "
+                             "would be a subnormal float64 and h lose its digits); h tends to mu = u^T T as alpha -> 0")
         for name, v in (("T", T), ("z", z)):   # the solvers square them: |t|^2 must stay well inside float64
             big = float(np.abs(v).max())
             if big > MAX_ENTRY:
