@@ -696,10 +696,9 @@ class RunContext:
         """A record of this run already exists (and --force was not given).  A record at this path
         written with other config values (those both sides name) is not this run: refused with one line
         rather than silently taken as done."""
-        if self._lock is None and not self._take_lock():
-            if self.verbose:
-                print(f"  {self.record_path}: another live process is running this run; skipping it here",
-                      file=sys.stderr)
+        if self._lock is None and not self._take_lock():   # said even under --quiet: the seed is not run here
+            print(f"attnlab: warning: {self.record_path}: another live process is running this run; skipping it "
+                  "here", file=sys.stderr)
             return True
         self._clean_temporaries()
         if not self.record_path.exists() or self.force:

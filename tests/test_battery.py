@@ -352,7 +352,6 @@ def test_a_run_held_by_another_live_process_is_skipped_and_a_dead_ones_taken_ove
     try:
         assert proc.stdout.readline().strip() == "held"
         ctx = _ctx(tmp_path, monkeypatch)
-        ctx.verbose = True
         assert ctx.done() is True                       # skipped: another process trains this seed
         assert "another live process" in capsys.readouterr().err
     finally:
