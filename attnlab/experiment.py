@@ -167,11 +167,27 @@ def write_json_dest(dest: str | None, obj: Any) -> None:
         atomic_write_text(dest, json.dumps(obj, indent=2) + "\n")
 
 
+def _remove_stale_temporaries(path: Path, older_than: float = 3600.0) -> None:
+    """Remove the temporary files (``.<name>.<random>.tmp``) that writes of `path` killed mid-way left,
+    once they are an hour old (no live write of one file takes that long)."""
+    now = time.time()
+    try:
+        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+            try:
+                if now - tmp.stat().st_mtime > older_than:
+                    tmp.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to `path` atomically (temporary file in the same folder, then rename), with the
     mode the umask gives new files."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _umask_mode())
@@ -200,6 +216,7 @@ def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.fchmod(fd, _umask_mode())
     os.close(fd)

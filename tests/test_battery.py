@@ -574,3 +574,20 @@ def test_fenchel_singular_refined_system_is_null(tmp_path, capsys):
 def test_fenchel_subnormal_alpha_refused(tmp_path, capsys):
     inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1e-320,)))
     _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst], "alphas[0]")
+
+
+def test_atomic_writes_remove_old_temporaries_of_their_file(tmp_path):
+    import os
+    import time
+
+    from attnlab.experiment import atomic_write_text
+
+    old = tmp_path / ".out.json.abc123.tmp"
+    young = tmp_path / ".out.json.def456.tmp"
+    other = tmp_path / ".other.json.abc123.tmp"
+    for f in (old, young, other):
+        f.write_text("half")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(other, (time.time() - 7200, time.time() - 7200))
+    atomic_write_text(tmp_path / "out.json", "{}\n")
+    assert not old.exists() and young.exists() and other.exists()
