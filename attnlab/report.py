@@ -116,7 +116,7 @@ def result_tables(paper: str, root: Path) -> dict:
     import sys
 
     from attnlab import headline
-    from attnlab.results import DISPLAY_COLUMNS, WALL_COLUMNS, _num, display_row, summarize, wall_times
+    from attnlab.results import DISPLAY_COLUMNS, WALL_COLUMNS, display_row, summarize, wall_display_row, wall_times
 
     said = io.StringIO()
     with contextlib.redirect_stderr(said):        # both read the records: each warning about one is said once
@@ -139,9 +139,7 @@ def result_tables(paper: str, root: Path) -> dict:
                  for cells, r in zip(df.to_dict("records"), rs)]
         heads.append({"experiment": exp, "caption": headline.caption(exp, rs), "columns": list(df.columns),
                       "rows": shown, "n_ours": sum(r["n_seeds"] > 0 for r in rs)})
-    costs = {"columns": list(WALL_COLUMNS),
-             "rows": [{k: _num(v, 3) if isinstance(v, float) else ("-" if v is None else v) for k, v in w.items()}
-                      for w in walls]}
+    costs = {"columns": list(WALL_COLUMNS), "rows": [wall_display_row(w) for w in walls]}
     return {"headline": heads, "all": full, "costs": costs}
 
 

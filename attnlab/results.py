@@ -232,12 +232,15 @@ def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
 
 WALL_COLUMNS = ("experiment", "config", "run", "n", "mean wall s", "min-max wall s", "mean epochs",
                 "s/epoch", "stopped", "device")
+# the keys of a row of wall_times (--json, csv): one value each
+WALL_KEYS = ("experiment", "config", "run", "n", "mean wall s", "min wall s", "max wall s", "mean epochs",
+             "s/epoch", "stopped", "device")
 
 
 def wall_times(paper: str, root: Path, config: str | None = None) -> list[dict]:
     """The cost of each (experiment, config, run tag, device) from its records: how many, the mean and
     range of their wall seconds, the mean epochs run, seconds per epoch (wall time, evaluation included,
-    over epochs run) and how training stopped (counts per stop rule)."""
+    over epochs run) and how training stopped (`stopped`: the count of records per stop rule)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in load_records(root, paper):
         if (config and r.get("config") != config) or r.get("wall_seconds") is None:
@@ -252,10 +255,10 @@ def wall_times(paper: str, root: Path, config: str | None = None) -> list[dict]:
         for r in recs:
             stops[(r.get("training") or {}).get("stopped") or "-"] += 1
         rows.append({"experiment": exp, "config": cfg, "run": tag, "n": len(recs),
-                     "mean wall s": sum(wall) / len(wall), "min-max wall s": f"{min(wall):.0f}-{max(wall):.0f}",
+                     "mean wall s": sum(wall) / len(wall), "min wall s": min(wall), "max wall s": max(wall),
                      "mean epochs": (sum(e for e in epochs if e) / len(per_epoch)) if per_epoch else None,
                      "s/epoch": (sum(per_epoch) / len(per_epoch)) if per_epoch else None,
-                     "stopped": ", ".join(f"{k} {v}" for k, v in sorted(stops.items())), "device": dev})
+                     "stopped": dict(sorted(stops.items())), "device": dev})
     return rows
 
 
@@ -263,9 +266,21 @@ def format_wall_times(rows: list[dict], fmt: str = "table", width: int | None = 
     """`rows` of :func:`wall_times` rendered as one of attnlab.tables.FORMATS (a 'table' fit to `width`)."""
     from attnlab.tables import frame, render
 
-    if fmt not in ("csv", "json"):
-        rows = [{k: (_num(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
-    return render(frame(rows, WALL_COLUMNS), fmt, width)
+    if fmt == "json":
+        return render(frame(rows, WALL_KEYS), fmt)
+    if fmt == "csv":
+        return render(frame([{**r, "stopped": _stops_text(r["stopped"])} for r in rows], WALL_KEYS), fmt)
+    return render(frame([wall_display_row(r) for r in rows], WALL_COLUMNS), fmt, width)
+
+
+def _stops_text(stops: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in stops.items())
+
+
+def wall_display_row(r: dict) -> dict:
+    """A row of :func:`wall_times` as the strings a reader sees (WALL_COLUMNS)."""
+    shown = {k: (_num(v, 3) if isinstance(v, float) else "-" if v is None else v) for k, v in r.items()}
+    return {**shown, "min-max wall s": f"{r['min wall s']:.0f}-{r['max wall s']:.0f}", "stopped": _stops_text(r["stopped"])}
 
 
 SEED_COLUMNS = ("experiment", "config", "setting", "model", "metric", "paper", "n", "seeds", "per seed",

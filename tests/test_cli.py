@@ -76,8 +76,14 @@ def test_results_wall_times_from_records(tmp_path, capsys):
         path.write_text(json.dumps({**rec, "wall_seconds": wall}))    # what the table reads, not a clock
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--json", "-"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
-    assert row["run"] == "uni-EFA" and row["n"] == 2 and row["stopped"] == "early-stop 2"
-    assert row["mean wall s"] == pytest.approx(20.0)
+    assert row["run"] == "uni-EFA" and row["n"] == 2 and row["stopped"] == {"early-stop": 2}   # one value a key
+    assert row["mean wall s"] == pytest.approx(20.0) and (row["min wall s"], row["max wall s"]) == (10.0, 30.0)
+    assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "10-30" in out and "early-stop 2" in out
+    assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--format", "csv"]) == 0
+    csv = capsys.readouterr().out.splitlines()
+    assert "min wall s" in csv[0] and "early-stop 2" in csv[1]
     assert row["s/epoch"] == pytest.approx((10 / 5 + 30 / 10) / 2)
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--config", "quick"]) == 2
     assert "--wall-times: no efa records of config quick" in capsys.readouterr().err
