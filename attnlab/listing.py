@@ -9,11 +9,12 @@ from attnlab.tables import frame, markdown, text
 
 
 def claims_table(claims: list[Claim], width: int | None = None) -> str:
-    """One line per claim; with `width` (the terminal's) the statement, then the reference, are cut to fit."""
+    """One line per claim; with `width` (the terminal's) the columns are cut to fit, the reference first and
+    the statement last, and left out (the reference first) where that is not enough."""
     rows = [(c.id, c.reference, c.method, c.tier, c.expected, c.statement[:70] + ("…" if len(c.statement) > 70 else ""))
             for c in claims]
     df = frame(rows, ("id", "reference", "method", "tier", "expected", "statement"))
-    return text(df, width=width, priority=("id", "expected", "tier", "method", "reference", "statement"),
+    return text(df, width=width, priority=("id", "statement", "expected", "method", "tier", "reference"),
                 keep=("id",), overflow="elide") + f"\n{len(claims)} claim(s)"
 
 

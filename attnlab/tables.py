@@ -53,6 +53,8 @@ def _fit(widths: list[int], floors: list[int], order: list[int], width: int, gap
     hidden = []
     while total() > width and len(shown) > 1:
         hidden.append(shown.pop())
+    for i in shown:                                   # what hiding freed goes back, most important first
+        w[i] += max(0, min(width - total(), widths[i] - w[i]))
     return w, hidden
 
 
@@ -77,7 +79,9 @@ def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "
         # a column narrows to its longest word (at most 20, at least 6): wrapping breaks no word that fits
         words = [max([len(x) for r in body + [head] for x in r[i].split()] or [0]) for i in range(len(head))]
         # a kept column narrows only its header (to its longest word)
+        # (cut with an ellipsis, to 12 characters)
         floors = [max([len(r[i]) for r in body] + [max(map(len, h.split()), default=0)]) if h in keep
+                  else min(w, 12) if overflow == "elide"
                   else min(w, max(6, min(words[i], 20))) for i, (h, w) in enumerate(zip(head, widths))]
         widths, hidden = _fit(widths, floors, order, width, 2)
     cols = [i for i in range(len(head)) if i not in hidden]
