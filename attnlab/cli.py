@@ -336,6 +336,12 @@ def cmd_figures(args) -> int:
         except UsageError as exc:                   # a stored artefact is missing: the message names the run
             missing.append(f"figure {name}: {exc}")
             continue
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            # a record that passed the checks of attnlab.results but whose stored curves or samples are not
+            # what the figure draws (a hand-edited or foreign record): one line naming the figure, the others drawn
+            missing.append(f"figure {name}: its records cannot be drawn ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); check the records it reads")
+            continue
         finally:
             vector_output(previous)
         for path in paths:

@@ -591,3 +591,26 @@ def test_atomic_writes_remove_old_temporaries_of_their_file(tmp_path):
     os.utime(other, (time.time() - 7200, time.time() - 7200))
     atomic_write_text(tmp_path / "out.json", "{}\n")
     assert not old.exists() and young.exists() and other.exists()
+
+
+def test_figure_from_a_record_with_a_foreign_sample_is_one_line(tmp_path, capsys, monkeypatch):
+    """A record whose stored attention sample is not what the figure draws gave a KeyError traceback."""
+    import glob
+    from pathlib import Path
+
+    src = [f for f in sorted(glob.glob("results/kernel-time-warping/*/*seed0.json"))
+           if "attention_sample" in json.loads(Path(f).read_text()).get("extra", {})]
+    if not src:
+        pytest.skip("no committed kernel-time-warping record with an attention sample")
+    for f in src:
+        rec = json.loads(Path(f).read_text())
+        rec["extra"]["attention_sample"] = {"t": "x"}
+        out = tmp_path / "results" / "kernel-time-warping" / Path(f).parent.name / Path(f).name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rec))
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "results"))
+    assert cli.main(["figures", "--paper", "kernel", "--only", "kernel_exp_time_warping",
+                     "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("attnlab: error: figure kernel_exp_time_warping") and "cannot be drawn" in err[-1]
+    assert not any("Traceback" in line for line in err)
