@@ -53,7 +53,8 @@ def compare(name: str, **kwargs):
                                      np.asarray(kwargs["z"], float))
             alphas = None
         alphas = list(kwargs.get("alphas") or alphas or fc.DEFAULT_ALPHAS)
-        return fc.compare(T, u, z, alphas, cvxpy=bool(kwargs.get("cvxpy", True)))
+        use = bool(kwargs.get("cvxpy", True))          # without cvxpy, the hull projection (a QP) is skipped too
+        return fc.compare(T, u, z, alphas, cvxpy=use, limit=use)
     if name == "kernel-quadrature":
         from attnlab.theory.kernel import compare as kc
 
