@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from attnlab import cli, headline, tables
+from attnlab.results import summarize
 from attnlab.theory.preregistration import REGISTRY
 
 
@@ -140,8 +141,7 @@ def test_latex_one_booktabs_table_per_experiment(root, capsys):
     assert "(data: substitute)" in insta and "notes" not in insta                 # no empty column
     assert re.search(r"3\.41 & 0\.0\d+ & 3 &", insta)
     assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex", "--all"]) == 0
-    _check_latex(capsys.readouterr().out, len({r["experiment"] for r in __import__("attnlab.results").results
-                                                .summarize("efa", root)}))
+    _check_latex(capsys.readouterr().out, len({r["experiment"] for r in summarize("efa", root)}))
 
 
 def test_latex_escapes_special_characters():
