@@ -69,8 +69,9 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
     of its headline metrics that the paper prints a number for or a claim is about, with every paper
     number of those metrics that we have not run there (ours None), in the order of the paper's numbers;
     each with the ids and verdicts of its matching claims and its data source ("paper" / "substitute";
-    for a row no claim is about, that of the experiment's claims where they agree, else of its records).  `summary`: the rows of summarize(paper, root, config)
-    where the caller has them already (the records are read, and their warnings printed, once)."""
+    for a row no claim is about, that of the experiment's claims where they agree, else of its records).
+    `summary`: the rows of summarize(paper, root, config) where the caller has them already (the records
+    are read, and their warnings printed, once)."""
     from attnlab.results import paper_numbers, summarize
 
     rows = summarize(paper, root, config=config) if summary is None else summary
