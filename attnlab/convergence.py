@@ -97,6 +97,10 @@ STATUSES = ("converged", "not-levelled", "at-chance", "unknown", "not-trained")
 _PRETRAINED_PREFIXES = ("bert:all-MiniLM",)
 # experiments whose records time code and train nothing
 _NOT_TRAINING = {"kernel-cost"}
+# experiments whose baselines are fitted by a library solver (scikit-learn), one fit per setting
+_SOLVER_FITTED = {"bidir-tabular-sim", "bidir-auto-mpg"}
+_TREE_ENSEMBLES = ("RF", "GB")
+_ITERATIVE_SOLVERS = ("LR", "MLP")
 
 
 def _finite(x) -> bool:
@@ -260,6 +264,14 @@ def judge_record(rec: dict, trivial: dict | None = None) -> dict:
         return _done(not_trained("evaluates a pretrained model (" + ", ".join(sorted(models)) + "); nothing trained"))
     if isinstance(extra.get("per_dim"), dict) and training.get("grad_tol") is not None:
         return _per_model_lbfgs(rec, trivial)
+    if exp in _SOLVER_FITTED:
+        return _per_fit_tabular(rec, trivial)
+    if exp == "bidir-analogies":
+        return _per_model_analogies(rec, trivial)
+    if exp == "fenchel-ot-vit":
+        return _per_fit_ot_vit(rec, trivial)
+    if exp == "fenchel-deviation":
+        return _per_model_deviation(rec, trivial)
 
     hist = extra.get("history")
     if isinstance(hist, list) and hist and isinstance(hist[0], (list, tuple)):
@@ -347,7 +359,16 @@ def _per_model_lbfgs(rec: dict, trivial: dict) -> dict:
             j.pop("converged")
             per[f"{m.get('setting')} {m.get('model')}"] = j
             rows[(str(m.get("setting")), str(m.get("model")))] = None
+    return _summary(per, rows)
+
+
+def _summary(per: dict, rows: dict) -> dict:
+    """The record's judgement from its per-model ones (`per`: label -> judgement without ``converged``;
+    `rows`: (setting, model) -> flag, setting None for every row of the model): converged iff every
+    trained model converged, else the first of at-chance, not-levelled, unknown among them."""
     statuses = [j["status"] for j in per.values() if j["status"] != "not-trained"]
+    if not statuses:
+        return _done(dict(not_trained("no model of this record is trained here"), models=per), rows)
     status = ("converged" if all(s == "converged" for s in statuses) else
               next(s for s in ("at-chance", "not-levelled", "unknown") if s in statuses))
     conv = True if status == "converged" else (None if status == "unknown" else False)
@@ -356,6 +377,144 @@ def _per_model_lbfgs(rec: dict, trivial: dict) -> dict:
                "reason": f"{n_ok} of {len(per)} models converged; judged per model (rows carry their own flag)",
                "models": per, "converged": conv}
     return _done(summary, rows)
+
+
+def _rows_of(rec: dict) -> list[tuple[str, str]]:
+    """The (setting, model) pairs of a record's metric rows, in order, once each."""
+    seen: dict = {}
+    for m in rec.get("metrics") or []:
+        seen.setdefault((str(m.get("setting")), str(m.get("model"))), None)
+    return list(seen)
+
+
+def _row_value(rec: dict, setting: str, model: str, metric: str) -> float | None:
+    for m in rec.get("metrics") or []:
+        if (str(m.get("setting")), str(m.get("model")), m.get("metric")) == (setting, model, metric) \
+                and _finite(m.get("value")):
+            return float(m["value"])
+    return None
+
+
+def _stored_trivial(extra: dict, trivial: dict, key: str, store: str = "majority_class_accuracy"):
+    """A trivial value stored by the runner (``extra[store][key]``), else the caller's
+    (``trivial["rows"][key]["value"]``, computed by the migration)."""
+    v = (extra.get(store) or {}).get(key) if isinstance(extra.get(store), dict) else None
+    if _finite(v):
+        return float(v)
+    v = ((trivial.get("rows") or {}).get(key) or {}).get("value")
+    return float(v) if _finite(v) else None
+
+
+def _pop(j: dict) -> tuple[dict, bool | None]:
+    conv = j.pop("converged")
+    return j, conv
+
+
+def _per_fit_tabular(rec: dict, trivial: dict) -> dict:
+    """bidir-tabular-sim / bidir-auto-mpg: one judgement per (setting, model) fit.  (a) the test
+    accuracy against the training labels' majority class; (b) by construction for tree ensembles, the
+    solver's own stopping test for LR and MLP, the per-epoch training loss for ATN."""
+    extra = rec.get("extra") or {}
+    solver = extra.get("solver") or {}
+    atn = extra.get("atn_losses") or {}
+    per, rows = {}, {}
+    for setting, model in _rows_of(rec):
+        acc = _row_value(rec, setting, model, "acc")
+        tv = _stored_trivial(extra, trivial, setting)
+        common = dict(compared=acc, trivial=tv, perfect=1.0,
+                      compared_what="test accuracy (no validation split; the majority class of the training "
+                                    "labels is the trivial predictor)")
+        if model in _TREE_ENSEMBLES:
+            j = decide(None, levelled=True, levelled_why=(
+                "a tree ensemble has no optimiser to converge: each tree is grown greedily to its stopping "
+                "rule and the number of trees is a hyper-parameter chosen by the grid search, so the fit is "
+                "complete when it returns ((b) holds by construction)"), **common)
+        elif model in _ITERATIVE_SOLVERS:
+            sv = (solver.get(setting) or {}).get(model)
+            if not isinstance(sv, dict) or sv.get("n_iter") is None or sv.get("max_iter") is None:
+                j = decide(None, **common)
+                if j["status"] == "unknown":
+                    j["reason"] = (f"{model} is fitted by an iterative solver whose stopping test (n_iter < "
+                                   "max_iter, no ConvergenceWarning) this record does not store")
+            else:
+                ok = int(sv["n_iter"]) < int(sv["max_iter"]) and not sv.get("convergence_warning")
+                why = (f"the solver stopped by its own criterion after {sv['n_iter']} of at most {sv['max_iter']} "
+                       "iterations" if ok else
+                       f"the solver ran {sv['n_iter']} of at most {sv['max_iter']} iterations" +
+                       (" and warned that it did not converge" if sv.get("convergence_warning") else ""))
+                j = decide(None, levelled=ok, levelled_why=why, **common)
+        elif model == "ATN":
+            curve = atn.get(setting) if isinstance(atn, dict) else None
+            j = decide(curve, curve_what="training loss (no validation split)", **common)
+            if curve is None and j["status"] == "unknown":
+                j["reason"] = "no per-epoch curve of ATN stored (records before issue 44)"
+        else:
+            # pytorch_tabular models: the library's own early stopping; no curve stored
+            j = decide(None, **common)
+            if j["status"] == "unknown":
+                j["reason"] = f"{model} (pytorch_tabular): no per-epoch curve stored"
+        per[f"{setting} {model}"], rows[(setting, model)] = _pop(j)
+    return _summary(per, rows)
+
+
+def _per_model_analogies(rec: dict, trivial: dict) -> dict:
+    """bidir-analogies: the locally trained MLM and CBOW judged from their per-epoch training losses;
+    embeddings loaded as given (GloVe, and the paper's word2vec / BERT when given) are not trained."""
+    extra = rec.get("extra") or {}
+    curves = {"MLM-local": extra.get("mlm_losses"), "CBOW-local": extra.get("cbow_losses")}
+    per, rows = {}, {}
+    for model in dict.fromkeys(str(m.get("model")) for m in rec.get("metrics") or []):
+        key = next((k for k in curves if model.startswith(k)), None)
+        if key is None:
+            j = not_trained("embeddings loaded as given (pretrained elsewhere); nothing trained here")
+        else:
+            j = decide(curves[key], trivial=_stored_trivial(extra, trivial, model, "trivial_loss"), perfect=0.0,
+                       curve_what="training loss (no validation split)",
+                       compared_what="best training loss (marginal word frequencies are the trivial predictor)")
+            if curves[key] is None and j["status"] == "unknown":
+                j["reason"] = f"no per-epoch curve of {key} stored (records before issue 44)"
+        per[model], rows[(None, model)] = _pop(j)
+    return _summary(per, rows)
+
+
+def _per_fit_ot_vit(rec: dict, trivial: dict) -> dict:
+    """fenchel-ot-vit: per (learning rate, model), (b) on the per-epoch training loss (no validation
+    split), (a) on the test accuracy against the training labels' majority class."""
+    extra = rec.get("extra") or {}
+    curves = extra.get("curves") or {}
+    tv = extra.get("majority_class_accuracy", trivial.get("value"))
+    tv = float(tv) if _finite(tv) else None
+    per, rows = {}, {}
+    for setting, model in _rows_of(rec):
+        c = (curves.get(setting) or {}).get(model) or {}
+        j = decide(c.get("train_loss"), compared=_row_value(rec, setting, model, "test_acc"), trivial=tv,
+                   perfect=1.0, curve_what="training loss (no validation split)",
+                   compared_what="test accuracy (no validation split)")
+        if not c and j["status"] == "unknown":
+            j["reason"] = "no per-epoch curve stored (records before issue 44)"
+        per[f"{setting} {model}"], rows[(setting, model)] = _pop(j)
+    return _summary(per, rows)
+
+
+def _per_model_deviation(rec: dict, trivial: dict) -> dict:
+    """fenchel-deviation's substitutes (a BERT-like and a T5-like model trained here): (b) on the held-out
+    loss at evenly spaced checkpoints of training, (a) its best value against the marginal-frequency
+    predictor of the targets."""
+    extra = rec.get("extra") or {}
+    curves = extra.get("curves") or {}
+    per, rows = {}, {}
+    for model in dict.fromkeys(str(m.get("model")) for m in rec.get("metrics") or []):
+        if ":" in model:                        # "<kind>:<weights>": pretrained weights given by --weights
+            per[model], rows[(None, model)] = _pop(not_trained("evaluates pretrained weights; nothing trained"))
+            continue
+        c = curves.get(model) or {}
+        j = decide(c.get("eval_loss"), trivial=_stored_trivial(extra, trivial, model, "trivial_loss"), perfect=0.0,
+                   curve_what="held-out loss at evenly spaced checkpoints",
+                   compared_what="best held-out loss (marginal target frequencies are the trivial predictor)")
+        if not c and j["status"] == "unknown":
+            j["reason"] = "no training curve stored (records before issue 44)"
+        per[model], rows[(None, model)] = _pop(j)
+    return _summary(per, rows)
 
 
 def apply(rec: dict, trivial: dict | None = None) -> dict:
@@ -384,7 +543,13 @@ def apply(rec: dict, trivial: dict | None = None) -> dict:
 
 
 def _row_flag(row: dict, flags: dict) -> dict:
-    if "converged" not in row:
-        return row
+    """The row with the flag of its (setting, model), or of its model (setting None); a row of no
+    judged model is left as it is."""
     key = (str(row.get("setting")), str(row.get("model")))
-    return {k: (flags.get(key) if k == "converged" else v) for k, v in row.items()}
+    if key not in flags:
+        key = (None, str(row.get("model")))
+    if key not in flags:
+        return row
+    if "converged" not in row:
+        return dict(row, converged=flags[key])
+    return {k: (flags[key] if k == "converged" else v) for k, v in row.items()}

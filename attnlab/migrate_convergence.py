@@ -139,6 +139,68 @@ def _toy_corpus_trivial(rec: dict) -> dict:
     return T.trivial(corpus, [int(d) for d in (rec.get("extra") or {}).get("per_dim", {})])
 
 
+@functools.lru_cache(maxsize=None)
+def _tabular_sim_majority(data_seed: int, n: int, quick: bool) -> dict:
+    """{setting label: test accuracy of the training majority class} of bidir-tabular-sim's data sets of
+    one data seed, regenerated exactly as the runner does (its generator, both binning protocols)."""
+    from attnlab.experiments.bidir import tabular_sim as T
+    from attnlab.experiments.bidir.baselines import majority_class_accuracy
+
+    settings = T.QUICK_SETTINGS if quick else T.SETTINGS
+    return {label: majority_class_accuracy(d["y_train"], d["y_test"])
+            for label, d in T.make_datasets(int(data_seed), int(n), settings)}
+
+
+@functools.lru_cache(maxsize=None)
+def _auto_mpg_majority() -> dict:
+    """{setting: test accuracy of the training majority class} of bidir-auto-mpg's deterministic origin
+    split, both binning protocols."""
+    from attnlab.experiments.bidir import auto_mpg as A
+    from attnlab.experiments.bidir.baselines import majority_class_accuracy
+
+    df = A.load_auto_mpg(None)
+    return {A.SETTING[prot]: majority_class_accuracy(d["y_train"], d["y_test"])
+            for prot, d in ((prot, A.origin_split(df, prot)) for prot in A.PROTOCOLS)}
+
+
+def _tabular_trivial(rec: dict) -> dict | None:
+    if rec["experiment"] == "bidir-tabular-sim":
+        data_seed = (rec.get("extra") or {}).get("data_seed")
+        if data_seed is None:
+            return None
+        cv = rec.get("config_values") or {}
+        maj = _tabular_sim_majority(int(data_seed), int(cv.get("n", 2000)), rec.get("config") == "quick")
+    else:
+        maj = _auto_mpg_majority()
+    return {"rows": {k: {"value": v, "perfect": 1.0} for k, v in maj.items()}}
+
+
+@functools.lru_cache(maxsize=None)
+def _analogies_mlm_trivial(key: str) -> float:
+    """The MLM's trivial value of bidir-analogies, from its corpus and windows as the runner builds them."""
+    from attnlab.experiments.bidir import analogies as A
+    from attnlab.experiments.models.bidir_analogy import windows
+
+    cfg = json.loads(key)
+    docs = A.corpus_documents(cfg["corpus"])
+    counts: dict[str, int] = {}
+    for d in docs:
+        for w in d:
+            counts[w] = counts.get(w, 0) + 1
+    vocab = sorted(w for w, c in counts.items() if c >= cfg["min_count"])
+    widx = {w: i for i, w in enumerate(vocab)}
+    win = windows([[widx[w] for w in d if w in widx] for d in docs], cfg["mlm_window"])
+    return A.mlm_trivial(win, len(vocab))
+
+
+def _analogies_trivial(rec: dict) -> dict | None:
+    from attnlab.experiments.bidir import analogies as A
+
+    cv = rec.get("config_values") or {}
+    key = json.dumps({k: cv.get(k) for k in ("corpus", "min_count", "mlm_window")}, sort_keys=True)
+    return {"rows": {A.MLM_SUB: {"value": _analogies_mlm_trivial(key), "perfect": 0.0}}}
+
+
 def trivial_for(rec: dict, warn=None) -> dict | None:
     """The trivial predictor's value for `rec`, computed from its experiment's data (None where the
     record stores it, the experiment has none to compute, or the data cannot be read)."""
@@ -150,6 +212,11 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
             return _efa_trivial(rec)
         if exp == "bidir-toy-corpus":
             return _toy_corpus_trivial(rec)
+        stored = (rec.get("extra") or {})
+        if exp in ("bidir-tabular-sim", "bidir-auto-mpg") and not stored.get("majority_class_accuracy"):
+            return _tabular_trivial(rec)
+        if exp == "bidir-analogies" and not stored.get("trivial_loss"):
+            return _analogies_trivial(rec)
     except Exception as exc:            # noqa: BLE001 -- a data set that cannot be read: value unknown
         if warn:
             warn(f"{exp}: trivial value unknown ({type(exc).__name__}: {exc})")

@@ -29,12 +29,12 @@ def record_converged(rec: dict) -> bool:
 def row_converged(rec: dict, row: dict) -> bool:
     """Whether one metric row of a record comes from a converged run: the row's own `converged` where
     the record trains several models and says it per model (True; or null for a row whose entry in the
-    record's `convergence.models` is "not-trained"), else the record's (:func:`record_converged`)."""
+    record's `convergence.models`, by "<setting> <model>" or by model, is "not-trained"), else the record's (:func:`record_converged`)."""
     if "converged" in row:
         if row["converged"] is True:
             return True
         per = (rec.get("convergence") or {}).get("models") or {}
-        entry = per.get(f"{row.get('setting')} {row.get('model')}") or {}
+        entry = per.get(f"{row.get('setting')} {row.get('model')}") or per.get(str(row.get("model"))) or {}
         return row["converged"] is None and entry.get("status") == "not-trained"
     return record_converged(rec)
 

@@ -3,6 +3,7 @@ split, Table 3 evaluation, the tabular ATN model) and a smoke run of the quick t
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -286,6 +287,23 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
             if m["metric"] == "acc":
                 assert 0.0 <= m["value"] <= 1.0
         assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
+        # what attnlab.convergence judges each fit by (issue 44): the majority class, the solver, ATN's curve
+        assert set(rec["extra"]["majority_class_accuracy"]) == settings
+        assert all(0 <= v <= 1 for v in rec["extra"]["majority_class_accuracy"].values())
+        assert set(rec["convergence"]["models"]) == {f"{s} {model}" for s in settings}
+        assert all("converged" in m for m in rec["metrics"])
+    assert set(recs["ATN"]["extra"]["atn_losses"]) == settings
+    assert all(len(c) == 2 for c in recs["ATN"]["extra"]["atn_losses"].values())          # quick: 2 epochs
+    for model in ("LR", "MLP"):
+        for sv in recs[model]["extra"]["solver"].values():
+            assert 1 <= sv[model]["n_iter"] <= sv[model]["max_iter"]
+    assert "solver" not in recs["RF"]["extra"] and "solver" not in recs["GB"]["extra"]
+    assert recs["RF"]["convergence"]["models"]["(5, 0, 0.9) RF"]["status"] in ("converged", "at-chance")
+    # the migration regenerates the data of a record that does not store the trivial value: the same values
+    from attnlab.migrate_convergence import trivial_for
+
+    old = dict(recs["GB"], extra={k: v for k, v in recs["GB"]["extra"].items() if k != "majority_class_accuracy"})
+    assert {k: v["value"] for k, v in trivial_for(old)["rows"].items()} == recs["GB"]["extra"]["majority_class_accuracy"]
     assert not list((tmp_path / "runs").rglob("*.ckpt"))            # checkpoint removed after the record
     # one model alone, into another folder, gives that model's numbers of the joint run
     other = tmp_path / "other"
@@ -351,6 +369,15 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         assert rec["extra"]["random_seed"] == 42 + k
         assert {m["model"] for m in rec["metrics"]} == {"LR", "RF", "GB", "MLP", "ATN"}
         assert set(rec["extra"]["skipped"]["pooled"].values()) == {am.SKIP_MESSAGE}
+        ex = rec["extra"]
+        assert len(ex["atn_losses"]["origin split"]) == 3                                  # quick: 3 epochs
+        assert set(ex["solver"]["origin split"]) == {"LR", "MLP"}
+        assert 0 < ex["majority_class_accuracy"]["origin split"] < 1
+        assert set(rec["convergence"]["models"]) == {f"origin split {m}" for m in ("LR", "RF", "GB", "MLP", "ATN")}
+        from attnlab.migrate_convergence import trivial_for
+
+        old = dict(rec, extra={k: v for k, v in ex.items() if k != "majority_class_accuracy"})
+        assert trivial_for(old)["rows"]["origin split"]["value"] == ex["majority_class_accuracy"]["origin split"]
     # a seed's numbers do not depend on the other seeds of the command (a resumed sweep skips the
     # seeds already done, so it must give each remaining seed the numbers of an uninterrupted one)
     alone = tmp_path / "alone"
@@ -440,3 +467,19 @@ def test_baseline_records_name_the_cpu_on_a_gpu_machine(tmp_path, monkeypatch):
     folder = tmp_path / "bidir-tabular-sim" / "quick"
     devices = {m: json.loads((folder / f"{m}-seed0.json").read_text())["device_name"] for m in ("LR", "ATN")}
     assert devices == {"LR": "cpu:test", "ATN": "cuda:test"}
+
+
+def test_cbow_loss_callback_changes_no_vector():
+    pytest.importorskip("gensim")
+    from gensim.models import Word2Vec
+
+    from attnlab.experiments.bidir import analogies as A
+
+    docs = A.corpus_documents("lee_background.cor")[:80]
+    kw = dict(vector_size=8, window=3, min_count=2, sg=0, hs=1, negative=0, epochs=3, workers=1, seed=1)
+    plain = Word2Vec(docs, **kw)
+    cb = A.epoch_loss_callback()
+    timed = Word2Vec(docs, **kw, compute_loss=True, callbacks=[cb])
+    assert np.array_equal(plain.wv.vectors, timed.wv.vectors)
+    assert len(cb.losses) == 3 and all(math.isfinite(v) and v > 0 for v in cb.losses)
+    assert A.cbow_trivial(timed) > 0

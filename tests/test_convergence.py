@@ -136,7 +136,8 @@ def test_per_model_rows_of_an_lbfgs_record():
 def test_migration_changes_only_the_convergence_fields(tmp_path):
     from attnlab.migrate_convergence import migrate
 
-    picks = ["kernel-time-warping/full", "kernel-cost/full", "bidir-toy-corpus/full", "efa-temperature/full"]
+    picks = ["kernel-time-warping/full", "kernel-cost/full", "bidir-toy-corpus/full", "efa-temperature/full",
+             "bidir-tabular-sim/full", "fenchel-ot-vit/full", "efa-synthetic/full"]
     copied = []
     for sub in picks:
         src = sorted((REPO / "results" / sub).glob("*.json"))
@@ -212,3 +213,158 @@ def test_a_model_at_its_class_population_optimum_is_not_at_chance():
     assert j["convergence"]["status"] == "not-levelled"
     assert CV.decide([1.0, 0.9, 0.9, 0.9], trivial=0.5, perfect=0.0, class_optimum=0.92)["status"] == "converged"
     assert CV.decide([1.0, 0.9, 0.9, 0.9], trivial=0.5, perfect=0.0, class_optimum=0.8)["status"] == "at-chance"
+
+
+# --------------------------------------------------------------------------- curve-v2: fits by a library solver
+def _tabular_record(models_rows, **extra):
+    """A bidir-tabular-sim-like record: rows (setting, model, acc)."""
+    metrics = []
+    for setting, model, acc in models_rows:
+        metrics += [{"setting": setting, "model": model, "metric": "acc", "value": acc},
+                    {"setting": setting, "model": model, "metric": "mse", "value": 2.0}]
+    return {"experiment": "bidir-tabular-sim", "config": "full", "tag": "x", "seed": 0, "metrics": metrics,
+            "training": {"stopped": "fixed-schedule"}, "converged": None, "extra": dict(extra)}
+
+
+def test_tree_ensembles_are_levelled_by_construction_and_judged_against_the_majority_class():
+    rec = _tabular_record([("s1", "GB", 0.40), ("s2", "GB", 0.12)],
+                          majority_class_accuracy={"s1": 0.10, "s2": 0.10})
+    new = CV.apply(rec)
+    per = new["convergence"]["models"]
+    assert per["s1 GB"]["status"] == "converged" and "no optimiser" in per["s1 GB"]["reason"]
+    assert per["s2 GB"]["status"] == "at-chance"                         # 2.2 % of the gap < 5 %
+    flags = {(m["setting"], m["metric"]): m["converged"] for m in new["metrics"]}
+    assert flags == {("s1", "acc"): True, ("s1", "mse"): True, ("s2", "acc"): False, ("s2", "mse"): False}
+    assert row_converged(new, new["metrics"][0]) and not row_converged(new, new["metrics"][2])
+    assert new["convergence"]["status"] == "at-chance" and new["converged"] is False
+    # the trivial value computed by the migration where the record does not store it
+    rec = _tabular_record([("s1", "RF", 0.40)])
+    assert CV.judge_record(rec)["convergence"]["models"]["s1 RF"]["status"] == "unknown"
+    j = CV.judge_record(rec, {"rows": {"s1": {"value": 0.1, "perfect": 1.0}}})
+    assert j["convergence"]["models"]["s1 RF"]["status"] == "converged" and j["converged"] is True
+
+
+def test_iterative_solvers_are_levelled_iff_their_own_stopping_test_fired():
+    maj = {"s": 0.10}
+    ok = {"n_iter": 57, "max_iter": 2000, "convergence_warning": False}
+    hit = {"n_iter": 2000, "max_iter": 2000, "convergence_warning": True}
+    warned = {"n_iter": 40, "max_iter": 2000, "convergence_warning": True}
+    for sv, status in ((ok, "converged"), (hit, "not-levelled"), (warned, "not-levelled")):
+        rec = _tabular_record([("s", "LR", 0.40)], majority_class_accuracy=maj, solver={"s": {"LR": sv}})
+        assert CV.judge_record(rec)["convergence"]["models"]["s LR"]["status"] == status, sv
+    # no stored stopping test (records before issue 44): unknown, not converged
+    rec = _tabular_record([("s", "MLP", 0.40)], majority_class_accuracy=maj)
+    j = CV.apply(rec)
+    assert j["convergence"]["models"]["s MLP"]["status"] == "unknown" and j["metrics"][0]["converged"] is None
+    assert "stopping test" in j["convergence"]["models"]["s MLP"]["reason"] and not row_converged(j, j["metrics"][0])
+    # ... but at chance whatever the solver did
+    rec = _tabular_record([("s", "MLP", 0.11)], majority_class_accuracy=maj)
+    assert CV.judge_record(rec)["convergence"]["models"]["s MLP"]["status"] == "at-chance"
+
+
+def test_atn_of_the_tabular_runners_is_judged_from_its_stored_training_loss():
+    maj = {"s": 0.10}
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, atn_losses={"s": LEVELLED})
+    assert CV.judge_record(rec)["convergence"]["models"]["s ATN"]["status"] == "converged"
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, atn_losses={"s": IMPROVING})
+    assert CV.judge_record(rec)["convergence"]["models"]["s ATN"]["status"] == "not-levelled"
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, final_loss={"s": 1.3})
+    j = CV.judge_record(rec)["convergence"]["models"]["s ATN"]
+    assert j["status"] == "unknown" and "ATN" in j["reason"]
+    # a pytorch_tabular model (auto-mpg): no curve, unknown
+    rec = _tabular_record([("s", "TabNet", 0.40)], majority_class_accuracy=maj)
+    rec["experiment"] = "bidir-auto-mpg"
+    assert CV.judge_record(rec)["convergence"]["models"]["s TabNet"]["status"] == "unknown"
+
+
+def test_majority_class_accuracy_and_solver_stop():
+    import warnings
+
+    import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    from attnlab.experiments.bidir.baselines import majority_class_accuracy, run_baselines, solver_stop
+
+    assert majority_class_accuracy([0, 1, 1, 2], [1, 1, 0, 2, 2]) == pytest.approx(0.4)
+    assert majority_class_accuracy([2, 0, 0, 2], [0, 2, 2]) == pytest.approx(1 / 3)     # a tie: the lowest class
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        short = LogisticRegression(max_iter=2).fit(X, y)
+    assert solver_stop(short, True) == {"n_iter": 2, "max_iter": 2, "convergence_warning": True}
+    Xi = rng.integers(1, 4, size=(150, 3))
+    yi = (Xi[:, 0] >= 2).astype(int)
+    res = run_baselines(Xi[:100], yi[:100], Xi[100:], yi[100:], 3, seed=0, grid="quick", models=("LR", "RF", "MLP"))
+    assert res["RF"]["solver"] is None
+    for m in ("LR", "MLP"):
+        sv = res[m]["solver"]
+        assert 1 <= sv["n_iter"] <= sv["max_iter"] and sv["convergence_warning"] in (True, False)
+    assert res["LR"]["solver"]["n_iter"] < res["LR"]["solver"]["max_iter"]
+    assert res["LR"]["solver"]["convergence_warning"] is False
+
+
+# --------------------------------------------------------------------------- curve-v2: curves per model
+def test_analogies_judged_per_model_from_the_stored_curves():
+    mlm, cbow, glove = ("MLM-local [substitute for BERT]", "CBOW-local [substitute for word2vec]",
+                        "GloVe-6B-50d [substitute for GloVe-6B-300d]")
+    metrics = [{"setting": s, "model": m, "metric": "acc", "value": 0.1}
+               for m in (cbow, mlm, glove) for s in ("family", "semantic")]
+    rec = {"experiment": "bidir-analogies", "config": "full", "tag": "", "seed": 0, "metrics": metrics,
+           "training": {"stopped": "fixed-schedule"}, "converged": None,
+           "extra": {"mlm_losses": IMPROVING, "cbow_losses": LEVELLED, "trivial_loss": {mlm: 6.0, cbow: 4.0}}}
+    new = CV.apply(rec)
+    per = new["convergence"]["models"]
+    assert per[mlm]["status"] == "not-levelled" and per[cbow]["status"] == "converged"
+    assert per[glove]["status"] == "not-trained"
+    usable = {(m["model"], m["setting"]): row_converged(new, m) for m in new["metrics"]}
+    assert usable == {(m, s): m != mlm for m in (cbow, mlm, glove) for s in ("family", "semantic")}
+    # CBOW above its trivial value is at chance; records before issue 44 have no CBOW curve
+    rec["extra"]["trivial_loss"][cbow] = 1.9
+    assert CV.judge_record(rec)["convergence"]["models"][cbow]["status"] == "at-chance"
+    del rec["extra"]["cbow_losses"]
+    assert CV.judge_record(rec)["convergence"]["models"][cbow]["status"] == "unknown"
+
+
+def test_analogies_trivial_values():
+    import numpy as np
+
+    from attnlab.experiments.bidir.analogies import marginal_ce, mlm_trivial
+
+    assert marginal_ce([5, 5], smoothing=0.0) == pytest.approx(np.log(2))
+    assert marginal_ce([3, 1]) == pytest.approx(-(3 * np.log(4 / 6) + np.log(2 / 6)) / 4)
+    win = np.array([[0, 1, 2], [0, 0, 1]])
+    assert mlm_trivial(win, 4) == pytest.approx(marginal_ce([3, 2, 1, 0]))
+    with pytest.raises(ValueError, match="counts"):
+        marginal_ce([0, 0])
+
+
+def test_ot_vit_and_deviation_judged_per_model():
+    rows = [{"setting": "digits/lr=3e-03", "model": m, "metric": "test_acc", "value": a}
+            for m, a in (("vit", 0.9), ("ot-vit", 0.12))]
+    rec = {"experiment": "fenchel-ot-vit", "config": "full", "tag": "", "seed": 0, "metrics": rows,
+           "training": {"stopped": "fixed-schedule"}, "converged": None,
+           "extra": {"majority_class_accuracy": 0.1,
+                     "curves": {"digits/lr=3e-03": {"vit": {"train_loss": LEVELLED, "test_acc": [0.5] * 20},
+                                                    "ot-vit": {"train_loss": LEVELLED, "test_acc": [0.1] * 20}}}}}
+    per = CV.judge_record(rec)["convergence"]["models"]
+    assert per["digits/lr=3e-03 vit"]["status"] == "converged"
+    assert per["digits/lr=3e-03 ot-vit"]["status"] == "at-chance"
+    del rec["extra"]["curves"]
+    assert CV.judge_record(rec)["convergence"]["models"]["digits/lr=3e-03 vit"]["status"] == "unknown"
+
+    rows = [{"setting": s, "model": m, "metric": "rel_dev_mean", "value": 0.1}
+            for m, s in (("bert", "layer1"), ("t5", "enc-self/layer1"))]
+    rec = {"experiment": "fenchel-deviation", "config": "full", "tag": "", "seed": 0, "metrics": rows,
+           "training": {"stopped": "fixed-schedule"}, "converged": None,
+           "extra": {"curves": {"bert": {"eval_loss": LEVELLED}, "t5": {"eval_loss": [5.0, 4.0]}},
+                     "trivial_loss": {"bert": 5.0, "t5": 5.0}}}
+    new = CV.apply(rec)
+    per = new["convergence"]["models"]
+    assert per["bert"]["status"] == "converged" and per["t5"]["status"] == "unknown"    # 2 points: too short
+    assert [m["converged"] for m in new["metrics"]] == [True, None]
+    # pretrained weights given by --weights ("<kind>:<name>"): not trained
+    rec["metrics"] = [dict(rows[0], model="bert:bert-base-uncased")]
+    assert CV.judge_record(rec)["convergence"]["status"] == "not-trained"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from attnlab.cli import call
+from attnlab.convergence import STATUSES
 import torch
 
 from attnlab.experiments.fenchel.dual_metrics import deviation_metrics, head_problems
@@ -204,6 +205,12 @@ def test_deviation_quick_run(tmp_path, monkeypatch):
     ex = rec["extra"]
     assert len(ex["per_head"]["layer1"]["rel_dev"]) == 2           # quick config: 2 heads
     assert sum(ex["hist_layer"]["layer1"]) == ex["n_queries"]["layer1"] > 0
+    # the curves attnlab.convergence judges each model by (issue 44)
+    for kind in ("bert", "t5"):
+        c = ex["curves"][kind]
+        assert len(c["train_loss"]) == 1 and len(c["eval_loss"]) == len(c["eval_steps"]) >= 3
+        assert c["eval_steps"] == sorted(c["eval_steps"]) and ex["trivial_loss"][kind] > 0
+        assert rec["convergence"]["models"][kind]["status"] in STATUSES
     # the figures render from these records
     from attnlab.paper_figures import fenchel_experiments as F
 
@@ -223,6 +230,12 @@ def test_ot_vit_quick_run_and_errors(tmp_path, monkeypatch, capsys):
     vals = {(m["setting"], m["model"], m["metric"]): m["value"] for m in rec["metrics"]}
     assert set(vals) == {("digits/lr=3e-03", mo, me) for mo in ("vit", "ot-vit") for me in ("test_acc", "train_acc")}
     assert all(0 <= v <= 1 for v in vals.values())
+    curves = rec["extra"]["curves"]["digits/lr=3e-03"]
+    for mo in ("vit", "ot-vit"):                                   # quick: 2 epochs; the last is the reported one
+        assert len(curves[mo]["train_loss"]) == len(curves[mo]["test_acc"]) == 2
+        assert curves[mo]["test_acc"][-1] == vals[("digits/lr=3e-03", mo, "test_acc")]
+    assert 0 < rec["extra"]["majority_class_accuracy"] < 1
+    assert set(rec["convergence"]["models"]) == {"digits/lr=3e-03 vit", "digits/lr=3e-03 ot-vit"}
     from attnlab.paper_figures import fenchel_experiments as F
 
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))

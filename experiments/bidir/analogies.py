@@ -115,6 +115,57 @@ def corpus_documents(name: str) -> list[list[str]]:
         return [simple_preprocess(line) for line in fh if line.strip()]
 
 
+def marginal_ce(counts, smoothing: float = 1.0) -> float:
+    """Cross entropy (nats) of the marginal-frequency predictor, add-one smoothed over the vocabulary,
+    on the items it was fitted to (`counts` per vocabulary item): attnlab.convergence's trivial value of
+    a training loss whose targets are those items."""
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 1 or c.size < 2 or (c < 0).any() or c.sum() <= 0:
+        raise ValueError(f"counts must be a 1-d array of >= 2 non-negative counts with a positive sum; got {c!r}")
+    p = (c + smoothing) / (c.sum() + smoothing * c.size)
+    return float(-(c * np.log(p)).sum() / c.sum())
+
+
+def mlm_trivial(win: np.ndarray, vocab_size: int) -> float:
+    """The MLM's trivial value: its target is the token at a uniformly drawn position of a window, so the
+    marginal-frequency predictor's cross entropy is over every token position of every window."""
+    return marginal_ce(np.bincount(np.asarray(win).ravel(), minlength=int(vocab_size)))
+
+
+def _kept_counts(w2v) -> np.ndarray:
+    """Expected per-epoch counts of the words gensim trains on: each in-vocabulary occurrence is kept by
+    its down-sampling of frequent words with probability sample_int / (2^32 - 1)."""
+    wv = w2v.wv
+    return np.array([wv.get_vecattr(w, "count") * min(1.0, wv.get_vecattr(w, "sample_int") / (2 ** 32 - 1))
+                     for w in wv.index_to_key])
+
+
+def cbow_trivial(w2v) -> float:
+    """The CBOW's trivial value: the marginal-frequency predictor's cross entropy over the words gensim
+    trains on (:func:`_kept_counts`)."""
+    return marginal_ce(_kept_counts(w2v))
+
+
+def epoch_loss_callback():
+    """A gensim callback whose ``losses`` collects each epoch's CBOW training loss per expected trained
+    word (nats).  gensim adds -log p over the hierarchical-softmax nodes it updates (nodes whose |score|
+    >= 6 are skipped, as in the update) into a float32 running sum; it is read and reset after every
+    epoch so that the sum never grows past one epoch.  Reading it changes no update."""
+    from gensim.models.callbacks import CallbackAny2Vec
+
+    class EpochLoss(CallbackAny2Vec):
+        def __init__(self):
+            self.losses, self.words = [], None
+
+        def on_train_begin(self, model):
+            self.words = float(_kept_counts(model).sum())
+
+        def on_epoch_end(self, model):
+            self.losses.append(float(model.get_latest_training_loss()) / self.words)
+            model.running_training_loss = 0.0
+    return EpochLoss()
+
+
 def main(argv: list[str]) -> int:
     from attnlab.experiment import experiment_parser, metric_row
 
@@ -169,8 +220,11 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         state = ctx.load_checkpoint() or {"mlm_state": None}
         # CBOW (gensim, hierarchical softmax, no negative sampling; docs/instances.md), single worker for determinism.
+        # compute_loss only adds the loss up (the callback reads it per epoch); the vectors are unchanged.
+        per_epoch = epoch_loss_callback()
         w2v = Word2Vec(docs, vector_size=cfg["dim"], window=cfg["cbow_window"], min_count=cfg["min_count"],
-                       sg=0, hs=1, negative=0, epochs=cfg["cbow_epochs"], workers=1, seed=ctx.seed)
+                       sg=0, hs=1, negative=0, epochs=cfg["cbow_epochs"], workers=1, seed=ctx.seed,
+                       compute_loss=True, callbacks=[per_epoch])
         cbow = Embeddings(list(w2v.wv.index_to_key), w2v.wv.vectors)
         # The bidirectional-attention MLM on the same corpus and vocabulary (out-of-vocabulary words dropped).
         ids = [[widx[w] for w in d if w in widx] for d in docs]
@@ -226,7 +280,12 @@ def main(argv: list[str]) -> int:
                 if own[g]["n"]:
                     rows.append(metric_row(f"{g} (own vocabulary)", m, "acc", own[g]["acc"]))
                     rows.append(metric_row(f"{g} (own vocabulary)", m, "cosine", own[g]["cosine"]))
-        ctx.write_record(rows, training={"stopped": "fixed-schedule"}, extra={"n_questions": counts_out, "mlm_losses": losses, "skipped": skipped,
+        sig = lambda v: float(f"{v:.6e}")  # noqa: E731 -- 7 significant digits
+        ctx.write_record(rows, training={"stopped": "fixed-schedule"}, extra={
+                                      "n_questions": counts_out, "mlm_losses": losses,
+                                      "cbow_losses": [sig(v) for v in per_epoch.losses],
+                                      "trivial_loss": {MLM_SUB: mlm_trivial(win, len(vocab)),
+                                                       CBOW_SUB: cbow_trivial(w2v)}, "skipped": skipped,
                                       "mlm_windows": int(len(win)), "cbow_vocab": len(cbow.words),
                                       "fixed_models_eval_s": time.perf_counter() - t_fixed if ctx.seed == 0 else None})
         log(args, f"seed {ctx.seed}: {len(common)} common questions; done in {time.perf_counter() - t0:.0f} s")

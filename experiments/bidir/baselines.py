@@ -149,9 +149,31 @@ def _single_point(grid) -> dict | None:
     return {k: v[0] for k, v in grid.items()}
 
 
+def majority_class_accuracy(y_train, y_test) -> float:
+    """Test accuracy of the trivial predictor: the majority class of the training labels (the lowest
+    such class on a tie), attnlab.convergence's trivial value of a classifier's test accuracy."""
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    if y_train.size == 0 or y_test.size == 0:
+        raise ValueError("y_train and y_test must not be empty")
+    values, counts = np.unique(y_train, return_counts=True)
+    return float(np.mean(y_test == values[int(np.argmax(counts))]))
+
+
+def solver_stop(est, convergence_warning: bool | None) -> dict | None:
+    """How an iterative solver's final fit stopped (LR's lbfgs, the MLP's adam): {n_iter, max_iter,
+    convergence_warning}; None for an estimator without one (the tree ensembles).  `n_iter` is the
+    largest over LR's per-class fits."""
+    est = getattr(est, "best_estimator_", est)
+    if not hasattr(est, "n_iter_") or not hasattr(est, "max_iter"):
+        return None
+    return {"n_iter": int(np.max(est.n_iter_)), "max_iter": int(est.max_iter),
+            "convergence_warning": convergence_warning}
+
+
 def run_baselines(X_train, y_train, X_test, y_test, n_levels, seed: int, grid: str = "paper",
                   models=MODELS, n_jobs: int = 1) -> dict:
-    """Fit each baseline on one-hot features; returns {model: {acc, mse, train_acc, train_mse, best}}."""
+    """Fit each baseline on one-hot features; returns {model: {acc, mse, train_acc, train_mse, best,
+    solver}} (`solver`: :func:`solver_stop` of the final fit)."""
     from sklearn.exceptions import ConvergenceWarning
 
     Xtr, Xte = one_hot(X_train, X_test, n_levels)
@@ -166,14 +188,19 @@ def run_baselines(X_train, y_train, X_test, y_test, n_levels, seed: int, grid: s
             # A one-point grid: cross-validation cannot change the choice, and GridSearchCV's refit is
             # this very fit; skipping the folds gives the identical model at a fraction of the cost.
             est = est.estimator.set_params(**single)
-        with warnings.catch_warnings():
-            # Small folds can miss a rare class; MLPs may stop at max_iter: both are expected here.
-            warnings.simplefilter("ignore", ConvergenceWarning)
+        with warnings.catch_warnings(record=True) as caught:
+            # Small folds can miss a rare class; MLPs may stop at max_iter: both are expected here, and
+            # are recorded (not shown).  A grid search's fold fits warn too: only a fit that is the final
+            # model (no grid search) has its warnings counted; after a search, n_iter tells.
             warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("always", ConvergenceWarning)     # a UserWarning: this filter goes first
             est.fit(Xtr, y_train)
+        searched = hasattr(est, "best_estimator_")
+        warned = None if searched else any(issubclass(w.category, ConvergenceWarning) for w in caught)
         acc, mse = accuracy_mse(est.predict(Xte), y_test)
         tacc, tmse = accuracy_mse(est.predict(Xtr), y_train)
         best = single if single is not None else getattr(est, "best_params_", None)
         out[name] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse,
-                     "best": {k: (list(v) if isinstance(v, tuple) else v) for k, v in (best or {}).items()}}
+                     "best": {k: (list(v) if isinstance(v, tuple) else v) for k, v in (best or {}).items()},
+                     "solver": solver_stop(est, warned)}
     return out

@@ -20,7 +20,7 @@ from attnlab.errors import UsageError
 
 import numpy as np
 
-from attnlab.experiments.bidir.baselines import MODELS as BASELINES, run_baselines
+from attnlab.experiments.bidir.baselines import MODELS as BASELINES, majority_class_accuracy, run_baselines
 from attnlab.experiment import metric_row
 from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_context
 
@@ -219,8 +219,10 @@ def main(argv: list[str]) -> int:
                 res, extra = _run_baseline(args, ctx, cfg, datasets, data_seed, model)
             rows = [metric_row(label, model, metric, res[label][metric])
                     for label, _ in datasets for metric in ("acc", "mse", "train_acc")]
+            # the trivial predictor of every fit (attnlab.convergence): the training labels' majority class
+            majority = {label: majority_class_accuracy(d["y_train"], d["y_test"]) for label, d in datasets}
             ctx.write_record(rows, training={"stopped": "fixed-schedule"},
-                             extra={"data_seed": data_seed, **extra})
+                             extra={"data_seed": data_seed, **extra, "majority_class_accuracy": majority})
             log(args, f"seed {seed} (data seed {data_seed}) {model} done in {ctx.wall_seconds():.0f} s")
     return 0
 
@@ -236,7 +238,9 @@ def _run_baseline(args, ctx, cfg, datasets, data_seed: int, model: str) -> tuple
                                                 n_jobs=args.jobs)[model]
             ctx.save_checkpoint(state)
         prog.update(i + 1)
-    return state["res"], {"best_params": {label: r["best"] for label, r in state["res"].items()}}
+    return state["res"], {"best_params": {label: r["best"] for label, r in state["res"].items()},
+                          **({"solver": {label: {model: r["solver"]} for label, r in state["res"].items()}}
+                             if model in ("LR", "MLP") else {})}
 
 
 def _run_atn(args, ctx, cfg, datasets, data_seed: int) -> tuple[dict, dict]:
@@ -265,8 +269,14 @@ def _run_atn(args, ctx, cfg, datasets, data_seed: int) -> tuple[dict, dict]:
             acc, mse = accuracy_mse(predict_response(model, d["x_test"], ctx.device, which=j), d["y_test"])
             tacc, tmse = accuracy_mse(predict_response(model, d["x_train"], ctx.device, which=j), d["y_train"])
             state["atn"][label] = {"acc": acc, "mse": mse, "train_acc": tacc, "train_mse": tmse,
-                                   "final_loss": losses[-1][j]}
+                                   "final_loss": losses[-1][j], "losses": [_sig(ep[j]) for ep in losses]}
         state["atn_state"] = None
         ctx.save_checkpoint(state)
     return state["atn"], {"final_loss": {l: r["final_loss"] for l, r in state["atn"].items()},
-                          "atn_config": acfg.as_dict()}
+                          "atn_config": acfg.as_dict(),
+                          "atn_losses": {l: r["losses"] for l, r in state["atn"].items() if "losses" in r}}
+
+
+def _sig(x: float) -> float:
+    """`x` to 7 significant digits (the precision of a stored curve)."""
+    return float(f"{float(x):.6e}")

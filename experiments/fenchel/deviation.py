@@ -92,8 +92,39 @@ def build_models(cfg, vocab_size):
     return {"bert": bert, "t5": t5}
 
 
-def train_models(ctx, cfg, vocab, train, evl, device):
-    """Train both models, one checkpoint per epoch (resumable).  Returns (models, eval losses)."""
+CURVE_POINTS_PER_EPOCH = 10     # held-out loss checkpoints per epoch (the schedule has 2 epochs: too few)
+
+
+def trivial_loss(kind, vocab, train, evl_batch, seed) -> float:
+    """The marginal-frequency predictor's cross entropy on the held-out batch's targets: the targets'
+    frequencies over one pass of the training sentences through the model's own masking (add-one
+    smoothed over the vocabulary; its own random stream, so training is unchanged):
+    attnlab.convergence's trivial value for the model's held-out loss."""
+    make = _bert_batch if kind == "bert" else _t5_batch
+    rng = np.random.default_rng([seed, 97, 0 if kind == "bert" else 1])
+    counts = np.zeros(len(vocab))
+    for s in range(0, len(train), 256):
+        lab = make(train[s:s + 256], vocab, rng)[-1]
+        counts += np.bincount(lab[lab != -100].numpy(), minlength=len(vocab))
+    p = (counts + 1.0) / (counts.sum() + len(vocab))
+    lab = evl_batch[-1]
+    return float(-np.log(p[lab[lab != -100].numpy()]).mean())
+
+
+def _held_out_loss(kind, model, batch, device) -> float:
+    model.eval()
+    with torch.no_grad():
+        out = float(_loss(kind, model, batch, device))
+    model.train()
+    return out
+
+
+def train_models(ctx, cfg, vocab, train, evl, device, curves=None):
+    """Train both models, one checkpoint per epoch (resumable).  Returns (models, eval losses).
+    `curves` (a dict, filled in): per model, the training loss of every epoch (``train_loss``) and the
+    loss on the held-out sentences at ``CURVE_POINTS_PER_EPOCH`` evenly spaced steps of every epoch
+    (``eval_loss``, with its ``eval_steps``; the held-out masking is drawn once, so the curve follows
+    the model, not the masks).  Measuring it draws from no random stream training uses."""
     torch.manual_seed(ctx.seed)   # parameter initialisation; data order uses explicit generators
     models = build_models(cfg, len(vocab))
     opts = {k: torch.optim.AdamW(m.parameters(), lr=cfg["lr"], weight_decay=0.01) for k, m in models.items()}
@@ -101,6 +132,8 @@ def train_models(ctx, cfg, vocab, train, evl, device):
     total = steps_per_epoch * cfg["epochs"]
     scheds = {k: torch.optim.lr_scheduler.LambdaLR(o, _lr_lambda(cfg["warmup"], total)) for k, o in opts.items()}
     done = {"bert": 0, "t5": 0}
+    curves = {} if curves is None else curves
+    curves.update({k: {"train_loss": [], "eval_loss": [], "eval_steps": []} for k in models})
     state = ctx.load_checkpoint()
     if state is not None:
         for k in models:
@@ -108,19 +141,22 @@ def train_models(ctx, cfg, vocab, train, evl, device):
             opts[k].load_state_dict(state["opts"][k])
             scheds[k].load_state_dict(state["scheds"][k])
         done = state["done"]
+        curves.update(state.get("curves") or {})
+    every = max(1, math.ceil(steps_per_epoch / CURVE_POINTS_PER_EPOCH))
     for m in models.values():
         m.to(device)
     prog = ctx.progress(2 * cfg["epochs"], f"{EXPERIMENT} seed {ctx.seed} (train)")
     for kind in ("bert", "t5"):
         model, opt, sch = models[kind], opts[kind], scheds[kind]
         make = _bert_batch if kind == "bert" else _t5_batch
+        held_out = make(evl, vocab, np.random.default_rng([ctx.seed, 98, 0 if kind == "bert" else 1]))
         for epoch in range(done[kind], cfg["epochs"]):
             model.train()
             g = torch.Generator().manual_seed(1000 * ctx.seed + epoch)
             rng = np.random.default_rng([ctx.seed, epoch, 0 if kind == "bert" else 1])
             order = torch.randperm(len(train), generator=g).tolist()
             tot = 0.0
-            for s in range(0, len(order), cfg["batch_size"]):
+            for step, s in enumerate(range(0, len(order), cfg["batch_size"])):
                 batch = make([train[i] for i in order[s:s + cfg["batch_size"]]], vocab, rng)
                 loss = _loss(kind, model, batch, device)
                 opt.zero_grad(set_to_none=True)
@@ -129,10 +165,15 @@ def train_models(ctx, cfg, vocab, train, evl, device):
                 opt.step()
                 sch.step()
                 tot += loss.item()
+                if (step + 1) % every == 0 or step + 1 == steps_per_epoch:
+                    curves[kind]["eval_loss"].append(_sig(_held_out_loss(kind, model, held_out, device)))
+                    curves[kind]["eval_steps"].append(epoch * steps_per_epoch + step + 1)
+            curves[kind]["train_loss"].append(_sig(tot / steps_per_epoch))
             done[kind] = epoch + 1
             ctx.save_checkpoint({"models": {k: m.state_dict() for k, m in models.items()},
                                  "opts": {k: o.state_dict() for k, o in opts.items()},
-                                 "scheds": {k: s_.state_dict() for k, s_ in scheds.items()}, "done": done})
+                                 "scheds": {k: s_.state_dict() for k, s_ in scheds.items()}, "done": done,
+                                 "curves": curves})
             prog.update(done["bert"] + done["t5"], model=kind, epoch=epoch + 1,
                         loss=tot / steps_per_epoch)
     losses = {}
@@ -143,6 +184,11 @@ def train_models(ctx, cfg, vocab, train, evl, device):
             make = _bert_batch if kind == "bert" else _t5_batch
             losses[kind] = float(_loss(kind, model, make(evl, vocab, rng), device))
     return models, losses
+
+
+def _sig(x: float) -> float:
+    """`x` to 7 significant digits (the curves' precision in a record)."""
+    return float(f"{float(x):.6e}")
 
 
 # --------------------------------------------------------------------------- measurement
@@ -406,8 +452,12 @@ def main(argv: list[str]) -> int:
     for ctx in contexts(args, EXPERIMENT, cfg, substitute=SUBSTITUTE):
         if ctx.done():
             continue
-        models, losses = train_models(ctx, cfg, vocab, tr_ids, ev_ids, device)
-        rows, extra = [], {"eval_loss": losses}
+        curves: dict = {}
+        models, losses = train_models(ctx, cfg, vocab, tr_ids, ev_ids, device, curves)
+        trivial = {kind: trivial_loss(kind, vocab, tr_ids, (_bert_batch if kind == "bert" else _t5_batch)(
+            ev_ids, vocab, np.random.default_rng([ctx.seed, 98, 0 if kind == "bert" else 1])), ctx.seed)
+            for kind in models}
+        rows, extra = [], {"eval_loss": losses, "curves": curves, "trivial_loss": trivial}
         for kind, model in models.items():
             caps, heads = capture_own(kind, model.to("cpu"), ev_ids, vocab, ctx.seed, "cpu")
             res = measure(caps, heads, cfg["alpha"], ctx.progress(len(caps), f"{EXPERIMENT} seed {ctx.seed} ({kind} λ*)"))

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from attnlab.experiment import contexts, experiment_parser, metric_row, resolve_device
+from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
 EXPERIMENT = "fenchel-ot-vit"
 DATASETS = ("digits", "fashion-mnist", "cifar10", "cifar100")
@@ -151,6 +152,7 @@ def run_seed(ctx, cfg, data, device):
     C, S = Xtr.shape[1], Xtr.shape[2]
     jobs = [(lr, m) for lr in cfg["lrs"] for m in ("vit", "ot-vit")]
     state = ctx.load_checkpoint() or {"results": {}, "current": None}
+    state.setdefault("curves", {})
     prog = ctx.progress(len(jobs) * cfg["epochs"], f"{EXPERIMENT} seed {ctx.seed}")
     for j, (lr, name) in enumerate(jobs):
         key = f"{name}@{lr_tag(lr)}"
@@ -168,6 +170,9 @@ def run_seed(ctx, cfg, data, device):
             opt.load_state_dict(cur["opt"])
             sch.load_state_dict(cur["sched"])
             start = cur["epoch"]
+        if start == 0:
+            state["curves"][key] = {"train_loss": [], "test_acc": []}
+        curve = state["curves"][key]
         for epoch in range(start, cfg["epochs"]):
             model.train()
             g = torch.Generator().manual_seed(10_000 * ctx.seed + 100 * j + epoch)
@@ -185,6 +190,10 @@ def run_seed(ctx, cfg, data, device):
                 opt.step()
                 sch.step()
                 tot += loss.item() * len(idx)
+            # the curve attnlab.convergence judges (no validation split: training loss, and test accuracy);
+            # evaluating draws no random number, so the run is the same as without it
+            curve["train_loss"].append(float(f"{tot / len(Xtr):.6e}"))
+            curve["test_acc"].append(evaluate(model, Xte, yte, device))
             state["current"] = {"key": key, "epoch": epoch + 1, "model": model.state_dict(),
                                 "opt": opt.state_dict(), "sched": sch.state_dict()}
             ctx.save_checkpoint(state)
@@ -200,7 +209,10 @@ def run_seed(ctx, cfg, data, device):
             r = state["results"][f"{name}@{lr_tag(lr)}"]
             rows.append(metric_row(setting_of(cfg["dataset"], lr), name, "test_acc", r["test_acc"]))
             rows.append(metric_row(setting_of(cfg["dataset"], lr), name, "train_acc", r["train_acc"]))
-    return rows, {"runs": state["results"]}
+    curves = {setting_of(cfg["dataset"], lr): {name: state["curves"].get(f"{name}@{lr_tag(lr)}")
+                                                for name in ("vit", "ot-vit")} for lr in cfg["lrs"]}
+    return rows, {"runs": state["results"], "curves": curves,
+                  "majority_class_accuracy": majority_class_accuracy(ytr, yte)}
 
 
 def main(argv: list[str]) -> int:
