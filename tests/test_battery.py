@@ -614,3 +614,18 @@ def test_figure_from_a_record_with_a_foreign_sample_is_one_line(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("attnlab: error: figure kernel_exp_time_warping") and "cannot be drawn" in err[-1]
     assert not any("Traceback" in line for line in err)
+
+
+def test_converge_deformed_overflow_refused(tmp_path, capsys):
+    """kernel-deformed with gamma 1e300 gave Z = inf and a NaN context with exit 0."""
+    inst = _instance(tmp_path, "i.json", {"family": "kernel-deformed", "alpha": 1.5, "gamma": [1e300] * 10})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "gamma")
+
+
+def test_converge_estimate_counts_every_grid(tmp_path, capsys, monkeypatch):
+    from attnlab.theory.kernel import compare as kc
+
+    monkeypatch.setattr(kc, "compare", lambda *a, **k: pytest.fail("started the work"))
+    inst = _instance(tmp_path, "i.json", {"domain": [0, 1], "grids": list(range(1_000_000, 1_000_600)),
+                                           "base": "uniform"})
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "--allow-large", "600 grids")

@@ -141,6 +141,15 @@ def validate(inst: dict) -> dict:
     if fam == "kernel-softmax" and gpos > 700:
         raise InstanceError(f"gamma: the positive gamma_i sum to {gpos:g}, so exp(f) can reach exp({gpos:g}), "
                             "beyond float64 (max exp(709)); scale gamma down")
+    if fam == "kernel-deformed":
+        a = out["alpha"]
+        growth = math.log1p((a - 1) * gpos) / (a - 1)      # log of exp_{2-alpha}(sum gamma+)
+        if growth > 700:                                    # u overflowed: Z = inf and a NaN context, exit 0
+            raise InstanceError(f"gamma: the positive gamma_i sum to {gpos:g}, so exp_(2-alpha)(f) can reach "
+                                f"exp({growth:.4g}), beyond float64 (max exp(709)); scale gamma down")
+    neg = sum(min(x, 0.0) for x in out["gamma"])
+    if neg < -1e300:
+        raise InstanceError(f"gamma: the negative gamma_i sum to {neg:g}, beyond float64's range; scale gamma down")
     if out["domain"] == "R":
         L = _half_width(out)
         hs = out["steps"]
@@ -186,9 +195,11 @@ def estimate(inst: dict) -> dict:
         L = _half_width(inst)
         a, b = -L, L
         nodes = int(2 * L / min(inst["steps"])) + 1
+        all_nodes = sum(int(2 * L / h) + 1 for h in inst["steps"])
     else:
         a, b = inst["domain"]
         nodes = int(max(inst["grids"]))
+        all_nodes = sum(int(G) for G in inst["grids"])
     try:
         check_resolvable(inst["inducing"], inst["bandwidth"], inst["basis_centers"], inst["basis_bandwidth"], a, b)
     except InaccurateReference as exc:
@@ -202,6 +213,8 @@ def estimate(inst: dict) -> dict:
                                                           inst["basis_bandwidth"], inst["base"], a, b))
     scale = (inst["dps"] / 50) ** 1.5
     seconds = pieces * _NODES_PER_PIECE * scale * (n_ind + 1 + n_cen) * _SECONDS_PER_EXP
+    # the trapezoid: every grid's nodes x (I + N) kernel evaluations, ~20 ns each in float64 torch
+    seconds += all_nodes * (n_ind + n_cen + 2) * 2e-8
     return dict(nodes=nodes, bytes=nbytes, pieces=pieces, seconds=seconds, integrals=n_cen + 1)
 
 
@@ -260,6 +273,9 @@ def trapezoid_context(inst):
                              "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
                              "the grid spacing; refine the grid or raise gamma")
         ctx = B @ (trapezoid(Psi * u, t) / Z)
+        if not (math.isfinite(float(Z)) and bool(torch.isfinite(ctx).all())):
+            raise UsageError(f"--instance: the trapezoid on the grid {label} is not finite in float64 (Z = {float(Z):g}): "
+                             "the density overflows; scale gamma or B down")
         out.append((label, h, float(Z), [float(x) for x in ctx]))
     return out
 
@@ -395,9 +411,11 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
     check_json_dest(args.json)                 # before the work, not after it
     cost = estimate(inst)
     if cost["seconds"] > LARGE_SECONDS and not args.allow_large:
-        raise UsageError(f"--instance: the mpmath reference is estimated at ~{cost['seconds']:.0f} s "
-                         f"({cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at {inst['dps']} digits, "
-                         f"{len(inst['inducing'])} inducing points); pass --allow-large to run it anyway")
+        raise UsageError(f"--instance: this comparison is estimated at ~{cost['seconds']:.0f} s (the trapezoid on "
+                         f"{len(inst.get('grids') or inst.get('steps'))} grids of up to {cost['nodes']:,} points, and the "
+                         f"mpmath reference: {cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at "
+                         f"{inst['dps']} digits, {len(inst['inducing'])} inducing points); pass --allow-large to run "
+                         "it anyway")
     res = compare(inst, on_piece=_progress(cost))
     if args.json == "-":
         json.dump(res, sys.stdout, indent=1)
