@@ -629,3 +629,8 @@ def test_converge_estimate_counts_every_grid(tmp_path, capsys, monkeypatch):
     inst = _instance(tmp_path, "i.json", {"domain": [0, 1], "grids": list(range(1_000_000, 1_000_600)),
                                            "base": "uniform"})
     _one_line_exit_2(capsys, ["converge", "--instance", inst], "--allow-large", "600 grids")
+
+
+def test_bad_attnlab_threads(capsys, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_THREADS", "abc")
+    _one_line_exit_2(capsys, ["run", "kernel-cost", "--quick", "--seed", "0"], "ATTNLAB_THREADS")

@@ -7,6 +7,7 @@ Records: ``results/<experiment>/<config>/<setting>-<model>-seed<k>.json`` with m
 from __future__ import annotations
 
 import math
+import argparse
 import os
 import sys
 import time
@@ -84,7 +85,17 @@ def make_context(args, experiment: str, config_name: str, config: dict, tag: str
 
 
 def torch_setup(threads: int | None = None) -> None:
-    n = threads or int(os.environ.get("ATTNLAB_THREADS", "1"))
+    if not threads:
+        from attnlab.experiment import positive_int
+
+        text = os.environ.get("ATTNLAB_THREADS", "1")
+        try:
+            threads = positive_int("ATTNLAB_THREADS")(text)
+        except argparse.ArgumentTypeError as exc:      # was a ValueError traceback
+            from attnlab.errors import UsageError
+
+            raise UsageError(str(exc)) from None
+    n = threads
     torch.set_num_threads(max(1, n))
 
 
