@@ -155,7 +155,8 @@ for _exp, _settings, _metric, _n in (("efa-synthetic", ("bidirectional", "unidir
     for _s in _settings:
         register(Registration(f"efa.results.{_exp.split('-', 1)[1]}-{_s}", _exp, "full", "beats",
                               (Part(_s, "EFA", _metric, b="FM"),), seeds(_n), "paper",
-                              "skipped" if _exp == "efa-synthetic" else "holds",
+                              # unidirectional FM seed 2 stops 0.076 above its class optimum: not converged
+                              "inconclusive" if (_exp, _s) == ("efa-synthetic", "unidirectional") else "holds",
                               higher_is_better=False, paper_runs=_EFA_R))
 for _v in ("v1", "v2"):
     register(Registration(f"efa.results.movielens-ratings-{_v}", "efa-movielens-ratings", "full", "beats",
