@@ -634,3 +634,11 @@ def test_converge_estimate_counts_every_grid(tmp_path, capsys, monkeypatch):
 def test_bad_attnlab_threads(capsys, monkeypatch):
     monkeypatch.setenv("ATTNLAB_THREADS", "abc")
     _one_line_exit_2(capsys, ["run", "kernel-cost", "--quick", "--seed", "0"], "ATTNLAB_THREADS")
+
+
+def test_fenchel_newton_memory_guard(tmp_path, capsys, monkeypatch):
+    from attnlab.theory.fenchel import compare as fc
+
+    monkeypatch.setattr(fc, "MAX_BYTES", 1000)
+    inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0,)))
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst, "--no-cvxpy"], "GiB")

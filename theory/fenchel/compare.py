@@ -42,6 +42,7 @@ MIN_ALPHA = 1e-290                  # smallest alpha: lambda* = alpha nu stays a
 # d = 200 took 287 s where the former estimate n^1.5 d^0.5 said 14 s; n = 20000, d = 200 took 165 s and
 # 1.9 GB per alpha before failing).  Newton costs ~1e-7 n d^2 s per alpha (centred covariance, ~100 steps).
 LARGE_SECONDS = 30.0
+MAX_BYTES = 4 * 2 ** 30             # Newton's working memory
 
 
 def _cost_estimate(n: int, d: int, n_alphas: int) -> float:
@@ -283,6 +284,11 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--instance: n = {n} templates in R^{d} with {len(alphas)} alphas: the cvxpy column "
                          f"is estimated at ~{est:.0f} s (and memory ~n^2); pass --no-cvxpy to skip it, or "
                          "--allow-large to run it anyway")
+    # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies
+    mem = 8 * n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3
+    if mem > MAX_BYTES:
+        raise UsageError(f"--instance: n = {n} templates in R^{d}: Newton needs ~{mem / 2 ** 30:.1f} GiB, over "
+                         f"{MAX_BYTES / 2 ** 30:g} GiB; use fewer templates")
     total = _newton_estimate(n, d, len(alphas)) + (0.0 if args.no_cvxpy else est)
     progress = None
     if total > 5.0:                 # say so before the work, and show each alpha as it is done
