@@ -689,6 +689,10 @@ class RunContext:
             "$ATTNLAB_RESULTS" if os.environ.get("ATTNLAB_RESULTS") else "the results folder")
         check_folder(self.record_path.parent, where, make=True)
         check_writable(self.record_path, where)
+        for longest in (f".{self.record_path.name}.lock", f".{self.record_path.name}.{'x' * 8}.tmp"):
+            _check_names(self.record_path.parent / longest, where)     # the lock and the atomic write's temporary
+        _check_names(self.checkpoint_path.parent / f".{self.checkpoint_path.name}.{'x' * 8}.tmp",
+                     "$ATTNLAB_RUNS" if os.environ.get("ATTNLAB_RUNS") else "the checkpoint folder ./runs")
         runs_where = "$ATTNLAB_RUNS" if os.environ.get("ATTNLAB_RUNS") else "the checkpoint folder ./runs"
         check_folder(self.checkpoint_path.parent, runs_where, make=True)
         check_writable(self.checkpoint_path, runs_where)

@@ -642,3 +642,17 @@ def test_fenchel_newton_memory_guard(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(fc, "MAX_BYTES", 1000)
     inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0,)))
     _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst, "--no-cvxpy"], "GiB")
+
+
+def test_a_record_name_whose_temporary_is_too_long_is_refused_before_training(tmp_path, monkeypatch):
+    """A tag of ~245 characters leaves the record's name under NAME_MAX but not its temporary file's
+    (.<name>.<random>.tmp): the record could not be written after training."""
+    import argparse
+
+    from attnlab.errors import UsageError
+    from attnlab.experiment import RunContext
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=False, force=False, quiet=True, results_dir=str(tmp_path / "res"))
+    with pytest.raises(UsageError, match="over the file system's limit"):
+        RunContext("efa-synthetic", 0, "cpu", True, {}, args, tag="t" * 240)
