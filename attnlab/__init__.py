@@ -43,6 +43,11 @@ def compare(name: str, **kwargs):
     if name == "fenchel":
         import numpy as np
 
+        unknown = sorted(set(kwargs) - {"T", "u", "z", "alphas", "seed", "cvxpy"})
+        if unknown:                     # a misspelt key (alpha for alphas) was ignored
+            raise UsageError(f"compare('fenchel'): unknown argument(s) {', '.join(unknown)}; "
+                             "the arguments are T, u, z, alphas, seed, cvxpy")
+
         from attnlab.numerics.entropic_dual import check_instance
         from attnlab.theory.fenchel import compare as fc
 

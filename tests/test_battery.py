@@ -656,3 +656,11 @@ def test_a_record_name_whose_temporary_is_too_long_is_refused_before_training(tm
     args = argparse.Namespace(resume=False, force=False, quiet=True, results_dir=str(tmp_path / "res"))
     with pytest.raises(UsageError, match="over the file system's limit"):
         RunContext("efa-synthetic", 0, "cpu", True, {}, args, tag="t" * 240)
+
+
+def test_python_compare_fenchel_refuses_unknown_arguments():
+    import attnlab
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown argument"):
+        attnlab.compare("fenchel", alpha=[1.0])
