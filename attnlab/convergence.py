@@ -30,6 +30,14 @@ The rule (``RULE``), for one trained model:
     and much larger ones would call weak but real learning "at chance".  For losses the same margin
     reads "the model removes at least 5 % of the trivial predictor's excess loss over a perfect one".
 
+    Where an accuracy was measured on few examples the 5 % can be less than sampling noise (FordA's
+    361 validation series: one standard error is 2.6 points; AllGestureWiimote's 70: 3.6 points), so
+    (a) also needs, where the number n of evaluation examples is known (stored with the trivial
+    value), a lead over the trivial share t of more than ``Z_NOISE`` = 1.96 binomial standard errors
+    of that share, 100·sqrt(t(1-t)/n) points: a lead within it is not distinguishable from the
+    trivial predictor (curve-v3; e.g. FordA continuous softmax seed 3, whose restored epoch-1 weights
+    score 55.7 % against the majority class's 51.2 %, early-stopped at epoch 11).
+
 (b) **Levelled off.**  Along the stored curve (validation loss; where a protocol has no validation
     split, the training loss) the running best value improved, over the last ``WINDOW_FRACTION``
     (10 %) of the epochs (at least ``MIN_WINDOW`` epochs), by less than ``LEVEL_TOL`` of the whole
@@ -63,9 +71,13 @@ Records that fit several models by other means are judged per model too, each me
 flag of the model (and setting) it comes from:
 
 - **Models fitted by a library solver, not by epochs** (bidir-tabular-sim, bidir-auto-mpg: the
-  scikit-learn baselines, one fit per setting).  (a): the test accuracy against the majority class of
-  the training labels (its share of the test labels; perfect 100 %), stored by the runners in
-  ``extra.majority_class_accuracy[setting]`` (the migration recomputes it for older records).  (b):
+  scikit-learn baselines, one fit per setting).  (a): the *training* accuracy against the training
+  labels' majority share (perfect 100 %), stored by the runners in
+  ``extra.majority_class_train_share[setting]`` (the migration recomputes it for older records).  Not
+  the test accuracy: these test splits are shifted on purpose (Table 1's covariate shift, auto-mpg's
+  held-out origin), so a test accuracy at the majority share is the outcome the papers measure, not a
+  sign that the fit failed (curve-v3; curve-v2 held the test accuracy against it and called LR "at
+  chance" where the paper's own LR is at chance out of distribution).  (b):
   *tree ensembles* (RF, GB) have no optimiser to converge -- each tree is grown greedily until its own
   stopping rule (depth, purity) and the ensemble's size is a hyper-parameter chosen by the grid search,
   so the fit is complete when ``fit`` returns and (b) holds by construction; *iterative solvers* (LR's
@@ -85,8 +97,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-RULE = "curve-v2"
+RULE = "curve-v3"
 MARGIN = 0.05               # (a): share of the trivial-to-perfect gap the model must close
+Z_NOISE = 1.96              # (a), accuracy on n examples: the lead over the trivial share must exceed
+                            # this many binomial standard errors of that share
 LEVEL_TOL = 0.01            # (b): share of the curve's total improvement allowed in its last window
 WINDOW_FRACTION = 0.10      # (b): the last 10 % of the epochs ...
 MIN_WINDOW = 2              # ... and never fewer than 2 epochs
@@ -155,14 +169,16 @@ def decide(curve, *, higher_is_better: bool = False, compared: float | None = No
            trivial: float | None = None, perfect: float | None = None, curve_what: str = "validation loss",
            compared_what: str = "best validation value", levelled: bool | None = None,
            levelled_why: str | None = None, class_optimum: float | None = None,
-           class_what: str = "the model's class") -> dict:
+           class_what: str = "the model's class", n_eval: int | None = None) -> dict:
     """The judgement of one trained model: the ``convergence`` object ({status, rule, trivial, best_val,
     rel_change_last_10pct, reason} plus ``converged``).  `curve`: the per-epoch curve for (b) (its
     `higher_is_better`); `compared`: the value held against the `trivial` and `perfect` predictors in
     (a) (default: the curve's best value); `levelled`: (b) decided otherwise (an optimiser's own
     tolerance test) when there is no curve, with `levelled_why` saying how; `class_optimum`: the
     population optimum of the model's class (`class_what`), which (a) also accepts within MARGIN of
-    the trivial-to-perfect gap."""
+    the trivial-to-perfect gap; `n_eval`: for an accuracy in percent, the number of examples it was
+    measured on -- then (a) also needs a lead over the trivial share of more than Z_NOISE binomial
+    standard errors of that share, 100·sqrt(t(1-t)/n) (a smaller lead is sampling noise)."""
     rel = levelling(curve, higher_is_better) if levelled is None else None
     if compared is None and curve is not None and len(curve) and all(_finite(v) for v in curve):
         compared = max(curve) if higher_is_better else min(curve)
@@ -179,12 +195,23 @@ def decide(curve, *, higher_is_better: bool = False, compared: float | None = No
            "rel_change_last_10pct": _round(rel, 4)}
     if _finite(class_optimum):
         out["class_optimum"] = _round(class_optimum)
+    noise = None
+    if closed is not None and n_eval and perfect == 100.0 and 0.0 < float(trivial) < 100.0:
+        t = float(trivial) / 100.0
+        noise = Z_NOISE * 100.0 * math.sqrt(t * (1.0 - t) / int(n_eval))
+        out["noise_lead"] = _round(noise, 4)
     if closed is not None and closed < MARGIN and not at_optimum:
         out["status"] = "at-chance"
         out["reason"] = (f"{compared_what} {compared:.4g} closes {closed:.1%} of the gap from the trivial "
                          f"predictor ({trivial:.4g}) to a perfect one ({perfect:.4g}); needs {MARGIN:.0%}")
         if at_optimum is False:
             out["reason"] += f", or to reach its class's optimum: {opt_why}"
+    elif noise is not None and float(compared) - float(trivial) <= noise:
+        out["status"] = "at-chance"
+        out["reason"] = (f"{compared_what} {compared:.4g} leads the trivial predictor ({trivial:.4g}) by "
+                         f"{float(compared) - float(trivial):.3g} points, within {Z_NOISE:g} binomial standard "
+                         f"errors of its share on {int(n_eval)} examples ({noise:.3g} points): not distinguishable "
+                         "from it")
     elif levelled is None and rel is None:
         n = 0 if curve is None else len(curve)
         out["status"] = "unknown"
@@ -296,7 +323,8 @@ def judge_record(rec: dict, trivial: dict | None = None) -> dict:
             acc = at[0].get("val_accuracy")
             return _done(decide(curve, compared=acc, trivial=trivial.get("value"),
                                 perfect=trivial.get("perfect", 100.0), curve_what="validation loss",
-                                compared_what=f"validation accuracy (%) at the best epoch"))
+                                compared_what=f"validation accuracy (%) at the best epoch",
+                                n_eval=trivial.get("n")))
         # no validation split (fixed schedule): (b) on the training loss, (a) on the test accuracy
         curve = [h.get("loss") for h in hist]
         tv = trivial.get("value")
@@ -306,7 +334,7 @@ def judge_record(rec: dict, trivial: dict | None = None) -> dict:
         return _done(decide(curve, compared=_metric(rec, "accuracy"), trivial=tv,
                             perfect=trivial.get("perfect", 100.0),
                             curve_what="training loss (no validation split)",
-                            compared_what="test accuracy (%) (no validation split)"))
+                            compared_what="test accuracy (%) (no validation split)", n_eval=trivial.get("n")))
     return _done(_unknown("no per-epoch curve stored" + ("" if training else " (and no training record)"),
                           rec, trivial))
 
@@ -411,19 +439,20 @@ def _pop(j: dict) -> tuple[dict, bool | None]:
 
 
 def _per_fit_tabular(rec: dict, trivial: dict) -> dict:
-    """bidir-tabular-sim / bidir-auto-mpg: one judgement per (setting, model) fit.  (a) the test
-    accuracy against the training labels' majority class; (b) by construction for tree ensembles, the
-    solver's own stopping test for LR and MLP, the per-epoch training loss for ATN."""
+    """bidir-tabular-sim / bidir-auto-mpg: one judgement per (setting, model) fit.  (a) the training
+    accuracy against the training labels' majority share (the test split is shifted by design); (b) by
+    construction for tree ensembles, the solver's own stopping test for LR and MLP, the per-epoch
+    training loss for ATN."""
     extra = rec.get("extra") or {}
     solver = extra.get("solver") or {}
     atn = extra.get("atn_losses") or {}
     per, rows = {}, {}
     for setting, model in _rows_of(rec):
-        acc = _row_value(rec, setting, model, "acc")
-        tv = _stored_trivial(extra, trivial, setting)
+        acc = _row_value(rec, setting, model, "train_acc")
+        tv = _stored_trivial(extra, trivial, setting, "majority_class_train_share")
         common = dict(compared=acc, trivial=tv, perfect=1.0,
-                      compared_what="test accuracy (no validation split; the majority class of the training "
-                                    "labels is the trivial predictor)")
+                      compared_what="training accuracy (the test split is shifted by design; the training "
+                                    "labels' majority share is the trivial predictor)")
         if model in _TREE_ENSEMBLES:
             j = decide(None, levelled=True, levelled_why=(
                 "a tree ensemble has no optimiser to converge: each tree is grown greedily to its stopping "

@@ -141,25 +141,25 @@ def _toy_corpus_trivial(rec: dict) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _tabular_sim_majority(data_seed: int, n: int, quick: bool) -> dict:
-    """{setting label: test accuracy of the training majority class} of bidir-tabular-sim's data sets of
-    one data seed, regenerated exactly as the runner does (its generator, both binning protocols)."""
+    """{setting label: the training labels' majority share} of bidir-tabular-sim's data sets of one data
+    seed, regenerated exactly as the runner does (its generator, both binning protocols)."""
     from attnlab.experiments.bidir import tabular_sim as T
     from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
     settings = T.QUICK_SETTINGS if quick else T.SETTINGS
-    return {label: majority_class_accuracy(d["y_train"], d["y_test"])
+    return {label: majority_class_accuracy(d["y_train"], d["y_train"])
             for label, d in T.make_datasets(int(data_seed), int(n), settings)}
 
 
 @functools.lru_cache(maxsize=None)
 def _auto_mpg_majority() -> dict:
-    """{setting: test accuracy of the training majority class} of bidir-auto-mpg's deterministic origin
-    split, both binning protocols."""
+    """{setting: the training labels' majority share} of bidir-auto-mpg's deterministic origin split,
+    both binning protocols."""
     from attnlab.experiments.bidir import auto_mpg as A
     from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
     df = A.load_auto_mpg(None)
-    return {A.SETTING[prot]: majority_class_accuracy(d["y_train"], d["y_test"])
+    return {A.SETTING[prot]: majority_class_accuracy(d["y_train"], d["y_train"])
             for prot, d in ((prot, A.origin_split(df, prot)) for prot in A.PROTOCOLS)}
 
 
@@ -213,7 +213,7 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
         if exp == "bidir-toy-corpus":
             return _toy_corpus_trivial(rec)
         stored = (rec.get("extra") or {})
-        if exp in ("bidir-tabular-sim", "bidir-auto-mpg") and not stored.get("majority_class_accuracy"):
+        if exp in ("bidir-tabular-sim", "bidir-auto-mpg") and not stored.get("majority_class_train_share"):
             return _tabular_trivial(rec)
         if exp == "bidir-analogies" and not stored.get("trivial_loss"):
             return _analogies_trivial(rec)

@@ -288,8 +288,8 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
                 assert 0.0 <= m["value"] <= 1.0
         assert rec["extra"]["data_seed"] == 4951 and rec["wall_seconds"] > 0
         # what attnlab.convergence judges each fit by (issue 44): the majority class, the solver, ATN's curve
-        assert set(rec["extra"]["majority_class_accuracy"]) == settings
-        assert all(0 <= v <= 1 for v in rec["extra"]["majority_class_accuracy"].values())
+        assert set(rec["extra"]["majority_class_train_share"]) == settings
+        assert all(0 <= v <= 1 for v in rec["extra"]["majority_class_train_share"].values())
         assert set(rec["convergence"]["models"]) == {f"{s} {model}" for s in settings}
         assert all("converged" in m for m in rec["metrics"])
     assert set(recs["ATN"]["extra"]["atn_losses"]) == settings
@@ -302,8 +302,8 @@ def test_tabular_sim_quick_run(tmp_path, monkeypatch):
     # the migration regenerates the data of a record that does not store the trivial value: the same values
     from attnlab.migrate_convergence import trivial_for
 
-    old = dict(recs["GB"], extra={k: v for k, v in recs["GB"]["extra"].items() if k != "majority_class_accuracy"})
-    assert {k: v["value"] for k, v in trivial_for(old)["rows"].items()} == recs["GB"]["extra"]["majority_class_accuracy"]
+    old = dict(recs["GB"], extra={k: v for k, v in recs["GB"]["extra"].items() if k != "majority_class_train_share"})
+    assert {k: v["value"] for k, v in trivial_for(old)["rows"].items()} == recs["GB"]["extra"]["majority_class_train_share"]
     assert not list((tmp_path / "runs").rglob("*.ckpt"))            # checkpoint removed after the record
     # one model alone, into another folder, gives that model's numbers of the joint run
     other = tmp_path / "other"
@@ -372,12 +372,12 @@ def test_auto_mpg_quick_run(tmp_path, monkeypatch):
         ex = rec["extra"]
         assert len(ex["atn_losses"]["origin split"]) == 3                                  # quick: 3 epochs
         assert set(ex["solver"]["origin split"]) == {"LR", "MLP"}
-        assert 0 < ex["majority_class_accuracy"]["origin split"] < 1
+        assert 0 < ex["majority_class_train_share"]["origin split"] < 1
         assert set(rec["convergence"]["models"]) == {f"origin split {m}" for m in ("LR", "RF", "GB", "MLP", "ATN")}
         from attnlab.migrate_convergence import trivial_for
 
-        old = dict(rec, extra={k: v for k, v in ex.items() if k != "majority_class_accuracy"})
-        assert trivial_for(old)["rows"]["origin split"]["value"] == ex["majority_class_accuracy"]["origin split"]
+        old = dict(rec, extra={k: v for k, v in ex.items() if k != "majority_class_train_share"})
+        assert trivial_for(old)["rows"]["origin split"]["value"] == ex["majority_class_train_share"]["origin split"]
     # a seed's numbers do not depend on the other seeds of the command (a resumed sweep skips the
     # seeds already done, so it must give each remaining seed the numbers of an uninterrupted one)
     alone = tmp_path / "alone"

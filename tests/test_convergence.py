@@ -103,6 +103,23 @@ def test_kernel_curves_use_validation_accuracy_or_the_stored_test_balance():
     assert j["convergence"]["status"] == "at-chance" and j["convergence"]["trivial"] == pytest.approx(52.6)
 
 
+def test_a_lead_within_sampling_noise_of_the_trivial_share_is_at_chance():
+    """curve-v3: an accuracy on n examples must lead the majority share t by more than 1.96 binomial
+    standard errors, 100 sqrt(t(1-t)/n) -- FordA continuous softmax seed 3 (epoch-1 weights, 55.7 % on
+    361 validation series against 51.2 %) is at chance; the same lead on 10,000 examples is not."""
+    hist = [{"epoch": i + 1, "loss": 0.69, "val_loss": v, "val_accuracy": a}
+            for i, (v, a) in enumerate([(0.670, 55.68), (0.703, 49.0), (0.694, 51.2), (0.693, 51.2), (0.695, 51.0),
+                                        (0.692, 52.1), (0.698, 46.5), (0.690, 53.2), (0.694, 51.2), (0.679, 55.4),
+                                        (0.693, 52.4)])]
+    rec = {"experiment": "kernel-forda", "config": "full-es", "metrics": [],
+           "training": {"stopped": "early-stop", "best_epoch": 1, "epochs_run": 11}, "extra": {"history": hist}}
+    small = CV.judge_record(rec, {"value": 51.25, "perfect": 100.0, "n": 361})["convergence"]
+    assert small["status"] == "at-chance" and "binomial standard errors" in small["reason"]
+    assert small["noise_lead"] == pytest.approx(1.96 * 100 * (0.5125 * 0.4875 / 361) ** 0.5, rel=1e-3)
+    assert CV.judge_record(rec, {"value": 51.25, "perfect": 100.0, "n": 10_000})["converged"] is True
+    assert CV.judge_record(rec, {"value": 51.25, "perfect": 100.0})["converged"] is True    # n unknown
+
+
 # --------------------------------------------------------------------------- attnlab.results
 def test_null_is_not_converged_in_results():
     row = {"setting": "s", "model": "m", "metric": "x", "value": 1.0}
@@ -217,25 +234,29 @@ def test_a_model_at_its_class_population_optimum_is_not_at_chance():
 
 # --------------------------------------------------------------------------- curve-v2: fits by a library solver
 def _tabular_record(models_rows, **extra):
-    """A bidir-tabular-sim-like record: rows (setting, model, acc)."""
+    """A bidir-tabular-sim-like record: rows (setting, model, acc[, train_acc]) (train_acc defaults to acc)."""
     metrics = []
-    for setting, model, acc in models_rows:
+    for row in models_rows:
+        setting, model, acc = row[:3]
+        train_acc = row[3] if len(row) > 3 else acc
         metrics += [{"setting": setting, "model": model, "metric": "acc", "value": acc},
-                    {"setting": setting, "model": model, "metric": "mse", "value": 2.0}]
+                    {"setting": setting, "model": model, "metric": "mse", "value": 2.0},
+                    {"setting": setting, "model": model, "metric": "train_acc", "value": train_acc}]
     return {"experiment": "bidir-tabular-sim", "config": "full", "tag": "x", "seed": 0, "metrics": metrics,
             "training": {"stopped": "fixed-schedule"}, "converged": None, "extra": dict(extra)}
 
 
 def test_tree_ensembles_are_levelled_by_construction_and_judged_against_the_majority_class():
     rec = _tabular_record([("s1", "GB", 0.40), ("s2", "GB", 0.12)],
-                          majority_class_accuracy={"s1": 0.10, "s2": 0.10})
+                          majority_class_train_share={"s1": 0.10, "s2": 0.10})
     new = CV.apply(rec)
     per = new["convergence"]["models"]
     assert per["s1 GB"]["status"] == "converged" and "no optimiser" in per["s1 GB"]["reason"]
     assert per["s2 GB"]["status"] == "at-chance"                         # 2.2 % of the gap < 5 %
     flags = {(m["setting"], m["metric"]): m["converged"] for m in new["metrics"]}
-    assert flags == {("s1", "acc"): True, ("s1", "mse"): True, ("s2", "acc"): False, ("s2", "mse"): False}
-    assert row_converged(new, new["metrics"][0]) and not row_converged(new, new["metrics"][2])
+    assert flags == {("s1", "acc"): True, ("s1", "mse"): True, ("s1", "train_acc"): True,
+                     ("s2", "acc"): False, ("s2", "mse"): False, ("s2", "train_acc"): False}
+    assert row_converged(new, new["metrics"][0]) and not row_converged(new, new["metrics"][3])
     assert new["convergence"]["status"] == "at-chance" and new["converged"] is False
     # the trivial value computed by the migration where the record does not store it
     rec = _tabular_record([("s1", "RF", 0.40)])
@@ -244,35 +265,46 @@ def test_tree_ensembles_are_levelled_by_construction_and_judged_against_the_majo
     assert j["convergence"]["models"]["s1 RF"]["status"] == "converged" and j["converged"] is True
 
 
+def test_a_shifted_test_split_at_the_majority_share_is_an_outcome_not_a_failed_fit():
+    """curve-v3: Table 1's test split is shifted on purpose, so a test accuracy at the majority share (LR
+    at (5, 1.5, 0.9): 0.094 against 0.062) says nothing about the fit; the training accuracy does."""
+    rec = _tabular_record([("s", "GB", 0.094, 0.35)], majority_class_train_share={"s": 0.12},
+                          majority_class_accuracy={"s": 0.062})
+    j = CV.judge_record(rec)["convergence"]["models"]["s GB"]
+    assert j["status"] == "converged" and "training accuracy" in j["reason"] and j["best_val"] == 0.35
+    rec = _tabular_record([("s", "GB", 0.40, 0.125)], majority_class_train_share={"s": 0.12})
+    assert CV.judge_record(rec)["convergence"]["models"]["s GB"]["status"] == "at-chance"
+
+
 def test_iterative_solvers_are_levelled_iff_their_own_stopping_test_fired():
     maj = {"s": 0.10}
     ok = {"n_iter": 57, "max_iter": 2000, "convergence_warning": False}
     hit = {"n_iter": 2000, "max_iter": 2000, "convergence_warning": True}
     warned = {"n_iter": 40, "max_iter": 2000, "convergence_warning": True}
     for sv, status in ((ok, "converged"), (hit, "not-levelled"), (warned, "not-levelled")):
-        rec = _tabular_record([("s", "LR", 0.40)], majority_class_accuracy=maj, solver={"s": {"LR": sv}})
+        rec = _tabular_record([("s", "LR", 0.40)], majority_class_train_share=maj, solver={"s": {"LR": sv}})
         assert CV.judge_record(rec)["convergence"]["models"]["s LR"]["status"] == status, sv
     # no stored stopping test (records before issue 44): unknown, not converged
-    rec = _tabular_record([("s", "MLP", 0.40)], majority_class_accuracy=maj)
+    rec = _tabular_record([("s", "MLP", 0.40)], majority_class_train_share=maj)
     j = CV.apply(rec)
     assert j["convergence"]["models"]["s MLP"]["status"] == "unknown" and j["metrics"][0]["converged"] is None
     assert "stopping test" in j["convergence"]["models"]["s MLP"]["reason"] and not row_converged(j, j["metrics"][0])
     # ... but at chance whatever the solver did
-    rec = _tabular_record([("s", "MLP", 0.11)], majority_class_accuracy=maj)
+    rec = _tabular_record([("s", "MLP", 0.11)], majority_class_train_share=maj)
     assert CV.judge_record(rec)["convergence"]["models"]["s MLP"]["status"] == "at-chance"
 
 
 def test_atn_of_the_tabular_runners_is_judged_from_its_stored_training_loss():
     maj = {"s": 0.10}
-    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, atn_losses={"s": LEVELLED})
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_train_share=maj, atn_losses={"s": LEVELLED})
     assert CV.judge_record(rec)["convergence"]["models"]["s ATN"]["status"] == "converged"
-    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, atn_losses={"s": IMPROVING})
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_train_share=maj, atn_losses={"s": IMPROVING})
     assert CV.judge_record(rec)["convergence"]["models"]["s ATN"]["status"] == "not-levelled"
-    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_accuracy=maj, final_loss={"s": 1.3})
+    rec = _tabular_record([("s", "ATN", 0.40)], majority_class_train_share=maj, final_loss={"s": 1.3})
     j = CV.judge_record(rec)["convergence"]["models"]["s ATN"]
     assert j["status"] == "unknown" and "ATN" in j["reason"]
     # a pytorch_tabular model (auto-mpg): no curve, unknown
-    rec = _tabular_record([("s", "TabNet", 0.40)], majority_class_accuracy=maj)
+    rec = _tabular_record([("s", "TabNet", 0.40)], majority_class_train_share=maj)
     rec["experiment"] = "bidir-auto-mpg"
     assert CV.judge_record(rec)["convergence"]["models"]["s TabNet"]["status"] == "unknown"
 

@@ -263,8 +263,8 @@ def main(argv: list[str]) -> int:
             "solver": {SETTING[prot]: {m: state["res"][("base", prot)][m].get("solver") for m in ("LR", "MLP")}
                        for prot in protocols},
             "atn_losses": {SETTING[prot]: state["res"][("atn", prot)].get("losses") for prot in protocols},
-            "majority_class_accuracy": {SETTING[prot]: majority_class_accuracy(data[prot]["y_train"],
-                                                                               data[prot]["y_test"])
-                                        for prot in protocols}})
+            "majority_class_train_share": {SETTING[prot]: majority_class_accuracy(data[prot]["y_train"],
+                                                                                  data[prot]["y_train"])
+                                           for prot in protocols}})
         log(args, f"seed {ctx.seed} (random seed {seed}) done in {time.perf_counter() - t0:.0f} s")
     return 0

@@ -220,9 +220,9 @@ def main(argv: list[str]) -> int:
             rows = [metric_row(label, model, metric, res[label][metric])
                     for label, _ in datasets for metric in ("acc", "mse", "train_acc")]
             # the trivial predictor of every fit (attnlab.convergence): the training labels' majority class
-            majority = {label: majority_class_accuracy(d["y_train"], d["y_test"]) for label, d in datasets}
+            majority = {label: majority_class_accuracy(d["y_train"], d["y_train"]) for label, d in datasets}
             ctx.write_record(rows, training={"stopped": "fixed-schedule"},
-                             extra={"data_seed": data_seed, **extra, "majority_class_accuracy": majority})
+                             extra={"data_seed": data_seed, **extra, "majority_class_train_share": majority})
             log(args, f"seed {seed} (data seed {data_seed}) {model} done in {ctx.wall_seconds():.0f} s")
     return 0
 

@@ -333,7 +333,7 @@ def trivial_accuracy(y_train, y_eval) -> dict:
     attnlab.convergence's test (a) (the validation split where there is one, else the test split)."""
     ytr, yev = np.asarray(torch.as_tensor(y_train).cpu()), np.asarray(torch.as_tensor(y_eval).cpu())
     major = np.bincount(ytr.astype(np.int64)).argmax()
-    return {"value": float(100.0 * np.mean(yev == major)), "perfect": 100.0,
+    return {"value": float(100.0 * np.mean(yev == major)), "perfect": 100.0, "n": int(yev.size),
             "what": "accuracy of the training split's majority class"}
 
 
