@@ -323,7 +323,7 @@ def judge_record(rec: dict, trivial: dict | None = None) -> dict:
             acc = at[0].get("val_accuracy")
             return _done(decide(curve, compared=acc, trivial=trivial.get("value"),
                                 perfect=trivial.get("perfect", 100.0), curve_what="validation loss",
-                                compared_what=f"validation accuracy (%) at the best epoch",
+                                compared_what="validation accuracy (%) at the best epoch",
                                 n_eval=trivial.get("n")))
         # no validation split (fixed schedule): (b) on the training loss, (a) on the test accuracy
         curve = [h.get("loss") for h in hist]

@@ -837,8 +837,6 @@ class RunContext:
         the same run."""
         if not self.resume or not self.checkpoint_path.exists():
             return None
-        import torch
-
         from attnlab.errors import UsageError
 
         state = _load_plain(self.checkpoint_path)
@@ -930,8 +928,6 @@ def _plain(obj):
 
 
 def _unplain(obj):
-    import numpy as np
-
     if isinstance(obj, dict):
         if _NDARRAY in obj and set(obj) == {_NDARRAY, "dtype"}:
             return obj[_NDARRAY].numpy().astype(obj["dtype"], copy=False)

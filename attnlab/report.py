@@ -12,7 +12,6 @@ templates under ``attnlab/templates/``.
 """
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from pathlib import Path
