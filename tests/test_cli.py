@@ -114,3 +114,21 @@ def test_results_per_seed_lists_every_seed_in_order(tmp_path, capsys):
     assert "give one of them" in capsys.readouterr().err
     assert main(["results", "efa", "--per-seed", "--results-dir", str(tmp_path), "--config", "quick"]) == 2
     assert "--per-seed: no efa records of config quick" in capsys.readouterr().err
+
+
+def test_verify_in_two_processes_gives_the_same_records(tmp_path, capsys):
+    """`verify --jobs 2` (joblib) returns the claims in catalog order with the verdicts, measurements and
+    tolerances of a run in one process; a bad --jobs is one line, exit 2."""
+    claims = ["fenchel.sec5.gaussian-grid", "efa.results.movielens-ratings-v1", "kernel.results.ecg",
+              "bidir.results.toy-corpus-p300"]
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["verify", "--claim", *claims, "--json", str(one)]) == 0
+    assert main(["verify", "--claim", *claims, "--jobs", "2", "--json", str(two)]) == 0
+    keep = ("id", "verdict", "measured", "tolerance", "explanation", "n_seeds_used", "ci95")
+    a, b = ([{k: r.get(k) for k in keep} for r in json.loads(p.read_text())] for p in (one, two))
+    assert a == b and len(b) == len(claims)
+    capsys.readouterr()
+    for bad in ("0", "two", "-3"):
+        assert main(["verify", "--claim", claims[0], "--jobs", bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--jobs" in err[0]

@@ -24,6 +24,7 @@ TOUR = {
     "verify": ("slow", {0}),
     "verify --paper kernel --tier all --json verdicts.json": ("slow", {0}),
     "verify --claim fenchel.thm1.strong-duality --json -": ("fast", {0}),
+    "verify --jobs 2": ("slow", {0}),
     "compare fenchel --help": ("fast", {0}),
     "compare bidir-moe --heads 2 --layers 2": ("fast", {0}),
     "run kernel-time-warping --quick": ("slow", {0}),
