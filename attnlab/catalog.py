@@ -208,8 +208,12 @@ class Record:
 
     @property
     def ok(self) -> bool:
-        """The verdict equals the expected one (a skipped claim is not a disagreement)."""
-        return self.verdict == self.claim.expected or self.verdict == "skipped"
+        """The verdict equals the expected one.  A skipped theory claim (an optional dependency missing) is
+        not a disagreement; an empirical claim registered with evidence that finds no usable record is."""
+        if self.verdict == self.claim.expected:
+            return True
+        # an empirical claim registered with evidence that finds none (records missing) is a disagreement
+        return self.verdict == "skipped" and (self.claim.method != "results" or self.claim.expected == "skipped")
 
     def to_json(self) -> dict:
         c, e = self.claim, self.evidence

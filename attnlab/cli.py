@@ -83,7 +83,7 @@ def _build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("figures", help="render the papers' figures into paper_figures/")
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     f.add_argument("--only", nargs="+", metavar="NAME", help="figure names to render")
-    f.add_argument("--out", default=None, help="output folder (default: the paper_figures package folder)")
+    f.add_argument("--out", default=None, help="output folder (default ./paper_figures)")
     f.add_argument("--vector", action="store_true",
                    help="also write each figure as PDF and SVG beside its PNG (not committed: made on demand)")
 
@@ -186,7 +186,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from attnlab import catalog
     from attnlab.listing import ProgressLine, records_table, summary_line
 
     _check_json_dest(args)
@@ -281,7 +280,7 @@ def cmd_results(args) -> int:
     _choice(args.paper, PAPERS, "paper")
     _choice(args.format, TABLE_FORMATS, "--format")
     _check_json_dest(args)
-    root = Path(results_root(args))
+    root = Path(results_root(args, read=True))
     if args.results_dir and not root.is_dir():
         raise UsageError(f"--results-dir {root}: no such folder")
     if args.wall_times and args.per_seed:
@@ -324,7 +323,7 @@ def cmd_results(args) -> int:
         if args.json == "-":
             return 0
     if not rows:
-        print(f"no results for {args.paper} under {results_root(args)}")
+        print(f"no results for {args.paper} under {results_root(args, read=True)}")
         return 0
     width = terminal_width()
     print(headline.format_all(rows, args.format, width) if args.all else
@@ -360,21 +359,22 @@ def cmd_figures(args) -> int:
             raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
     names = args.only or list(available)
     n = 0
-    out_dir = Path(args.out) if args.out else None
-    if out_dir is not None:
-        from attnlab.experiment import check_folder
+    # ./paper_figures of the working directory by default (the repository's folder when run there), never
+    # into an installed package
+    out_dir = Path(args.out) if args.out else Path("paper_figures")
+    from attnlab.experiment import check_folder
 
-        check_folder(out_dir, "--out")           # a file there or on the way to it: one line, before drawing
-        out_dir.mkdir(parents=True, exist_ok=True)
+    check_folder(out_dir, "--out")               # a file there or on the way to it: one line, before drawing
+    out_dir.mkdir(parents=True, exist_ok=True)
     missing = []
     from attnlab.paper_figures.style import vector_output
 
     for name in names:
-        paper, fn, folder = available[name]
+        paper, fn, _ = available[name]
         print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
         previous = vector_output(args.vector)
         try:
-            paths = fn(out_dir or folder) or []
+            paths = fn(out_dir) or []
         except FileNotFoundError as exc:            # a figure drawn from records that are not there
             missing.append(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)")
             continue
@@ -420,7 +420,7 @@ def cmd_report(args) -> int:
     from attnlab.experiment import check_writable, results_root
 
     papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(PAPERS)
-    root = Path(results_root(args))
+    root = Path(results_root(args, read=True))
     if args.results_dir and not root.is_dir():
         raise UsageError(f"--results-dir {root}: no such folder")
     out = Path(args.out)

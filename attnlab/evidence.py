@@ -29,8 +29,9 @@ decides a comparison (other data, other scale): only the margin does.  A claim w
 not all there (converged, on the registered config) is `inconclusive`, with what there is; one with no
 usable record at all is `skipped`, with the reason.
 
-Results root: $ATTNLAB_RESULTS, else the repository's results/ folder (so that a claim reads the
-committed records wherever attnlab verify runs).
+Results root: $ATTNLAB_RESULTS, else the committed records (:func:`committed_records`: the
+repository's results/ folder, or the copy an installed package ships), so that a claim reads the
+committed records wherever attnlab verify runs.
 """
 from __future__ import annotations
 
@@ -42,9 +43,18 @@ from pathlib import Path
 from attnlab.catalog import Evidence, Skip
 
 
+def committed_records() -> Path:
+    """The committed results records: the repository's results/ folder in a source checkout (an editable
+    install), else the copy a regular install ships as package data (``attnlab/records``)."""
+    repo = Path(__file__).resolve().parents[1] / "results"
+    if repo.is_dir():
+        return repo
+    return Path(__file__).resolve().parent / "records"
+
+
 def results_root() -> Path:
     env = os.environ.get("ATTNLAB_RESULTS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "results"
+    return Path(env) if env else committed_records()
 
 
 def _t95(n: int) -> float:

@@ -540,9 +540,20 @@ def device_description(device: str) -> str:
     return f"cpu:{platform.processor() or platform.machine()} x{os.cpu_count()}"
 
 
-def results_root(args=None) -> Path:
+def results_root(args=None, read: bool = False) -> Path:
+    """Where records go (``--results-dir``, else $ATTNLAB_RESULTS, else ./results).  For reading
+    (``read=True``: results, report, figures) without either, ./results where it exists, else the
+    committed records (attnlab.evidence.committed_records: the repository's, or an installed package's
+    copy), so that an install outside the repository shows the repository's results."""
     d = getattr(args, "results_dir", None) if args is not None else None
-    return Path(d or os.environ.get("ATTNLAB_RESULTS") or "results")
+    chosen = d or os.environ.get("ATTNLAB_RESULTS")
+    if chosen:
+        return Path(chosen)
+    if read and not Path("results").is_dir():
+        from attnlab.evidence import committed_records
+
+        return committed_records()
+    return Path("results")
 
 
 def runs_root() -> Path:

@@ -74,7 +74,11 @@ def summary_line(records: list[Record]) -> str:
     total = sum(r.seconds for r in records)
     status = "all verdicts as expected" if not bad else f"{len(bad)} verdict(s) differ from expected: " + \
         ", ".join(r.claim.id for r in bad)
-    moved = [r for r in bad if r.claim.method == "results"]
+    lost = [r for r in bad if r.claim.method == "results" and r.verdict == "skipped"]
+    if lost:
+        status += (f"; {len(lost)} empirical claim(s) found no usable records (are the committed records "
+                   "there? $ATTNLAB_RESULTS, or the repository's results/)")
+    moved = [r for r in bad if r.claim.method == "results" and r.verdict != "skipped"]
     if moved:
         status += (f"; {len(moved)} of them empirical -- a finding: the registered evidence now gives "
                    + ", ".join(f"{r.claim.id} {VERDICT_WORDS[r.verdict]} (registered: {VERDICT_WORDS[r.claim.expected]})"

@@ -92,7 +92,8 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
         rows.append({
             "id": c.id, "reference": c.reference, "statement": c.statement, "corrected": c.corrected,
             "method": c.method, "tier": c.tier, "expected": c.expected, "verdict": verdict,
-            "surprise": verdict not in (c.expected, "skipped", "not run"),
+            "surprise": verdict not in (c.expected, "skipped", "not run") or (
+                verdict == "skipped" and c.method == "results" and c.expected != "skipped"),
             "measured": _short(r.get("measured")) if r else "", "tolerance": _short(r.get("tolerance"), 24) if r else "",
             "explanation": (r.get("explanation") or "") if r else "",
             "data_source": None if c.registration is None else c.registration.data_source,

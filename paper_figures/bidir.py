@@ -28,7 +28,7 @@ def _data() -> tuple[list[tuple[int, dict]], str]:
     from attnlab.experiment import results_root
     from attnlab.experiments.bidir import toy_corpus as tc
 
-    rec_path = results_root() / RECORD
+    rec_path = results_root(read=True) / RECORD
     if not rec_path.exists():
         raise FileNotFoundError(f"no record {rec_path}; make it with `attnlab run bidir-toy-corpus --seed 0`")
     from attnlab.results import read_records

@@ -24,7 +24,7 @@ YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-ind
 
 
 def _records(experiment: str) -> tuple[list[dict], str]:
-    root = results_root() / experiment
+    root = results_root(read=True) / experiment
     for cfg in ("full", "reduced", "quick"):
         recs = read_records(sorted((root / cfg).glob("*.json")))
         if recs:

@@ -26,7 +26,7 @@ from attnlab.paper_figures.style import save
 
 def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) -> tuple[list[dict], str]:
     """The records (those `keep` accepts) of the first config in `configs` that has any, and its name."""
-    root = results_root() / experiment
+    root = results_root(read=True) / experiment
     for cfg in configs:
         recs = [r for r in read_records(sorted((root / cfg).glob("*.json"))) if keep(r)]
         if recs:

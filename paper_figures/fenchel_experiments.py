@@ -27,7 +27,7 @@ from attnlab.paper_figures.style import save
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
-    root = results_root() / experiment
+    root = results_root(read=True) / experiment
     for cfg in ([config] if config else ["full", "quick"]):
         recs = read_records(sorted((root / cfg).glob("*.json")))
         recs = [r for r in recs if not r.get("tag", "").startswith("hf-")]
@@ -344,7 +344,7 @@ MINILM = "bert:all-MiniLM-L6-v2"
 
 
 def _minilm_records() -> list[dict]:
-    root = results_root() / "fenchel-deviation" / "full"
+    root = results_root(read=True) / "fenchel-deviation" / "full"
     recs = read_records(sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json")))
     if not recs:
         raise FileNotFoundError(f"no records under {root}; run `attnlab run fenchel-deviation --model minilm` first")

@@ -43,7 +43,7 @@ def _records(experiment: str):
     """The records of the converged configs -- the paper's ('full') or the paper's network stopped early
     on a validation split ('full-es') -- whichever has more (ties: full); without any, the reduced
     config with the most records (ties: cpu before cpu-small before quick)."""
-    root = results_root() / experiment
+    root = results_root(read=True) / experiment
     load = lambda cfg: read_records(sorted((root / cfg).glob("*.json")))  # noqa: E731
     for group in (("full", "full-es"), ("cpu", "cpu-small", "quick")):
         best: tuple[list, str | None] = ([], None)
@@ -136,7 +136,7 @@ def render_results(outdir: Path) -> list[Path]:
 def _sampled(experiment: str, models: tuple[str, ...], configs: tuple[str, ...], command: str):
     """Per model, the lowest-seed record of the first config in `configs` that holds a stored attention
     sample (``extra.attention_sample``, written by the runner) for every model in `models`."""
-    root = results_root() / experiment
+    root = results_root(read=True) / experiment
     for cfg in configs:
         found = {}
         for m in models:

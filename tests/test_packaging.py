@@ -20,8 +20,11 @@ def test_package_list_matches_the_folders():
     listed = set(cfg["packages"])
     on_disk = {"attnlab"} | {"attnlab." + ".".join(init.parent.relative_to(ROOT).parts)
                              for top in FOLDERS for init in (ROOT / top).rglob("__init__.py")}
-    assert listed == on_disk
-    assert cfg["package-dir"] == {"attnlab": "attnlab", **{f"attnlab.{t}": t for t in FOLDERS}}
+    # plus the committed results records, shipped as data (attnlab.records = results/, JSON only)
+    assert listed == on_disk | {"attnlab.records"}
+    assert cfg["package-dir"] == {"attnlab": "attnlab", **{f"attnlab.{t}": t for t in FOLDERS},
+                                  "attnlab.records": "results"}
+    assert cfg["package-data"]["attnlab.records"] == ["*/*/*.json"]
 
 
 def _python(code: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -69,3 +72,12 @@ def test_wheel_holds_only_attnlab(tmp_path):
                 env={"PYTHONPATH": str(tmp_path / "site")})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0].startswith(str(tmp_path / "site"))
+    # the committed records ship with it: outside the repository an empirical claim gets the repository's verdict
+    assert sum(n.startswith("attnlab/records/") and n.endswith(".json") for n in z.namelist()) == \
+        len(list((ROOT / "results").glob("*/*/*.json")))
+    code = ("from attnlab import catalog, evidence; print(evidence.committed_records()); "
+            "c = catalog.get_claim('kernel.results.ecg'); r = catalog.run_claim(c); print(r.verdict, r.ok)")
+    r = _python(code, tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "ATTNLAB_RESULTS": ""})
+    assert r.returncode == 0, r.stderr
+    where, verdict, ok = r.stdout.split()
+    assert where.startswith(str(tmp_path / "site")) and verdict == "inconclusive" and ok == "True"

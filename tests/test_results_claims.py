@@ -274,3 +274,29 @@ def test_a_moved_empirical_verdict_is_reported_as_a_finding(tmp_path, monkeypatc
     assert r.verdict == "reproduced-on-substitute" and not r.ok
     line = summary_line([r])
     assert "a finding" in line and "kernel.results.ecg reproduced on a substitute (registered: inconclusive)" in line
+
+
+def test_missing_records_are_a_disagreement_that_verify_names(tmp_path, monkeypatch, capsys):
+    """An empirical claim registered with evidence that finds no records (an install without them, a wrong
+    $ATTNLAB_RESULTS) is not 'as expected': verify says so and exits 1; a claim registered as skipped is fine."""
+    from attnlab.cli import main
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    assert main(["verify", "--claim", "kernel.results.ecg"]) == 1
+    assert "found no usable records" in capsys.readouterr().out
+    assert main(["verify", "--claim", "fenchel.results.ot-vit-beats-vit-cifar100"]) == 0     # registered: skipped
+
+
+def test_an_installed_package_reads_the_committed_records(tmp_path, monkeypatch):
+    """Outside the repository, with no ./results and no $ATTNLAB_RESULTS, reading commands use the committed
+    records (the repository's, or the copy a regular install ships as attnlab/records); writing stays ./results."""
+    from attnlab import evidence
+    from attnlab.experiment import results_root
+
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert results_root(read=True) == evidence.committed_records() == evidence.results_root()
+    assert (evidence.committed_records() / "kernel-ecg").is_dir()
+    assert str(results_root()) == "results"
+    (tmp_path / "results").mkdir()
+    assert str(results_root(read=True)) == "results"          # the user's own records, where they exist
