@@ -122,13 +122,22 @@ def test_figures_out_folder_is_created(tmp_path, capsys):
 
 
 def test_figures_without_records_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)                          # outside the repository: no ./results
-    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    monkeypatch.chdir(tmp_path)                          # outside the repository, records pointed elsewhere
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "no-records-here"))
     assert cli.main(["figures", "--only", "exp_fig3", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     errors = [line for line in err if line.startswith("attnlab: error: ")]
     assert len(errors) == 1 and err[-1] == errors[0] and "attnlab run efa-instacart" in errors[0], err
     assert "Traceback" not in "\n".join(err)
+
+
+def test_figures_outside_the_repository_read_the_committed_records(tmp_path, capsys, monkeypatch):
+    """No ./results and no $ATTNLAB_RESULTS: the committed records (an installed package ships them) are
+    drawn, into ./paper_figures of the working directory by default."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    assert cli.main(["figures", "--only", "exp_fig3"]) == 0
+    assert [p.name for p in (tmp_path / "paper_figures").iterdir()] == ["efa_exp_fig3.png"]
 
 
 def test_figures_render_the_others_and_name_each_missing_one(tmp_path, capsys, monkeypatch):
