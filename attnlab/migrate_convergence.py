@@ -183,12 +183,7 @@ def _analogies_mlm_trivial(key: str) -> float:
 
     cfg = json.loads(key)
     docs = A.corpus_documents(cfg["corpus"])
-    counts: dict[str, int] = {}
-    for d in docs:
-        for w in d:
-            counts[w] = counts.get(w, 0) + 1
-    vocab = sorted(w for w, c in counts.items() if c >= cfg["min_count"])
-    widx = {w: i for i, w in enumerate(vocab)}
+    vocab, widx = A.corpus_vocabulary(docs, cfg["min_count"])
     win = windows([[widx[w] for w in d if w in widx] for d in docs], cfg["mlm_window"])
     return A.mlm_trivial(win, len(vocab))
 

@@ -107,6 +107,17 @@ def load_bert(path: str):
     return Embeddings(vocab, W), set(vocab[1996:29612])
 
 
+def corpus_vocabulary(docs, min_count: int) -> tuple[list[str], dict[str, int]]:
+    """The sorted words seen at least `min_count` times in `docs`, and their indices (the runner's and the
+    convergence migration's vocabulary)."""
+    counts: dict[str, int] = {}
+    for d in docs:
+        for w in d:
+            counts[w] = counts.get(w, 0) + 1
+    vocab = sorted(w for w, c in counts.items() if c >= min_count)
+    return vocab, {w: i for i, w in enumerate(vocab)}
+
+
 def corpus_documents(name: str) -> list[list[str]]:
     from gensim.test.utils import datapath
     from gensim.utils import simple_preprocess
@@ -190,12 +201,7 @@ def main(argv: list[str]) -> int:
     cfg = dict(CONFIGS[name])
     questions = read_questions(args.questions or datapath("questions-words.txt"))
     docs = corpus_documents(cfg["corpus"])
-    counts: dict[str, int] = {}
-    for d in docs:
-        for w in d:
-            counts[w] = counts.get(w, 0) + 1
-    vocab = sorted(w for w, c in counts.items() if c >= cfg["min_count"])
-    widx = {w: i for i, w in enumerate(vocab)}
+    vocab, widx = corpus_vocabulary(docs, cfg["min_count"])
     # Fixed external embeddings (deterministic: evaluated once, reported with every seed).
     fixed: dict[str, tuple] = {}
     skipped = {}
