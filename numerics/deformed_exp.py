@@ -21,6 +21,8 @@ import math
 
 import torch
 
+from attnlab.numerics.exact import softplus
+
 __all__ = ["check_alpha", "exp_beta", "log_beta", "exp_2ma", "log_alpha", "alpha_division",
            "exp_rho_beta", "mp_exp_beta", "mp_log_beta", "mp_exp_rho_beta", "mp_alpha_division"]
 
@@ -88,8 +90,8 @@ def exp_rho_beta(t, rho: float, beta: float) -> torch.Tensor:
         raise ValueError(f"rho must be a finite number > 0; got {rho!r}")
     if not beta < 1.0:
         raise ValueError(f"beta must be < 1 for the softplus smoothing; got {beta!r}")
-    # softplus(x) = log(1 + e^x) computed stably by torch
-    base = torch.nn.functional.softplus(rho * (1.0 + (1.0 - beta) * t)) / rho
+    # softplus(x) = log(1 + e^x) in the exact form (torch's F.softplus drops e^-x above x = 20)
+    base = softplus(rho * (1.0 + (1.0 - beta) * t)) / rho
     e = 1.0 / (1.0 - beta)
     return base if e == 1.0 else base ** e
 

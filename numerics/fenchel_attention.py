@@ -22,6 +22,7 @@ import warnings
 import torch
 from torch import nn
 
+from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
                                          check_positive, check_qkv, check_scale, compute_dtype, deprecated, sdpa_mask,
@@ -596,10 +597,14 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
         """alpha per (batch, head, query), broadcastable to (N, H, L); x the query input (N, L, E)."""
         if self.alpha_mode == "fixed":
             return torch.tensor(self.alpha0, dtype=x.dtype, device=x.device)
+        # softplus in the exact form (torch's drops e^-x above 20), in float32 at least and float64 for a
+        # float64 module (a half-precision alpha would round the dual's scale)
         if self.alpha_mode == "head":
-            a = nn.functional.softplus(self.alpha_raw.float()).view(1, -1, 1)
+            raw = self.alpha_raw
+            a = softplus(raw.to(torch.promote_types(raw.dtype, torch.float32))).view(1, -1, 1)
         else:
-            a = nn.functional.softplus(self.alpha_proj(x).float()).transpose(1, 2)   # (N, H, L)
+            raw = self.alpha_proj(x)
+            a = softplus(raw.to(torch.promote_types(raw.dtype, torch.float32))).transpose(1, 2)   # (N, H, L)
         return a.clamp_min(ALPHA_FLOOR)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,

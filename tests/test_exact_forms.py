@@ -1,0 +1,126 @@
+"""softplus, the Bernoulli likelihood and everything built on them in numerics/ are exact in float64: each
+against an mpmath oracle (50 digits) at the edges, where torch's thresholded F.softplus (x returned
+unchanged above 20) and binary_cross_entropy_with_logits lose digits (numerics/exact.py)."""
+import math
+
+import mpmath as mp
+import pytest
+import torch
+
+EDGES = (21.0, 40.0, -40.0, 700.0, -700.0, 30.0, -21.0, 0.5, 0.0)
+EPS = 2.0 ** -52
+
+
+def _mp_softplus(x):
+    with mp.workdps(50):
+        return mp.log1p(mp.exp(mp.mpf(x)))
+
+
+def _rel(got, ref):
+    with mp.workdps(50):
+        ref = mp.mpf(ref)
+        return float(abs((mp.mpf(float(got)) - ref) / ref)) if ref != 0 else abs(float(got))
+
+
+def _t(x):
+    return torch.tensor(x, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("x", EDGES)
+def test_softplus_is_correctly_rounded(x):
+    from attnlab.numerics.exact import softplus
+
+    assert _rel(softplus(_t(x)), _mp_softplus(x)) <= EPS
+
+
+@pytest.mark.parametrize("x", EDGES)
+def test_softplus_gradient_is_the_sigmoid(x):
+    from attnlab.numerics.exact import softplus
+
+    t = _t(x).requires_grad_()
+    softplus(t).backward()
+    with mp.workdps(50):
+        ref = 1 / (1 + mp.exp(-mp.mpf(x)))
+    assert _rel(t.grad, ref) <= 2 * EPS
+
+
+@pytest.mark.parametrize("eta", EDGES)
+@pytest.mark.parametrize("y", (0.0, 1.0))
+def test_bernoulli_log_prob_pmf_and_code_loss(eta, y):
+    """log p(y | eta) = -softplus(-eta) (y = 1) or -softplus(eta) (y = 0); the pmf and the code's binary
+    cross-entropy (= -log p) from the same oracle.  At eta = 21 the thresholded softplus made the pmf of
+    y = 1 exactly 1 (off by 7.6e-10) and log p = 0 (all digits lost)."""
+    from attnlab.numerics.expfam import Bernoulli
+
+    fam = Bernoulli()
+    ref = -_mp_softplus(-eta if y == 1.0 else eta)
+    assert _rel(fam.log_prob(_t(eta), _t(y)), ref) <= 2 * EPS
+    assert _rel(fam.log_prob(_t(eta), _t(y)).exp(), mp.exp(ref)) <= 4 * EPS
+    assert _rel(fam.code_loss(_t(eta), _t(y)), -ref) <= 2 * EPS
+    assert _rel(fam.log_partition(_t(eta)), _mp_softplus(eta)) <= EPS
+
+
+@pytest.mark.parametrize("eta", EDGES)
+def test_bernoulli_mean_is_the_sigmoid(eta):
+    from attnlab.numerics.expfam import Bernoulli
+
+    with mp.workdps(50):
+        ref = 1 / (1 + mp.exp(-mp.mpf(eta)))
+    assert _rel(Bernoulli().mean(_t(eta)), ref) <= 2 * EPS
+
+
+@pytest.mark.parametrize("z", (21.0, 40.0, -40.0, 30.0, -21.0, 0.5))
+def test_poisson_v2_natural_parameter_and_log_prob(z):
+    """eta = log(1 + e^z); log p(y) = y eta - (1 + e^z) - log y!.  The partition exp(eta) carries eta's
+    rounding times eta (at most 40 ulps here); the thresholded softplus lost the 1 of 1 + e^z at z = 21
+    (a relative error of 7.6e-10 in log p)."""
+    from attnlab.numerics.expfam import PoissonV2
+
+    fam = PoissonV2()
+    assert _rel(fam.natural(_t(z)), _mp_softplus(z)) <= EPS
+    y = 3.0
+    with mp.workdps(50):
+        lam = 1 + mp.exp(mp.mpf(z))
+        ref = y * mp.log(lam) - lam - mp.loggamma(y + 1)
+        loss = lam - y * mp.log(lam)                    # the code's loss: 1 + e^z - y log(1 + e^z)
+    assert _rel(fam.log_prob(_t(z), _t(y)), ref) <= 64 * EPS
+    assert _rel(fam.code_loss(_t(z), _t(y)), loss) <= 64 * EPS
+
+
+@pytest.mark.parametrize("x", (21.0, 40.0, -40.0, 700.0, 30.0, 0.5))
+@pytest.mark.parametrize("rho,beta", ((1.0, 0.5), (5.0, 0.0)))
+def test_exp_rho_beta_at_the_softplus_edges(x, rho, beta):
+    """Eq. 20 at rho [1 + (1 - beta) t] = x: [softplus(x) / rho]^{1/(1 - beta)}."""
+    from attnlab.numerics.deformed_exp import exp_rho_beta
+
+    t = (x / rho - 1.0) / (1.0 - beta)
+    with mp.workdps(50):
+        xm = mp.mpf(rho) * (1 + (1 - mp.mpf(beta)) * mp.mpf(t))
+        ref = (mp.log1p(mp.exp(xm)) / rho) ** (1 / (1 - mp.mpf(beta)))
+    assert _rel(exp_rho_beta(_t(t), rho, beta), ref) <= 8 * EPS
+
+
+@pytest.mark.parametrize("alpha", (0.3, 21.0, 40.0, 700.0))
+@pytest.mark.parametrize("mode", ("head", "query"))
+def test_learned_alpha_round_trips_in_float64(alpha, mode):
+    """A float64 layer's learned alpha starts at alpha itself: softplus(inverse_softplus(alpha)), computed
+    in float64 (it was rounded to float32) and without the threshold; against mpmath's softplus of the
+    stored raw parameter."""
+    from attnlab.numerics.fenchel_attention import FenchelMultiheadAttention
+
+    m = FenchelMultiheadAttention(8, 2, batch_first=True, alpha=alpha, alpha_mode=mode, dtype=torch.float64)
+    x = torch.zeros(1, 3, 8, dtype=torch.float64)
+    a = m.alphas(x)
+    assert a.dtype == torch.float64
+    raw = float(m.alpha_raw.detach()[0]) if mode == "head" else float(m.alpha_proj.bias.detach()[0])
+    for v in a.flatten().tolist():
+        assert _rel(v, _mp_softplus(raw)) <= EPS
+        assert abs(v - alpha) <= 4 * EPS * alpha
+
+
+def test_float32_layer_keeps_float32_alpha():
+    from attnlab.numerics.fenchel_attention import FenchelMultiheadAttention
+
+    m = FenchelMultiheadAttention(8, 2, batch_first=True, alpha=0.3, alpha_mode="head")
+    assert m.alphas(torch.zeros(1, 3, 8)).dtype == torch.float32
+    assert math.isclose(float(m.alphas(torch.zeros(1, 3, 8)).flatten()[0]), 0.3, rel_tol=1e-6)
