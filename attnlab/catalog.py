@@ -125,6 +125,13 @@ class Claim:
 _REGISTRY: dict[str, Claim] = {}
 
 
+def on_results_scale(c: "Claim") -> bool:
+    """Whether claim `c` is judged on the empirical verdict scale (docs/results_verdicts.md): every `results`
+    claim (from the committed records), and a `training` claim with a registration, which trains in its
+    check and holds the run against the paper's printed numbers by the same rule."""
+    return c.method == "results" or (c.method == "training" and c.registration is not None)
+
+
 def _validate(value, allowed, name):
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
@@ -146,9 +153,10 @@ def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "
     _validate(expected, EXPECTED, "expected")
     if expected == "erratum" and not corrected:
         raise ValueError(f"claim {id}: an erratum needs the corrected statement (corrected=...)")
-    if expected not in ("holds", "erratum") and method != "results":
-        raise ValueError(f"claim {id}: only an empirical claim (method 'results') may expect {expected!r}; "
-                         "a theory claim that fails is an erratum (expected='erratum', corrected=...)")
+    if expected not in ("holds", "erratum") and not (method == "results" or (method == "training" and registration is not None)):
+        raise ValueError(f"claim {id}: only an empirical claim (method 'results', or 'training' with a registration) "
+                         f"may expect {expected!r}; a theory claim that fails is an erratum (expected='erratum', "
+                         "corrected=...)")
 
     def deco(fn: Callable[[], Evidence]):
         if id in _REGISTRY and _REGISTRY[id].check.__qualname__ != fn.__qualname__:

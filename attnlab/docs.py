@@ -18,7 +18,8 @@ each on the seeds, margin and rule fixed for it in theory/preregistration.py (do
 `holds` (reproduced), `erratum` (contradicted on the paper's own data and protocol, the paper's number
 outside our interval), `fails` (contradicted where the paper prints no number), `inconclusive`, and on
 substitute data, models or protocols "reproduced / not reproduced on a substitute"; `skipped`, with
-the reason, while there is no usable record.  Per paper: {counts}.
+the reason, while there is no usable record.  A `training` claim with a registration (slow: it trains in
+its check) is judged by the same rule and counted with them.  Per paper: {counts}.
 
 """
 
@@ -62,15 +63,15 @@ def non_claims_markdown() -> str:
 
 
 def _empirical_counts(claims, paper: str) -> str:
-    n = Counter(c.expected for c in claims if c.paper == paper and c.method == "results")
+    n = Counter(c.expected for c in claims if c.paper == paper and catalog.on_results_scale(c))
     return ", ".join(f"{n[v]} {catalog.VERDICT_WORDS[v]}" for v in catalog.EXPECTED if n[v]) or "none"
 
 
 def render() -> str:
     claims = catalog.all_claims()
     by = Counter((c.paper, c.expected) for c in claims)
-    emp = Counter(c.paper for c in claims if c.method == "results")
-    th_errata = Counter(c.paper for c in claims if c.method != "results" and c.expected == "erratum")
+    emp = Counter(c.paper for c in claims if catalog.on_results_scale(c))
+    th_errata = Counter(c.paper for c in claims if not catalog.on_results_scale(c) and c.expected == "erratum")
     counts = "; ".join(f"{p} {sum(n for (q, _), n in by.items() if q == p) - emp[p]} theory claims "
                        f"({th_errata[p]} errata) + {emp[p]} empirical ({_empirical_counts(claims, p)})"
                        for p in catalog.PAPERS)
@@ -113,7 +114,7 @@ def papers_markdown() -> str:
     rows = []
     for p in catalog.PAPERS:
         mine = [c for c in claims if c.paper == p]
-        th = [c for c in mine if c.method != "results"]
+        th = [c for c in mine if not catalog.on_results_scale(c)]
         fast = sum(c.tier == "fast" for c in th)
         rows.append([f"`{p}`", f"{fast} + {len(th) - fast} + {len(mine) - len(th)}",
                      sum(c.expected == "erratum" for c in th), _empirical_counts(claims, p),

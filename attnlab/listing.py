@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from attnlab.catalog import VERDICTS, VERDICT_WORDS, Claim, Record, format_value
+from attnlab.catalog import VERDICTS, VERDICT_WORDS, Claim, Record, format_value, on_results_scale
 from attnlab.tables import frame, markdown, text
 
 
@@ -31,17 +31,17 @@ def errata_markdown(claims: list[Claim]) -> str:
     """The theory errata: the printed statement (whose check fails) beside the corrected one (whose check
     holds).  Empirical claims are not here: they are :func:`findings_markdown`."""
     df = frame([(f"`{c.id}`", c.reference, c.statement, c.corrected) for c in claims
-                if c.expected == "erratum" and c.method != "results"],
+                if c.expected == "erratum" and not on_results_scale(c)],
                ("erratum", "reference", "as printed (fails)", "corrected (holds)"))
     return markdown(df)
 
 
 def findings_markdown(claims: list[Claim]) -> str:
-    """The empirical (`results`) claims on their verdict scale, each with its data source and, where the
-    registered evidence does not reproduce the paper, what we measured."""
+    """The empirical claims (`results`, and `training` claims with a registration) on their verdict scale,
+    each with its data source and, where the evidence does not reproduce the paper, what we measured."""
     rows = []
     for c in claims:
-        if c.method != "results":
+        if not on_results_scale(c):
             continue
         reg = c.registration
         source = "paper" if reg is None or reg.data_source == "paper" else f"substitute ({reg.deviation})"

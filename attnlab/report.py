@@ -96,6 +96,7 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
                 verdict == "skipped" and c.method == "results" and c.expected != "skipped"),
             "measured": _short(r.get("measured")) if r else "", "tolerance": _short(r.get("tolerance"), 24) if r else "",
             "explanation": (r.get("explanation") or "") if r else "",
+            "empirical": catalog.on_results_scale(c),
             "data_source": None if c.registration is None else c.registration.data_source,
             "deviation": "" if c.registration is None else c.registration.deviation,
             "ci95": _short(r.get("ci95")) if r and r.get("ci95") else "-",
@@ -156,8 +157,8 @@ def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[P
     counts = Counter(c["verdict"] for c in claims)
     return {
         "paper": paper, "title": PAPER_TITLES[paper], "claims": claims,
-        "errata": [c for c in claims if c["expected"] == "erratum" and c["method"] != "results"],
-        "findings": [c for c in claims if c["method"] == "results"],
+        "errata": [c for c in claims if c["expected"] == "erratum" and not c["empirical"]],
+        "findings": [c for c in claims if c["empirical"]],
         "counts": [(v, counts[v]) for v in VERDICT_ORDER if counts[v]],
         "surprises": [c["id"] for c in claims if c["surprise"]],
         "compare": comparisons.tables(paper),

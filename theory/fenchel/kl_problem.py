@@ -256,6 +256,65 @@ def _s4_refined():
                     explanation="sympy: (13) with Sigma = I equals alpha z/(1+alpha); h_15 - h* = alpha^2 z/(1+alpha)")
 
 
+# The MEM problem whose literal radius can be infeasible: two templates on a line, evidence beyond them
+MEM_LINE_T, MEM_LINE_U, MEM_LINE_B = ((0.0,), (1.0,)), (0.5, 0.5), 2.5
+MEM_LINE_ALPHAS = (0.1, 0.2, 0.25, 1.0, 4.0)
+
+
+def _mem_status(T, u, b, r2):
+    """cvxpy's status of the MEM problem min K(p, u) s.t. ||b - T^T p||^2 <= r2, and its mean (or None)."""
+    import cvxpy as cp
+
+    p = cp.Variable(len(u), nonneg=True)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.rel_entr(p, u))), [cp.sum(p) == 1, cp.sum_squares(b - T.T @ p) <= r2])
+    prob.solve(solver="CLARABEL")
+    return prob.status, (None if p.value is None else T.T @ p.value)
+
+
+def check_mem_infeasible(T=MEM_LINE_T, u=MEM_LINE_U, b=MEM_LINE_B, alphas=MEM_LINE_ALPHAS):
+    """The MEM problem with radius^2 = 1/(2 alpha) on T = {0, 1}, b = 2.5: every mean lies in conv T =
+    [0, 1], at least (b - 1)^2 = 9/4 from b, so it is infeasible exactly when alpha > 2/9, while (3) has
+    its minimiser at every alpha, and that minimiser's residual ||b - h_pen||^2 (the corrected radius) is
+    always feasible.  The library's hull projection and Newton solution against exact geometry (Fractions)
+    and an mpmath root of (3)'s one-dimensional stationarity condition; cvxpy's status beside them."""
+    from fractions import Fraction
+
+    import mpmath as mp
+
+    from attnlab.numerics import entropic_dual as ed
+
+    T, u = np.asarray(T, dtype=float), np.asarray(u, dtype=float)
+    z = np.array([b]) - u @ T
+    lo_t, hi_t = (Fraction(float(x)) for x in (T.min(), T.max()))
+    fb = Fraction(b)
+    d2 = max(fb - hi_t, lo_t - fb, Fraction(0)) ** 2                  # dist(b, [min T, max T])^2, exact
+    d2_lib = float(np.sum((b - ed.project_onto_hull(T, [b])) ** 2))
+    rows, ok = {}, abs(d2_lib - float(d2)) < 1e-9
+    for a in alphas:
+        fa = Fraction(a)
+        feasible = 1 / (2 * fa) >= d2                                   # exact
+        status, _ = _mem_status(T, u, np.array([b]), 1 / (2 * a))
+        sol = ed.solve(T, u, z, a)
+        h = float(sol["h"][0])
+        with mp.workdps(40):                                            # (3) on the segment: p = (1 - q, q), h = q
+            f = lambda q: -a * (b - q) + mp.log(q / u[1]) - mp.log((1 - q) / u[0])    # noqa: E731
+            lo, hi = mp.mpf("1e-30"), 1 - mp.mpf("1e-30")
+            for _ in range(200):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+            h_ref = float(T[0, 0] + (T[1, 0] - T[0, 0]) * (lo + hi) / 2)
+        r2_pen = (b - h) ** 2
+        rows[a] = dict(literal_r2=1 / (2 * a), literal_feasible=bool(feasible), cvxpy_status=status,
+                       h_pen=h, h_pen_dev_mpmath=abs(h - h_ref), corrected_r2=r2_pen)
+        ok &= (bool(sol["info"]["converged"]) and abs(h - h_ref) < 1e-10 and r2_pen >= float(d2)
+               and (status in ("optimal", "optimal_inaccurate")) == feasible
+               and (feasible or status in ("infeasible", "infeasible_inaccurate")))
+    threshold = 1 / (2 * d2)
+    infeasible = [a for a in alphas if not rows[a]["literal_feasible"]]
+    return ok and bool(infeasible), dict(dist2_exact=str(d2), dist2_library=d2_lib, alpha_threshold=str(threshold),
+                                         per_alpha=rows, infeasible_at=infeasible)
+
+
 @claim("fenchel.sec4.mem-equivalence",
        reference="Sec 4 (MEM reading of (3))",
        statement="argmin_p K(p, u) s.t. ||(mu + z) - E_p a||^2 <= 1/(2 alpha) also minimises (3).",
@@ -263,16 +322,23 @@ def _s4_refined():
        corrected="The constrained (MEM) and penalised problems share a minimiser when the radius is "
                  "r^2 = ||b - h_pen(alpha)||^2 (not 1/(2 alpha)); then twice the KKT multiplier of the "
                  "constraint equals alpha.  With the literal radius the solutions differ (for 1/(2 alpha) >= "
-                 "||z||^2 the constraint is inactive and the MEM solution is u itself).")
+                 "||z||^2 the constraint is inactive and the MEM solution is u itself), and the MEM problem can "
+                 "be infeasible: every E_p a lies in conv{t_i}, so no p satisfies the constraint once 1/(2 alpha) "
+                 "< dist(b, conv{t_i})^2 (T = {0, 1}, b = 2.5: dist^2 = 9/4, infeasible for every alpha > 2/9), "
+                 "while (3) has its minimiser at every alpha and r^2 = ||b - h_pen||^2 >= dist^2 is always feasible.")
 def _s5_mem():
-    import cvxpy as cp
-
     from attnlab.numerics import entropic_dual as ed
 
     T, u, z = instance_i_rand()
     b = u @ T + z
 
     def mem(r2):
+        status, h = _mem_status(T, u, b, r2)
+        return h
+
+    def mem_nu(r2):
+        import cvxpy as cp
+
         p = cp.Variable(5, nonneg=True)
         con = cp.sum_squares(b - T.T @ p) <= r2
         prob = cp.Problem(cp.Minimize(cp.sum(cp.rel_entr(p, u))), [cp.sum(p) == 1, con])
@@ -282,24 +348,33 @@ def _s5_mem():
     literal, corrected = {}, {}
     for a in (0.1, 0.4, 0.6):
         h_pen = ed.solve(T, u, z, a)["h"]
-        h_lit, _ = mem(1 / (2 * a))
+        h_lit = mem(1 / (2 * a))
         literal[a] = float(np.linalg.norm(h_pen - h_lit))
         r2 = float(np.sum((b - h_pen) ** 2))
-        h_cor, nu = mem(r2)
+        h_cor, nu = mem_nu(r2)
         corrected[a] = dict(h_diff=float(np.linalg.norm(h_pen - h_cor)), two_nu=2 * nu)
     # inactive case: 1/(2 alpha) >= ||z||^2 gives the MEM solution p = u (h = mu)
     a_small = 0.5 / (1.01 * float(z @ z))
-    h_in, _ = mem(1 / (2 * a_small))
+    h_in = mem(1 / (2 * a_small))
     inactive = float(np.linalg.norm(h_in - u @ T))
-    printed = all(v < 1e-2 for v in literal.values())
+    infeasible_ok, line = check_mem_infeasible()
+    printed = all(v < 1e-2 for v in literal.values()) and not line["infeasible_at"]
     corr = (all(c["h_diff"] < 1e-4 and abs(c["two_nu"] - a) < 1e-3 * a for a, c in corrected.items())
-            and inactive < 1e-4)
+            and inactive < 1e-4 and infeasible_ok)
     return erratum_if(printed, corr, measured=dict(literal_h_diff=literal, corrected=corrected,
-                                                   inactive_h_minus_mu=inactive),
-                      tolerance=dict(printed="||h_pen - h_mem|| < 1e-2", corrected_h=1e-4,
-                                     two_nu_rel=1e-3, inactive=1e-4),
+                                                   inactive_h_minus_mu=inactive,
+                                                   line_infeasible_at=line["infeasible_at"],
+                                                   line_alpha_threshold=line["alpha_threshold"]),
+                      tolerance=dict(printed="||h_pen - h_mem|| < 1e-2, MEM feasible", corrected_h=1e-4,
+                                     two_nu_rel=1e-3, inactive=1e-4, line="exact feasibility (Fractions); "
+                                     "h_pen against mpmath 1e-10"),
                       explanation="I-rand, cvxpy CLARABEL (default tolerances: argmin to ~1e-5): MEM with r^2 = 1/(2 alpha) vs (3) solved by "
-                                  "Newton, alpha in {0.1, 0.4, 0.6}; then r^2 = ||b - h_pen||^2 and 2 nu = alpha")
+                                  "Newton, alpha in {0.1, 0.4, 0.6}; then r^2 = ||b - h_pen||^2 and 2 nu = alpha.  "
+                                  "T = {0, 1}, u = (1/2, 1/2), b = 2.5, alpha in "
+                                  f"{list(MEM_LINE_ALPHAS)}: the literal MEM is infeasible for alpha > 2/9 "
+                                  "(the library's hull projection against exact geometry, cvxpy's status), (3) solved "
+                                  "by the library against an mpmath root",
+                      line=line)
 
 
 @claim("fenchel.appB.ml-bayes-equivalence",

@@ -3,7 +3,7 @@ against the text around them: arithmetic on the printed numbers only (the runs t
 the `fenchel.results.*` claims)."""
 from __future__ import annotations
 
-from attnlab.catalog import claim, erratum_if, holds_if
+from attnlab.catalog import claim, holds_if
 
 # Table 1: CIFAR100 test accuracy (+- 95% CI) per learning rate
 TABLE1 = {"vit": {"3e-3": (0.228, 0.01), "3e-4": (0.463, 0.01), "3e-5": (0.452, 0.01)},
@@ -45,33 +45,42 @@ def _tables():
     return check_tables()
 
 
-def check_outperforms(table2=TABLE2):
-    """Table 2: OT-ViT's accuracy above ViT's on every data set (printed reading: the means), and the
-    difference against its 95% half-width sqrt(h_1^2 + h_2^2) (independent, normal estimates)."""
+def check_outperforms(table2=TABLE2, paper_numbers=None):
+    """Table 2: OT-ViT's mean accuracy above ViT's on every data set, on this module's transcription and on
+    the one the results claims compare against (experiments.paper_numbers), which must agree.  Beside it,
+    for the record, each difference against its 95% half-width sqrt(h_1^2 + h_2^2) (independent, normal
+    estimates): the paper does not claim the differences are significant, so that is no part of the verdict."""
     import math
 
-    rows = {}
+    if paper_numbers is None:
+        from attnlab.experiments.paper_numbers.fenchel import PAPER_CI, PAPER_NUMBERS
+        paper_numbers = (PAPER_NUMBERS, PAPER_CI)
+    numbers, cis = paper_numbers
+    rows, agree = {}, True
     for ds in table2["vit"]:
         (a, ha), (b, hb) = table2["ot-vit"][ds], table2["vit"][ds]
-        rows[ds] = dict(diff=round(a - b, 6), half_width=round(math.hypot(ha, hb), 6))
-    means_higher = all(r["diff"] > 0 for r in rows.values())
+        key = ("fenchel-ot-vit", f"{ds}/lr={float(SELECTED_LR):.0e}")
+        stored = {m: (numbers[key + (m, "test_acc")], cis[key + (m, "test_acc")]) for m in ("vit", "ot-vit")}
+        agree &= all(abs(stored[m][k] - table2[m][ds][k]) < 1e-12 for m in stored for k in (0, 1))
+        rows[ds] = dict(diff=round(a - b, 6), diff_transcribed=round(stored["ot-vit"][0] - stored["vit"][0], 6),
+                        half_width=round(math.hypot(ha, hb), 6))
+    means_higher = all(r["diff"] > 0 and r["diff_transcribed"] > 0 for r in rows.values())
     separated = [ds for ds, r in rows.items() if r["diff"] > r["half_width"]]
-    # printed: 'consistently outperforms', read as: higher on every data set beyond the stated intervals
-    printed = means_higher and len(separated) == len(rows)
-    corrected = means_higher and 0 < len(separated) < len(rows)
-    return erratum_if(printed, corrected, measured=dict(rows, separated=separated),
-                      tolerance="difference > sqrt(h_OT^2 + h_ViT^2) (95%, independent normal estimates)",
-                      explanation="Table 2 as printed: OT-ViT minus ViT per data set against the 95% half-width "
-                                  "of a difference of two independent estimates with the printed half-widths")
+    return holds_if(means_higher and agree, measured=dict(rows, separated_beyond_95=separated,
+                                                          transcriptions_agree=agree),
+                    tolerance="OT-ViT minus ViT > 0 on every data set; transcriptions equal (1e-12)",
+                    explanation="Table 2 as printed (this module and experiments.paper_numbers.fenchel): OT-ViT minus "
+                                "ViT per data set; for the record, against the 95% half-width of a difference of two "
+                                "independent estimates: " + ", ".join(
+                                    f"{ds} {r['diff']:.3f} +- {r['half_width']:.3f}"
+                                    f"{' (separated)' if ds in separated else ''}" for ds, r in rows.items()))
 
 
 @claim("fenchel.tables.ot-vit-outperforms",
        reference="Sec 9, Table 2 ('OT-ViT consistently outperforms ViT')",
-       statement="By Table 2, OT-ViT consistently outperforms ViT: its test accuracy is higher on Fashion-MNIST, "
-                 "CIFAR10 and CIFAR100, beyond the 95% confidence intervals the table reports.",
-       method="float64", expected="erratum",
-       corrected="The means are higher on all three data sets, but with the table's own intervals the difference "
-                 "is outside its 95% interval only on CIFAR100 (0.028 +- 0.014); on Fashion-MNIST (0.009 +- 0.014) "
-                 "and CIFAR10 (0.021 +- 0.022) the table does not separate the two models.")
+       statement="By Table 2, OT-ViT consistently outperforms ViT: its mean test accuracy is higher on Fashion-MNIST, "
+                 "CIFAR10 and CIFAR100 (the paper claims no significance; with the table's own 95% intervals only "
+                 "the CIFAR100 difference is separated).",
+       method="float64")
 def _outperforms():
     return check_outperforms()
