@@ -112,14 +112,34 @@ def _ndtr(x):
 MAX_OUTSIDE = 1e6
 
 
+# Gauss-Legendre nodes and weights on [-1, 1] (16 points) for the mass of a narrow interval
+_GL_X, _GL_W = (torch.from_numpy(a) for a in __import__("numpy").polynomial.legendre.leggauss(16))
+
+
 def _log_interval_mass(lo, hi):
     """log(Phi(hi) - Phi(lo)) for lo <= hi, without underflow: on the side of the smaller tail,
-    log Phi(h) + log1p(-exp(log Phi(l) - log Phi(h)))."""
+    log Phi(h) + log1p(-exp(log Phi(l) - log Phi(h))).  That difference of logs carries their rounding,
+    a relative error eps |log Phi| / |log Phi(h) - log Phi(l)| (5e-11 for a width of 1e-6 near 0); where
+    the interval is narrow, (h - l)(|mid| + 1) <= 1/2, the mass is integrated instead: with x = m + r s,
+    m = (l + h)/2, r = (h - l)/2, log mass = log r - m^2/2 - log sqrt(2 pi) + log int_{-1}^{1}
+    exp(-r s (2m + r s)/2) ds, an entire integrand of bounded exponent that 16-point Gauss-Legendre
+    integrates to rounding."""
     flip = (lo + hi) > 0
     l_ = torch.where(flip, -hi, lo)
     h_ = torch.where(flip, -lo, hi)
     lh, ll = torch.special.log_ndtr(h_), torch.special.log_ndtr(l_)
-    return lh + torch.log1p(-torch.exp(torch.clamp(ll - lh, max=0.0)).clamp(max=1 - 1e-300))
+    m, r = (l_ + h_) / 2, (h_ - l_) / 2
+    narrow = 2 * r * (m.abs() + 1) <= 0.5
+    d = torch.where(narrow, torch.full_like(lh, -1.0), torch.clamp(ll - lh, max=0.0))   # finite where unused
+    wide = lh + torch.log1p(-torch.exp(d))
+    if not bool(narrow.any()):
+        return wide
+    xs, ws = _GL_X.to(m), _GL_W.to(m)
+    rs = r[..., None] * xs
+    rn = torch.where(narrow, r, torch.ones_like(r))             # log r only where it is used
+    inner = torch.logsumexp(torch.log(ws) - rs * (2 * m[..., None] + rs) / 2, -1)
+    gl = torch.log(rn) - m * m / 2 - math.log(_SQRT2PI) + inner
+    return torch.where(narrow, gl, wide)
 
 
 def _check_outside(mu, scale, dom, what: str):

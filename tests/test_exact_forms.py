@@ -123,4 +123,51 @@ def test_float32_layer_keeps_float32_alpha():
 
     m = FenchelMultiheadAttention(8, 2, batch_first=True, alpha=0.3, alpha_mode="head")
     assert m.alphas(torch.zeros(1, 3, 8)).dtype == torch.float32
-    assert math.isclose(float(m.alphas(torch.zeros(1, 3, 8)).flatten()[0]), 0.3, rel_tol=1e-6)
+    assert math.isclose(float(m.alphas(torch.zeros(1, 3, 8)).detach().flatten()[0]), 0.3, rel_tol=1e-6)
+
+
+def _mp_interval_mass(l, h):
+    """Phi(h) - Phi(l) by the complementary error function on the side of the smaller tail (60 digits)."""
+    with mp.workdps(60):
+        l, h, r2 = mp.mpf(l), mp.mpf(h), mp.sqrt(2)
+        if l >= 0:
+            return (mp.erfc(l / r2) - mp.erfc(h / r2)) / 2
+        if h <= 0:
+            return (mp.erfc(-h / r2) - mp.erfc(-l / r2)) / 2
+        return 1 - (mp.erfc(-l / r2) + mp.erfc(h / r2)) / 2
+
+
+@pytest.mark.parametrize("mu,sigma2", ((0.5, 1e4), (0.5, 1e8), (0.5, 1e12), (-3.0, 1e10), (0.3, 0.01), (-2.0, 1.0),
+                                       (40.0, 1.0)))
+def test_truncated_gaussian_density_on_narrow_and_wide_intervals(mu, sigma2):
+    """N(mu, sigma2) renormalised to [0, 1]: the interval is 1/sigma standard deviations wide.  The mass
+    from a difference of log Phi's lost digits on narrow ones (4.9e-11 relative at sigma2 = 1e12); it is
+    integrated there instead (numerics.continuous_attention._log_interval_mass).  The tolerance is the
+    rounding of log p, whose terms reach |log sigma| and mu^2/2 / sigma2."""
+    from attnlab.numerics.continuous_attention import gaussian_density
+
+    t = [0.0, 0.25, 0.5, 1.0]
+    p = gaussian_density(_t(t), _t(mu), _t(sigma2), domain=(0.0, 1.0))
+    with mp.workdps(60):
+        s = mp.sqrt(mp.mpf(sigma2))
+        Z = _mp_interval_mass((0 - mp.mpf(mu)) / s, (1 - mp.mpf(mu)) / s)
+        scale = 8 * (abs(float(mp.log(s))) + 1 + float((mp.mpf(mu) - 1) ** 2 / s ** 2))
+        for ti, pi in zip(t, p.tolist()):
+            ref = mp.npdf(mp.mpf(ti), mp.mpf(mu), s) / Z
+            assert _rel(pi, ref) <= scale * EPS, (ti, _rel(pi, ref))
+
+
+@pytest.mark.parametrize("mu,sigma2", ((0.5, 1e12), (0.2, 1e8), (0.5, 0.04)))
+def test_truncated_gaussian_rbf_expectation_on_narrow_intervals(mu, sigma2):
+    """E_p[psi_n] for p = N(mu, sigma2) on [0, 1] and Gaussian RBFs: the ratio of two interval masses."""
+    from attnlab.numerics.continuous_attention import gaussian_rbf_expectation
+
+    centers, widths = [0.1, 0.5, 0.9], [0.05, 0.2, 0.5]
+    got = gaussian_rbf_expectation(_t(mu), _t(sigma2), _t(centers), _t(widths), domain=(0.0, 1.0))
+    with mp.workdps(60):
+        s = mp.sqrt(mp.mpf(sigma2))
+        Z = _mp_interval_mass(-mp.mpf(mu) / s, (1 - mp.mpf(mu)) / s)
+        for c, w, g in zip(centers, widths, got.tolist()):
+            f = lambda x: mp.npdf(x, mp.mpf(mu), s) * mp.npdf(x, mp.mpf(c), mp.mpf(w))  # noqa: E731
+            ref = mp.quad(f, [0, mp.mpf(c), 1]) / Z
+            assert _rel(g, ref) <= 1e-13, (c, _rel(g, ref))
