@@ -117,6 +117,18 @@ class Claim:
     corrected: str = ""          # for errata: the corrected statement that the check shows holds
     requires: tuple = ()         # importable module names the check needs (else `skipped`)
     registration: Any = None     # an empirical claim's pre-registration (theory/preregistration.py)
+    vouches_for: tuple = ()      # the library functions the check holds against its oracle (attnlab.vouching)
+    algebra: str = ""            # for a claim about the paper's algebra alone: why no library code is involved
+
+    @property
+    def scope(self) -> str:
+        """`empirical` (read from records), `library` (vouches for library functions), `algebra` (the
+        paper's own algebra, no library code), or `undeclared` (breaks the rule of attnlab.vouching)."""
+        if self.method == "results":
+            return "empirical"
+        if self.vouches_for:
+            return "library"
+        return "algebra" if self.algebra else "undeclared"
 
     def missing_requirements(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -138,12 +150,20 @@ def _validate(value, allowed, name):
 
 
 def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "fast",
-          expected: str = "holds", corrected: str = "", requires: Iterable[str] = (), registration: Any = None):
+          expected: str = "holds", corrected: str = "", requires: Iterable[str] = (), registration: Any = None,
+          vouches_for: Iterable[str] = (), algebra: str = ""):
     """Register the decorated zero-argument function as the check of claim `id`.
 
     `id` is ``<paper>.<label>`` and is stable forever.  For ``expected="erratum"`` give the
     corrected statement in `corrected` and build the evidence with :func:`erratum_if`.
+
+    `vouches_for` names the library functions the check calls and holds against an independent oracle
+    (dotted names below ``attnlab``, e.g. ``"numerics.fenchel_attention.fenchel_attention"``); a claim
+    about the paper's algebra alone gives instead `algebra`, the reason no library code is involved.
+    The rule and its tests are in :mod:`attnlab.vouching`.
     """
+    if isinstance(vouches_for, str):
+        vouches_for = (vouches_for,)
     paper = id.split(".", 1)[0]
     _validate(paper, PAPERS, "claim id prefix (paper)")
     if "." not in id or not id.split(".", 1)[1]:
@@ -162,7 +182,7 @@ def claim(id: str, *, reference: str, statement: str, method: str, tier: str = "
         if id in _REGISTRY and _REGISTRY[id].check.__qualname__ != fn.__qualname__:
             raise ValueError(f"claim id {id!r} registered twice")
         _REGISTRY[id] = Claim(id, paper, reference, statement, method, tier, expected, fn,
-                              corrected, tuple(requires), registration)
+                              corrected, tuple(requires), registration, tuple(vouches_for), algebra)
         return fn
 
     return deco
@@ -230,7 +250,8 @@ class Record:
             "corrected": c.corrected or None, "method": c.method, "tier": c.tier,
             "expected": c.expected, "verdict": e.verdict, "measured": jsonable(e.measured),
             "tolerance": jsonable(e.tolerance), "seconds": round(self.seconds, 4),
-            "explanation": e.explanation, "data": jsonable(e.data), **self.results_fields(),
+            "explanation": e.explanation, "data": jsonable(e.data), "scope": c.scope,
+            "vouches_for": list(c.vouches_for), **self.results_fields(),
         }
 
     def results_fields(self) -> dict:
