@@ -90,8 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("report", help="write a static HTML site: claims, errata, results and figures per paper")
     h.add_argument("--paper", help=f"one of {', '.join(PAPERS)} (default: all four)")
     h.add_argument("--out", default="report", help="output folder (default ./report)")
-    h.add_argument("--claims", metavar="FILE",
-                   help="verdicts from a file written by `attnlab verify --json FILE` (default: run the fast claims)")
+    h.add_argument("--verdicts", metavar="FILE",
+                   help="the verdicts of a file written by `attnlab verify --json FILE` (default: run the fast claims)")
+    h.add_argument("--claims", metavar="FILE", help=argparse.SUPPRESS)   # deprecated name of --verdicts
     h.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
     h.add_argument("--screenshots", action="store_true",
                    help="also load each page in headless Chromium and save <page>.png beside it")
@@ -435,8 +436,13 @@ def cmd_report(args) -> int:
         if find_browser() is None:
             raise UsageError(f"--screenshots: no headless browser found (looked for {', '.join(BROWSERS)}); "
                              "install Debian's chromium package")
-    if args.claims:
-        records, source = report.read_claim_records(args.claims), f"read from {args.claims}"
+    if args.claims is not None:
+        if args.verdicts is not None:
+            raise UsageError("--claims is the old name of --verdicts: give --verdicts FILE only")
+        print("attnlab: warning: report --claims is deprecated; use --verdicts FILE (the same file)", file=sys.stderr)
+    verdicts, option = (args.claims, "--claims") if args.claims is not None else (args.verdicts, "--verdicts")
+    if verdicts is not None:
+        records, source = report.read_claim_records(verdicts, option), f"read from {verdicts}"
     else:
         from attnlab.listing import ProgressLine
 

@@ -1,14 +1,20 @@
 """`attnlab report`: a static HTML site -- an index and one page per paper -- that a reader opens in
 a browser, no server needed.
 
-Per paper it shows the claims with their verdicts, the errata (printed beside corrected form), the
-exact-against-approximate tables of `attnlab compare` on their default instances
+Per paper it shows a link to the paper, the claims with their verdicts (each with an anchor, #<claim
+id>, that the index links to), the errata (printed beside corrected form), the verdict scale of the
+empirical claims, the exact-against-approximate tables of `attnlab compare` on their default instances
 (:mod:`attnlab.comparisons`), our results beside the paper's numbers (mean ± 95% CI, substitute data
-and convergence marked) and every committed figure.  It reads what is there and never trains: the
-verdicts come from running the fast claims (seconds each) or from a file written by ``attnlab verify
---json FILE``; the results from the committed records; the figures from the PNGs under
-``paper_figures/``.  The pages are Jinja2
-templates under ``attnlab/templates/``.
+and convergence marked) and every committed figure with a caption that says what it shows and which
+figure of the paper it regenerates (``paper_figures/captions.py``).  Statements are rendered from their
+LaTeX forms (``theory/<paper>/latex.py``) to MathML, which browsers lay out without JavaScript
+(:mod:`attnlab.mathtext`); a claim without a current LaTeX form shows its plain statement.  Every table
+scrolls inside its own box on a narrow screen.
+
+It reads what is there and never trains: the verdicts come from running the fast claims (seconds each)
+or from a file written by ``attnlab verify --json FILE`` (``--verdicts FILE``); the results from the
+committed records; the figures from the PNGs under ``paper_figures/``.  The pages are Jinja2 templates
+under ``attnlab/templates/``.
 """
 from __future__ import annotations
 
@@ -27,6 +33,32 @@ def _verdict_order():
 VERDICT_ORDER = _verdict_order()
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
+# Where each paper is published (the versions the claims cite; the README's table of papers says the same)
+PAPER_LINKS = {
+    "efa": [("arXiv:2501.16790", "https://arxiv.org/abs/2501.16790"),
+            ("authors' code", "https://github.com/yixinw-lab/EFA")],
+    "bidir": [("UAI 2023 proceedings", "https://proceedings.mlr.press/v216/wibisono23a.html"),
+              ("arXiv:2307.04057 (v2, the version checked)", "https://arxiv.org/abs/2307.04057"),
+              ("authors' code", "https://github.com/yixinw-lab/attention-uai")],
+    "fenchel": [("OpenReview (TMLR submission)", "https://openreview.net/forum?id=lHnbmXtJXf")],
+    "kernel": [("arXiv:2111.01222 (an earlier version)", "https://arxiv.org/abs/2111.01222"),
+               ("authors' code", "https://github.com/onenoc/kernel-continuous-attention")],
+}
+# The verdict scale of the empirical claims (catalog.RESULTS_VERDICTS, and `skipped`): when each is given,
+# in the words of docs/results_verdicts.md (tests/test_report.py keeps the two equal).
+VERDICT_SCALE = {
+    "holds": "reproduced: on the paper's data, model and protocol, our 95% interval supports the statement",
+    "erratum": "contradicted on the paper's own data and protocol, with the registered seeds, and the paper's "
+               "printed number (or effect) lies outside our interval; the corrected statement is what we measured",
+    "fails": "contradicted on the paper's data where the paper prints no number for the statement",
+    "inconclusive": "our interval contains both the paper's effect and no effect, or the registered seeds are not "
+                    "all there",
+    "reproduced-on-substitute": "supported, but on substitute data, another model or a changed protocol",
+    "not-reproduced-on-substitute": "not supported on a substitute -- never an erratum: a substitute cannot show "
+                                    "the paper wrong",
+    "skipped": "no usable record at all (the reason is given)",
+}
+
 
 def figures_folder() -> Path:
     """The folder `attnlab figures` renders into by default: the paper_figures package."""
@@ -35,24 +67,25 @@ def figures_folder() -> Path:
     return Path(attnlab.paper_figures.__file__).resolve().parent
 
 
-def read_claim_records(path: str | Path) -> dict[str, dict]:
-    """The records of a file written by ``attnlab verify --json FILE``, keyed by claim id."""
+def read_claim_records(path: str | Path, option: str = "--verdicts") -> dict[str, dict]:
+    """The records of a file written by ``attnlab verify --json FILE``, keyed by claim id; bad input is a
+    UsageError naming `option` (the command-line option that gave the file)."""
     from attnlab.experiment import read_json
 
     p = Path(path)
     try:
         data = read_json(p)                    # unreadable, binary, not JSON, nested too deeply: one line
     except ValueError as exc:
-        raise UsageError(f"--claims: {exc}; give a file written by `attnlab verify --json FILE`") from None
+        raise UsageError(f"{option}: {exc}; give a file written by `attnlab verify --json FILE`") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
                                              and isinstance(r.get("verdict"), str) for r in data):
-        raise UsageError(f"--claims {p}: not a list of claim records with 'id' and 'verdict'; "
+        raise UsageError(f"{option} {p}: not a list of claim records with 'id' and 'verdict'; "
                          "give a file written by `attnlab verify --json FILE`")
     from attnlab.catalog import VERDICTS
 
     bad = next((r for r in data if r["verdict"] not in VERDICTS), None)
     if bad is not None:
-        raise UsageError(f"--claims {p}: claim {str(bad['id'])[:60]!r} has verdict {str(bad['verdict'])[:30]!r}; "
+        raise UsageError(f"{option} {p}: claim {str(bad['id'])[:60]!r} has verdict {str(bad['verdict'])[:30]!r}; "
                          f"a verdict is one of {', '.join(VERDICTS)}")
     return {r["id"]: r for r in data}
 
@@ -82,15 +115,21 @@ def _short(x, width=60) -> str:
 
 
 def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
-    """Every claim of `paper` with its verdict ('not run' where `records` lacks it)."""
-    from attnlab import catalog
+    """Every claim of `paper` with its verdict ('not run' where `records` lacks it); ``statement_html`` and
+    ``corrected_html`` are the statement and corrected form with MathML maths where the claim has a
+    current LaTeX form (attnlab.mathtext.claim_forms), else escaped plain text."""
+    from attnlab import catalog, mathtext
 
     rows = []
     for c in catalog.all_claims(paper=paper):
         r = records.get(c.id)
         verdict = r["verdict"] if r else "not run"
+        tex = mathtext.claim_forms(c)
         rows.append({
             "id": c.id, "reference": c.reference, "statement": c.statement, "corrected": c.corrected,
+            "statement_html": mathtext.to_html(tex.statement, c.statement) if tex else mathtext.escaped(c.statement),
+            "corrected_html": mathtext.to_html(tex.corrected, c.corrected) if tex and tex.corrected
+                              else mathtext.escaped(c.corrected),
             "method": c.method, "tier": c.tier, "expected": c.expected, "verdict": verdict,
             "surprise": verdict not in (c.expected, "skipped", "not run") or (
                 verdict == "skipped" and c.method == "results" and c.expected != "skipped"),
@@ -148,6 +187,22 @@ def paper_figures(paper: str, folder: Path) -> list[Path]:
     return sorted(folder.glob(f"{paper}_*.png"))
 
 
+def figure_entry(path: Path) -> dict:
+    """What the page shows for one figure: its caption from paper_figures/captions.py (the paper's figure
+    number, or that the paper has none, and what it shows) and an alt text in words."""
+    from attnlab import mathtext
+    from attnlab.paper_figures.captions import CAPTIONS
+
+    cap = CAPTIONS.get(path.stem)
+    if cap is None:                      # a figure rendered here that the caption table does not know yet
+        label, text = "Figure", "(no caption yet)"
+    else:
+        label = f"{cap.paper_figure} of the paper" if cap.paper_figure else "Not a figure of the paper"
+        text = cap.text
+    return {"src": f"figures/{path.name}", "name": path.stem, "label": label,
+            "caption_html": mathtext.to_html(text), "alt": f"{label}: {mathtext.plain(text)}"}
+
+
 def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[Path]) -> dict:
     """Everything the paper template shows."""
     from attnlab import comparisons
@@ -163,7 +218,8 @@ def paper_page(paper: str, records: dict[str, dict], root: Path, figures: list[P
         "surprises": [c["id"] for c in claims if c["surprise"]],
         "compare": comparisons.tables(paper),
         "results": result_tables(paper, root),
-        "figures": [{"src": f"figures/{p.name}", "name": p.stem} for p in figures],
+        "figures": [figure_entry(p) for p in figures],
+        "links": PAPER_LINKS[paper],
     }
 
 
@@ -177,6 +233,14 @@ def _environment():
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["words"] = lambda v: VERDICT_WORDS.get(v, v)
     return env
+
+
+def verdict_scale() -> list[dict]:
+    """The verdict scale of the empirical claims, in the order of catalog.RESULTS_VERDICTS, then `skipped`."""
+    from attnlab.catalog import RESULTS_VERDICTS, VERDICT_WORDS
+
+    return [{"verdict": v, "words": VERDICT_WORDS[v], "when": VERDICT_SCALE[v]}
+            for v in RESULTS_VERDICTS + ("skipped",)]
 
 
 def build(out: Path, papers, records: dict[str, dict], claims_source: str, root: Path,
@@ -203,7 +267,7 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
             shutil.copyfile(f, out / "figures" / f.name)
         pages.append(paper_page(p, records, root, figs))
     nav = [(pg["paper"], pg["title"]) for pg in pages]
-    common = {"nav": nav, "claims_source": claims_source, "results_root": str(root)}
+    common = {"nav": nav, "claims_source": claims_source, "results_root": str(root), "scale": verdict_scale()}
     shutil.copyfile(TEMPLATES / "style.css", out / "style.css")
     for pg in pages:
         path = out / f"{pg['paper']}.html"

@@ -217,9 +217,9 @@ def test_compare_instance_bad_file(tmp_path, capsys, kind, target):
 
 
 @pytest.mark.parametrize("kind", ["deep", "binary"])
-def test_report_claims_bad_file(tmp_path, capsys, kind):
+def test_report_verdicts_bad_file(tmp_path, capsys, kind):
     path = _bad_files(tmp_path)[kind]
-    _one_line_exit_2(capsys, ["report", "--claims", str(path), "--out", str(tmp_path / "site")], "--claims")
+    _one_line_exit_2(capsys, ["report", "--verdicts", str(path), "--out", str(tmp_path / "site")], "--verdicts")
 
 
 def _record(seed=0, value=0.5, **over):

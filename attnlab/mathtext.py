@@ -1,0 +1,137 @@
+"""Text with LaTeX maths, as HTML with MathML: what `attnlab report` shows for a claim's statement, an
+erratum's printed and corrected forms and a figure's caption.
+
+A *math text* is plain text with inline maths between dollar signs, ``"for $\\alpha \\to 0$ the error
+is $O(\\alpha^2)$"`` (``\\$`` is a literal dollar).  :func:`to_html` escapes the text and converts each
+span to MathML with latex2mathml; browsers lay MathML out natively (MathML Core), so the pages need no
+JavaScript.  A span that does not convert cleanly -- latex2mathml raises, braces do not balance, an
+unknown command survives into the output, an element lacks its arguments -- makes :func:`to_html`
+return the escaped plain text it was given as `fallback`: a typo in a LaTeX form never breaks a page.
+
+The LaTeX forms of the claims are written once per paper in ``theory/<paper>/latex.py``
+(``LATEX = {claim id: Tex(statement, corrected, of)}``); ``of`` is :func:`fingerprint` of the plain
+statement and corrected form they were written for, so a statement reworded later shows as plain text
+until its LaTeX form is rewritten (tests/test_report.py names the stale ones).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+import xml.etree.ElementTree as ET
+from html import escape
+from typing import NamedTuple
+
+from markupsafe import Markup
+
+MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
+# MathML elements and the number of children each needs (latex2mathml writes `\frac{1}` as an mfrac
+# with one child instead of raising)
+_ARITY = {"mfrac": 2, "msub": 2, "msup": 2, "mover": 2, "munder": 2, "mroot": 2, "msubsup": 3,
+          "munderover": 3}
+_SPAN = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$", re.S)
+
+
+class Tex(NamedTuple):
+    """The LaTeX form of one claim: its statement and (for an erratum) its corrected form, as math
+    texts, and the fingerprint of the plain forms they render."""
+
+    statement: str
+    corrected: str = ""
+    of: str = ""
+
+
+def fingerprint(statement: str, corrected: str = "") -> str:
+    """Eight hex digits that change whenever the plain statement or corrected form changes."""
+    return hashlib.sha1(f"{statement}\n{corrected}".encode("utf-8")).hexdigest()[:8]
+
+
+def to_mathml(tex: str) -> str:
+    """One inline LaTeX formula as a MathML ``<math>`` element; ValueError when it does not convert
+    cleanly (see the module docstring)."""
+    from latex2mathml.converter import convert
+
+    depth = 0
+    for i, ch in enumerate(tex):
+        if ch in "{}" and (i == 0 or tex[i - 1] != "\\"):
+            depth += 1 if ch == "{" else -1
+            if depth < 0:
+                raise ValueError(f"unbalanced '}}' in {tex!r}")
+    if depth:
+        raise ValueError(f"unbalanced '{{' in {tex!r}")
+    try:
+        mathml = convert(tex)
+    except Exception as exc:  # noqa: BLE001 -- latex2mathml raises its own error classes, and IndexError
+        raise ValueError(f"latex2mathml cannot convert {tex!r}: {type(exc).__name__} {exc}") from None
+    root = ET.fromstring(mathml)
+    for el in root.iter():
+        tag = el.tag.removeprefix(MATHML_NS)
+        if tag in _ARITY and len(el) != _ARITY[tag]:
+            raise ValueError(f"{tex!r}: <{tag}> with {len(el)} of its {_ARITY[tag]} arguments")
+        if el.text and "\\" in el.text:
+            raise ValueError(f"{tex!r}: unknown command {el.text.strip()!r}")
+    return mathml
+
+
+def spans(text: str) -> list[tuple[bool, str]]:
+    """`text` cut into (is_math, piece) in order; a literal ``\\$`` becomes ``$`` in the text pieces.
+    ValueError on a ``$`` without its partner."""
+    out, pos = [], 0
+
+    def text_piece(raw):
+        if re.search(r"(?<!\\)\$", raw):
+            raise ValueError(f"unpaired '$' in {text!r}")
+        out.append((False, raw.replace("\\$", "$")))
+
+    for m in _SPAN.finditer(text):
+        if m.start() > pos:
+            text_piece(text[pos:m.start()])
+        out.append((True, m.group(1)))
+        pos = m.end()
+    if pos < len(text):
+        text_piece(text[pos:])
+    return out
+
+
+def to_html(text: str, fallback: str | None = None, strict: bool = False) -> Markup:
+    """`text` (a math text) as HTML: escaped text and MathML.  When a span fails to convert, the escaped
+    `fallback` (default: `text` itself), or ValueError with ``strict=True``."""
+    try:
+        html = "".join(to_mathml(p) if is_math else escape(p, quote=False) for is_math, p in spans(text))
+    except ValueError:
+        if strict:
+            raise
+        return escaped(text if fallback is None else fallback)
+    return Markup(html)
+
+
+def escaped(text: str) -> Markup:
+    """Plain text (no maths in it) as HTML."""
+    return Markup(escape(text, quote=False))
+
+
+def plain(text: str) -> str:
+    """A math text without its dollar signs (an image's alt text, say); `text` itself where its dollar
+    signs do not pair."""
+    try:
+        return "".join(p for _, p in spans(text))
+    except ValueError:
+        return text
+
+
+def claim_forms(claim) -> Tex | None:
+    """The current LaTeX form of `claim` from ``theory/<paper>/latex.py``, or None where there is none or
+    it was written for an older wording of the statement."""
+    tex = latex_table(claim.paper).get(claim.id)
+    if tex is None or tex.of != fingerprint(claim.statement, claim.corrected):
+        return None
+    return tex
+
+
+def latex_table(paper: str) -> dict[str, Tex]:
+    """``theory/<paper>/latex.py``'s LATEX (empty where the paper has none)."""
+    try:
+        module = importlib.import_module(f"attnlab.theory.{paper}.latex")
+    except ModuleNotFoundError:
+        return {}
+    return dict(module.LATEX)
