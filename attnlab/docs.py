@@ -82,7 +82,8 @@ def render() -> str:
 VOUCHING_RULE = """## What a verdict vouches for
 
 A theory claim's check calls the library function it vouches for -- the one a user gets, in
-`attnlab.numerics`, `attnlab.experiments.models` or an `attnlab` tool -- on inputs that reach its edges,
+`attnlab.numerics`, `attnlab.experiments.models`, an experiment's data code (`attnlab.experiments.<name>`)
+or an `attnlab` tool -- on inputs that reach its edges,
 and holds it against an independent oracle (sympy, mpmath, cvxpy, a plain transcription of the equation
 as printed) under an honest tolerance.  A private re-implementation may be the oracle, never the thing
 under test.  Each claim has one scope: `library` (it names the functions it vouches for), `algebra` (the

@@ -1,8 +1,9 @@
 """Claims vouch for the library: the rule, the call tracer and the fault injector that test it.
 
 The rule (docs/claims.md, "What a verdict vouches for"): a theory claim's check calls the library
-function it vouches for -- the one a user gets, under ``attnlab.numerics`` or
-``attnlab.experiments.models`` (or, for a tool, ``attnlab``) -- on inputs that reach its edges, and
+function it vouches for -- the one a user gets, under ``attnlab.numerics``,
+``attnlab.experiments.models``, an experiment's data code ``attnlab.experiments.<name>`` (or, for a
+tool, ``attnlab``) -- on inputs that reach its edges, and
 holds it against an *independent* oracle (sympy, mpmath, cvxpy, a plain transcription of the equation
 as printed) under an honest tolerance.  A private re-implementation is welcome as the oracle, never as
 the thing under test.  Every claim is one of three scopes (:attr:`attnlab.catalog.Claim.scope`):
@@ -25,9 +26,12 @@ Three tools test the rule:
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import importlib
 import os
 import sys
+from fractions import Fraction
 from typing import Callable, Iterator
 
 def _module_file_prefixes() -> dict[str, str]:
@@ -37,11 +41,19 @@ def _module_file_prefixes() -> dict[str, str]:
     import attnlab.experiments.models
     import attnlab.numerics
 
-    return {
+    prefixes = {
         os.path.dirname(os.path.abspath(attnlab.numerics.__file__)): "numerics",
         os.path.dirname(os.path.abspath(attnlab.experiments.models.__file__)): "experiments.models",
         os.path.dirname(os.path.abspath(attnlab.__file__)): "",
     }
+    # an experiment's data code (attnlab.experiments.<name>: corpora, generators, targets) is library
+    # code too: the experiments compute with it and claims may vouch for it
+    root = os.path.dirname(os.path.abspath(attnlab.experiments.__file__))
+    for name in sorted(os.listdir(root)):
+        folder = os.path.join(root, name)
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            prefixes.setdefault(folder, f"experiments.{name}")
+    return prefixes
 
 
 def resolve(name: str):
@@ -126,6 +138,18 @@ def _perturb(value, rel: float):
         return value * (1 + rel)
     if isinstance(value, float):
         return value * (1 + rel)
+    if isinstance(value, Fraction):                   # exact rationals stay exact: times 1 + rel as a Fraction
+        return value * (1 + Fraction(rel))
+    if torch is not None and isinstance(value, torch.nn.Module):
+        value = copy.deepcopy(value)                  # a model a function builds: its parameters and buffers
+        with torch.no_grad():
+            for t in [*value.parameters(), *value.buffers()]:
+                if t.is_floating_point():
+                    t.mul_(1 + rel)
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _perturb(getattr(value, f.name), rel)
+                                             for f in dataclasses.fields(value) if f.init})
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(_perturb(v, rel) for v in value)
     if isinstance(value, list):

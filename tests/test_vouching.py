@@ -95,3 +95,30 @@ def test_library_claim_calls_what_it_vouches_for_and_a_fault_changes_its_verdict
             if catalog.run_claim(claim).evidence.verdict == claim.expected:
                 survived.append(name)
     assert not survived, f"{claim.id}: a 1e-3 relative fault in {survived} leaves the verdict {claim.expected!r}"
+
+
+def test_fault_reaches_exact_rationals_models_dataclasses_and_experiment_data_code():
+    """Outputs a fault must reach besides tensors and floats: Fractions (exact distributions), a model a
+    function builds (its parameters), a dataclass of tensors; and the tracer sees an experiment's data code."""
+    from fractions import Fraction
+
+    import torch
+
+    from attnlab.experiments.models.bidir import BidirAttentionMLM, moe_parameters
+
+    name = "experiments.bidir.toy_corpus.sentence_distribution"
+    clean, seen = vouching.library_calls(lambda: __import__(
+        "attnlab.experiments.bidir.toy_corpus", fromlist=["x"]).sentence_distribution())
+    assert name in seen
+    with vouching.inject_fault(name, rel=1e-3) as n_refs:
+        assert n_refs >= 1
+        from attnlab.experiments.bidir import toy_corpus as tc
+        faulty = tc.sentence_distribution()
+    assert sum(clean.values()) == 1 and sum(faulty.values()) == 1 + Fraction(1e-3)
+
+    model = BidirAttentionMLM(4, 3, 2, generator=torch.Generator().manual_seed(0))
+    out = vouching._perturb(model, 1e-3)
+    assert out is not model and torch.allclose(out.C, model.C * (1 + 1e-3), rtol=1e-14, atol=0)
+    q = moe_parameters(model)
+    qf = vouching._perturb(q, 1e-3)
+    assert qf.d_w == q.d_w and torch.allclose(qf.W_KQ, q.W_KQ * (1 + 1e-3), rtol=1e-14, atol=0)
