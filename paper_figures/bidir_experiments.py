@@ -17,7 +17,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import read_records
-from attnlab.paper_figures.style import save
+from attnlab.paper_figures.style import save, size, wrap
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
 YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-index units)"}
@@ -74,16 +74,20 @@ def _bars(ax, settings, models, st, metric, paper, exp):
                              ("origin split" + suffix), model, metric)
             ys = [st.get(key(s), (np.nan, 0, 0)) for s in settings]
             ax.errorbar(x + i * w - 0.4 + w / 2 + off, [y[0] for y in ys], yerr=[y[1] for y in ys],
-                        fmt="o", ms=3, color=colors[prot], label=f"ours, {prot} bins" if i == 0 else None)
+                        fmt="o", ms=1.6, elinewidth=0.6, capsize=1, color=colors[prot],
+                        label=f"ours, {prot} bins" if i == 0 else None)
         py = [paper.get((exp, s if exp == "bidir-tabular-sim" else "origin split", model, metric), np.nan)
               for s in settings]
-        ax.scatter(x + i * w - 0.4 + w / 2, py, marker="_", s=120, color="k",
-                   label="paper" if i == 0 else None)
+        ax.scatter(x + i * w - 0.4 + w / 2, py, marker="_", s=30, lw=1.0, color="k",
+                   label="paper" if i == 0 else None, zorder=3)
         for xi in x:
-            ax.text(xi + i * w - 0.4 + w / 2, 0.0, model, rotation=90, fontsize=7, ha="center", va="bottom",
+            ax.text(xi + i * w - 0.4 + w / 2, 0.01, model, rotation=90, fontsize=4.5, ha="center", va="bottom",
                     transform=ax.get_xaxis_transform())
     ax.set_xticks(x)
-    ax.set_xticklabels(settings, rotation=30)
+    ax.set_xticklabels(settings, fontsize=6)
+    ax.set_xlim(-0.5, len(settings) - 0.5)
+    for xi in x[1:]:
+        ax.axvline(xi - 0.5, color="0.85", lw=0.5, zorder=0)
     ax.set_ylabel(YLABEL[metric])
 
 
@@ -95,12 +99,14 @@ def render_table1(outdir: Path) -> list[Path]:
     st = _stats(recs)
     settings = [setting_label(*s) for s in SETTINGS if (setting_label(*s), "ATN", "acc") in st]
     plt = _plt()
-    fig, axes = plt.subplots(2, 1, figsize=(13, 8))
+    fig, axes = plt.subplots(2, 1, figsize=size(2, 5.2))
     for ax, metric in zip(axes, ("acc", "mse")):
         _bars(ax, settings, MODELS1, st, metric, PAPER_NUMBERS, "bidir-tabular-sim")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Table 1 (n_c, noise, corr): models LR, RF, GB, MLP, ATN left to right in each group; "
-                 f"ours = mean ± 95% CI over {_seeds(st, MODELS1)}, config '{cfg}'{_missing(st, MODELS1)}")
+    axes[0].legend(ncol=3, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    axes[1].set_xlabel("setting (n_c, noise, corr)")
+    fig.suptitle(wrap(f"Table 1 (n_c, noise, corr): models LR, RF, GB, MLP, ATN left to right in each group; "
+                      f"ours = mean ± 95% CI over {_seeds(st, MODELS1)}, config '{cfg}'{_missing(st, MODELS1)}",
+                      fig.get_figwidth(), 9))
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table1.png")
 
@@ -113,22 +119,22 @@ def render_table2(outdir: Path) -> list[Path]:
     models = [m for m in TABLE2_MODELS if (("origin split", m, "acc") in st)
               or ("bidir-auto-mpg", "origin split", m, "acc") in PAPER_NUMBERS]
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = plt.subplots(1, 2, figsize=size(2, 2.9))
     for ax, metric in zip(axes, ("acc", "mse")):
         x = np.arange(len(models))
         for prot, suffix, off, c in (("pooled", "", -0.15, "tab:blue"), ("train-only", " train-only bins", 0.15, "tab:orange")):
             ys = [st.get(("origin split" + suffix, m, metric), (np.nan, 0, 0)) for m in models]
-            ax.errorbar(x + off, [y[0] for y in ys], yerr=[y[1] for y in ys], fmt="o", color=c,
+            ax.errorbar(x + off, [y[0] for y in ys], yerr=[y[1] for y in ys], fmt="o", ms=2.5, color=c,
                         label=f"ours, {prot} bins")
         ax.scatter(x, [PAPER_NUMBERS.get(("bidir-auto-mpg", "origin split", m, metric), np.nan) for m in models],
-                   marker="_", s=200, color="k", label="paper (seed 42)")
+                   marker="_", s=60, lw=1.2, color="k", label="paper (seed 42)", zorder=3)
         ax.set_xticks(x)
-        ax.set_xticklabels(models, rotation=30, ha="right")
+        ax.set_xticklabels(models, rotation=30, ha="right", fontsize=6)
         ax.set_ylabel(YLABEL[metric])
         ax.grid(axis="y")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over "
-                 f"{_seeds(st, models)}, config '{cfg}'{_missing(st, models)}")
+    axes[0].legend()
+    fig.suptitle(wrap(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over "
+                      f"{_seeds(st, models)}, config '{cfg}'{_missing(st, models)}", fig.get_figwidth(), 9))
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table2.png")
 

@@ -7,9 +7,9 @@ run ``attnlab run efa-instacart`` / ``efa-temperature`` first).
 - ``exp_fig4``: Figure 4, per-item query, key and value embeddings of layer 1 (W^Q β + b_Q, …),
   three panels per head (63 named items x 16 dims), one colour scale.
 - ``exp_fig6``: Figure 6, test MSE of FM(k) against k (mean and 95% t-CI over seeds) with the EFA
-  variants as horizontal lines (one colour per variant in both panels) and, in our panel, a zoom of
-  the EFA variants with their 95% CIs; the paper's values beside ours when we ran the paper's data,
-  and the substitute labelled as such otherwise.
+  variants as horizontal lines on a log axis (top), and the EFA variants on a linear axis of their
+  own with their 95% CIs (bottom; one colour per variant in every panel); the paper's values beside
+  ours when we ran the paper's data, and the substitute labelled as such otherwise.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import read_records
-from attnlab.paper_figures.style import save
+from attnlab.paper_figures.style import save, size, wrap
 
 
 def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) -> tuple[list[dict], str]:
@@ -61,7 +61,7 @@ def fig3(outdir: Path) -> list[Path]:
     r, cfg = _uni_efa()
     baskets = r["extra"]["figure3"]
     keys = sorted(baskets)
-    fig, axes = plt.subplots(len(keys), 2, figsize=(11, 5.2 * len(keys)), squeeze=False)
+    fig, axes = plt.subplots(len(keys), 2, figsize=size(2, 3.6 * len(keys) + 0.3), squeeze=False)
     for row, key in enumerate(keys):
         b = baskets[key]
         names = [n.replace("Organic", "Org.") for n in b["items"]]
@@ -69,17 +69,22 @@ def fig3(outdir: Path) -> list[Path]:
             ax = axes[row, layer]
             A = np.array(mat)
             im = ax.imshow(np.minimum(A, 0.25), cmap="viridis", vmin=0, vmax=0.25)
-            ax.set_xticks(range(len(names)), names, rotation=70, fontsize=7)
-            ax.set_yticks(range(len(names)), names, fontsize=7)
-            ax.set_title(f"basket {key}, layer {layer + 1}", fontsize=9)
-            ax.set_xlabel("context item j", fontsize=8)
-            ax.set_ylabel("masked target i", fontsize=8)
-            cb = fig.colorbar(im, ax=ax, fraction=0.046)
-            cb.set_ticks([0, 0.05, 0.1, 0.15, 0.2, 0.25])
-            cb.set_ticklabels(["0", "0.05", "0.10", "0.15", "0.20", "≥0.25"])
+            ax.set_xticks(range(len(names)), names, rotation=60, ha="right", rotation_mode="anchor", fontsize=5.5)
+            # the two layers of a basket share its items: names on the left map only
+            ax.set_yticks(range(len(names)), names if layer == 0 else [], fontsize=5.5)
+            ax.set_title(f"basket {key}, layer {layer + 1}")
+            ax.set_xlabel("context item j")
+            if layer == 0:
+                ax.set_ylabel("masked target i")
     fig.suptitle(f"Instacart, unidirectional EFA: attention weights averaged over 2 heads "
-                 f"(seed {r['seed']}, {cfg} config)", fontsize=10)
-    fig.tight_layout()
+                 f"(seed {r['seed']}, {cfg} config)")
+    fig.tight_layout(rect=(0, 0, 0.9, 0.98), w_pad=0.5, h_pad=1.5)
+    # one colour scale for the four maps, clipped at 0.25 as in the paper
+    cax = fig.add_axes([0.91, 0.3, 0.015, 0.4])
+    cb = fig.colorbar(im, cax=cax)
+    cb.set_ticks([0, 0.05, 0.1, 0.15, 0.2, 0.25])
+    cb.set_ticklabels(["0", "0.05", "0.10", "0.15", "0.20", "≥0.25"])
+    cb.set_label("attention weight")
     return save(fig, outdir, "efa_exp_fig3.png")
 
 
@@ -96,20 +101,23 @@ def fig4(outdir: Path) -> list[Path]:
     lim = max(np.abs(A).max() for A in mats.values())
     n_items, dims = mats[(0, "Q")].shape
     names = list(INSTACART_ITEMS[:n_items]) if len(INSTACART_ITEMS) >= n_items else [str(i + 1) for i in range(n_items)]
-    fig, axes = plt.subplots(1, 3 * heads, figsize=(2.0 + 1.9 * 3 * heads, 0.145 * n_items + 1.6), sharey=True)
+    fig, axes = plt.subplots(1, 3 * heads, figsize=size(2, 0.092 * n_items + 1.1), sharey=True)
     for h in range(heads):
         for c, name in enumerate(("Q", "K", "V")):
             ax = axes[3 * h + c]
             im = ax.imshow(mats[(h, name)], aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
                            interpolation="nearest")
-            ax.set_title(f"head {h + 1}: {name}\n$W^{name}\\beta + b_{name}$")
+            ax.set_title(f"head {h + 1}: {name}\n$W^{name}\\beta + b_{name}$", fontsize=7)
             ax.set_xticks([0, dims - 1], [1, dims])
-            ax.set_xlabel("dimension")
-    axes[0].set_yticks(range(n_items), names, fontsize=7)
+            ax.set_xlabel("dimension", fontsize=6)
+    axes[0].set_yticks(range(n_items), names, fontsize=4.5)
+    axes[0].tick_params(axis="y", length=1.5, pad=1)
     axes[0].set_ylabel("item")
-    fig.colorbar(im, ax=list(axes), shrink=0.6, pad=0.01, label="embedding value (unitless)")
-    fig.suptitle(f"Figure 4, Instacart, unidirectional EFA, layer 1:\nper-item query, key and value embeddings "
-                 f"(seed {r['seed']}, {cfg} config)", x=0.45)
+    fig.subplots_adjust(left=0.21, right=0.99, top=1 - 0.75 / fig.get_figheight(), bottom=0.4 / fig.get_figheight(),
+                        wspace=0.12)
+    fig.colorbar(im, ax=list(axes), shrink=0.5, pad=0.015, aspect=30, label="embedding value (unitless)")
+    fig.suptitle(f"Figure 4, Instacart, unidirectional EFA, layer 1: per-item query, key and value\nembeddings "
+                 f"(seed {r['seed']}, {cfg} config)", x=0.55)
     return save(fig, outdir, "efa_exp_fig4.png")
 
 
@@ -120,7 +128,13 @@ def _t_ci(v):
 
 
 def fig6(outdir: Path) -> list[Path]:
+    """Figure 6 in two rows: (top) FM(k) against k with the EFA variants as dashed lines, on a log y
+    axis so that both lie on the page (our EFA errors are a fifth of FM's); (bottom) the EFA variants
+    on a linear axis of their own, each with its 95% CI (ours) or the paper's single value, where they
+    can be told apart.  One colour per EFA variant in every panel."""
     plt = _plt()
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
     from attnlab.experiments.paper_numbers.efa import PAPER_NUMBERS
 
     recs, cfg = _records("efa-temperature")
@@ -131,52 +145,62 @@ def fig6(outdir: Path) -> list[Path]:
             by[m["setting"]][m["model"]].append(m["value"])
             subst[m["setting"]] = r.get("substitute")
     settings = sorted(by)
-    fig, axes = plt.subplots(1, len(settings) + (0 if "44 cities, October" in by else 1),
-                             figsize=(6.5 * (len(settings) + 1), 4.6), squeeze=False)
-    axes = axes[0]
-    # one colour per EFA variant in both panels, whichever variants have records
+    panels = []                       # (models, title, paper?, unit)
+    for s_ in settings:
+        lo, hi = min(len(v) for v in by[s_].values()), max(len(v) for v in by[s_].values())
+        fewer = sorted((m for m, v in by[s_].items() if len(v) < hi), key=lambda m: (len(m), m))
+        seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {len(by[s_][m])}' for m in fewer)})" if lo < hi else "")
+        label = f"ours: {s_}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s_) else " (°F)")
+        panels.append((by[s_], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s_) else "°F²"))
+    if "44 cities, October" not in by:
+        paper = {m: [v] for (e, s_, m, met), v in PAPER_NUMBERS.items()
+                 if e == "efa-temperature" and s_ == "44 cities, October"}
+        panels.append((paper, "paper (Figure 6 data):\n44 US cities, October daily, °F", True, "°F²"))
+    # one colour per EFA variant in every panel, whichever variants have records
     colors = {"EFA(l=1)": "tab:red", "EFA(l=2)": "tab:orange", "EFA(l=4)": "tab:green",
               "EFA(l=4, 1D ahead)": "tab:purple", "EFA(l=4, 2D ahead)": "tab:brown"}
-
-    def panel(ax, models: dict, title, paper: bool, unit: str):
+    order = lambda names: sorted(names, key=lambda m: (len(m), m))  # noqa: E731
+    n_efa = max(sum(m.startswith("EFA") for m in models) for models, *_ in panels)
+    fig, axes = plt.subplots(2, len(panels), figsize=size(2, 2.6 + 0.24 * n_efa + 0.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [2.3, 0.3 + 0.24 * n_efa]})
+    for col, (models, title, paper, unit) in enumerate(panels):
+        ax, dots = axes[0, col], axes[1, col]
         ks = sorted(int(m[5:-1]) for m in models if m.startswith("FM(k="))
+        efas = order(m for m in models if m.startswith("EFA"))
         if ks:
             stats = [_t_ci(models[f"FM(k={k})"]) for k in ks]
             mean = np.array([s[0] for s in stats])
             ci = np.array([s[1] for s in stats])
-            ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", capsize=3, label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
-        efas = sorted((m for m in models if m.startswith("EFA")), key=lambda s: (len(s), s))
+            ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", ms=3, capsize=2,
+                        label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
         for m in efas:
-            mu, ci = _t_ci(models[m])
-            ax.axhline(mu, color=colors.get(m, "tab:gray"), ls="--",
-                       label=f"{m}: {mu:.3g}" + (f" ± {ci:.2g}" if ci else ""))
-        if not paper and efas:
-            # the EFA variants lie close together at this scale: a zoom with their 95% CIs
-            ins = ax.inset_axes([0.42, 0.15, 0.55, 0.19])
-            for i, m in enumerate(efas):
-                mu, ci = _t_ci(models[m])
-                ins.errorbar([mu], [i], xerr=[ci], color=colors.get(m, "tab:gray"), marker="o", capsize=3)
-            ins.set_yticks(range(len(efas)), [m.replace("EFA", "") for m in efas], fontsize=7)
-            ins.tick_params(axis="x", labelsize=7)
-            ins.set_ylim(-0.6, len(efas) - 0.4)
-            ins.set_title(f"EFA, mean ± 95% CI ({unit})", fontsize=7)
+            ax.axhline(_t_ci(models[m])[0], color=colors.get(m, "tab:gray"), ls="--", lw=0.9)
+        ax.plot([], [], color="0.4", ls="--", lw=0.9, label="EFA variants (below)")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("number of neighbours k")
-        ax.set_ylabel(f"test MSE ({unit})")
+        ax.set_ylabel(f"test MSE ({unit}, log scale)")
         ax.set_title(title)
-        ax.legend()
-
-    for ax, s in zip(axes, settings):
-        lo, hi = min(len(v) for v in by[s].values()), max(len(v) for v in by[s].values())
-        fewer = sorted((m for m, v in by[s].items() if len(v) < hi), key=lambda m: (len(m), m))
-        seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {len(by[s][m])}' for m in fewer)})" if lo < hi else "")
-        label = f"ours: {s}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s) else " (°F)")
-        panel(ax, by[s], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s) else "°F²")
-    if "44 cities, October" not in by:
-        paper = {m: [v] for (e, s, m, met), v in PAPER_NUMBERS.items()
-                 if e == "efa-temperature" and s == "44 cities, October"}
-        panel(axes[-1], paper, "paper (Figure 6 data): 44 US cities, October daily, °F", True, "°F²")
+        ax.grid(which="major", alpha=0.3)
+        ax.legend(loc="upper left" if paper else "center right")    # clear of the curve and the lines
+        # the EFA variants on their own linear axis: mean and 95% CI over seeds, or the paper's value
+        for i, m in enumerate(efas):
+            mu, ci = _t_ci(models[m])
+            c = colors.get(m, "tab:gray")
+            dots.errorbar([mu], [i], xerr=[ci] if ci else None, color=c, marker="o", ms=3, capsize=2)
+            dots.annotate(f"{mu:.3g}" + (f" ± {ci:.2g}" if ci else ""), (mu + ci, i), xytext=(3, 0),
+                          textcoords="offset points", va="center", fontsize=6, color=c)
+        dots.set_yticks(range(len(efas)), [m.replace("EFA", "EFA ") for m in efas], fontsize=6)
+        dots.set_ylim(-0.6, len(efas) - 0.4)
+        dots.invert_yaxis()
+        lo_x, hi_x = dots.get_xlim()
+        dots.set_xlim(lo_x, hi_x + 0.3 * (hi_x - lo_x))             # room for the values
+        dots.set_xlabel(f"EFA test MSE ({unit}), " + ("the paper's values" if paper else "mean ± 95% CI"))
+        dots.grid(axis="x", alpha=0.3)
     fig.suptitle("Figure 6: FM with k nearest neighbours vs EFA")
-    fig.tight_layout()
+    fig.tight_layout(h_pad=0.8)
     return save(fig, outdir, "efa_exp_fig6.png")
 
 

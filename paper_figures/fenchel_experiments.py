@@ -23,7 +23,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import read_records
-from attnlab.paper_figures.style import save
+from attnlab.paper_figures.style import save, size, wrap
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
@@ -83,62 +83,81 @@ def _panel_data(recs, setting, model, head=None) -> dict:
             "mean": float(np.mean(per_seed)), "mean_ci": float(_t_ci(per_seed)), "n": len(per_seed)}
 
 
-def _hist_panel(ax, d, bins, paper=None):
+def _hist_panel(ax, d, bins, paper=None, note_size=None):
     """Bars: mean fraction of queries per bin over seeds with its 95% CI; red: our mean relative
     deviation with its 95% CI (band); black dashed: the paper's mean."""
     width = bins[1] - bins[0]
-    ax.bar(bins[:-1], d["frac"], width=width, align="edge", color="tab:blue", alpha=0.75)
+    ax.bar(bins[:-1], d["frac"], width=width, align="edge", color="tab:blue", alpha=0.75, lw=0)
     nz = d["frac_ci"] > 0
     if nz.any():
         ax.errorbar(bins[:-1][nz] + width / 2, d["frac"][nz], yerr=d["frac_ci"][nz], fmt="none",
-                    ecolor="0.35", elinewidth=0.5, capsize=0)
+                    ecolor="0.35", elinewidth=0.4, capsize=0)
     ax.axvspan(d["mean"] - d["mean_ci"], d["mean"] + d["mean_ci"], color="red", alpha=0.2, lw=0)
-    ax.axvline(d["mean"], color="red", lw=1.5)
+    ax.axvline(d["mean"], color="red", lw=1.0)
     if paper is not None:
-        ax.axvline(paper, color="black", ls="--", lw=1.2)
+        ax.axvline(paper, color="black", ls="--", lw=0.9)
     if d["over"] > 0.005:
-        ax.text(0.97, 0.95, f"> {bins[-1]:g}: {d['over']:.0%}", ha="right", va="top", transform=ax.transAxes)
+        ax.text(0.97, 0.95, f"> {bins[-1]:g}: {d['over']:.0%}", ha="right", va="top", transform=ax.transAxes,
+                fontsize=note_size)
 
 
-def _hist_grid(panels, bins, nrows, ncols, figsize, share_rows=True):
+def _hist_grid(panels, bins, nrows, ncols, figsize, share="row", compact=False):
     """A grid of histogram panels: x shared by all, up to the largest non-empty bin (or paper line);
-    y from 0 to the tallest bar + CI of its row (`share_rows`, the layers of Figs 5-8) or of its
-    own panel (one row of layers, Fig 4)."""
+    y from 0 to the tallest bar + CI of its row (`share="row"`, the layers of Figs 5-8), of the whole
+    grid (`"all"`, the layers of Fig 4) or of its own panel (`"panel"`).  `compact` (a grid too fine
+    for a title per panel): the panel's title is written inside it, small, and the outer panels alone
+    carry tick labels."""
     plt = _plt()
     fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, sharex=True,
-                             sharey="row" if share_rows else False)
+                             sharey={"row": "row", "all": True, "panel": False}[share])
     xmax, ymax = 0.05, {}
+    key = {"row": lambda i, j: i, "all": lambda i, j: 0, "panel": lambda i, j: (i, j)}[share]
     for (i, j), d, paper, _ in panels:
         filled = np.nonzero(d["frac"] > 0)[0]
         top = bins[filled[-1] + 1] if len(filled) else 0.0
         xmax = max(xmax, top, d["mean"] + d["mean_ci"], paper or 0.0)
-        k = i if share_rows else (i, j)
+        k = key(i, j)
         ymax[k] = max(ymax.get(k, 0.0), min(1.0, float(np.max(d["frac"] + d["frac_ci"]))))
     for (i, j), d, paper, title in panels:
         ax = axes[i, j]
-        _hist_panel(ax, d, bins, paper)
-        ax.set_title(title)
-        ax.set_ylim(0, ymax[i if share_rows else (i, j)] * 1.12)
+        _hist_panel(ax, d, bins, paper, note_size=5.5 if compact else None)
+        if compact:
+            ax.text(0.97, 0.97 if d["over"] <= 0.005 else 0.8, title, ha="right", va="top",
+                    transform=ax.transAxes, fontsize=5.5)
+            ax.tick_params(labelsize=5.5)
+            if i == 0:
+                ax.set_title(f"head {j + 1}", fontsize=6.5)
+        else:
+            ax.set_title(title)
+        ax.set_ylim(0, ymax[key(i, j)] * (1.3 if compact else 1.12))
     for ax in axes.flat:
         if not ax.has_data():
             ax.set_visible(False)
     axes[0, 0].set_xlim(0, min(bins[-1], np.ceil(xmax * 1.05 / 0.05) * 0.05))
-    for ax in axes[-1, :]:
-        ax.set_xlabel("‖λ*−αz‖ / ‖λ*‖")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("fraction of queries")
+    if compact:
+        from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+
+        axes[0, 0].xaxis.set_major_locator(MaxNLocator(2))
+        axes[0, 0].xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    else:
+        for ax in axes[-1, :]:
+            ax.set_xlabel("‖λ*−αz‖ / ‖λ*‖")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("fraction of queries")
     return fig, axes
 
 
-def _hist_legend(fig, n, paper_label):
+def _hist_legend(fig, n, paper_label, ncol=None):
+    """The legend below the panels, `ncol` entries a row (default: all in one row)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles = [Patch(color="tab:blue", alpha=0.75, label=f"ours: fraction of queries per bin (mean ± 95% CI, {n} seeds)"),
-               Line2D([], [], color="red", lw=1.5, label="ours: mean (band: 95% CI over seeds)")]
+               Line2D([], [], color="red", lw=1.0, label="ours: mean (band: 95% CI over seeds)")]
     if paper_label:
-        handles.append(Line2D([], [], color="black", ls="--", lw=1.2, label=paper_label))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0), frameon=False)
+        handles.append(Line2D([], [], color="black", ls="--", lw=0.9, label=paper_label))
+    fig.legend(handles=handles, loc="lower center", ncol=ncol or len(handles), bbox_to_anchor=(0.5, 0.0),
+               frameon=False)
 
 
 def _settings(recs, model):
@@ -159,25 +178,31 @@ def _source(recs, cfg) -> str:
     return f"config '{cfg}'"
 
 
-def _finish(fig, title):
-    """Title the figure and leave 0.4 in at the bottom for the legend."""
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))
+def _finish(fig, title, legend_in=0.4):
+    """Title the figure (wrapped to its width) and leave `legend_in` inches at the bottom for the legend."""
+    fig.suptitle(wrap(title, fig.get_figwidth(), 9))
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1), h_pad=0.6, w_pad=0.4)
 
 
 def _fig4_layers(outdir, recs, cfg, model, title, fname, paper_label) -> list[Path]:
+    """Fig 4a: one panel per layer, three to a row, on one x and one y axis (the layers compare at a
+    glance)."""
     from attnlab.experiments.paper_numbers.fenchel import FIG4_BERT
 
     bins = np.array(recs[0]["extra"]["bins"])
+    sets = _settings(recs, model)
+    ncols = 2 if len(sets) == 4 else min(3, len(sets))          # 2 x 2, else rows of three
+    nrows = -(-len(sets) // ncols)
     panels = []
-    for j, s in enumerate(_settings(recs, model)):
+    for k, s in enumerate(sets):
         L = int(s.replace("layer", ""))
         d = _panel_data(recs, s, model)
         paper = FIG4_BERT[L - 1] if L <= len(FIG4_BERT) else None
-        panels.append(((0, j), d, paper, f"layer {L}: {d['mean']:.3f}" + (f" (paper {paper:.3f})" if paper is not None else "")))
-    fig, _ = _hist_grid(panels, bins, 1, len(panels), (2.7 * len(panels), 3.3), share_rows=False)
-    _hist_legend(fig, len(recs), paper_label)
-    _finish(fig, f"{title} ({_source(recs, cfg)})")
+        panels.append(((k // ncols, k % ncols), d, paper,
+                       f"layer {L}: {d['mean']:.3f}" + (f" (paper {paper:.3f})" if paper is not None else "")))
+    fig, _ = _hist_grid(panels, bins, nrows, ncols, size(2, 1.75 * nrows + 0.9), share="all")
+    _hist_legend(fig, len(recs), paper_label, ncol=2)
+    _finish(fig, f"{title} ({_source(recs, cfg)})", legend_in=0.42)
     return save(fig, outdir, fname)
 
 
@@ -209,15 +234,17 @@ def fig4_t5(outdir: Path) -> list[Path]:
             d = _panel_data(recs, s, "t5")
             panels.append(((i, j), d, paper, f"{label} L{L}: {d['mean']:.3f}"
                            + (f" (paper {paper:.3f})" if paper is not None else "")))
-    fig, _ = _hist_grid(panels, bins, 3, n, (3.3 * n, 8.2), share_rows=False)
-    _hist_legend(fig, len(recs), "paper: t5-small, Fig 4b")
-    _finish(fig, f"Fig 4b, T5-like: head-averaged relative deviation per layer ({_source(recs, cfg)})")
+    fig, _ = _hist_grid(panels, bins, 3, n, size(2, 5.4), share="all")
+    _hist_legend(fig, len(recs), "paper: t5-small, Fig 4b", ncol=2)
+    _finish(fig, f"Fig 4b, T5-like: head-averaged relative deviation per layer ({_source(recs, cfg)})",
+            legend_in=0.42)
     return save(fig, outdir, "fenchel_exp_fig4_t5.png")
 
 
 def _per_head(outdir, model, prefix, title, fname, recs=None, cfg="full", paper_model=None):
-    """Figs 5-8: one panel per (layer, head).  Our heads are not the paper's heads, so the reference
-    line is the paper's mean over the heads of the same layer (Figs 5-8)."""
+    """Figs 5-8: one panel per (layer, head), a row per layer.  Our heads are not the paper's heads, so
+    the reference line is the paper's mean over the heads of the same layer (Figs 5-8).  More than six
+    heads make a compact grid (MiniLM's 12): each panel's label is written inside it."""
     from attnlab.experiments.paper_numbers.fenchel import PER_HEAD
 
     if recs is None:
@@ -225,6 +252,7 @@ def _per_head(outdir, model, prefix, title, fname, recs=None, cfg="full", paper_
     bins = np.array(recs[0]["extra"]["bins"])
     sets = [s for s in _settings(recs, model) if s.startswith(prefix)]
     H = len(recs[0]["extra"]["hist_head"][sets[0]])
+    compact = H > 6
     panels = []
     for i, s in enumerate(sets):
         heads = PER_HEAD.get((paper_model or model, s))
@@ -232,10 +260,18 @@ def _per_head(outdir, model, prefix, title, fname, recs=None, cfg="full", paper_
         layer = s.split("layer")[-1]
         for h in range(H):
             d = _panel_data(recs, s, model, head=h)
-            panels.append(((i, h), d, paper, f"L{layer} head {h + 1}: {d['mean']:.3f}"))
-    fig, _ = _hist_grid(panels, bins, len(sets), H, (2.6 * H, 2.2 * len(sets) + 0.8))
-    _hist_legend(fig, len(recs), "paper: mean over the heads of that layer")
-    _finish(fig, f"{title}: relative deviation per head ({_source(recs, cfg)})")
+            label = f"{d['mean']:.3f}" if compact else f"L{layer} head {h + 1}: {d['mean']:.3f}"
+            panels.append(((i, h), d, paper, label))
+    height = (0.75 if compact else 1.35) * len(sets) + 1.0
+    fig, axes = _hist_grid(panels, bins, len(sets), H, size(2, height), compact=compact)
+    if compact:
+        for i, s in enumerate(sets):
+            axes[i, 0].set_ylabel(f"layer {s.split('layer')[-1]}\nfraction", fontsize=6)
+    _hist_legend(fig, len(recs), "paper: mean over the heads of that layer", ncol=2)
+    _finish(fig, f"{title}: relative deviation per head ({_source(recs, cfg)})"
+            + ("; in each panel: the head's mean" if compact else ""), legend_in=0.55 if compact else 0.42)
+    if compact:                                   # one x label under the grid, after the layout
+        fig.text(0.5, axes[-1, 0].get_position().y0 - 0.19 / height, "‖λ*−αz‖ / ‖λ*‖", ha="center", va="top")
     return save(fig, outdir, fname)
 
 
@@ -270,7 +306,7 @@ def output_errors(outdir: Path) -> list[Path]:
     groups = [("bert", _settings(recs, "bert")), ("t5", _settings(recs, "t5"))]
     metrics = [("rel_dev_mean", "‖λ*−αz‖/‖λ*‖ (the paper's metric)"), ("first_order_mean", "α‖Σz‖/‖z‖ (first order)"),
                ("tv_mean", "TV(p(λ*), p(αz))"), ("out_err_mean", "‖ĥ(λ*)−ĥ(αz)‖ (template units)")]
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.0), gridspec_kw={"width_ratios": [1.35, 2.2]})
+    fig, axes = plt.subplots(1, 2, figsize=size(2, 3.0), gridspec_kw={"width_ratios": [1.35, 2.2]})
     for ax, (model, sets) in zip(axes, groups):
         x = np.arange(len(sets))
         w = 0.8 / len(metrics)
@@ -278,24 +314,25 @@ def output_errors(outdir: Path) -> list[Path]:
             vals = np.array([[m["value"] for m in r["metrics"] if m["setting"] == s and m["model"] == model
                               and m["metric"] == met][0] for s in sets for r in recs]).reshape(len(sets), len(recs))
             ax.bar(x + (k - len(metrics) / 2 + 0.5) * w, vals.mean(1), w, yerr=_t_ci(vals, axis=1),
-                   label=label, capsize=2, error_kw={"elinewidth": 0.8})
+                   label=label, capsize=1, error_kw={"elinewidth": 0.6})
         paper = [PAPER_NUMBERS.get(("fenchel-deviation", s, model, "rel_dev_mean"), np.nan) for s in sets]
-        ax.scatter(x + (0.5 - len(metrics) / 2) * w, paper, marker="_", s=300, color="black", lw=2,
+        ax.scatter(x + (0.5 - len(metrics) / 2) * w, paper, marker="_", s=60, color="black", lw=1.5,
                    label="the paper's metric, Fig 4 (bert-base, t5-small)", zorder=3)
         ax.set_xticks(x)
         pmax = [np.mean([m["value"] for r in recs for m in r["metrics"] if m["setting"] == s and m["model"] == model
                          and m["metric"] == "p_max_mean"]) for s in sets]
         ax.set_xticklabels([s.replace("-self/layer", " L").replace("/layer", " L").replace("layer", "L")
-                            + f"\nmax p {pm:.2f}" for s, pm in zip(sets, pmax)])
+                            + f"\n{pm:.2f}" for s, pm in zip(sets, pmax)], fontsize=6)
+        ax.set_xlabel("layer; under it, the mean over queries of max p")
         ax.set_title(f"{model.upper()}-like")
         ax.set_ylim(bottom=0)
         ax.grid(axis="y")
     axes[0].set_ylabel("mean over queries")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
-    fig.suptitle(f"The λ-level metric beside output-level errors, per layer: mean ± 95% CI over {len(recs)} seeds "
-                 f"({_source(recs, cfg)})")
-    fig.tight_layout(rect=(0, 0.11, 1, 1))
+    fig.suptitle(wrap(f"The λ-level metric beside output-level errors, per layer: mean ± 95% CI over {len(recs)} "
+                      f"seeds ({_source(recs, cfg)})", fig.get_figwidth(), 9))
+    fig.tight_layout(rect=(0, 0.36 / fig.get_figheight(), 1, 1))
     return save(fig, outdir, "fenchel_exp_output_errors.png")
 
 
@@ -312,7 +349,7 @@ def ot_vit(outdir: Path) -> list[Path]:
                 acc[(m["setting"], m["model"])].append(m["value"])
     ours = sorted({s for s, _ in acc})
     paper = sorted({k[1] for k in PAPER_NUMBERS if k[0] == "fenchel-ot-vit"})
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [max(1.6, len(ours)), len(paper)]})
+    fig, axes = plt.subplots(1, 2, figsize=size(2, 2.9), gridspec_kw={"width_ratios": [max(1.6, len(ours)), len(paper)]})
     for ax, sets, src in ((axes[0], ours, "ours"), (axes[1], paper, "paper")):
         x = np.arange(len(sets))
         for k, (model, col) in enumerate((("vit", "tab:gray"), ("ot-vit", "tab:orange"))):
@@ -323,19 +360,20 @@ def ot_vit(outdir: Path) -> list[Path]:
                 key = lambda s: ("fenchel-ot-vit", s, model, "test_acc")
                 mean = [PAPER_NUMBERS[key(s)] for s in sets]
                 err = [PAPER_CI[key(s)] for s in sets]
-            ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=3, color=col, label=model.upper())
+            ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=2, color=col, label=model.upper())
             for xi, mi, ei in zip(x, mean, err):
-                ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.015, f"{mi:.3f}", ha="center", fontsize=8)
+                ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.01, f"{mi:.3f}", ha="center", va="bottom", fontsize=5.5)
         ax.set_xticks(x)
-        ax.set_xticklabels([s.replace("/lr=", "\nlr = ") for s in sets])
-        ax.set_ylim(0, 1.0)
+        ax.set_xticklabels([s.replace("/lr=", "\nlr = ") for s in sets], fontsize=6)
+        ax.set_ylim(0, 1.12)
+        ax.set_yticks(np.linspace(0, 1, 6))
         ax.set_ylabel("test accuracy (fraction)")
         ax.grid(axis="y")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", ncol=2, frameon=False)
     n = max(len(v) for v in acc.values())
     axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE data)\n{n} seeds, mean ± 95% t-CI, config '{cfg}'")
-    axes[1].set_title("paper: Tables 1–2, mean ± 95% CI\n(CIFAR-10, CIFAR-100 learning-rate grid, Fashion-MNIST)")
+    axes[1].set_title("paper: Tables 1–2, mean ± 95% CI (CIFAR-10,\nCIFAR-100 learning-rate grid, Fashion-MNIST)")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return save(fig, outdir, "fenchel_exp_ot_vit.png")
 
@@ -371,25 +409,26 @@ def pretrained(outdir: Path) -> list[Path]:
     plt = _plt()
     mini = _minilm_records()
     msets = _settings(mini, MINILM)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=size(2, 3.7))
     ax = axes[0]
-    ax.plot(np.arange(1, len(FIG4_BERT) + 1), FIG4_BERT, "k--o", ms=4, lw=1, label="paper: bert-base (12 layers, Fig 4a)")
+    ax.plot(np.arange(1, len(FIG4_BERT) + 1), FIG4_BERT, "k--o", ms=3, lw=0.9, label="paper: bert-base (12 layers, Fig 4a)")
     st = _layer_stats(mini, MINILM, msets)
-    ax.errorbar(np.arange(1, len(msets) + 1), st[:, 0], yerr=st[:, 1], fmt="-o", color="tab:blue", capsize=3, ms=4,
-                label=f"ours: all-MiniLM-L6-v2, pretrained ({len(mini)} sentence samples, 95% CI)")
+    ax.errorbar(np.arange(1, len(msets) + 1), st[:, 0], yerr=st[:, 1], fmt="-o", color="tab:blue", ms=3,
+                label=f"ours: all-MiniLM-L6-v2, pretrained\n({len(mini)} sentence samples, 95% CI)")
     try:
         small, _ = _records("fenchel-deviation", "full")
         ssets = _settings(small, "bert")
         ss = _layer_stats(small, "bert", ssets)
-        ax.errorbar(np.arange(1, len(ssets) + 1), ss[:, 0], yerr=ss[:, 1], fmt="-s", color="tab:orange", capsize=3,
-                    ms=4, label=f"ours: BERT-like SUBSTITUTE trained here ({len(small)} seeds; 2 epochs, not converged)")
+        ax.errorbar(np.arange(1, len(ssets) + 1), ss[:, 0], yerr=ss[:, 1], fmt="-s", color="tab:orange",
+                    ms=3, label=f"ours: BERT-like SUBSTITUTE trained here\n({len(small)} seeds; 2 epochs, not converged)")
     except FileNotFoundError:
         pass
     ax.set_xlabel("layer")
     ax.set_ylabel("head-averaged ‖λ*−αz‖/‖λ*‖")
     ax.set_xticks(range(1, 13))
-    ax.set_ylim(0, 1.55 * ax.get_ylim()[1])           # room for the legend above the curves
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.set_title("Fig 4a's metric per layer")
     ax = axes[1]
     x = np.arange(1, len(msets) + 1)
@@ -398,13 +437,15 @@ def pretrained(outdir: Path) -> list[Path]:
                            ("tv_mean", "TV(p(λ*), p(αz))", "s"),
                            ("out_err_mean", "‖ĥ(λ*)−ĥ(αz)‖ (template units)", "D")):
         st = _layer_stats(mini, MINILM, msets, met)
-        ax.errorbar(x, st[:, 0], yerr=st[:, 1], fmt="-" + mk, capsize=3, ms=4, label=label)
+        ax.errorbar(x, st[:, 0], yerr=st[:, 1], fmt="-" + mk, ms=3, label=label)
     pm = _layer_stats(mini, MINILM, msets, "p_max_mean")[:, 0]
     ax.set_xticks(x)
-    ax.set_xticklabels([f"L{i}\nmax p {v:.2f}" for i, v in zip(x, pm)])
+    ax.set_xticklabels([f"L{i}\n{v:.2f}" for i, v in zip(x, pm)])
+    ax.set_xlabel("layer; under it, the mean over queries of max p")
     ax.set_ylabel("mean over queries")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), frameon=False)
     ax.set_title("all-MiniLM-L6-v2: the metric beside output-level errors")
     fig.suptitle("λ* vs αz on a real pretrained encoder (movie-review sentences, α = 1, every head; mean ± 95% CI)")
     fig.tight_layout()

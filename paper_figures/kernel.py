@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save
+from attnlab.paper_figures.style import save, size
 
 N_SIM = 100
 G_PAPER = np.arange(2, 20)
@@ -71,7 +71,7 @@ def render_fig2a(outdir: Path) -> list[Path]:
     plt = pyplot()
 
     sims = _sims()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=size(2, 2.9), sharey=True)
     for kind, color in (("softmax", "C0"), ("sparsemax", "C3")):
         vals = np.array([[_trap(g, B, kind, G) for G in G_PAPER] for g, B in sims])
         true = np.array([_true(g, B, kind) for g, B in sims])
@@ -82,10 +82,10 @@ def render_fig2a(outdir: Path) -> list[Path]:
             med = np.median(err, axis=0)
             ax.fill_between(x, np.quantile(err, 0.1, axis=0), np.quantile(err, 0.9, axis=0), color=color,
                             alpha=0.18, lw=0)
-            ax.plot(x, med, "o-", color=color, ms=3, label=f"{label}: median, 10-90%")
-            ax.plot(x, err.mean(0), "--", color=color, lw=1, label=f"{label}: mean")
+            ax.plot(x, med, "o-", color=color, ms=2.5, label=f"{label}: median, 10-90%")
+            ax.plot(x, err.mean(0), "--", color=color, lw=0.8, label=f"{label}: mean")
     h = 1.0 / (G_PAPER - 1)
-    axes[1].plot(G_PAPER, 0.05 * h ** 2, "k:", lw=1, label="reference slope G^-2")
+    axes[1].plot(G_PAPER, 0.05 * h ** 2, "k:", lw=0.8, label="reference slope G^-2")
     axes[0].set_title("paper's metric: |I_G - I_19| (self-referenced)")
     axes[1].set_title("against the true integral: |I_G - I|")
     for ax in axes:
@@ -94,9 +94,8 @@ def render_fig2a(outdir: Path) -> list[Path]:
         ax.set_xlabel("grid points G on [0, 1]")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("absolute error")
-    axes[1].legend(fontsize=7, loc="lower left")
-    fig.suptitle("Fig. 2a regenerated: trapezoid rule on [0, 1], 100 simulations (Gaussian kernel, zeta^2 = 10)",
-                 fontsize=10)
+    axes[1].legend(fontsize=6, loc="lower left")
+    fig.suptitle("Fig. 2a regenerated: trapezoid rule on [0, 1], 100 simulations (Gaussian kernel, zeta^2 = 10)")
     fig.tight_layout()
     return save(fig, outdir, "kernel_fig2a_convergence.png")
 
@@ -107,15 +106,15 @@ def render_fig2b(outdir: Path) -> list[Path]:
     plt = pyplot()
 
     g, B = _sims(1, seed=7)[0]
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    ax.plot(G_PAPER, [_trap(g, B, "sparsemax", G) for G in G_PAPER], "k-o", ms=4, lw=2, label="exp_0 (ReLU)")
+    fig, ax = plt.subplots(figsize=size(1, 2.6))
+    ax.plot(G_PAPER, [_trap(g, B, "sparsemax", G) for G in G_PAPER], "k-o", ms=2.5, lw=1.4, label="exp_0 (ReLU)")
     for rho, c in zip((1, 2, 5, 10), ("C0", "C1", "C2", "C3")):
         ax.plot(G_PAPER, [_trap(g, B, "softplus", G, rho) for G in G_PAPER], "--", color=c, label=f"exp_(rho,0), rho={rho}")
     ax.axhline(_true(g, B, "sparsemax"), color="gray", lw=1, ls=":", label="true exp_0 integral")
     ax.set_xlabel("grid points G on [0, 1]")
     ax.set_ylabel("value of the integral")
-    ax.set_title("Fig. 2b regenerated: sparsemax integral vs softplus approximations", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title("Fig. 2b regenerated: sparsemax integral\nvs softplus approximations")
+    ax.legend(fontsize=6)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return save(fig, outdir, "kernel_fig2b_softplus.png")
@@ -130,18 +129,18 @@ def render_convergence_R(outdir: Path) -> list[Path]:
 
     hs = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125]
     soft = _corE3_errors(hs, dps=40, L=14.0, which=("numerator",))["numerator"][1]
-    fig, ax = plt.subplots(figsize=(6.8, 4.6))
-    ax.loglog(hs, [float(e) for e in soft], "o-", color="C0", label="kernel softmax (Cor E.3 instance, 40-digit)")
+    fig, ax = plt.subplots(figsize=size(1, 2.9))
+    ax.loglog(hs, [float(e) for e in soft], "o-", ms=2.5, color="C0", label="kernel softmax (Cor E.3 instance, 40-digit)")
     for alpha, c in ((2.0, "C3"), (1.5, "C2")):
         rms, _, _ = sparse_rms_errors(alpha)
-        ax.loglog(SPARSE_H, rms, "s-", color=c, label=f"kernel deformed alpha={alpha} (RMS over 16 grid shifts)")
+        ax.loglog(SPARSE_H, rms, "s-", ms=2.5, color=c, label=f"kernel deformed alpha={alpha}\n(RMS over 16 grid shifts)")
         p = alpha / (alpha - 1)
-        ax.loglog(SPARSE_H, rms[-1] * (SPARSE_H / SPARSE_H[-1]) ** p, ":", color=c, lw=1, label=f"slope {p:g}")
+        ax.loglog(SPARSE_H, rms[-1] * (SPARSE_H / SPARSE_H[-1]) ** p, ":", color=c, lw=0.8, label=f"slope {p:g}")
     ax.set_ylim(1e-40, 1)
     ax.set_xlabel("grid spacing h")
     ax.set_ylabel("|trapezoid - integral|")
-    ax.set_title("Trapezoid rule on R: exponential (softmax) vs algebraic (sparse) convergence", fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Trapezoid rule on R: exponential (softmax)\nvs algebraic (sparse) convergence")
+    ax.legend(fontsize=5.5, loc="lower right")
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return save(fig, outdir, "kernel_convergence_R.png")
@@ -155,15 +154,15 @@ def render_convergence_unit(outdir: Path) -> list[Path]:
     from attnlab.theory.kernel.convergence import unit_interval_errors
 
     gs = np.array([5, 9, 17, 33, 65, 129, 257, 513, 1025])
-    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    fig, ax = plt.subplots(figsize=size(1, 2.6))
     for alpha, seed, c, lab in ((1.0, 0, "C0", "kernel softmax"), (2.0, 3, "C3", "kernel sparsemax (2 kinks)")):
         errs, _, _ = unit_interval_errors(alpha, gs=tuple(gs), seed=seed)
-        ax.loglog(gs, np.abs(errs), "o-", color=c, label=f"{lab}, seed {seed}")
-    ax.loglog(gs, 0.5 * (1.0 / (gs - 1)) ** 2, "k:", lw=1, label="slope G^-2 (Euler-Maclaurin)")
+        ax.loglog(gs, np.abs(errs), "o-", ms=2.5, color=c, label=f"{lab}, seed {seed}")
+    ax.loglog(gs, 0.5 * (1.0 / (gs - 1)) ** 2, "k:", lw=0.8, label="slope G^-2 (Euler-Maclaurin)")
     ax.set_xlabel("grid points G on [0, 1]")
     ax.set_ylabel("|trapezoid - integral|")
-    ax.set_title("Trapezoid rule on [0, 1] (App. E.4 setting): O(G^-2) for both", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title("Trapezoid rule on [0, 1] (App. E.4 setting):\nO(G^-2) for both")
+    ax.legend(fontsize=6)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return save(fig, outdir, "kernel_convergence_unit_interval.png")

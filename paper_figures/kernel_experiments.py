@@ -4,11 +4,15 @@
   there are 5 or more, each seed below that; from the records under ``results/kernel-*/``) beside the
   paper's number (black tick); tables re-run on substitute data have their own panels and scale (the
   paper's range named, not drawn); the config and any substitute data set are in each panel's title.
-- ``kernel_exp_time_warping``: Sec. 6.1 / Lemma 4.2 -- for three test curves, the class-1 head's learned density
-  of continuous softmax, kernel softmax and kernel sparsemax beside the oracle individualised density
-  p_i1(t) = 2 1[g_i(t) < 1/2] g_i'(t) (the density that turns <p_i1, X_i> into the aligned average).
-  Drawn from the densities the runner stores in each record (``extra.attention_sample``: the first
-  test curves, the grid and the learned densities), lowest seed of the full, else cpu, else quick config.
+- ``kernel_exp_time_warping``: Sec. 6.1 / Lemma 4.2 -- for three test curves of the lowest seed, the
+  class-1 head's learned density of continuous softmax, kernel softmax and kernel sparsemax beside the
+  oracle individualised density p_i1(t) = 2 1[g_i(t) < 1/2] g_i'(t) (the density that turns
+  <p_i1, X_i> into the aligned average), the observed curves on axes of their own below; and, over
+  every seed, each head's attention mass on aligned time [0, u] against the oracle's (mean over
+  seeds, band from the lowest to the highest seed).  Drawn from the densities the runner stores in
+  each record (``extra.attention_sample``: the first test curves, the grid and the learned
+  densities) of the full, else cpu, else quick config; each seed's warps are regenerated from the
+  generator (no training) and checked against the stored curves.
 - ``kernel_exp_forda``: Figs. 1a, 4, 9 -- FordA test series with the attention density rescaled to the series'
   maximum, for continuous softmax and kernel sparsemax, from the same stored samples of ``kernel-forda``.
 
@@ -24,7 +28,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import read_records
-from attnlab.paper_figures.style import save
+from attnlab.paper_figures.style import save, size, wrap
 
 EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda", "Table 2: FordA"),
                ("kernel-gestures", "Table 3 protocol: gestures"), ("kernel-sentiment", "Table 4 protocol: sentences"),
@@ -88,21 +92,22 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
         for x, m in zip(xs, models):
             v = vals.get((s, m), [])
             if len(v) >= 5:
-                ax.errorbar([x], [np.mean(v)], yerr=[ci95(v)], fmt="o", ms=5, capsize=3, color=color)
+                ax.errorbar([x], [np.mean(v)], yerr=[ci95(v)], fmt="o", ms=2.5, capsize=1.5, elinewidth=0.8,
+                            color=color)
             elif v:
-                ax.plot([x] * len(v), v, "o", ms=4, mfc="none", color=color)
+                ax.plot([x] * len(v), v, "o", ms=2.5, mfc="none", mew=0.7, color=color)
             shown += v
         if n:
             label = f"ours, {s}: " + ("mean ± 95% CI" if n >= 5 else "each seed")
-            ax.plot([], [], "o", color=color, mfc=color if n >= 5 else "none", label=label + f" (n ≤ {n})")
+            ax.plot([], [], "o", ms=2.5, color=color, mfc=color if n >= 5 else "none", label=label + f" (n ≤ {n})")
         if not sub:
             paper = [PAPER_NUMBERS.get((exp, s, m, "accuracy"), np.nan) for m in models]
-            ax.plot(xs, paper, "k_", ms=14, mew=2, label="paper" if j == 0 else None)
+            ax.plot(xs, paper, "k_", ms=6, mew=1.2, label="paper" if j == 0 else None)
             shown += [v for v in paper if not np.isnan(v)]
     if shown:       # zoom on what is drawn (a 2-seed t-interval can span tens of points)
         ax.set_ylim(max(0, min(shown) - 3), min(100.5, max(shown) + 3))
     ax.set_xticks(np.arange(len(models)))
-    ax.set_xticklabels([m.replace(" (Transformer)", "") for m in models], rotation=35, ha="right")
+    ax.set_xticklabels([m.replace(" (Transformer)", "") for m in models], rotation=35, ha="right", fontsize=6)
     ax.set_ylabel("test accuracy (%)")
     if not recs:
         note = "no records yet"
@@ -110,11 +115,11 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
         note = f"ours: config {cfg}"
     if sub:
         pv = [v for (e, s, m, met), v in PAPER_NUMBERS.items() if e == exp and met == "accuracy"]
-        note += ", SUBSTITUTE data" + (f"\n(paper, on its data: {min(pv):.0f}–{max(pv):.0f} %, not comparable)"
+        note += ", SUBSTITUTE data" + (f"\n(paper: {min(pv):.0f}–{max(pv):.0f} % on its data; not comparable)"
                                        if pv else "")
-    ax.set_title(f"{title}\n{note}")
+    ax.set_title(f"{title}\n{note}", fontsize=7)
     ax.grid(axis="y")
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="best", fontsize=5.5)
 
 
 def render_results(outdir: Path) -> list[Path]:
@@ -123,7 +128,7 @@ def render_results(outdir: Path) -> list[Path]:
     from attnlab.experiments.paper_numbers.kernel import PAPER_NUMBERS
 
     plt = _plt()
-    fig = plt.figure(figsize=(15, 10))
+    fig = plt.figure(figsize=size(2, 6.6))
     grid = fig.add_gridspec(2, 6)
     slots = [grid[0, 0:3], grid[0, 3:6], grid[1, 0:2], grid[1, 2:4], grid[1, 4:6]]
     for slot, (exp, title) in zip(slots, EXPERIMENTS):
@@ -159,41 +164,131 @@ def _accuracy(rec) -> float:
 TW_KINDS = ("cts_softmax", "kernel_softmax", "kernel_sparsemax")
 
 
+def _seed_samples(experiment: str, model: str, cfg: str) -> list[dict]:
+    """Every record of `model` in `cfg` that holds a stored attention sample, by seed."""
+    root = results_root(read=True) / experiment / cfg
+    recs = [r for r in read_records(sorted(root.glob(f"*{model}-seed*.json")))
+            if str(r.get("tag", "")).endswith(model) and "attention_sample" in r.get("extra", {})]
+    return sorted(recs, key=lambda r: r["seed"])
+
+
+def _aligned_cdf(sample: dict, lam, head: int, u: np.ndarray) -> np.ndarray:
+    """Per stored test curve, the attention mass of `head` on [0, g_i^{-1}(u)]: the learned density's
+    cumulative mass on the model's grid, read in aligned time u = g_i(t) (linear between the grid's
+    nodes).  The oracle of Lemma 4.2 puts its mass uniformly on aligned [0, 1/2] for the class-1 head:
+    min(2u, 1)."""
+    from scipy.integrate import cumulative_trapezoid
+
+    from attnlab.experiments.kernel.common import warp
+
+    grid = np.asarray(sample["grid"], float)
+    out = []
+    for b, i in enumerate(sample["rows"]):
+        cdf = cumulative_trapezoid(np.asarray(sample["density"], float)[b, head], grid, initial=0.0)
+        out.append(np.interp(u, warp(grid, lam[i]), cdf))
+    return np.array(out)
+
+
+def _warps(cv: dict, sample: dict, seed: int) -> np.ndarray:
+    """The warps lambda_i of the generator for `seed` (deterministic, no training), after checking that
+    its first test curves are the ones the record stored."""
+    from attnlab.experiments.kernel.common import time_warping_data
+
+    X, _, _, lam = time_warping_data(cv["n"], cv["length"], cv["lam_max"], seed=seed)
+    stored = np.asarray(sample["input"], float)
+    if np.abs(X[sample["rows"]] - stored).max() > 1e-4:
+        raise ValueError(f"the stored test curves of seed {seed} are not the generator's (config {cv})")
+    return lam
+
+
 def render_time_warping(outdir: Path) -> list[Path]:
-    from attnlab.experiments.kernel.common import time_warping_data, warp
+    """Three rows.  (1) For three test curves of the lowest seed, the class-1 head's learned density of
+    each model beside the oracle individualised density p_i1(t) = 2 1[g_i(t) < 1/2] g_i'(t) (grey);
+    (2) the observed curves X_i(t) on their own axes (grey: where the oracle puts its mass);
+    (3) over every seed with stored densities, the attention mass each head puts on aligned time
+    [0, u] (u = g_i(t), the time of the unwarped process), where the oracle is min(2u, 1) for the
+    class-1 head and max(0, 2u - 1) for the class-2 head: mean over seeds (each seed: the mean of its
+    stored test curves), band from the lowest to the highest seed."""
+    from attnlab.experiments.kernel.common import warp
+    from attnlab.results import ci95
 
     recs, cfg = _sampled("kernel-time-warping", TW_KINDS, ("full", "cpu", "quick"),
                          "attnlab run kernel-time-warping --config cpu --models " + ",".join(TW_KINDS)
                          + " --seed 0 --force")
     first = recs[TW_KINDS[0]]
     cv = first["config_values"]
-    # the warps lambda_i of the shown test curves: the generator is deterministic in the seed (no training)
-    _, _, _, lam = time_warping_data(cv["n"], cv["length"], cv["lam_max"], seed=first["seed"])
     sample = first["extra"]["attention_sample"]
+    lam = _warps(cv, sample, first["seed"])
+    colors = dict(zip(TW_KINDS, ("tab:blue", "tab:orange", "tab:green")))
+    every = {k: _seed_samples("kernel-time-warping", k, cfg) for k in TW_KINDS}
     plt = _plt()
     show = sample["rows"][:3]
-    fig, axes = plt.subplots(1, len(show), figsize=(13, 3.8), squeeze=False)
+    fig = plt.figure(figsize=size(2, 6.3))
+    outer = fig.add_gridspec(2, 1, height_ratios=[2.3, 1.7], hspace=0.32)
+    top = outer[0].subgridspec(2, 3, height_ratios=[1.5, 0.8], hspace=0.1, wspace=0.28)
+    bottom = outer[1].subgridspec(1, 2, wspace=0.2)
     t = np.linspace(0, 1, 2001)
-    for ax, i in zip(axes[0], show):
+    for c, i in enumerate(show):
+        ax = fig.add_subplot(top[0, c])
+        ser = fig.add_subplot(top[1, c], sharex=ax)
         g = warp(t, lam[i])
         oracle = 2 * (g < 0.5) * np.gradient(g, t)
-        ax.fill_between(t, oracle, color="0.85", label="oracle $p_{i1}$ (Lemma 4.2)")
+        half = float(t[np.argmax(g >= 0.5)])                 # g(half) = 1/2: the oracle's support ends
+        ax.fill_between(t, oracle, color="0.8", lw=0)
         for k in TW_KINDS:
             s = recs[k]["extra"]["attention_sample"]
-            ax.plot(s["grid"], np.asarray(s["density"])[i, 0],
-                    label=f"{k.replace('_', ' ')} ({_accuracy(recs[k]):.1f}%)")
-        x = np.asarray(sample["input"][i])
-        ax2 = ax.twinx()
-        ax2.plot(np.linspace(0, 1, x.size), x, color="k", lw=0.6, alpha=0.5)
-        ax2.set_yticks([])
-        ax.set_title(f"test curve {i}: λ={lam[i]:.1f}, class {sample['label'][i] + 1}", fontsize=9)
-        ax.set_xlabel("t")
+            ax.plot(s["grid"], np.asarray(s["density"])[i, 0], color=colors[k], lw=0.9)
+        ax.set_title(f"test curve {i}: λ = {lam[i]:.1f}, class {sample['label'][i] + 1}", fontsize=7)
         ax.set_ylim(bottom=0)
-    axes[0, 0].set_ylabel("class-1 head density")
-    axes[0, 0].legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"Time warping (App. B.3): learned class-1 densities vs the oracle individualised density "
-                 f"(grey; thin black = observed curve); {cfg} config, seed {first['seed']}", fontsize=10)
-    fig.tight_layout()
+        ax.tick_params(labelbottom=False)
+        x = np.asarray(sample["input"][i])
+        ser.axvspan(0, half, color="0.9", lw=0)
+        ser.plot(np.linspace(0, 1, x.size), x, color="k", lw=0.7)
+        ser.set_xlabel("t")
+        ser.set_xlim(0, 1)
+        if c == 0:
+            ax.set_ylabel("class-1 head\ndensity")
+            ser.set_ylabel("observed\ncurve $X_i(t)$")
+    u = np.linspace(0, 1, 401)
+    for head in (0, 1):
+        ax = fig.add_subplot(bottom[0, head])
+        ax.plot(u, np.clip(2 * u - head, 0, 1), color="0.5", lw=2.5, alpha=0.5)
+        for k in TW_KINDS:
+            per_seed = []
+            for r in every[k]:
+                s = r["extra"]["attention_sample"]
+                per_seed.append(_aligned_cdf(s, _warps(r["config_values"], s, r["seed"]), head, u).mean(0))
+            per_seed = np.array(per_seed)
+            ax.fill_between(u, per_seed.min(0), per_seed.max(0), color=colors[k], alpha=0.2, lw=0)
+            ax.plot(u, per_seed.mean(0), color=colors[k], lw=1.0)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.axvline(0.5, color="0.6", lw=0.5, ls=":")
+        ax.set_xlabel("aligned time u = g_i(t)")
+        if head == 0:
+            ax.set_ylabel("attention mass\non aligned [0, u]")
+        ax.set_title(f"class-{head + 1} head, every seed ({min(len(v) for v in every.values())}"
+                     f"{'' if len({len(v) for v in every.values()}) == 1 else '+'} seeds × {len(sample['rows'])} test curves)",
+                     fontsize=7)
+        ax.grid(alpha=0.3)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color="0.8", label="oracle density $p_{i1}$ (Lemma 4.2)"),
+               Line2D([], [], color="0.5", lw=2.5, alpha=0.5,
+                      label="oracle mass: min(2u, 1) (class 1), max(0, 2u − 1) (class 2)")]
+    for k in TW_KINDS:
+        acc = [_accuracy(r) for r in every[k]]
+        note = " (a Gaussian on R: mass outside [0, 1])" if k == "cts_softmax" else ""
+        handles.append(Line2D([], [], color=colors[k], lw=1.0,
+                              label=f"{k.replace('_', ' ')}{note}: test accuracy seed {first['seed']} "
+                                    f"{_accuracy(recs[k]):.1f}%, {len(acc)} seeds {np.mean(acc):.1f} ± "
+                                    f"{ci95(acc) or 0:.1f}%"))
+    handles.append(Patch(color="0.5", alpha=0.25, label="band: lowest to highest seed (each seed: the mean over its test curves)"))
+    fig.legend(handles=handles, loc="lower center", ncol=1, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(wrap(f"Time warping (App. B.3), {cfg} config: learned densities vs the oracle individualised "
+                      f"density; top rows seed {first['seed']}, bottom row every seed", fig.get_figwidth(), 9))
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.895, bottom=0.22)
     return save(fig, outdir, "kernel_exp_time_warping.png")
 
 
@@ -206,23 +301,28 @@ def render_forda(outdir: Path) -> list[Path]:
                          + " --seed 0")
     plt = _plt()
     rows = recs[FORDA_KINDS[0]]["extra"]["attention_sample"]["rows"]
-    fig, axes = plt.subplots(len(FORDA_KINDS), len(rows), figsize=(14, 5.5), squeeze=False)
+    fig, axes = plt.subplots(len(FORDA_KINDS), len(rows), figsize=size(2, 1.45 * len(FORDA_KINDS) + 0.9),
+                             squeeze=False, sharex=True)
     for a, m in enumerate(FORDA_KINDS):
         s = recs[m]["extra"]["attention_sample"]
         p = np.asarray(s["density"])
         for b, i in enumerate(rows):
             x = np.asarray(s["input"][i])
             ax = axes[a, b]
-            ax.plot(x, color="tab:blue", lw=0.8, label="series")
-            ax.plot(np.linspace(0, x.size - 1, p.shape[1]), p[b] / p[b].max() * x.max(), color="tab:red", lw=1.2,
+            ax.plot(x, color="tab:blue", lw=0.6, label="series")
+            ax.plot(np.linspace(0, x.size - 1, p.shape[1]), p[b] / p[b].max() * x.max(), color="tab:red", lw=0.9,
                     label="rescaled attention")
-            ax.set_title(f"{m.replace('_', ' ')} (test acc {_accuracy(recs[m]):.1f}%), series {i}", fontsize=8)
-            ax.set_xlabel("time index", fontsize=7)
-    axes[0, 0].legend(fontsize=7)
+            if a == 0:
+                ax.set_title(f"test series {i}")
+            if a == len(FORDA_KINDS) - 1:
+                ax.set_xlabel("time index")
+        axes[a, 0].set_ylabel(f"{m.replace('_', ' ')}\n(test acc {_accuracy(recs[m]):.1f}%)")
     seed = recs[FORDA_KINDS[0]]["seed"]
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
     fig.suptitle(f"FordA: original series vs rescaled attention density (Figs. 1a, 4, 9; {cfg} config, "
-                 f"seed {seed})", fontsize=10)
-    fig.tight_layout()
+                 f"seed {seed})")
+    fig.tight_layout(rect=(0, 0.22 / fig.get_figheight(), 1, 1))
     return save(fig, outdir, "kernel_exp_forda.png")
 
 

@@ -3,12 +3,22 @@ selects the non-interactive Agg backend and applies ``attnlab.mplstyle`` (fonts,
 and writes every figure through :func:`save`: a PNG (shown in the docs and the report) and, with
 ``attnlab figures --vector``, a PDF and an SVG beside it.  The files carry no date and no
 software version, so rendering the same records twice gives byte-identical files.
+
+Every figure is as wide as a column of a two-column paper, :data:`ONE_COLUMN` (3.4 in) or
+:data:`TWO_COLUMN` (7.0 in), at :data:`DPI` (300): placed at that width, its 8 pt text prints at 8 pt.
+:func:`size` gives the ``figsize`` of either; :func:`save` refuses any other width.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 STYLE = Path(__file__).resolve().parent / "attnlab.mplstyle"
+
+DPI = 300                                 # savefig.dpi of attnlab.mplstyle
+ONE_COLUMN = 3.4                          # inches: one column of a two-column paper
+TWO_COLUMN = 7.0                          # inches: the full text width of a two-column paper
+WIDTHS = {1: ONE_COLUMN, 2: TWO_COLUMN}
+PNG_BUDGET = 400_000                      # bytes: a PNG larger than this is written in 256 colours
 
 # Metadata that would change from one rendering to the next (dates) or from one machine to the
 # next (the matplotlib version), removed per format.
@@ -31,6 +41,13 @@ def pyplot():
     return plt
 
 
+def size(columns: int, height: float) -> tuple[float, float]:
+    """The ``figsize`` of a figure `columns` (1 or 2) columns wide and `height` inches high."""
+    if columns not in WIDTHS:
+        raise ValueError(f"a figure spans 1 or 2 columns; got {columns!r}")
+    return (WIDTHS[columns], float(height))
+
+
 def vector_output(on: bool) -> bool:
     """Make :func:`save` also write PDF and SVG (`on`) or PNG only; return the previous setting."""
     previous, _VECTOR[0] = _VECTOR[0], bool(on)
@@ -47,8 +64,16 @@ def formats(vector: bool | None = None) -> tuple[str, ...]:
 
 def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
     """Write `fig` as `outdir/name` (a ``.png`` name) and, where vector output is asked for, the
-    ``.pdf`` and ``.svg`` beside it; close the figure and return the paths written."""
+    ``.pdf`` and ``.svg`` beside it; close the figure and return the paths written.  The figure must
+    be one or two columns wide (:func:`size`); the files keep that width (the tight bounding box trims
+    the margins, and nothing drawn reaches past the figure's edges in the committed figures)."""
     import matplotlib.pyplot as plt
+
+    width = fig.get_figwidth()
+    if not any(abs(width - w) < 1e-6 for w in WIDTHS.values()):
+        plt.close(fig)
+        raise RuntimeError(f"{name}: the figure is {width:g} in wide; attnlab figures are "
+                           f"{ONE_COLUMN:g} in (one column) or {TWO_COLUMN:g} in (two columns): use style.size")
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -56,7 +81,40 @@ def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
     paths = []
     for fmt in formats(vector):
         p = outdir / f"{stem}.{fmt}"
-        fig.savefig(p, format=fmt, metadata=_METADATA[fmt])
+        if fmt == "png":
+            p.write_bytes(_png(fig))
+        else:
+            fig.savefig(p, format=fmt, metadata=_METADATA[fmt])
         paths.append(p)
     plt.close(fig)
     return paths
+
+
+def _png(fig) -> bytes:
+    """The figure as PNG bytes at :data:`DPI`, no text chunks: RGB (the background is opaque, so the
+    alpha channel carries nothing) at the strongest compression, and, where that is over
+    :data:`PNG_BUDGET` bytes (dense scatter plots at 300 dpi), 256 colours without dithering, the
+    antialiased edges rounded to the nearest of them."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata=_METADATA["png"])
+    image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    image.save(out, format="png", optimize=True, dpi=(DPI, DPI))
+    if out.tell() > PNG_BUDGET:
+        out = io.BytesIO()
+        image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            out, format="png", optimize=True, dpi=(DPI, DPI))
+    return out.getvalue()
+
+
+def wrap(text: str, width_in: float, fontsize: float = 8.0) -> str:
+    """`text` broken into lines that fit `width_in` inches at `fontsize` points (about 0.55 em a
+    character in the style's sans-serif font); lines already broken stay broken."""
+    import textwrap
+
+    chars = max(10, int(width_in * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) if line else line for line in text.split("\n"))

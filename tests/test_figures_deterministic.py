@@ -61,3 +61,55 @@ def test_every_figure_module_saves_through_the_style():
     modules = sorted((ROOT / "paper_figures").glob("*.py"))
     direct = [p.name for p in modules if p.name != "style.py" and "savefig(" in p.read_text(encoding="utf-8")]
     assert not direct, f"these modules call savefig themselves instead of style.save: {direct}"
+
+
+def _png_width_dpi(data: bytes) -> tuple[int, float]:
+    """Pixel width and dots per inch of a PNG (its IHDR and pHYs chunks)."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return im.size[0], float(im.info["dpi"][0])
+
+
+def _fits_a_column(width_px: int, dpi: float) -> bool:
+    from attnlab.paper_figures.style import TWO_COLUMN
+
+    pad = 2 * 0.02                                  # savefig.pad_inches on either side of the tight box
+    return width_px / dpi <= TWO_COLUMN + pad + 1e-3
+
+
+def test_pngs_are_300_dpi_and_column_wide(twice):
+    first, _ = twice
+    for name, data in first.items():
+        if name.endswith(".png"):
+            width, dpi = _png_width_dpi(data)
+            assert round(dpi) == 300, name
+            assert _fits_a_column(width, dpi), f"{name}: {width / dpi:.2f} in wide"
+
+
+def test_committed_pngs_read_at_a_column_width():
+    """Every committed figure: 300 dpi, no wider than two columns (7 in), a few hundred kB at most."""
+    pngs = sorted((ROOT / "paper_figures").glob("*.png"))
+    assert pngs
+    for p in pngs:
+        data = p.read_bytes()
+        width, dpi = _png_width_dpi(data)
+        assert round(dpi) == 300, p.name
+        assert _fits_a_column(width, dpi), f"{p.name}: {width / dpi:.2f} in wide"
+        assert len(data) <= 450_000, f"{p.name}: {len(data)} bytes"
+
+
+def test_save_takes_one_or_two_columns_only(tmp_path):
+    from attnlab.paper_figures import style
+
+    plt = style.pyplot()
+    assert style.size(1, 2.0) == (3.4, 2.0) and style.size(2, 3.0) == (7.0, 3.0)
+    with pytest.raises(ValueError):
+        style.size(3, 2.0)
+    with pytest.raises(RuntimeError, match="one column"):
+        style.save(plt.figure(figsize=(10, 3)), tmp_path, "wide.png")
+    (png,) = style.save(plt.figure(figsize=style.size(1, 1.0)), tmp_path, "narrow.png")
+    width, dpi = _png_width_dpi(png.read_bytes())
+    assert round(dpi) == 300 and width / dpi <= 3.4 + 2 * 0.02 + 1e-3          # the column and the padding
