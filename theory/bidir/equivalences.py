@@ -94,38 +94,163 @@ def _rel(a, b) -> float:
     return float((a - b).abs().max()) / max(1.0, float(a.abs().max()))
 
 
+# --------------------------------------------------------------------------- the oracles: the paper as printed
+# Plain transcriptions of App. B (the attention MLM), App. C (Lemma 1's map and explicit loss) and
+# Theorem 2 (the MoE), one sentence at a time from the raw weights, sharing no code with
+# experiments/models/bidir.py: the library's modules are held against them.
+def _softmax_rows(a):
+    e = (a - a.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def app_b_forward(model, x, m) -> dict:
+    """App. B steps 1-8 as printed, sentence by sentence: X' = X_bar C + P; per layer X^attn = [softmax_row(
+    X' W^Q_i^T W^K_i X'^T / sqrt(d_w)) X' W^V_i^T]_i concatenated over heads, Z = X^attn W^O with W^O the
+    heads' blocks stacked, Z' = X' + Z, Z''_i = Z'_i + W' Z'_i (without residuals Z' = Z, Z''_i = W' Z'_i);
+    the next layer reads Z''; logits W'' Z''_m.  Returns logits (B, V), the attention rows of the
+    masked query, per layer (B, H, S), and the per-sentence loss -log softmax(.)_b is left to the caller."""
+    import math
+
+    import torch
+
+    logits, rows = [], []
+    for s in range(x.shape[0]):
+        ms = int(m[s])
+        Xp = torch.stack([model.C[int(t)] for t in x[s]]) + model.P                # X' = X_bar C + P
+        rows_s = []
+        for l in range(model.layers):
+            heads, rows_l = [], []
+            for i in range(model.heads):
+                WQ, WK, WV = model.WQ[l][i], model.WK[l][i], model.WV[l][i]
+                A = _softmax_rows(Xp @ WQ.T @ WK @ Xp.T / math.sqrt(model.d_w))
+                heads.append(A @ Xp @ WV.T)
+                rows_l.append(A[ms])
+            X_attn = torch.cat(heads, dim=1)                                       # (S, H d)
+            W_O = torch.cat([model.WO[l][i] for i in range(model.heads)], dim=0)   # (H d, p)
+            Z = X_attn @ W_O
+            Zp = Xp + Z if model.residual else Z
+            W1 = model.W1[l]
+            Zpp = torch.stack([(Zp[i] + W1 @ Zp[i]) if model.residual else W1 @ Zp[i] for i in range(len(Zp))])
+            Xp = Zpp
+            rows_s.append(torch.stack(rows_l))
+        logits.append(model.W2 @ Xp[ms])
+        rows.append(rows_s)
+    return dict(logits=torch.stack(logits),
+                rows=[torch.stack([r[l] for r in rows]) for l in range(model.layers)])
+
+
+def cross_entropy_printed(logits, b):
+    """-log softmax(logits)_b per sentence, as App. B step 8: log sum_k exp(l_k) - l_b."""
+    mx = logits.max(dim=1, keepdim=True).values
+    return (logits - mx).exp().sum(1).log() + mx[:, 0] - logits[range(len(b)), b]
+
+
+def lemma1_map_printed(model) -> dict:
+    """App. C's reparameterization from the raw weights of a one-layer model: W^l = W'' + W''W' (W''W'
+    without residuals), W^KQ_i = W^K_i^T W^Q_i, W^LOV_i = W^l W^O_i^T W^V_i, g = W^l c_{|V|+1},
+    D = W^l P^T (g = D = 0 without residuals: no X'_m term reaches the head)."""
+    import torch
+
+    W2, W1 = model.W2, model.W1[0]
+    W_l = W2 + W2 @ W1 if model.residual else W2 @ W1
+    H = model.heads
+    out = dict(W_l=W_l,
+               W_KQ=torch.stack([model.WK[0][i].T @ model.WQ[0][i] for i in range(H)]),
+               W_LOV=torch.stack([W_l @ model.WO[0][i].T @ model.WV[0][i] for i in range(H)]))
+    if model.residual:
+        out.update(g=W_l @ model.C[model.vocab_size], D=W_l @ model.P.T)
+    else:
+        out.update(g=torch.zeros(model.vocab_size, dtype=W2.dtype),
+                   D=torch.zeros(model.vocab_size, model.seq_len, dtype=W2.dtype))
+    return out
+
+
+def thm2_printed(C, P, W_KQ, W_LOV, g, D, d_w, x, m) -> dict:
+    """Theorem 2 (App. C's last display; Sec. 2.2 for H heads) sentence by sentence: h^i_j =
+    e_j^T (X_bar C + P) W^KQ_i (c_{|V|+1} + P^T e_m) / sqrt(d_w), pi^i = softmax_j(h^i), f^i_j = W^LOV_i
+    (X_bar C + P)^T e_j + (g + D e_m)/H, F = sum_i sum_j pi^i_j f^i_j.  Returns h, pi (B, H, S), f (B, H, S, V),
+    F (B, V)."""
+    import math
+
+    import torch
+
+    if W_KQ.dim() == 2:
+        W_KQ, W_LOV = W_KQ[None], W_LOV[None]
+    H, V = W_KQ.shape[0], W_LOV.shape[1]
+    hs, pis, fs, Fs = [], [], [], []
+    for s in range(x.shape[0]):
+        ms = int(m[s])
+        Xp = torch.stack([C[int(t)] for t in x[s]]) + P
+        query = C[V] + P[ms]
+        h = torch.stack([Xp @ W_KQ[i] @ query / math.sqrt(d_w) for i in range(H)])       # (H, S)
+        pi = _softmax_rows(h)
+        f = torch.stack([(W_LOV[i] @ Xp.T).T + (g + D[:, ms]) / H for i in range(H)])     # (H, S, V)
+        F = sum(pi[i] @ f[i] for i in range(H))
+        hs.append(h), pis.append(pi), fs.append(f), Fs.append(F)
+    return dict(h=torch.stack(hs), pi=torch.stack(pis), f=torch.stack(fs), F=torch.stack(Fs))
+
+
+def lemma1_loss_printed(h, chi, b):
+    """Lemma 1's explicit loss as printed, one head: -sum_j theta chi_b / sum theta + log sum_k exp(
+    sum_j theta chi_k / sum theta), theta(j, m) = exp(h_j) (shifted by max_j h_j, which cancels)."""
+    theta = (h - h.max(dim=1, keepdim=True).values).exp()                               # (B, S)
+    avg = (theta[:, :, None] * chi).sum(1) / theta.sum(1, keepdim=True)                  # (B, V)
+    mx = avg.max(dim=1, keepdim=True).values
+    return -avg[range(len(b)), b] + (avg - mx).exp().sum(1).log() + mx[:, 0]
+
+
+def map_deviation(q, printed: dict) -> float:
+    """Relative deviation of the library's MoEParameters from App. C's map as printed."""
+    return max(_rel(printed[k], getattr(q, k)) for k in ("W_l", "W_KQ", "W_LOV", "g", "D"))
+
+
 def _sizes(case: dict) -> str:
     return (f"{case['name']}: |V|={case['vocab_size']},S={case['seq_len']},p={case['p']},d={case['d']},"
             f"d_w={case['d_w']},H={case['heads']}")
 
 
 def lemma1_deviations(case: dict) -> dict:
-    """Lemma 1 on one case (one head): relative loss deviation and |theta/sum theta - A[m, :]|."""
+    """Lemma 1 on one case (one head).  The lemma: the library's attention loss against its Lemma 1 loss
+    (loss) and attention row m against the gate (theta_vs_attention).  Each library side against the
+    paper as printed: the attention MLM against App. B, the map against App. C, the explicit loss and the
+    gate against Lemma 1's formula on App. C's map."""
     import torch
 
-    from attnlab.experiments.models.bidir import CBOWMoE
+    from attnlab.experiments.models.bidir import CBOWMoE, moe_parameters
 
     model, x, m, b = build_case(dict(case, heads=1))
-    moe = CBOWMoE.from_attention(model)
+    q = moe_parameters(model)
+    moe = CBOWMoE(q.C, q.P, q.W_KQ, q.W_LOV, q.g, q.D, q.d_w)
+    n = torch.arange(len(m))
     with torch.no_grad():
         l_attn = model.loss(x, m, b, reduction="none")
         l_lemma = moe.lemma1_loss(x, m, b)
-        A = model.attention_weights(x, m)[0][:, 0]                                  # (B,S,S)
-        row_m = A[torch.arange(len(m)), m]
+        row_m = model.attention_weights(x, m)[0][:, 0][n, m]                        # (B, S)
         theta = moe.gate(x, m)[:, 0]
-    return dict(loss=_rel(l_attn, l_lemma), theta_vs_attention=float((row_m - theta).abs().max()))
+        ref = app_b_forward(model, x, m)
+        pm = lemma1_map_printed(model)
+        t2 = thm2_printed(model.C, model.P, pm["W_KQ"], pm["W_LOV"], pm["g"], pm["D"], model.d_w, x, m)
+        l_printed = lemma1_loss_printed(t2["h"][:, 0], t2["f"][:, 0], b)
+    return dict(loss=_rel(l_attn, l_lemma), theta_vs_attention=float((row_m - theta).abs().max()),
+                attention_loss_vs_app_b=_rel(cross_entropy_printed(ref["logits"], b), l_attn),
+                attention_row_vs_app_b=float((ref["rows"][0][:, 0] - row_m).abs().max()),
+                map_vs_app_c=map_deviation(q, pm),
+                lemma1_loss_vs_printed=_rel(l_printed, l_lemma),
+                gate_vs_printed=float((t2["pi"][:, 0] - theta).abs().max()))
 
 
 def thm2_deviations(case: dict) -> dict:
-    """Theorem 2 on one case (one head): logits, probabilities, sum pi, expert m, four-term h."""
+    """Theorem 2 on one case (one head): logits, probabilities, sum pi, expert m, four-term h; the
+    library's attention logits against App. B and its h, pi, f, F against Theorem 2 as printed."""
     import math
 
     import torch
 
-    from attnlab.experiments.models.bidir import CBOWMoE
+    from attnlab.experiments.models.bidir import CBOWMoE, moe_parameters
 
     model, x, m, b = build_case(dict(case, heads=1))
-    moe = CBOWMoE.from_attention(model)
+    q = moe_parameters(model)
+    moe = CBOWMoE(q.C, q.P, q.W_KQ, q.W_LOV, q.g, q.D, q.d_w)
     with torch.no_grad():
         logits, F = model(x, m), moe(x, m)
         pi, f, h = moe.gate(x, m)[:, 0], moe.experts(x, m)[:, 0], moe.gate_logits(x, m)[:, 0]
@@ -135,13 +260,20 @@ def thm2_deviations(case: dict) -> dict:
         Cx = C[x]                                                                  # e_j^T X_bar C
         four = (Cx @ KQ @ cm + torch.einsum("bsp,pq,bq->bs", Cx, KQ, P[m])
                 + (P @ KQ @ cm)[None, :] + (P @ KQ @ P[m].T).T)
+        ref = app_b_forward(model, x, m)["logits"]
+        pm = lemma1_map_printed(model)
+        t2 = thm2_printed(model.C, model.P, pm["W_KQ"], pm["W_LOV"], pm["g"], pm["D"], model.d_w, x, m)
     return dict(logits=_rel(logits, F), probs=float((logits.softmax(1) - F.softmax(1)).abs().max()),
                 gate_sum=float((pi.sum(1) - 1).abs().max()), expert_m=_rel(f[n, m], f_m),
-                four_terms=_rel(math.sqrt(moe.d_w) * h, four))
+                four_terms=_rel(math.sqrt(moe.d_w) * h, four),
+                attention_logits_vs_app_b=_rel(ref, logits), F_vs_printed=_rel(t2["F"], F),
+                h_vs_printed=_rel(t2["h"][:, 0], h), pi_vs_printed=float((t2["pi"][:, 0] - pi).abs().max()),
+                f_vs_printed=_rel(t2["f"][:, 0], f), map_vs_app_c=map_deviation(q, pm))
 
 
 def multihead_deviations(case: dict) -> dict:
-    """Stacked MoE (Sec. 2.2) on one case with case['heads'] heads: relative logits and loss."""
+    """Stacked MoE (Sec. 2.2) on one case with case['heads'] heads: relative logits and loss; each side
+    against the paper as printed (App. B with concatenated heads; the stacked MoE on App. C's map)."""
     import torch
 
     from attnlab.experiments.models.bidir import CBOWMoE
@@ -149,8 +281,15 @@ def multihead_deviations(case: dict) -> dict:
     model, x, m, b = build_case(case)
     moe = CBOWMoE.from_attention(model)
     with torch.no_grad():
-        return dict(logits=_rel(model(x, m), moe(x, m)),
-                    loss=_rel(model.loss(x, m, b, "none"), moe.loss(x, m, b, "none")))
+        lo, F = model(x, m), moe(x, m)
+        ref = app_b_forward(model, x, m)["logits"]
+        pm = lemma1_map_printed(model)
+        t2 = thm2_printed(model.C, model.P, pm["W_KQ"], pm["W_LOV"], pm["g"], pm["D"], model.d_w, x, m)
+        return dict(logits=_rel(lo, F),
+                    loss=_rel(model.loss(x, m, b, "none"), moe.loss(x, m, b, "none")),
+                    attention_logits_vs_app_b=_rel(ref, lo), moe_logits_vs_printed=_rel(t2["F"], F),
+                    attention_loss_vs_printed=_rel(cross_entropy_printed(ref, b), model.loss(x, m, b, "none")),
+                    moe_loss_vs_printed=_rel(cross_entropy_printed(t2["F"], b), moe.loss(x, m, b, "none")))
 
 
 def check_over_sizes(deviations, cases: list[dict], tol: float = REL_TOL):
@@ -164,7 +303,9 @@ def check_over_sizes(deviations, cases: list[dict], tol: float = REL_TOL):
     return holds_if(max(worst.values()) <= tol, measured=worst, tolerance=tol,
                     explanation=f"{len(cases)} instances in float64 (S = 1, S = 2 with p = d = d_w = 1, "
                                 "|V| = 120, S = 100, exact ties, near ties, saturated gates, random sizes), "
-                                "every masked position: worst |deviation| / max(1, max |value|)",
+                                "every masked position: worst |deviation| / max(1, max |value|); each library "
+                                "side also against the paper as printed (plain per-sentence transcriptions of "
+                                "App. B, App. C's map and Theorem 2 from the raw weights)",
                     per_case=per_case)
 
 
@@ -174,7 +315,15 @@ def check_over_sizes(deviations, cases: list[dict], tol: float = REL_TOL):
                  "D = W^l P^T, the MLM loss equals -sum_j theta chi_b/sum theta + log sum_k "
                  "exp(sum_j theta chi_k/sum theta), and theta(j,m)/sum_j theta is row m of the "
                  "attention matrix.",
-       method="torch")
+       method="torch",
+       vouches_for=("experiments.models.bidir.BidirAttentionMLM.forward",
+                    "experiments.models.bidir.BidirAttentionMLM.loss",
+                    "experiments.models.bidir.BidirAttentionMLM.attention_weights",
+                    "experiments.models.bidir.CBOWMoE.lemma1_loss",
+                    "experiments.models.bidir.CBOWMoE.gate",
+                    "experiments.models.bidir.CBOWMoE.gate_logits",
+                    "experiments.models.bidir.CBOWMoE.experts",
+                    "experiments.models.bidir.moe_parameters"))
 def _lemma1():
     return check_over_sizes(lemma1_deviations, size_cases(1))
 
@@ -185,7 +334,13 @@ def _lemma1():
                  "pi = softmax(h), h_j = e_j^T (X_bar C+P) W^KQ (c_{|V|+1}+P^T e_m)/sqrt(d_w), equals "
                  "the attention prediction; sum_j pi_j = 1; expert m reads c_{|V|+1}; sqrt(d_w) h_j is "
                  "the sum of the four token/position terms.",
-       method="torch")
+       method="torch",
+       vouches_for=("experiments.models.bidir.BidirAttentionMLM.forward",
+                    "experiments.models.bidir.CBOWMoE.forward",
+                    "experiments.models.bidir.CBOWMoE.gate",
+                    "experiments.models.bidir.CBOWMoE.gate_logits",
+                    "experiments.models.bidir.CBOWMoE.experts",
+                    "experiments.models.bidir.moe_parameters"))
 def _thm2():
     return check_over_sizes(thm2_deviations, size_cases(2))
 
@@ -244,7 +399,13 @@ def _gate_b():
        statement="With H concat-then-project heads, F = sum_i sum_j pi^i_j f^i_j, f^i_j = "
                  "W^LOV_i (X_bar C+P)^T e_j + g/H + D e_m/H, W^LOV_i = W^l W^{O_i}^T W^{V_i}, "
                  "W^KQ_i = W^{K_i}^T W^{Q_i}, equals the attention logits (H = 1 included).",
-       method="torch")
+       method="torch",
+       vouches_for=("experiments.models.bidir.BidirAttentionMLM.forward",
+                    "experiments.models.bidir.BidirAttentionMLM.loss",
+                    "experiments.models.bidir.CBOWMoE.forward",
+                    "experiments.models.bidir.CBOWMoE.loss",
+                    "experiments.models.bidir.CBOWMoE.from_attention",
+                    "experiments.models.bidir.moe_parameters"))
 def _multihead():
     return check_over_sizes(multihead_deviations, size_cases(3, heads=(1, 2, 3, 4)))
 
