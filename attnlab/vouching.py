@@ -140,6 +140,8 @@ def _perturb(value, rel: float):
         return value * (1 + rel)
     if isinstance(value, Fraction):                   # exact rationals stay exact: times 1 + rel as a Fraction
         return value * (1 + Fraction(rel))
+    if type(value).__module__.startswith("mpmath") and type(value).__name__ in ("mpf", "mpc"):
+        return value * (1 + rel)                      # an mpmath number (the library's mp_* references)
     if torch is not None and isinstance(value, torch.nn.Module):
         value = copy.deepcopy(value)                  # a model a function builds: its parameters and buffers
         with torch.no_grad():

@@ -122,3 +122,17 @@ def test_fault_reaches_exact_rationals_models_dataclasses_and_experiment_data_co
     q = moe_parameters(model)
     qf = vouching._perturb(q, 1e-3)
     assert qf.d_w == q.d_w and torch.allclose(qf.W_KQ, q.W_KQ * (1 + 1e-3), rtol=1e-14, atol=0)
+
+
+def test_fault_reaches_mpmath_numbers():
+    """The library's mpmath twins (numerics.deformed_exp.mp_*, numerics.mp_reference) return mpf/mpc: a
+    fault scales them too."""
+    import mpmath as mp
+
+    name = "numerics.deformed_exp.mp_exp_beta"
+    with vouching.inject_fault(name, rel=1e-3) as n_refs:
+        assert n_refs >= 1
+        from attnlab.numerics import deformed_exp as de
+        faulty = de.mp_exp_beta(mp.mpf(1), 0.5)
+    assert abs(faulty - mp.mpf("2.25") * (1 + mp.mpf(1e-3))) < 1e-14
+    assert vouching._perturb(mp.mpc(1, 2), 1e-3) == mp.mpc(1, 2) * (1 + 1e-3)
