@@ -72,14 +72,20 @@ GENERIC_SIZES = {"d_w < p": (4, 2, 6, 3), "p < |V|": (9, 3, 5, 5), "p < S+1": (3
 
 
 def check_image_constraints(seed: int = 4) -> object:
+    import torch
+
     from attnlab.experiments.models.bidir import moe_parameters
     from attnlab.theory.bidir.equivalences import build_case, size_cases
 
-    worst = dict(kq_rank_excess=0.0, outside_col_W_l=0.0)
+    from attnlab.theory.bidir.equivalences import lemma1_map_printed, map_deviation
+
+    worst = dict(kq_rank_excess=0.0, outside_col_W_l=0.0, map_vs_app_c=0.0)
     cases = size_cases(seed, heads=(1, 2, 3))
     for c in cases:
         model, _, _, _ = build_case(c)
-        r = image_residuals(moe_parameters(model))
+        q = moe_parameters(model)
+        with torch.no_grad():
+            r = dict(image_residuals(q), map_vs_app_c=map_deviation(q, lemma1_map_printed(model)))
         worst = {k: max(worst[k], r[k]) for k in worst}
     rng = np.random.default_rng(seed)
     generic = {name: generic_violations(*sz, rng) for name, sz in GENERIC_SIZES.items()}
@@ -91,7 +97,8 @@ def check_image_constraints(seed: int = 4) -> object:
     return holds_if(ok, measured=dict(image=worst, generic=generic),
                     tolerance=dict(image=REL_TOL, generic_violation_min=BINDING_MIN),
                     explanation=f"{len(cases)} attention models (sizes of bidir.lemma1.explicit-loss, H in 1..3), "
-                                "float64: sigma_{d_w+1}(W^KQ_i)/sigma_1 and the part of [W^LOV, g, D] outside "
+                                "float64: the library's map (moe_parameters) against App. C's map as printed, "
+                                "sigma_{d_w+1}(W^KQ_i)/sigma_1 and the part of [W^LOV, g, D] outside "
                                 "col(W^l); generic N(0,1) MoE parameters at (|V|, S, p, d_w) = "
                                 + ", ".join(f"{k}: {v}" for k, v in GENERIC_SIZES.items())
                                 + ": relative violation and attention_from_moe's refusal")
@@ -103,7 +110,7 @@ def check_image_constraints(seed: int = 4) -> object:
                  "of W^LOV_i, g and D lie in col(W^l) (dimension <= p) with [g, D] = W^l [c_{|V|+1}, P^T]; "
                  "generic MoE parameters violate this when d_w < p, p < |V| or p < S+1. Theorem 2's "
                  "equivalence makes every attention MLM a CBOW MoE, not every CBOW MoE an attention MLM.",
-       method="torch")
+       method="torch", vouches_for=("experiments.models.bidir.moe_parameters",))
 def _image():
     return check_image_constraints()
 
@@ -118,6 +125,7 @@ def inverse_deviations(V: int, S: int, p: int, d_w: int, rng) -> dict:
     import torch
 
     from attnlab.experiments.models.bidir import CBOWMoE, attention_from_moe, mask_sentences, moe_parameters
+    from attnlab.theory.bidir.equivalences import lemma1_map_printed, thm2_printed
 
     k = min(d_w, p)
     C, P = rng.normal(size=(V + 1, p)), rng.normal(size=(S, p))
@@ -128,17 +136,24 @@ def inverse_deviations(V: int, S: int, p: int, d_w: int, rng) -> dict:
     try:
         att = attention_from_moe(*params, d_w=d_w, generator=torch.Generator().manual_seed(int(rng.integers(1 << 30))))
     except ValueError as e:
-        return dict(logits=float("inf"), round_trip=float("inf"), refused=str(e))
+        return dict(logits=float("inf"), round_trip=float("inf"), attention_vs_printed=float("inf"),
+                    moe_vs_printed=float("inf"), round_trip_printed=float("inf"), refused=str(e))
     B = max(24, S)
     tokens = torch.as_tensor(rng.integers(0, V, size=(B, S)))
     m = torch.arange(B) % S
     x = mask_sentences(tokens, m, V)
     with torch.no_grad():
         lo_att, lo_moe = att(x, m), moe(x, m)
+        printed = thm2_printed(*params, d_w, x, m)["F"]          # Theorem 2 as printed on the given parameters
+        pm = lemma1_map_printed(att)                              # App. C's map of the constructed model
     q = moe_parameters(att)
-    rt = max(float((a - b).abs().max()) / max(1.0, float(b.abs().max()))
-             for a, b in ((q.W_KQ[0], params[2]), (q.W_LOV[0], params[3]), (q.g, params[4]), (q.D, params[5])))
-    return dict(logits=float((lo_att - lo_moe).abs().max()) / max(1.0, float(lo_moe.abs().max())), round_trip=rt)
+    rel = lambda a, b: float((a - b).abs().max()) / max(1.0, float(b.abs().max()))     # noqa: E731
+    rt = max(rel(a, b) for a, b in ((q.W_KQ[0], params[2]), (q.W_LOV[0], params[3]), (q.g, params[4]),
+                                    (q.D, params[5])))
+    rt_printed = max(rel(a, b) for a, b in ((pm["W_KQ"][0], params[2]), (pm["W_LOV"][0], params[3]),
+                                            (pm["g"], params[4]), (pm["D"], params[5])))
+    return dict(logits=rel(lo_att, lo_moe), round_trip=rt, attention_vs_printed=rel(lo_att, printed),
+                moe_vs_printed=rel(lo_moe, printed), round_trip_printed=rt_printed)
 
 
 def check_inverse_map(seed: int = 5, n_random: int = 4):
@@ -149,12 +164,15 @@ def check_inverse_map(seed: int = 5, n_random: int = 4):
         p = max(V, S + 1) + int(rng.integers(0, 4))
         sizes.append((V, S, p, int(rng.integers(1, p + 1))))
     per = {f"|V|={V},S={S},p={p},d_w={d_w}": inverse_deviations(V, S, p, d_w, rng) for V, S, p, d_w in sizes}
-    worst = dict(logits=max(v["logits"] for v in per.values()), round_trip=max(v["round_trip"] for v in per.values()))
+    worst = {k: max(v[k] for v in per.values())
+             for k in ("logits", "round_trip", "attention_vs_printed", "moe_vs_printed", "round_trip_printed")}
     return holds_if(max(worst.values()) <= REL_TOL, measured=worst, tolerance=REL_TOL,
                     explanation=f"{len(sizes)} random MoEs in the image (p >= |V|, p >= S+1, rank W^KQ <= d_w; "
                                 "edges p = |V| = S+1, S = 1, |V| = 100), float64: attention_from_moe, then max "
                                 "|attention logits - MoE logits| / max(1, max |logit|) over every masked "
-                                "position, and Lemma 1's map of the result against the MoE parameters",
+                                "position, and Lemma 1's map of the result against the MoE parameters; both "
+                                "models' logits against Theorem 2 as printed on the given parameters, and App. "
+                                "C's map as printed of the constructed model against them",
                     per_case=per)
 
 
@@ -165,6 +183,8 @@ def check_inverse_map(seed: int = 5, n_random: int = 4):
                  "of full row rank solving W^l [c_{|V|+1}, P^T] = [g, D], W' = 0, W'' = W^l, W^V = I, W^O = "
                  "(W^l^+ W^LOV)^T and W^K^T W^Q = W^KQ give the same logits, and Lemma 1's map returns the "
                  "MoE parameters.",
-       method="torch")
+       method="torch",
+       vouches_for=("experiments.models.bidir.attention_from_moe", "experiments.models.bidir.moe_parameters",
+                    "experiments.models.bidir.BidirAttentionMLM.forward", "experiments.models.bidir.CBOWMoE.forward"))
 def _inverse():
     return check_inverse_map()
