@@ -18,7 +18,7 @@ DPI = 300                                 # savefig.dpi of attnlab.mplstyle
 ONE_COLUMN = 3.4                          # inches: one column of a two-column paper
 TWO_COLUMN = 7.0                          # inches: the full text width of a two-column paper
 WIDTHS = {1: ONE_COLUMN, 2: TWO_COLUMN}
-PNG_BUDGET = 400_000                      # bytes: a PNG larger than this is written in 256 colours
+PNG_BUDGET = 400_000                      # bytes: a PNG larger is written as RGB, then in 256 colours
 
 # Metadata that would change from one rendering to the next (dates) or from one machine to the
 # next (the matplotlib version), removed per format.
@@ -91,16 +91,18 @@ def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
 
 
 def _png(fig) -> bytes:
-    """The figure as PNG bytes at :data:`DPI`, no text chunks: RGB (the background is opaque, so the
-    alpha channel carries nothing) at the strongest compression, and, where that is over
-    :data:`PNG_BUDGET` bytes (dense scatter plots at 300 dpi), 256 colours without dithering, the
-    antialiased edges rounded to the nearest of them."""
+    """The figure as PNG bytes at :data:`DPI`, no date or version.  Where matplotlib's file is over
+    :data:`PNG_BUDGET` bytes: RGB (the background is opaque, so the alpha channel carries nothing) at
+    the strongest compression, and where that is still over, 256 colours without dithering (dense
+    scatter plots at 300 dpi), the antialiased edges rounded to the nearest of them."""
     import io
-
-    from PIL import Image
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata=_METADATA["png"])
+    if buf.tell() <= PNG_BUDGET:                # most figures: as matplotlib writes them (the cheapest)
+        return buf.getvalue()
+    from PIL import Image
+
     image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()
     image.save(out, format="png", optimize=True, dpi=(DPI, DPI))
