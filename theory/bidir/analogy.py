@@ -106,7 +106,7 @@ def _lg():
        reference="Prop 9 (= Prop 3), proof App. H",
        statement="The per-cell surrogate -|V| #(w_i,c_j) x + #(c_j) x + #(c_j) x^2/2 of App. H is minimised "
                  "at x* = |V| p(w_i,c_j)/p(c_j) - 1, and x* and M_ij order the words i like p(w_i, c_j).",
-       method="sympy")
+       method="sympy", vouches_for=("experiments.bidir.toy_corpus.prop9_targets",))
 def _prop9():
     import sympy as sp
 
@@ -115,34 +115,61 @@ def _prop9():
     ell = -V * nij * x + nj * x + nj * x ** 2 / 2
     sol = sp.solve(sp.diff(ell, x), x)
     ok = len(sol) == 1 and sp.simplify(sol[0] - (V * nij - nj) / nj) == 0 and sp.diff(ell, x, 2) == nj
-    # (b) monotonicity: for every column j, argsort of M[:, j] = argsort of P[:, j] = argsort of x*
+    # (b) the library's targets (prop9_targets: R = p(w_i,c_j)/p(c_j), M_ij = log R_ij + log|V|, the
+    # quantities the toy-corpus experiment correlates with) against the printed formulas, and the
+    # orderings: for every column j, argsort of M[:, j] = argsort of p(., c_j) = argsort of x* = |V| R - 1
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop9_targets
+
     rng = np.random.default_rng(9)
-    mono = True
-    for _ in range(20):
-        P = rng.dirichlet(np.ones(144)).reshape(12, 12)
-        M = np.log(P / P.sum(0)) + math.log(12)
-        xs = 12 * P / P.sum(0) - 1
-        mono &= all((np.argsort(M[:, j]) == np.argsort(P[:, j])).all()
-                    and (np.argsort(xs[:, j]) == np.argsort(P[:, j])).all() for j in range(12))
-    return holds_if(ok and mono, measured=dict(x_star=str(sol), monotone=bool(mono)),
-                    tolerance="symbolic equality; exact orderings",
+    mono, dev = True, 0.0
+    joints = [rng.dirichlet(np.ones(NV * NV)).reshape(NV, NV) for _ in range(20)]
+    for P in joints:
+        R_lib, M_lib = prop9_targets(P)
+        R = P / P.sum(0)
+        dev = max(dev, float(np.abs(R_lib - R).max() / np.abs(R).max()),
+                  float(np.abs(M_lib - (np.log(R) + math.log(NV))).max() / max(1.0, np.abs(M_lib).max())))
+        xs = NV * R_lib - 1
+        mono &= all((np.argsort(M_lib[:, j]) == np.argsort(P[:, j])).all()
+                    and (np.argsort(xs[:, j]) == np.argsort(P[:, j])).all() for j in range(NV))
+    # integer counts with empty cells (the edge): M is undefined (nan) exactly where #(w_i, c_j) = 0
+    counts = rng.poisson(1.0, size=(NV, NV)).astype(float)
+    counts[:, 0] += 1                                             # every column has a context count
+    R_lib, M_lib = prop9_targets(counts)
+    nan_ok = bool(np.array_equal(np.isnan(M_lib), counts == 0)) and bool((counts == 0).any())
+    R = counts / counts.sum(0)
+    keep = counts > 0
+    dev = max(dev, float(np.abs(R_lib - R).max() / np.abs(R).max()),
+              float(np.abs(M_lib[keep] - (np.log(R[keep]) + math.log(NV))).max()))
+    ok = ok and mono and nan_ok and dev <= 1e-12
+    return holds_if(ok, measured=dict(x_star=str(sol), monotone=bool(mono), targets_rel_dev=dev,
+                                      nan_exactly_at_empty_cells=nan_ok),
+                    tolerance="symbolic equality; exact orderings; library targets to 1e-12 relative",
                     explanation="sympy stationary point and positive curvature of the App. H per-cell loss; "
-                                "orderings of M, x* and p(., c_j) on 20 random 12x12 joints")
+                                "the library's prop9_targets (R and M) against p(w,c)/p(c) and log(.) + log|V| "
+                                "on 20 random 12x12 joints and a count matrix with empty cells (nan there); "
+                                "orderings of M, x* and p(., c_j)")
 
 
 @claim("bidir.prop9.single-context-optimum",
        reference="Prop 9 (= Prop 3); exact special case derived here",
        statement="With one context word and p >= |V|, the full-softmax CBOW optimum satisfies w_i^T c_j = "
                  "log p(w_i|c_j) + kappa_j: Prop 9 holds exactly up to a per-column constant.",
-       method="float64")
+       method="float64",
+       vouches_for=("experiments.models.bidir.CBOW.forward", "experiments.models.bidir.CBOW.loss",
+                    "experiments.models.bidir.CBOW.similarity"))
 def _prop9_single():
+    import torch
     from scipy.optimize import minimize
+
+    from attnlab.experiments.models.bidir import CBOW
 
     rng = np.random.default_rng(3)
     n, p = 5, 6
     P = rng.dirichlet(np.ones(n * n)).reshape(n, n)          # P[i, j] = p(w_i, c_j)
 
-    def f(theta):
+    def oracle(theta):
+        """The full-softmax CBOW loss with one context word, as printed: -sum_ij p(w_i, c_j) log softmax_i(
+        w_i^T c_j), and its gradient, in numpy."""
         W, C = theta[: n * p].reshape(n, p), theta[n * p:].reshape(n, p)
         S = W @ C.T                                            # logits of center i given context j
         lse = np.log(np.exp(S - S.max(0)).sum(0)) + S.max(0)
@@ -150,15 +177,45 @@ def _prop9_single():
         G = -(P - np.exp(logp) * P.sum(0))                     # d loss / d S
         return -(P * logp).sum(), np.concatenate([(G @ C).ravel(), (G.T @ W).ravel()])
 
-    th0 = rng.normal(scale=0.1, size=2 * n * p)
-    res = minimize(f, th0, jac=True, method="L-BFGS-B", options=dict(maxiter=20000, gtol=1e-12, ftol=1e-15))
-    W, C = res.x[: n * p].reshape(n, p), res.x[n * p:].reshape(n, p)
-    S = W @ C.T
+    # the library's CBOW on the |V|^2 two-word sentences (center at m = 0, context word at 1), weighted by P
+    cbow = CBOW(n, p, window=None, init_std=0.1, generator=torch.Generator().manual_seed(3))
+    ii, jj = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    x = torch.as_tensor(np.stack([ii.ravel(), jj.ravel()], 1))
+    m, b, wt = torch.zeros(n * n, dtype=torch.long), x[:, 0].clone(), torch.as_tensor(P.ravel())
+
+    def library(theta):
+        th = torch.as_tensor(theta)
+        with torch.no_grad():
+            cbow.W.copy_(th[: n * p].reshape(n, p))
+            cbow.C.copy_(th[n * p:].reshape(n, p))
+        cbow.zero_grad()
+        loss = (cbow.loss(x, m, b, reduction="none") * wt).sum()
+        loss.backward()
+        return float(loss.detach()), np.concatenate([cbow.W.grad.numpy().ravel(), cbow.C.grad.numpy().ravel()])
+
+    def vs_oracle(theta) -> float:
+        (fl, gl), (fo, go) = library(theta), oracle(theta)
+        return max(abs(fl - fo) / abs(fo), float(np.abs(gl - go).max() / max(1e-300, np.abs(go).max())))
+
+    loss_dev = max(vs_oracle(rng.normal(scale=s_, size=2 * n * p)) for s_ in (0.1, 1.0, 3.0))
+    res = minimize(library, rng.normal(scale=0.1, size=2 * n * p), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=20000, gtol=1e-12, ftol=1e-15))
+    fl, _ = library(res.x)
+    loss_at_opt = abs(fl - oracle(res.x)[0]) / abs(oracle(res.x)[0])
+    grad_at_opt = float(np.abs(oracle(res.x)[1]).max())
+    with torch.no_grad():
+        S = cbow.similarity().numpy()
     M = np.log(P / P.sum(0)) + math.log(n)
     dev = float(np.abs((S - S.mean(0)) - (M - M.mean(0))).max())
-    return holds_if(dev < 1e-4, measured=dev, tolerance=1e-4,
-                    explanation="random 5x5 joint, CBOW with one context word and p = 6, L-BFGS to "
-                                "convergence: max |column-centred W C^T - column-centred M| (optimizer tolerance)")
+    ok = dev < 1e-4 and max(loss_dev, loss_at_opt) <= 1e-12
+    return holds_if(ok, measured=dict(column_centred_dev=dev, library_loss_vs_oracle=max(loss_dev, loss_at_opt),
+                                      oracle_gradient_at_optimum=grad_at_opt, iterations=int(res.nit)),
+                    tolerance=dict(column_centred_dev=1e-4, loss=1e-12),
+                    explanation="random 5x5 joint; the library's CBOW (one context word, p = 6) trained by "
+                                "L-BFGS on its own loss to convergence: max |column-centred similarity() - "
+                                "column-centred M| (optimizer tolerance); its loss and gradient against a numpy "
+                                "transcription of the full-softmax objective at random points (scales 0.1, 1, 3) "
+                                "and at the optimum (relative)")
 
 
 def _tau_corpus(seed: int = 0, n: int = 400):
@@ -168,12 +225,33 @@ def _tau_corpus(seed: int = 0, n: int = 400):
     return masking_instances(corpus)
 
 
+def prop14_statistics_loop(x, b, w, log_tau):
+    """Prop 14's A, B, Q as defined in App. G.2, instance by instance (the oracle of the library's
+    prop14_statistics): gamma_j = tau_{a_j} / sum_s tau_{a_s}, A_ij = sum of w gamma_j over the instances
+    with center i and a_j = j, B_j = sum_i A_ij, Q_j = sum of w gamma_j^2 over the instances with a_j = j."""
+    nv = len(log_tau) - 1
+    A, Q = np.zeros((nv, nv + 1)), np.zeros(nv + 1)
+    for xi, bi, wi in zip(np.asarray(x).tolist(), np.asarray(b).tolist(), np.asarray(w).tolist()):
+        tau = [math.exp(log_tau[a]) for a in xi]
+        tot = math.fsum(tau)
+        for a, t in zip(xi, tau):
+            A[bi, a] += wi * t / tot
+            Q[a] += wi * (t / tot) ** 2
+    return A, A.sum(0), Q
+
+
+def _stats_dev(lib, loop) -> float:
+    """Worst relative deviation of the library's (A, B, Q) from the loop's."""
+    return max(float(np.abs(a - o).max() / np.abs(o).max()) for a, o in zip(lib, loop))
+
+
 @claim("bidir.prop14.surrogate-optimum",
        reference="Prop 14 (= Prop 6), Eq. (2); proof omitted (\"similar to Prop 9\"), derived here",
        statement="For Eq. (1), the Taylor/Cauchy-Schwarz surrogate summed over masking instances is the "
                  "separable quadratic sum_ij [-|V| A_ij x + B_j x + (S/2) Q_j x^2], minimised at Eq. (2): "
                  "x_ij = (|V| A_ij - B_j)/(S Q_j).",
-       method="sympy")
+       method="sympy", vouches_for=("experiments.bidir.toy_corpus.prop14_statistics",
+                                    "experiments.bidir.toy_corpus.prop14_target"))
 def _prop14():
     import sympy as sp
     import torch
@@ -184,7 +262,7 @@ def _prop14():
     sym_ok = len(sol) == 1 and sp.simplify(sol[0] - (A * V - B) / (Q * S)) == 0
     # numeric: the per-instance surrogate, summed over a toy-corpus sample with random tau, is a
     # quadratic in X (|V| x (|V|+1)); its exact minimiser (one Newton step from 0) is Eq. (2)
-    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics, prop14_target
 
     xm, m, b, w = _tau_corpus()
     log_tau = np.random.default_rng(14).normal(scale=1.0, size=NV + 1)
@@ -207,21 +285,32 @@ def _prop14():
     Xstar = (-torch.linalg.solve(Hs, g0)).reshape(NV, NV + 1).numpy()
     off_diag = float((Hs - torch.diag(torch.diag(Hs))).abs().max())
     A_, B_, Q_ = prop14_statistics(xm, m, b, w, log_tau)
-    eq2 = (NV * A_ - B_[None]) / (Sx * Q_[None])
-    dev = float(np.abs(Xstar - eq2).max() / max(1.0, np.abs(eq2).max()))
-    ok = sym_ok and dev < 1e-10 and off_diag == 0.0
-    return holds_if(ok, measured=dict(symbolic=str(sol), rel_dev_eq2=dev, hessian_off_diagonal=off_diag),
-                    tolerance=dict(rel_dev_eq2=1e-10, hessian_off_diagonal=0.0),
+    loop = prop14_statistics_loop(xm, b, w, log_tau)
+    stats_dev = _stats_dev((A_, B_, Q_), loop)
+    eq2_lib = prop14_target(A_, B_, Q_, Sx)                      # Eq. (2), the |V| word columns
+    A_l, B_l, Q_l = loop
+    eq2_mask = (NV * A_l[:, NV] - B_l[NV]) / (Sx * Q_l[NV])       # the [MASK] column (not in the library)
+    dev = max(float(np.abs(Xstar[:, :NV] - eq2_lib).max() / max(1.0, np.abs(eq2_lib).max())),
+              float(np.abs(Xstar[:, NV] - eq2_mask).max() / max(1.0, np.abs(eq2_mask).max())))
+    hess_dev = float(np.abs(torch.diag(Hs).numpy() - np.tile(Sx * Q_l, NV)).max() / (Sx * Q_l.max()))
+    ok = sym_ok and dev < 1e-10 and off_diag == 0.0 and stats_dev <= 1e-12 and hess_dev <= 1e-12
+    return holds_if(ok, measured=dict(symbolic=str(sol), rel_dev_eq2=dev, hessian_off_diagonal=off_diag,
+                                      statistics_rel_dev=stats_dev, hessian_diagonal_vs_S_Q=hess_dev),
+                    tolerance=dict(rel_dev_eq2=1e-10, hessian_off_diagonal=0.0, statistics=1e-12),
                     explanation="sympy per-cell argmin; numerically the per-instance surrogate summed over "
                                 "2000 masking instances of the toy corpus with random tau: exact minimiser "
-                                "(Newton from 0) vs Eq. (2), and the Hessian is diagonal (separable)")
+                                "(Newton from 0) vs the library's Eq. (2) (prop14_target on prop14_statistics), "
+                                "the Hessian is diagonal (separable) with diagonal S Q_j; the library's A, B, Q "
+                                "against an instance-by-instance loop of their App. G.2 definitions")
 
 
 @claim("bidir.prop14.constant-tau-reduction",
        reference="Prop 14 (= Prop 6), App. G.2 (\"reduces to a vanilla CBOW\")",
        statement="With constant tau (gamma = 1/S), Eq. (2) equals Prop 9's surrogate optimum "
                  "|V| p(w_i,c_j)/p(c_j) - 1, and zeta_j = 1/S so c~_j = c_j.",
-       method="sympy")
+       method="sympy", vouches_for=("experiments.bidir.toy_corpus.prop14_statistics",
+                                    "experiments.bidir.toy_corpus.prop14_target",
+                                    "experiments.bidir.toy_corpus.prop9_targets"))
 def _prop14_const():
     import sympy as sp
 
@@ -232,7 +321,7 @@ def _prop14_const():
     zeta = Q / B
     ok_zeta = sp.simplify(S * zeta - 1) == 0
     # numerically on the toy corpus: constant tau makes A = n/S (symmetric counts) and S zeta = 1
-    from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
+    from attnlab.experiments.bidir.toy_corpus import V as NV, prop9_targets, prop14_statistics, prop14_target
 
     xm, m, b, w = _tau_corpus()
     A_, B_, Q_ = prop14_statistics(xm, m, b, w, np.zeros(NV + 1))
@@ -243,19 +332,29 @@ def _prop14_const():
     dev = float(np.abs(A_ - n / Sx).max())
     zdev = float(np.abs(Sx * Q_ / B_ - 1)[B_ > 0].max())
     sym_dev = float(np.abs(A_[:, :NV] - A_[:, :NV].T).max())
-    ok_num = dev < 1e-12 and zdev < 1e-12 and sym_dev < 1e-9
+    # Eq. (2) (the library's prop14_target) is Prop 9's surrogate optimum |V| p(w_i,c_j)/p(c_j) - 1, from the
+    # counts directly and from the library's Prop 9 targets
+    vanilla = NV * n[:, :NV] / n[:, :NV].sum(0) - 1
+    eq2 = prop14_target(A_, B_, Q_, Sx)
+    R_lib, _ = prop9_targets(n[:, :NV])
+    eq2_dev = max(float(np.abs(eq2 - vanilla).max() / np.abs(vanilla).max()),
+                  float(np.abs(NV * R_lib - 1 - vanilla).max() / np.abs(vanilla).max()))
+    ok_num = dev < 1e-12 and zdev < 1e-12 and sym_dev < 1e-9 and eq2_dev < 1e-12
     return holds_if(ok and ok_zeta and ok_num,
                     measured=dict(symbolic=bool(ok and ok_zeta), A_minus_n_over_S=dev,
-                                  S_zeta_minus_1=zdev, A_asymmetry=sym_dev),
+                                  S_zeta_minus_1=zdev, A_asymmetry=sym_dev, eq2_vs_vanilla=eq2_dev),
                     tolerance=1e-12, explanation="sympy substitution A = n_ij/S, B = n_j/S, Q = n_j/S^2; "
-                                                 "numerically on 2000 toy-corpus masking instances with tau = 1")
+                                                 "numerically on 2000 toy-corpus masking instances with tau = 1: "
+                                                 "the library's prop14_statistics against the loop counts n/S, "
+                                                 "its prop14_target and |V| prop9_targets - 1 "
+                                                 "against |V| n_ij/n_j - 1")
 
 
 @claim("bidir.sec-g2.pbar-asymmetry",
        reference="App. G.2 (\"unlike p, pbar is not symmetric\"; zeta_j)",
        statement="With non-constant tau on a corpus with symmetric co-occurrence counts, pbar (A) is not "
                  "symmetric and zeta_j varies with j, so c~ differs from c by non-uniform factors.",
-       method="float64")
+       method="float64", vouches_for=("experiments.bidir.toy_corpus.prop14_statistics",))
 def _pbar():
     from attnlab.experiments.bidir.toy_corpus import V as NV, prop14_statistics
 
@@ -266,14 +365,18 @@ def _pbar():
     counts_asym = float(np.abs(n[:, :NV] - n[:, :NV].T).max())     # symmetric windows: 0
     log_tau = np.random.default_rng(2).normal(size=NV + 1)
     A_, B_, Q_ = prop14_statistics(xm, m, b, w, log_tau)
+    stats_dev = _stats_dev((A_, B_, Q_), prop14_statistics_loop(xm, b, w, log_tau))
     asym = float(np.abs(A_[:, :NV] - A_[:, :NV].T).max() / A_.max())
     zeta = (Q_ / B_)[:NV]
     spread = float(np.ptp(zeta[np.isfinite(zeta)]))
-    ok = counts_asym == 0.0 and asym > 1e-3 and spread > 1e-3
+    ok = counts_asym == 0.0 and asym > 1e-3 and spread > 1e-3 and stats_dev <= 1e-12
     return holds_if(ok, measured=dict(count_asymmetry=counts_asym, relative_A_asymmetry=asym,
-                                      zeta_spread=spread),
-                    tolerance="counts symmetric exactly; A asymmetry and zeta spread > 1e-3",
-                    explanation="2000 toy-corpus masking instances, log tau ~ N(0,1)")
+                                      zeta_spread=spread, statistics_rel_dev=stats_dev),
+                    tolerance="counts symmetric exactly; A asymmetry and zeta spread > 1e-3; the library's A, B, "
+                              "Q within 1e-12 (relative) of the loop",
+                    explanation="2000 toy-corpus masking instances, log tau ~ N(0,1): the library's "
+                                "prop14_statistics against an instance-by-instance loop of App. G.2's "
+                                "definitions, then pbar (A) and zeta_j = Q_j/B_j")
 
 
 # --------------------------------------------------------------------------- Lemmas 11 / 15
@@ -633,7 +736,9 @@ def check_symmetric_setting(n_sentences: int = 600, seed: int = 135) -> object:
                  "window (App. H; the whole sentence in App. G.1), is symmetric, as App. G.2 says (\"unlike p, "
                  "pbar is not symmetric\").  Not a missing hypothesis: without the symmetry (pbar, Props 16-17, "
                  "where the paper states it) the step fails.",
-       method="float64")
+       method="float64",
+       vouches_for=("experiments.bidir.toy_corpus.cooccurrence_counts", "experiments.bidir.toy_corpus.masking_instances",
+                    "experiments.models.bidir.CBOW.gate"))
 def _symmetry_of_the_setting():
     return check_symmetric_setting()
 

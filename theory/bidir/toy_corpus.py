@@ -18,53 +18,175 @@ SPEARMAN_MIN, PEARSON_MIN = 0.6, 0.5
 SLOW_DIMS, SLOW_SEEDS, SLOW_STEPS = (30, 100), (0, 1, 2), 1000
 
 
-@claim("bidir.app-i.toy-corpus-population",
-       reference="App. I (corpus generation); Sec. 4.2",
-       statement="The App. I sentence distribution is finite; its population co-occurrence matrix "
-                 "(whole-sentence window) is an exact rational, symmetric joint with 24 zero cells of 144, "
-                 "and a sample drawn by the App. I process matches it within sampling error.",
-       method="sympy")
-def _population():
+# App. I as printed, transcribed here from the paper's text (not read from experiments/bidir/toy_corpus.py,
+# whose distribution, population and sampler are held against it).
+APP_I_SCORES = {"mathematics": (4, 2, 4, 2), "statistics": (6, 0, 5, 1), "sociology": (1, 5, 2, 4),
+                "history": (0, 6, 0, 6)}                        # (fun, boring, easy, difficult)
+APP_I_ADJECTIVES = ("fun", "boring", "easy", "difficult")
+APP_I_TYPE1 = (4, 5, 1, 1)                                      # /11, in the order of APP_I_SCORES
+APP_I_SAMPLE, APP_I_Z_MAX = 3_000, 5.0
+
+
+def app_i_printed():
+    """sympy: App. I's sentence distribution as printed, {tuple of words: Rational}, by the three types
+    (each with probability 1/3), and its population co-occurrence {(center word, context word):
+    Rational} over the 20 ordered (center, context) position pairs of a 5-word sentence."""
+    import itertools
+
     import sympy as sp
 
-    from attnlab.experiments.bidir.toy_corpus import (V, cooccurrence_counts, population_cooccurrence,
-                                              sample_corpus, sentence_distribution)
+    subjects = list(APP_I_SCORES)
+    third, quarter = sp.Rational(1, 3), sp.Rational(1, 4)
+    t1 = {s: sp.Rational(k, sum(APP_I_TYPE1)) for s, k in zip(subjects, APP_I_TYPE1)}
+    dist: dict = {}
 
-    dist = sentence_distribution()
-    total = sum(dist.values())
-    P = sp.Matrix(V, V, lambda i, j: 0)
-    Pf = population_cooccurrence(dist)
-    for i in range(V):
-        for j in range(V):
-            P[i, j] = sp.Rational(Pf[i][j].numerator, Pf[i][j].denominator)
+    def add(words, pr):
+        if pr != 0:
+            dist[words] = dist.get(words, 0) + pr
+
+    for s1 in subjects:                        # Type 1: I like subj1 and subj2
+        for s2 in subjects:
+            add(("I", "like", s1, "and", s2), third * t1[s1] * t1[s2])
+    for s1 in subjects:                        # Type 2: subj1 and subj2 is adj, adj prop. to score(s1)+score(s2)
+        for s2 in subjects:
+            tot = sum(APP_I_SCORES[s1]) + sum(APP_I_SCORES[s2])
+            for k, adj in enumerate(APP_I_ADJECTIVES):
+                add((s1, "and", s2, "is", adj),
+                    third * quarter * quarter * sp.Rational(APP_I_SCORES[s1][k] + APP_I_SCORES[s2][k], tot))
+    for s in subjects:                         # Type 3: subj is adj1 and adj2, adj iid prop. to score(subj)
+        tot = sum(APP_I_SCORES[s])
+        for k1, a1 in enumerate(APP_I_ADJECTIVES):
+            for k2, a2 in enumerate(APP_I_ADJECTIVES):
+                add((s, "is", a1, "and", a2),
+                    third * quarter * sp.Rational(APP_I_SCORES[s][k1], tot) * sp.Rational(APP_I_SCORES[s][k2], tot))
+    pairs: dict = {}
+    for words, pr in dist.items():
+        for i, j in itertools.permutations(range(len(words)), 2):
+            pairs[(words[i], words[j])] = pairs.get((words[i], words[j]), 0) + pr / 20
+    return dist, pairs
+
+
+def app_i_text_matches() -> bool | None:
+    """Whether the transcription above is App. I's text (scores and Type 1 probabilities), when the paper's
+    text is beside the repository; None when it is not."""
+    import re
+
+    from attnlab.theory.bidir.analogy import _paper_text
+
+    text = _paper_text()
+    if text is None:
+        return None
+    i = text.find("I Corpus generation process")
+    body = text[i:i + 2500] if i >= 0 else ""
+    scores = {sub: tuple(int(v) for v in re.findall(r"\d+", tup))
+              for sub, tup in re.findall(r"\(\w\) (\w+): \(([\d, ]+)\)", body)}
+    probs = re.search(r"probability \(([\d/, ]+)\)", body)
+    t1 = tuple(int(f.split("/")[0]) for f in probs.group(1).split(",")) if probs else None
+    adjectives = re.search(r"four adjectives \(([\w, ]+)\)", body)
+    adj = tuple(a.strip() for a in re.split(r",| and ", adjectives.group(1)) if a.strip()) if adjectives else None
+    return scores == APP_I_SCORES and t1 == APP_I_TYPE1 and adj == APP_I_ADJECTIVES
+
+
+def _masking_instances_loop(corpus: np.ndarray) -> dict:
+    """{(masked sentence, m, b): count}: every position of every sentence masked in turn, by plain loops."""
+    from collections import Counter
+
+    out: Counter = Counter()
+    for sent in corpus.tolist():
+        for m in range(len(sent)):
+            x = list(sent)
+            x[m] = 12                                                  # [MASK] = |V| (0-based ids 0..11)
+            out[(tuple(x), m, sent[m])] += 1
+    return out
+
+
+def check_population(n_sample: int = APP_I_SAMPLE, seed: int = 0):
+    import sympy as sp
+
+    from attnlab.experiments.bidir.toy_corpus import (VOCAB, cooccurrence_counts, masking_instances,
+                                                      population_cooccurrence, sample_corpus,
+                                                      sentence_distribution)
+    from attnlab.theory.bidir.analogy import _pair_counts
+
+    dist_p, pairs_p = app_i_printed()
+    words = list(VOCAB)
+    Vn = len(words)
+    # the library's exact distribution and population against the printed ones, cell by cell
+    lib = {tuple(words[t] for t in s): sp.Rational(f.numerator, f.denominator)
+           for s, f in sentence_distribution().items()}
+    dist_mismatch = sum(1 for k in set(lib) | set(dist_p) if lib.get(k, 0) != dist_p.get(k, 0))
+    P_lib = population_cooccurrence()
+    P = sp.Matrix(Vn, Vn, lambda i, j: pairs_p.get((words[i], words[j]), 0))
+    pop_mismatch = sum(1 for i in range(Vn) for j in range(Vn)
+                       if sp.Rational(P_lib[i][j].numerator, P_lib[i][j].denominator) != P[i, j])
+    total = sum(dist_p.values())
     symmetric = (P - P.T).is_zero_matrix
     zeros = sum(1 for v in P if v == 0)
-    sums_to_one = sp.nsimplify(sum(P)) == 1
-    # type marginals: each sentence type has probability exactly 1/3
-    from attnlab.experiments.bidir.toy_corpus import IDX
+    types = [sum(pr for w, pr in dist_p.items() if w[:2] == ("I", "like")),
+             sum(pr for w, pr in dist_p.items() if w[1] == "and" and w[3] == "is"),
+             sum(pr for w, pr in dist_p.items() if w[1] == "is" and w[3] == "and")]
+    # the library's sampler against the printed distribution: every sampled sentence has positive printed
+    # probability; sentence types, sentences and co-occurrence cells within APP_I_Z_MAX standard errors
+    corpus = sample_corpus(n_sample, np.random.default_rng(seed))
+    sampled = [tuple(words[t] for t in row) for row in corpus.tolist()]
+    support_ok = all(dist_p.get(w, 0) > 0 for w in sampled)
+    z_types = max(abs(sum(1 for w in sampled if (w[:2] == ("I", "like"), w[1] == "and" and w[3] == "is",
+                                                   w[1] == "is" and w[3] == "and")[t]) - n_sample / 3)
+                  / np.sqrt(n_sample * (1 / 3) * (2 / 3)) for t in range(3))
+    from collections import Counter
 
-    t1 = sum(p for s, p in dist.items() if s[:2] == (IDX["I"], IDX["like"]))
-    t2 = sum(p for s, p in dist.items() if s[1] == IDX["and"] and s[3] == IDX["is"])
-    t3 = sum(p for s, p in dist.items() if s[1] == IDX["is"] and s[3] == IDX["and"])
-    types_ok = t1 == t2 == t3 == sp.Rational(1, 3) or (float(t1), float(t2), float(t3)) == (1 / 3,) * 3
-    # a sample of 2,000 sentences (the sampler is a plain loop; 10,000 take seconds): every cell
-    # within 5 standard errors of the population
-    n_s = 2_000
-    corpus = sample_corpus(n_s, np.random.default_rng(0))
+    freq = Counter(sampled)                    # sentences are iid: a binomial standard error per sentence
+    z_sentences = max(abs(freq.get(w, 0) - n_sample * float(pr)) / np.sqrt(n_sample * float(pr) * (1 - float(pr)))
+                      for w, pr in dist_p.items())
     n = cooccurrence_counts(corpus)
-    emp = n / n.sum()
+    counts_ok = bool(np.array_equal(n, _pair_counts(corpus, ~np.eye(5, dtype=bool), Vn)))
+    emp = n / (20 * n_sample)
     pf = np.array(P.tolist(), dtype=float)
-    se = np.sqrt(pf * (1 - pf) / (n_s * 20)) * np.sqrt(20)     # pairs within a sentence are dependent
+    se = np.sqrt(pf * (1 - pf) / (n_sample * 20)) * np.sqrt(20)     # pairs within a sentence are dependent
     z = float(np.max(np.abs(emp - pf)[pf > 0] / se[pf > 0]))
-    support_ok = bool(((emp > 0) <= (pf > 0)).all())
-    ok = total == 1 and symmetric and zeros == 24 and sums_to_one and types_ok and z < 5 and support_ok
-    return holds_if(ok, measured=dict(n_sentences=len(dist), total=str(total), symmetric=bool(symmetric),
-                                      zero_cells=zeros, type_probs=[str(t1), str(t2), str(t3)],
-                                      sample_max_z=z, sample_support_within_population=support_ok),
-                    tolerance="exact (rational); sample: |z| < 5 with a conservative per-sentence SE",
-                    explanation="exact Fractions of every sentence of the three types; co-occurrence over the "
-                                "20 ordered pairs of each sentence; sample of 2,000 sentences (seed 0)",
+    # the library's masking instances against plain loops (what the toy-corpus models train on)
+    x, m, b, w = masking_instances(corpus[:500])
+    lib_inst = {(tuple(int(v) for v in xi), int(mi), int(bi)): float(wi) for xi, mi, bi, wi in zip(x, m, b, w)}
+    loop_inst = {k: float(v) for k, v in _masking_instances_loop(corpus[:500]).items()}
+    instances_ok = lib_inst == loop_inst
+    text = app_i_text_matches()
+    ok = (dist_mismatch == 0 and pop_mismatch == 0 and total == 1 and symmetric and zeros == 24
+          and all(t == sp.Rational(1, 3) for t in types) and support_ok and z_types < APP_I_Z_MAX
+          and z_sentences < APP_I_Z_MAX and z < APP_I_Z_MAX and counts_ok and instances_ok and text is not False)
+    return holds_if(ok, measured=dict(library_distribution_mismatches=dist_mismatch,
+                                      library_population_mismatches=pop_mismatch,
+                                      n_sentences=len(dist_p), total=str(total), symmetric=bool(symmetric),
+                                      zero_cells=zeros, type_probs=[str(t) for t in types],
+                                      transcription_matches_paper_text=text,
+                                      sample=dict(support_within_printed=support_ok, max_z_types=float(z_types),
+                                                  max_z_sentences=float(z_sentences),
+                                                  max_z_cells=z, counts_equal_loop_counts=counts_ok,
+                                                  masking_instances_equal_loops=instances_ok)),
+                    tolerance=f"exact (rationals, integer counts); sample: |z| < {APP_I_Z_MAX} (types and "
+                              "each of the 122 sentences: binomial SE; cells: a conservative per-sentence SE)",
+                    explanation="App. I transcribed as printed (sympy Rationals, the three types by their "
+                                "wording; read against the paper's text when it is beside the repository) "
+                                "against the library's sentence_distribution and population_cooccurrence, "
+                                f"every sentence and cell exactly; {n_sample} sentences of the library's "
+                                f"sampler (seed {seed}) against the printed distribution; its cooccurrence_counts "
+                                "and masking_instances (500 sentences) against plain loops",
                     population=[[str(v) for v in row] for row in P.tolist()])
+
+
+@claim("bidir.app-i.toy-corpus-population",
+       reference="App. I (corpus generation); Sec. 4.2",
+       statement="The App. I sentence distribution (as printed) is finite; the library's exact distribution "
+                 "and population co-occurrence matrix (whole-sentence window) are those of App. I, an exact "
+                 "rational, symmetric joint with 24 zero cells of 144; a sample drawn by the library's App. I "
+                 "sampler matches it within sampling error, and its counts and masking instances are those of "
+                 "plain loops.",
+       method="sympy",
+       vouches_for=("experiments.bidir.toy_corpus.sentence_distribution",
+                    "experiments.bidir.toy_corpus.population_cooccurrence",
+                    "experiments.bidir.toy_corpus.cooccurrence_counts",
+                    "experiments.bidir.toy_corpus.masking_instances"))
+def _population():
+    return check_population()
 
 
 def _train_all():
