@@ -79,7 +79,9 @@ def svd_factorization(M: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, n
        reference="Sec. 4.2 / App. G.1 (Levy & Goldberg 2014, restated)",
        statement="The SGNS per-cell objective #(w,c) log s(x) + k #(w)#(c)/|D| log s(-x) is maximised at "
                  "x = log(#(w,c)|D|/(#(w)#(c))) - log k = PMI - log k.",
-       method="sympy")
+       method="sympy",
+       algebra=("a sympy identity of the SGNS per-cell objective (Levy & Goldberg 2014, restated in"
+                " App. G.1); the library has no SGNS"))
 def _lg():
     import sympy as sp
 
@@ -384,7 +386,10 @@ def _pbar():
        reference="Lemma 11 (proof App. J); Definition 10",
        statement="sum_{W*} M_i = sum_W M_i + rho + sigma^W - sigma^W* + delta = sum_W M_i + xi + sigma^W - "
                  "sigma^W* for |W| = |W*|; xi = rho + delta; rho^{W,W*} = -rho^{W*,W}.",
-       method="mpmath")
+       method="mpmath",
+       algebra=("an identity among the paper's quantities (M, rho, sigma, delta, xi) on constructed"
+                " joints, float64 and mpmath; no library function computes them (the library's M, "
+                "prop9_targets, is vouched for by bidir.prop9.surrogate-optimum)"))
 def _lemma11():
     rng = np.random.default_rng(11)
     worst = dict(first=0.0, second=0.0, xi_rho_delta=0.0, rho_antisymmetry=0.0)
@@ -430,7 +435,9 @@ def _lemma11_mpmath(rng) -> float:
        reference="Lemma 15 (App. G.2; proof omitted)",
        statement="Lemma 11 holds for N = log(pbar(w,c)/pbar(c)) + log|V| with pbar in place of p, "
                  "pbar not symmetric.",
-       method="float64")
+       method="float64",
+       algebra=("Lemma 11's identity with pbar on constructed asymmetric joints (float64); no "
+                "library function computes these terms"))
 def _lemma15():
     rng = np.random.default_rng(15)
     worst = dict(first=0.0, second=0.0, xi_rho_delta=0.0, rho_antisymmetry=0.0)
@@ -498,7 +505,9 @@ def _analogy_error(P, rng):
        statement="Given M = W C^T exactly, w_b* = w_a* - w_a + w_b + C^+(rho + sigma^W - sigma^W* + delta) "
                  "= w_a* - w_a + w_b + C^+(xi + sigma^W - sigma^W*), W = {b, a*}, W* = {b*, a}; the "
                  "analogy is exact iff Lambda_j = log[p(b*|c_j)p(a|c_j)/(p(a*|c_j)p(b|c_j))] = 0.",
-       method="float64")
+       method="float64",
+       algebra=("linear algebra of the paper's analogy identity on constructed joints and exact "
+                "factorizations M = W C^T (float64); the library implements no analogy identity"))
 def _prop12():
     worst = _prop12_identity(True, 12)
     rng = np.random.default_rng(120)
@@ -519,7 +528,10 @@ def _prop12():
        reference="Prop 16 (= Prop 7); C~^+ read as pinv",
        statement="Given N = W C~^T exactly, w_b* = w_a* - w_a + w_b + C~^+(rhobar + sigmabar^W - sigmabar^W* + "
                  "deltabar) = w_a* - w_a + w_b + C~^+(xibar + sigmabar^W - sigmabar^W*), pbar asymmetric.",
-       method="float64")
+       method="float64",
+       algebra=("linear algebra of the paper's analogy identity with pbar on constructed joints and"
+                " exact factorizations N = W C~^T (float64); the library implements no analogy "
+                "identity"))
 def _prop16():
     worst = _prop12_identity(False, 16)
     return holds_if(max(worst.values()) < 1e-10, measured=worst, tolerance=1e-10,
@@ -576,7 +588,9 @@ def _symmetric_joint(rng, bias=None):
        statement="If M = W C^T exactly with W of full column rank, P symmetric and w_r + w_s = w_t + w_u, "
                  "then c_r + c_s - c_t - c_u = W^+ 1 log(p(t)p(u)/(p(r)p(s))): the context analogy holds "
                  "iff p(r)p(s) = p(t)p(u).",
-       method="float64")
+       method="float64",
+       algebra=("linear algebra of the context analogy on constructed symmetric joints and SVD "
+                "factorizations of M (float64); the library implements no analogy identity"))
 def _prop13():
     rng = np.random.default_rng(13)
     hold = _context_analogy(_symmetric_joint(rng))
@@ -601,7 +615,9 @@ def _prop13():
                  "c~_r + c~_s - c~_t - c~_u = W^+ 1 log(pbar(t)pbar(u)/(pbar(r)pbar(s))); the raw "
                  "c_x = c~_x/(S zeta_x) inherit the analogy only when zeta_r = zeta_s = zeta_t = zeta_u; "
                  "for asymmetric pbar the c~-analogy fails by W^+(N_r + N_s - N_t - N_u) (columns).",
-       method="float64")
+       method="float64",
+       algebra=("linear algebra of the transformed context analogy on constructed joints (float64);"
+                " the library implements no analogy identity"))
 def _prop17():
     rng = np.random.default_rng(17)
     res = _context_analogy(_symmetric_joint(rng))              # pbar symmetric, balanced: c~ exact
@@ -758,7 +774,9 @@ def _paper_text() -> str | None:
        corrected="App. L restates and proves Proposition 17 (c~_r + c~_s ~ c~_t + c~_u); its displayed "
                  "identity w_v^T(c~_r + c~_s - c~_t - c~_u) = [log pbar terms] + log(pbar(c_t)pbar(c_u)/"
                  "(pbar(c_r)pbar(c_s))) holds exactly given N = W C~^T.",
-       expected="erratum", method="float64")
+       expected="erratum", method="float64",
+       algebra=("the paper's text (App. L's heading against its statement) and App. L's displayed "
+                "identity on an exact factorization (float64); no library code involved"))
 def _app_l():
     text = _paper_text()
     if text is None:
@@ -797,7 +815,9 @@ def _app_l():
                  "mean_k s_k^2 / 2 (s_k = w_k^T mean_J c_j) misses the CBOW loss by -(mean_k s_k)^2/2 + "
                  "O(eps^3): second order in general (log(1+y) ~ y drops y^2/2), third order when "
                  "sum_k s_k = 0; the Cauchy-Schwarz step only increases the surrogate.",
-       method="float64")
+       method="float64",
+       algebra=("the order of App. H's Taylor and Cauchy-Schwarz steps on constructed logits "
+                "(float64 log-log slopes); no library code involved"))
 def _prop9_taylor():
     from scipy.special import logsumexp
 

@@ -106,6 +106,9 @@ def check_lemma1_sympy(sizes: dict | None = None):
                  "theta(j,m) equals the attention score of query m on key j, and sum_j theta(j,m) "
                  "chi(j,m,.) / sum_j theta(j,m) equals the attention logits W'' Z''_m, so the MLM loss is "
                  "Lemma 1's.",
-       method="sympy")
+       method="sympy",
+       algebra=("a symbolic identity between App. B's attention logits and Lemma 1's form, every "
+                "parameter a free symbol (sympy); the library's modules are held to it in "
+                "bidir.lemma1.explicit-loss"))
 def _lemma1_sympy():
     return check_lemma1_sympy()

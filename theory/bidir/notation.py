@@ -169,6 +169,9 @@ def check_matrix_convention(seed: int = 1217):
                  "M_i = w_i; W of full row rank p <= |V| - 1 is compatible with w_r + w_s = w_t + w_u and gives "
                  "W^T x = 0 => x = 0. In the |V| x p convention read C^dagger = pinv(C) = (C^T C)^{-1} C^T and "
                  "full column rank.",
-       expected="erratum", method="float64")
+       expected="erratum", method="float64",
+       algebra=("the printed pseudo-inverse and rank hypotheses of Props 12-17 evaluated in both "
+                "matrix readings on constructed factorizations (numpy); the library implements no "
+                "analogy identity"))
 def _matrix_convention():
     return check_matrix_convention()

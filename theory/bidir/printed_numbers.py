@@ -53,7 +53,9 @@ def check_app_f(counts: dict | None = None):
        statement="Of 19,544 questions (8,869 semantic, 10,675 syntactic), 9,522 (49%) are kept: 2,278 (26%) "
                  "semantic and 7,244 (68%) syntactic; the parts add up and the shares round to the printed "
                  "percentages.",
-       method="sympy")
+       method="sympy",
+       algebra=("arithmetic on the question counts printed in App. F (sympy Rationals); no library "
+                "code computes them"))
 def _app_f():
     return check_app_f()
 
@@ -101,7 +103,9 @@ def check_table2(acc=None, mse=None):
        statement="Every printed accuracy is k/140 and every printed MSE is m/140 for integers k, m (to the "
                  "printed 3 decimals), and the pair is that of 140 - k errors of 1 or 2 classes: 140 MSE = "
                  "n_1 + 4 n_2 with n_1 + n_2 = 140 - k (so accuracy + MSE >= 1, equal without off-by-two errors).",
-       method="sympy")
+       method="sympy",
+       algebra=("arithmetic on Table 2's printed accuracies and MSEs as counts over 140 test cars "
+                "(sympy Rationals); no library code involved"))
 def _table2():
     return check_table2()
 
@@ -147,6 +151,8 @@ def check_table3(table: dict | None = None, n_sem: int | None = None, n_syn: int
        statement="Each overall entry of Table 3 (accuracy and mean cosine, BERT, GloVe, CBOW) is the "
                  "count-weighted mean (2,278 semantic + 7,244 syntactic)/9,522 of its semantic and syntactic "
                  "entries, to the printed 3 decimals; each accuracy is a count over its questions.",
-       method="sympy")
+       method="sympy",
+       algebra=("arithmetic on Table 3's printed rows and App. F's counts (sympy Rationals); no "
+                "library code involved"))
 def _table3():
     return check_table3()
