@@ -261,6 +261,348 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
         return lam, p, h, done, res
 
 
+# ---------------------------------------------------------------------------------------------
+# The layer's path.  On a CPU these loops are bound by memory traffic and by the number of operations,
+# not by arithmetic: a pass over an (L, S) array costs a sizeable fraction of an attention-sized matrix
+# product, and a fresh large tensor costs page faults.  So each step is a fused product (baddbmm), one
+# softmax and a few passes written into buffers allocated once; the softmax Jacobian-vector product
+# C_p x = p * (x - <p, x>) (C_p = diag(p) - p p^T) is torch's fused kernel; and the stopping tests need no
+# extra product.  Two equivalent parametrisations of lambda, by the cheaper product:
+#   - S > E, "direct": lambda itself (E numbers per query); a step is two (L, S) x (S, E)-sized products;
+#   - S <= E, "Gram": lambda = alpha (z + (pi - q) K) for a vector q on the keys (at the solution q = p,
+#     since lambda* = alpha (mu + z - p K)); the logits are s(q) = s_0 - alpha q G with the S x S Gram
+#     matrix G = K K^T, so a step is one (L, S) x (S, S) product.
+# ---------------------------------------------------------------------------------------------
+
+_softmax_out = torch.ops.aten._softmax.out
+_softmax_jvp = torch.ops.aten._softmax_backward_data
+_softmax_jvp_out = torch.ops.aten._softmax_backward_data.out
+
+#: the conjugate-gradient solves hand the rows still above the tolerance to a batch of their own once they
+#: are this few (an iteration over a few rows costs little next to one over all)
+_STRAGGLERS = 1 / 16
+
+
+def _cjvp(x, p, out=None):
+    """C_p x = p * (x - <p, x>) over the last dimension (C_p = diag(p) - p p^T, the covariance of the
+    one-hot vector under p): torch's fused softmax-backward kernel."""
+    if out is None:
+        return _softmax_jvp(x, p, -1, p.dtype)
+    return _softmax_jvp_out(x, p, -1, p.dtype, grad_input=out)
+
+
+def _vdot(x, y):
+    """<x, y> over the last dimension, keepdim."""
+    return torch.linalg.vecdot(x, y).unsqueeze(-1)
+
+
+def _norm(x):
+    """|x|_2 over the last dimension, keepdim (one reduction, no temporary)."""
+    return torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+
+
+def _inf_norm(x):
+    """max |x| over the last dimension, keepdim."""
+    return x.abs().amax(-1, keepdim=True)
+
+
+def _flat(K, logu, Z, alpha):
+    """3-D forms over the broadcast batch dimensions: K (B, S, E), logu (B, 1 or L, S), Z (B, L, E) and
+    alpha as a = (B, 1 or L, 1), or the 0-dim alpha itself; af = float(alpha) for a 0-dim alpha (the scalar
+    the fused products take), else None; and the batch shape."""
+    if logu.dim() == 1:
+        logu = logu.unsqueeze(0)
+    a = alpha.unsqueeze(-1) if alpha.dim() else alpha
+    batch = torch.broadcast_shapes(K.shape[:-2], Z.shape[:-2], logu.shape[:-2], a.shape[:-2] if a.dim() else ())
+
+    def flat(x):
+        return x.expand(batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
+    af = float(a) if a.dim() == 0 else None
+    return flat(K), flat(logu), flat(Z), (a if a.dim() == 0 else flat(a)), af, batch
+
+
+def _rows(x, b, l):
+    """The rows (b, l) of x (B, 1 or L, n) as (m, 1, n) (x itself if 0-dim)."""
+    if x.dim() == 0:
+        return x
+    return x[b] if x.shape[1] == 1 else x[b, l].unsqueeze(1)
+
+
+def _anderson(g, g1, r, r1, rr, rr1, out):
+    """Anderson(1) per query for the fixed point x = g(x) (residual r = g - x): g - theta (g - g1) with
+    theta = <r, r - r1> / |r - r1|^2 (the secant step on the last two), into out; the plain step g where
+    the difference of the residuals is lost to rounding."""
+    rp = _vdot(r, r1)
+    num = rr - rp
+    den = num + (rr1 - rp)
+    ok = den > (16 * torch.finfo(rr.dtype).eps) * (rr + rr1)
+    return torch.lerp(g, g1, torch.where(ok, num / den, 0), out=out)
+
+
+def _gram_phase(K, logw, Z, a, af, tol, evals):
+    """The fixed point in the Gram space (S <= E): q -> p(q) = softmax(s_0 - alpha q G), from q = pi (that
+    is lambda = alpha z, (14)), with Anderson(1) per query.  The first-order residual is
+    alpha F(lambda) = alpha (q - p) K, so |alpha F|_inf <= alpha |q - p|_2 max_j |K_{:, j}|_2: the phase ends
+    when that bound is below tol for every query, or, once it is within reach of it, when the residual
+    itself (two products) passes |alpha F|_inf <= tol (1 + |lambda|_inf) for every query.  Returns
+    (lam, p, h), or (None, lam, None) at the last iterate when the residual stops shrinking or after
+    `evals` steps."""
+    B = Z.shape[0]
+    Kt = K.transpose(-1, -2)
+    G = torch.bmm(K, Kt)
+    pi = logw.exp()
+    mu = torch.bmm(pi, K)
+    s = torch.bmm(Z if af == 1 else a * Z, Kt)                         # the logits at lambda = alpha z
+    if not bool((logw == logw[..., :1]).all()):                        # (softmax does not see a constant)
+        s.add_(logw)
+    s0 = s.add(torch.bmm(pi, G), alpha=af) if af is not None else torch.addcmul(s, a, torch.bmm(pi, G))
+    bound = a * K.square().sum(-2).amax(-1).sqrt_().view(B, 1, 1)     # alpha max_j |K_{:, j}|_2
+    reach = 8 * tol * (1 + float(a.max()) * (float(Z.abs().max()) + float(mu.abs().max())))
+    P = [torch.softmax(s, -1), torch.empty_like(s)]                    # p, and the previous p
+    R = [P[0] - pi, torch.empty_like(s)]                               # r = p - q, and the previous r
+    q, cur, best, rr1 = pi, 0, math.inf, None
+    for n in range(evals):
+        p, r = P[cur], R[cur]
+        nr = _norm(r)
+        x = float((bound * nr).max())                                  # a bound on max |alpha F|_inf
+        if x <= reach:
+            qK, h = torch.bmm(q.expand_as(p), K), torch.bmm(p, K)
+            lam = (Z + mu).sub_(qK)
+            if af != 1:
+                lam.mul_(a)
+            if x <= tol or bool((_inf_norm(qK.sub_(h)).mul_(a) <= tol * (1 + _inf_norm(lam))).all()):
+                return lam, p, h
+        if n >= 2 and not x < 0.9 * best:                              # |alpha F| not shrinking by 10%
+            break
+        best = min(best, x)
+        rr = nr.square_()
+        if rr1 is None:
+            q = p.clone()
+        else:
+            _anderson(p, P[1 - cur], r, R[1 - cur], rr, rr1, out=q)
+        rr1, cur = rr, 1 - cur
+        if af is not None:
+            torch.baddbmm(s0, q, G, alpha=-af, out=s)
+        else:
+            torch.baddbmm(s0, a * q, G, alpha=-1, out=s)
+        _softmax_out(s, -1, False, out=P[cur])
+        torch.sub(P[cur], q, out=R[cur])
+    return None, a * (Z + mu - torch.bmm(q.expand_as(P[cur]), K)), None
+
+
+def _direct_phase(K, logw, Z, a, af, tol, evals):
+    """The fixed point lambda = G(lambda) = alpha (b - h(lambda)) from lambda = alpha z (14), with
+    Anderson(1) per query; it ends when every query passes |G(lambda) - lambda|_inf = |alpha F(lambda)|_inf
+    <= tol (1 + |lambda|_inf).  Returns (lam, p, h), or (None, lam, None) at the last iterate when the
+    residual stops shrinking or after `evals` steps."""
+    Kt = K.transpose(-1, -2)
+    ab = Z + torch.bmm(logw.exp(), K)                                  # alpha (mu + z)
+    if af != 1:
+        ab.mul_(a)
+    constant = bool((logw == logw[..., :1]).all())                    # softmax does not see a constant log u
+    LAM = [a * Z, torch.empty_like(Z)]                                 # lambda, and the previous lambda
+    GS = [torch.empty_like(Z), torch.empty_like(Z)]                    # its image G(lambda), and the previous
+    R = [torch.empty_like(Z), torch.empty_like(Z)]                     # r = G(lambda) - lambda, and the previous
+    s = p = h = None
+    cur, best, rr1 = 0, math.inf, None
+    for n in range(evals):
+        lam, g, r = LAM[cur], GS[cur], R[cur]
+        s = torch.bmm(lam, Kt, out=s)
+        p = _softmax_out(s if constant else s.add_(logw), -1, False, out=torch.empty_like(s) if p is None else p)
+        h = torch.bmm(p, K, out=h)
+        if af is not None:
+            torch.add(ab, h, alpha=-af, out=g)
+        else:
+            torch.addcmul(ab, a, h, value=-1, out=g)
+        torch.sub(g, lam, out=r)
+        x = float((_inf_norm(r) / (1 + _inf_norm(lam))).max())
+        if x <= tol:
+            return lam, p, h
+        if n >= 2 and not x < 0.9 * best:
+            break
+        best = min(best, x)
+        rr = _norm(r).square_()
+        if rr1 is None:
+            LAM[1 - cur].copy_(g)
+        else:
+            _anderson(g, GS[1 - cur], r, R[1 - cur], rr, rr1, out=LAM[1 - cur])
+        rr1, cur = rr, 1 - cur
+    return None, LAM[cur], None
+
+
+def _solve_flat(K, logu, Z, a, af, tol, evals: int = 12, max_iter: int = 30, cg_iters: int = 20):
+    """(lambda*, p, h) for the 3-D forms of _flat: the fast phase (Gram or direct), and where it does not
+    converge, the robust solver (_robust_solve)."""
+    B, L, E = Z.shape
+    if B * L == 0:                                                     # nothing to solve
+        return a * Z, Z.new_zeros(B, L, K.shape[-2]), torch.zeros_like(Z)
+    logw = logu - torch.logsumexp(logu, -1, keepdim=True)
+    phase = _gram_phase if K.shape[-2] <= E else _direct_phase
+    lam, p, h = phase(K, logw, Z, a, af, tol, evals)
+    if lam is None:                                                    # (from lambda = alpha z again)
+        return _robust_solve(K, logu, Z, a.squeeze(-1) if a.dim() else a, tol, max_iter, cg_iters, evals)
+    return lam, p, h
+
+
+def _cg_step(rr, dAd, active):
+    """(step, ok): the conjugate-gradient step rr / dAd on the active rows whose curvature dAd is positive
+    and finite, 0 elsewhere (those rows stop)."""
+    step = rr / dAd
+    ok = active & (step > 0) & (step < math.inf)                       # (False for NaN)
+    return torch.where(ok, step, 0), ok
+
+
+def _cg_gram(x, p, G, a, af, tol: float, iters: int):
+    """y with A y = y + alpha (C_p y) G = x, by conjugate gradients in the semi-inner product
+    <u, v>_C = u C_p v^T, in which A is self-adjoint and positive (<u, A v>_C = u C v^T + alpha (C u) G (C v)^T);
+    u = C_p y then solves (I + alpha C_p G) u = C_p x, the implicit-function system in the logits.  Rows stop
+    (and stay frozen) when |r|_C <= tol |x|_C or when a curvature is not positive and finite; the last few
+    go on as a batch of their own.  Returns (y, r = x - A y, number of rows not converged)."""
+    Cr = _cjvp(x, p)
+    rr = _vdot(x, Cr)
+    stop = (tol * tol) * rr
+    active = rr > stop                                                 # (False for NaN)
+    n_active = int(active.sum())
+    y, r, d, Cd = torch.zeros_like(x), x.clone(), x.clone(), Cr
+    Ad, Cr = torch.empty_like(x), torch.empty_like(x)
+    for it in range(iters):
+        if n_active == 0:
+            break
+        if it and n_active <= _STRAGGLERS * active.numel():            # the last few: a batch of their own
+            b, l, _ = active.nonzero(as_tuple=True)
+            ys, rs, n_bad = _cg_gram_rows((y[b, l], r[b, l], d[b, l], Cd[b, l]), p[b, l], G[b], _rows(a, b, l), af,
+                                          rr[b, l], stop[b, l], iters - it)
+            y[b, l], r[b, l] = ys, rs
+            return y, r, n_bad
+        if af is not None:
+            torch.baddbmm(d, Cd, G, alpha=af, out=Ad)
+        else:
+            torch.addcmul(d, a, torch.bmm(Cd, G), out=Ad)
+        step, ok = _cg_step(rr, _vdot(Cd, Ad), active)
+        if int(ok.sum()) < n_active:                                   # rare: keep those rows' Ad out
+            Ad.masked_fill_(~ok, 0)
+        y.addcmul_(step, d)
+        r.addcmul_(step, Ad, value=-1)
+        _cjvp(r, p, out=Cr)
+        rr_new = _vdot(r, Cr)
+        active = ok & (rr_new > stop)
+        n_active = int(active.sum())
+        beta = torch.where(active, rr_new / rr, 0)
+        torch.addcmul(r, beta, d, out=d)                              # r + beta d (r on the rows that stop)
+        torch.addcmul(Cr, beta, Cd, out=Cd)
+        rr = rr_new
+    return y, r, n_active
+
+
+def _cg_gram_rows(state, p, G, a, af, rr, stop, iters):
+    """_cg_gram's iteration continued on m rows (each with its own G, (m, S, S)) from state (y, r, d, Cd)."""
+    y, r, d, Cd = (v.unsqueeze(1) for v in state)
+    p, rr, stop = p.unsqueeze(1), rr.unsqueeze(1), stop.unsqueeze(1)
+    active = torch.ones_like(rr, dtype=torch.bool)
+    for _ in range(iters):
+        Ad = torch.baddbmm(d, Cd, G, alpha=af) if af is not None else torch.addcmul(d, a, torch.bmm(Cd, G))
+        step, ok = _cg_step(rr, _vdot(Cd, Ad), active)
+        Ad = torch.where(ok, Ad, 0)
+        y, r = y.addcmul(step, d), r.addcmul(step, Ad, value=-1)
+        Cr = _cjvp(r, p)
+        rr_new = _vdot(r, Cr)
+        active = ok & (rr_new > stop)
+        if not bool(active.any()):
+            break
+        beta = torch.where(active, rr_new / rr, 0)
+        d, Cd, rr = torch.addcmul(r, beta, d), torch.addcmul(Cr, beta, Cd), rr_new
+    return y.squeeze(1), r.squeeze(1), int(active.sum())
+
+
+def _cg_direct(v, p, K, a, af, tol: float, iters: int):
+    """w with H w = w / alpha + (C_p (w K^T)) K = v (H = I/alpha + Cov_p(t), the negative Hessian of (7)) by
+    conjugate gradients; rows stop when |r| <= tol |v| or a curvature is not positive and finite; the last
+    few go on as a batch of their own.  Returns (w, number of rows not converged)."""
+    rr = _norm(v).square_()
+    stop = (tol * tol) * rr
+    active = rr > stop
+    n_active = int(active.sum())
+    w, r, d = torch.zeros_like(v), v.clone(), v.clone()
+    Hd = torch.empty_like(v)
+    dK = Cd = None
+    Kt = K.transpose(-1, -2)
+    for it in range(iters):
+        if n_active == 0:
+            break
+        if it and n_active <= _STRAGGLERS * active.numel():
+            b, l, _ = active.nonzero(as_tuple=True)
+            w[b, l], n_bad = _cg_direct_rows((w[b, l], r[b, l], d[b, l]), p[b, l], K[b], _rows(a, b, l), af,
+                                             rr[b, l], stop[b, l], iters - it)
+            return w, n_bad
+        dK = torch.bmm(d, Kt, out=dK)
+        Cd = _cjvp(dK, p, out=Cd)
+        if af is not None:
+            torch.baddbmm(d, Cd, K, beta=1 / af, out=Hd)
+        else:
+            torch.bmm(Cd, K, out=Hd).addcmul_(d, 1 / a)
+        step, ok = _cg_step(rr, _vdot(d, Hd), active)
+        if int(ok.sum()) < n_active:
+            Hd.masked_fill_(~ok, 0)
+        w.addcmul_(step, d)
+        r.addcmul_(step, Hd, value=-1)
+        rr_new = _norm(r).square_()
+        active = ok & (rr_new > stop)
+        n_active = int(active.sum())
+        torch.addcmul(r, torch.where(active, rr_new / rr, 0), d, out=d)
+        rr = rr_new
+    return w, n_active
+
+
+def _cg_direct_rows(state, p, K, a, af, rr, stop, iters):
+    """_cg_direct's iteration continued on m rows (each with its own K, (m, S, E)) from state (w, r, d)."""
+    w, r, d = (v.unsqueeze(1) for v in state)
+    p, rr, stop = p.unsqueeze(1), rr.unsqueeze(1), stop.unsqueeze(1)
+    active = torch.ones_like(rr, dtype=torch.bool)
+    for _ in range(iters):
+        Cd = _cjvp(torch.bmm(d, K.transpose(-1, -2)), p)
+        Hd = torch.baddbmm(d, Cd, K, beta=1 / af) if af is not None else torch.bmm(Cd, K).addcmul_(d, 1 / a)
+        step, ok = _cg_step(rr, _vdot(d, Hd), active)
+        Hd = torch.where(ok, Hd, 0)
+        w, r = w.addcmul(step, d), r.addcmul(step, Hd, value=-1)
+        rr_new = _norm(r).square_()
+        active = ok & (rr_new > stop)
+        if not bool(active.any()):
+            break
+        d, rr = torch.addcmul(r, torch.where(active, rr_new / rr, 0), d), rr_new
+    return w.squeeze(1), int(active.sum())
+
+
+def _robust_solve(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters):
+    """The fixed point with Anderson mixing, then phases 2 and 3 of solve_dual_shared (see there):
+    (lam, p, h), with a RuntimeWarning for queries that stay above the tolerance."""
+    lam, p, h, done, res = _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters)
+    if done is not None:
+        # the continuation; in float64 when the inputs are in a lower precision (at such scores float32
+        # cannot resolve lambda: alpha Cov_p(t) eps32 |lambda| is beyond the tolerance)
+        dt = Z.dtype
+        if dt != torch.float64 and Z.device.type != "mps":
+            K, logu, Z = K.double(), logu.double(), Z.double()
+            alpha = alpha.double() if torch.is_tensor(alpha) else alpha
+        a = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
+        k2 = float((K * K).sum(-1).amax())
+        m = max(1, math.ceil(math.log10(max(float(a.max()) * max(k2, 1e-300), 1.0))))
+        lam_k, prev = None, None
+        for j in range(m, -1, -1):                               # alpha 10^-m, ..., alpha
+            f = 10.0 ** (-j)
+            lam0 = None if lam_k is None else lam_k * (f / prev)
+            lam_k, p, h, done, res = _solve_once(K, logu, Z, a * f, tol, max_iter, cg_iters,
+                                                 fixed_point_iters, lam0=lam0)
+            prev = f
+        lam, p, h = lam_k.to(dt), p.to(dt), h.to(dt)
+    if done is not None:
+        n_bad = int((~done).sum())
+        warnings.warn(f"solve_dual_shared: {n_bad} of {done.numel()} queries did not reach tol = {tol:g} in "
+                      f"{max_iter} Newton steps and the continuation in alpha (largest step alpha F(lambda) "
+                      f"left: {float(torch.where(done, 0, res).max()):.3g}): not converged to lambda* of (7)",
+                      RuntimeWarning, stacklevel=3)
+    return lam, p, h
+
+
 def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int = 30, cg_iters: int = 20,
                       fixed_point_iters: int = 12, return_weights: bool = False):
     """lambda* of (7) for queries Z (..., L, E) that share templates K (..., S, E).  logu broadcastable
@@ -269,14 +611,17 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
     (lambda, p, h): the weights p(lambda) of (9) and their mean h = p K at the returned lambda (no extra
     attention pass: the solver's last pass computed them).
 
-    Phase 1 (cheap, one attention pass per step): the fixed-point iteration lambda <- G(lambda) =
-    alpha (b - h(lambda)) of the first-order condition, from lambda = alpha z (14).  Its Jacobian
-    -alpha Cov_p(t) is symmetric with eigenvalues in [-rho, 0], rho = alpha ||Cov_p(t)|| (small in the
-    regime the paper argues for), so it contracts at the rate rho; each step is accelerated per query by
-    Anderson mixing of depth 1 (the secant combination of the last two steps), which removes most of the
-    dominant mode.  Phase 1 stops at the first iterate lambda whose step G(lambda) - lambda (the
-    gradient-mapped first-order residual alpha F(lambda)) is below tol (1 + |lambda|) for every query,
-    and hands over to phase 2 as soon as the largest step fails to shrink by half.
+    Phase 1 (cheap, one attention pass per step, at most fixed_point_iters of them): the fixed-point
+    iteration lambda <- G(lambda) = alpha (b - h(lambda)) of the first-order condition, from
+    lambda = alpha z (14).  Its Jacobian -alpha Cov_p(t) is symmetric with eigenvalues in [-rho, 0],
+    rho = alpha ||Cov_p(t)|| (small in the regime the paper argues for), so it contracts at the rate rho;
+    each step is accelerated per query by Anderson mixing of depth 1 (the secant combination of the last
+    two steps), which removes most of the dominant mode.  With at most as many keys as features (S <= E)
+    the iteration runs in the Gram space (lambda = alpha (z + (pi - q) K), logits s_0 - alpha q K K^T: one
+    S x S product per step; see _gram_phase), else on lambda itself.  Phase 1 returns when every query's
+    step G(lambda) - lambda (the gradient-mapped first-order residual alpha F(lambda)) is below
+    tol (1 + |lambda|_inf) (in the Gram space: an upper bound of it, or the residual itself), and hands
+    over to phase 2 as soon as the largest step fails to shrink by 10%, or after fixed_point_iters steps.
     Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test (or by a step
     below it).  The test is relative to the floor that floating point allows, tol + 8 eps alpha tr Cov_p(t)
     (rounding lambda moves alpha F by about alpha Cov_p(t) eps |lambda|).
@@ -291,95 +636,111 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
     with torch.no_grad():
         if tol is None:
             tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
-        lam, p, h, done, res = _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters)
-        if done is not None:
-            # the continuation; in float64 when the inputs are in a lower precision (at such scores float32
-            # cannot resolve lambda: alpha Cov_p(t) eps32 |lambda| is beyond the tolerance)
-            dt = Z.dtype
-            if dt != torch.float64 and Z.device.type != "mps":
-                K, logu, Z = K.double(), logu.double(), Z.double()
-                alpha = alpha.double() if torch.is_tensor(alpha) else alpha
-            a = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
-            k2 = float((K * K).sum(-1).amax())
-            m = max(1, math.ceil(math.log10(max(float(a.max()) * max(k2, 1e-300), 1.0))))
-            lam_k, prev = None, None
-            for j in range(m, -1, -1):                               # alpha 10^-m, ..., alpha
-                f = 10.0 ** (-j)
-                lam0 = None if lam_k is None else lam_k * (f / prev)
-                lam_k, p, h, done, res = _solve_once(K, logu, Z, a * f, tol, max_iter, cg_iters,
-                                                     fixed_point_iters, lam0=lam0)
-                prev = f
-            lam, p, h = lam_k.to(dt), p.to(dt), h.to(dt)
-        if done is not None:
-            n_bad = int((~done).sum())
-            warnings.warn(f"solve_dual_shared: {n_bad} of {done.numel()} queries did not reach tol = {tol:g} in "
-                          f"{max_iter} Newton steps and the continuation in alpha (largest step alpha F(lambda) "
-                          f"left: {float(torch.where(done, 0, res).max()):.3g}): not converged to lambda* of (7)",
-                          RuntimeWarning, stacklevel=2)
+        alpha = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
+        logu = torch.as_tensor(logu, dtype=Z.dtype, device=Z.device)
+        K3, lu3, Z3, a, af, batch = _flat(K, logu, Z, alpha)
+        lam, p, h = _solve_flat(K3, lu3, Z3, a, af, tol, fixed_point_iters, max_iter, cg_iters)
+        lam, p, h = (x.reshape(batch + x.shape[-2:]) for x in (lam, p, h))
         return (lam, p, h) if return_weights else lam
+
+
+def _warn_backward(n_bad: int, n: int, tol: float, iters: int):
+    if n_bad:
+        warnings.warn(f"fenchel_attention backward: for {n_bad} of {n} queries the implicit-function solve did not "
+                      f"reach the relative residual {tol:g} in {iters} conjugate-gradient steps: their gradients "
+                      f"are approximate", RuntimeWarning, stacklevel=3)
 
 
 class _ExactAttention(torch.autograd.Function):
     """(out, p) = (p(lambda*) V, p(lambda*)) with lambda* of (7) for queries sharing their templates, as one
     differentiable function of (K, logu, Z, alpha, V).
 
-    Backward, for incoming gradients G (of out) and G_p (of p): the logits s = logu + lambda* K^T receive
-    x = G V^T + G_p through the softmax; lambda* receives v = (p * (x - <p, x>)) K, and the implicit-function
-    theorem on F (see the module docstring) turns it into w = H^{-1} v (CG) and w^T dF/dtheta.  Both paths
-    reach the logits, so they are merged: ds = p * (y - <p, y>) with y = x - w K^T (w K^T comes from the CG
-    iterations), which gives dK = ds^T lambda - p^T w + pi^T w (pi = softmax(logu), the path through
-    mu = pi K), dlogu = ds + pi * (w K^T - <pi, w K^T>), dZ = w, dalpha = <lambda, w>/alpha^2.  The weights
-    and their mean at lambda* are those of the forward (no recomputation)."""
+    Backward: the implicit-function theorem on the first-order condition of (7), for incoming gradients G
+    (of out) and G_p (of p): the weights receive x = G V^T + G_p, and with C = diag(p) - p p^T,
+
+    w = H^{-1} (C x) K with H = I/alpha + K^T C K, the negative Hessian of (7); both paths reach the logits,
+    ds = C (x - w K^T); and dK = ds^T lambda - p^T w + pi^T w (pi = softmax(logu), the path through
+    mu = pi K), dlogu = ds + C_pi(w K^T), dZ = w, dalpha = <lambda, w>/alpha^2.  The solve:
+
+    - S > E: conjugate gradients on H w = (C x) K (_cg_direct);
+    - S <= E, in the logits s = log w + alpha z K^T + alpha (pi - p) G (G = K K^T): ds = u solves
+      (I + alpha C G) u = C x, u = C y with y + alpha (C y) G = x (conjugate gradients in the C-inner product,
+      _cg_gram, one S x S product per step), and then w = alpha u K, w K^T = alpha u G = x - A y.
+
+    The weights at lambda* are those of the forward (no recomputation).  Not converged solves warn."""
 
     @staticmethod
     def forward(ctx, K, logu, Z, alpha, V):
-        lam, p, h = solve_dual_shared(K, logu, Z, alpha, return_weights=True)
+        tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
+        K3, lu3, Z3, a, af, batch = _flat(K, logu, Z, alpha)
+        lam, p, _ = _solve_flat(K3, lu3, Z3, a, af, tol)
+        V3 = V.expand(batch + V.shape[-2:]).reshape((-1,) + V.shape[-2:])
         ctx.set_materialize_grads(False)
-        ctx.z_shape = Z.shape
-        ctx.save_for_backward(K, logu, alpha, V, lam, p, h)
-        return p @ V, p
+        ctx.shapes = (K.shape, logu.shape, Z.shape, alpha.shape, V.shape, batch)
+        ctx.af = af
+        ctx.save_for_backward(K3, lu3, Z3, a, V3, lam, p)
+        return torch.bmm(p, V3).reshape(batch + (p.shape[-2], V.shape[-1])), p.reshape(batch + p.shape[-2:])
 
     @staticmethod
     def backward(ctx, g_out, g_p):
-        K, logu, alpha, V, lam, p, h = ctx.saved_tensors
+        K, logu, Z, a, V, lam, p = ctx.saved_tensors
+        K_shape, lu_shape, Z_shape, alpha_shape, V_shape, batch = ctx.shapes
         need_K, need_lu, need_Z, need_a, need_V = ctx.needs_input_grad
         if g_out is None and g_p is None:
             return None, None, None, None, None
-        a = alpha.unsqueeze(-1) if alpha.dim() else alpha
-        Kt = K.transpose(-1, -2)
+        af = ctx.af
+        B, L, S = p.shape
         gV = None
+        x = None
         if g_out is not None:
-            x = g_out @ V.transpose(-1, -2)                                # (..., L, S)
-            if g_p is not None:
-                x = x + g_p
+            g_out = g_out.expand(batch + g_out.shape[-2:]).reshape(B, L, -1)
+            x = torch.bmm(g_out, V.transpose(-1, -2))                      # (B, L, S)
             if need_V:
-                gV = _reduce_to(p.transpose(-1, -2) @ g_out, V.shape)
-        else:
-            x = g_p.clone()
+                gV = _reduce_to(torch.bmm(p.transpose(-1, -2), g_out).reshape(batch + V.shape[-2:]), V_shape)
+        if g_p is not None:
+            g_p = g_p.expand(batch + g_p.shape[-2:]).reshape(B, L, S)
+            x = g_p.clone() if x is None else x.add_(g_p)
         if not (need_K or need_lu or need_Z or need_a):
             return None, None, None, None, gV
-        gs = _inplace("mul", x - _rowdot(p, x), p)                        # d/ds through p = softmax(s)
-        tol = 1e-12 if lam.dtype == torch.float64 else 1e-4              # relative residual of the solve
-        w, wK = _cg(gs @ K, None, p, K, h, a, 100, tol)                   # w = H^{-1} v, and w K^T
-        del gs
-        y = _inplace("sub", x, wK)                                        # y = x - w K^T, and
-        ds = _inplace("mul", _inplace("sub", y, _rowdot(p, y)), p)        # both paths through the logits
-        pi = torch.softmax(logu, -1)
-        mu_shape = torch.broadcast_shapes(pi.shape[:-2], K.shape[:-2]) + (pi.shape[-2], K.shape[-1])
-        w_mu = _reduce_to(w, mu_shape)                                    # mu may be shared by the queries
-        gK = gLu = gZ = gA = None
-        if need_K:
-            gK = ds.transpose(-1, -2) @ lam
-            gK -= p.transpose(-1, -2) @ w
-            gK = _reduce_to(gK + pi.transpose(-1, -2) @ w_mu, K.shape)
-        if need_lu:
-            wmuK = wK if w_mu.shape == w.shape else w_mu @ Kt
-            g_pi = pi * (wmuK - (pi * wmuK).sum(-1, keepdim=True))       # through mu = softmax(logu) K
-            gLu = _reduce_to(ds, logu.shape) + _reduce_to(g_pi, logu.shape)
-        if need_Z:
-            gZ = _reduce_to(w, ctx.z_shape)
+        tol = 1e-12 if p.dtype == torch.float64 else 1e-4                 # relative residual of the solve
+        iters = 100
+        logw = logu - torch.logsumexp(logu, -1, keepdim=True)
+        pi = logw.exp()
+        shared = pi.shape[-2] == 1                                         # one log u for all queries
+        if S <= K.shape[-1]:
+            # u = C y solves (I + alpha C G) u = C x; it is ds below, w = alpha u K, and w K^T = alpha u G = x - r - y
+            y, r, n_bad = _cg_gram(x, p, torch.bmm(K, K.transpose(-1, -2)), a, af, tol, iters)
+            ds = _cjvp(y, p)
+            w = torch.bmm(ds, K)
+            if af != 1:
+                w.mul_(a)
+            wK = x.sub_(r).sub_(y) if need_lu else None
+        else:
+            w, n_bad = _cg_direct(torch.bmm(_cjvp(x, p), K), p, K, a, af, tol, iters)
+            wK = torch.bmm(w, K.transpose(-1, -2))
+            ds = _cjvp(x.sub_(wK), p)                                      # both paths through the logits
+        _warn_backward(n_bad, B * L, tol, iters)
+        gK = gLu = gA = None
+        gZ = w if need_Z else None
+        if need_K:                                                         # ds^T lambda - p^T w + pi^T w
+            piw = (torch.bmm(pi.transpose(-1, -2), w.sum(-2, keepdim=True)) if shared
+                   else torch.bmm(pi.transpose(-1, -2), w))
+            gK = piw.baddbmm_(ds.transpose(-1, -2), lam).baddbmm_(p.transpose(-1, -2), w, alpha=-1)
+        if need_lu:                                                        # ds + C_pi(w K^T)
+            if shared:
+                gLu = ds.sum(-2, keepdim=True) + _cjvp(wK.sum(-2, keepdim=True), pi)
+            else:
+                gLu = ds + _cjvp(wK, pi)
         if need_a:
-            gA = _reduce_to((lam * w).sum(-1) / (a.squeeze(-1) if alpha.dim() else a) ** 2, alpha.shape)
+            gA = (_vdot(lam, w) / (a * a)).squeeze(-1)
+        if gK is not None:
+            gK = _reduce_to(gK.reshape(batch + gK.shape[-2:]), K_shape)
+        if gLu is not None:
+            gLu = _reduce_to(gLu.reshape(batch + gLu.shape[-2:]), lu_shape)
+        if gZ is not None:
+            gZ = _reduce_to(gZ.reshape(batch + gZ.shape[-2:]), Z_shape)
+        if gA is not None:
+            gA = _reduce_to(gA.reshape(batch + gA.shape[-1:]), alpha_shape) if len(alpha_shape) else gA.sum()
         return gK, gLu, gZ, gA, gV
 
 
