@@ -11,7 +11,9 @@ return the escaped plain text it was given as `fallback`: a typo in a LaTeX form
 The LaTeX forms of the claims are written once per paper in ``theory/<paper>/latex.py``
 (``LATEX = {claim id: Tex(statement, corrected, of)}``); ``of`` is :func:`fingerprint` of the plain
 statement and corrected form they were written for, so a statement reworded later shows as plain text
-until its LaTeX form is rewritten (tests/test_report.py names the stale ones).
+until its LaTeX form is rewritten.  ``python -m attnlab.mathtext`` lists the claims whose LaTeX form is
+stale or missing (a statement with ASCII maths and no form), with the fingerprint of the present wording;
+tests/test_report.py fails while there are any.
 """
 from __future__ import annotations
 
@@ -30,6 +32,11 @@ MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
 _ARITY = {"mfrac": 2, "msub": 2, "msup": 2, "mover": 2, "munder": 2, "mroot": 2, "msubsup": 3,
           "munderover": 3}
 _SPAN = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$", re.S)
+# What latex2mathml sets differently from TeX: `\sim` becomes a plain tilde identifier (\thicksim is the
+# relation), and a function name takes no space before its argument (TeX adds a thin one: `\log M`).
+_SIM = re.compile(r"\\sim(?![A-Za-z])")
+_FUNCTION = re.compile(r"(\\(?:log|ln|exp|max|min|sup|inf|det|sin|cos)(?![A-Za-z])|\\operatorname\*?\{[^{}]*\})"
+                       r"(?=\s*(?:[A-Za-z0-9]|\\(?!big|Big|left|right)[A-Za-z]))")
 
 
 class Tex(NamedTuple):
@@ -60,7 +67,7 @@ def to_mathml(tex: str) -> str:
     if depth:
         raise ValueError(f"unbalanced '{{' in {tex!r}")
     try:
-        mathml = convert(tex)
+        mathml = convert(_FUNCTION.sub(r"\1\\,", _SIM.sub(r"\\thicksim", tex)))
     except Exception as exc:  # noqa: BLE001 -- latex2mathml raises its own error classes, and IndexError
         raise ValueError(f"latex2mathml cannot convert {tex!r}: {type(exc).__name__} {exc}") from None
     root = ET.fromstring(mathml)
@@ -135,3 +142,31 @@ def latex_table(paper: str) -> dict[str, Tex]:
     except ModuleNotFoundError:
         return {}
     return dict(module.LATEX)
+
+
+# ASCII maths in a plain statement: a superscript, a subscript, a norm, sqrt( , a comparison, a Greek name
+ASCII_MATHS = re.compile(r"\^|_\{|\b[A-Za-z]_[A-Za-z0-9]|\|\||sqrt\(|<=|>=|!=|\b(?:alpha|beta|gamma|delta|lambda|sigma|theta|"
+                         r"kappa|eta|rho|mu|xi|zeta|tau|pi|phi|psi|Sigma|Omega|Theta|Lambda)\b")
+
+
+def needing_forms() -> list[tuple[str, str, str]]:
+    """(claim id, what is wrong, the fingerprint of its present wording) for every claim whose LaTeX form
+    was written for an older wording, or that has ASCII maths in its statement and no LaTeX form."""
+    from attnlab import catalog
+
+    out = []
+    for c in catalog.all_claims():
+        tex = latex_table(c.paper).get(c.id)
+        now = fingerprint(c.statement, c.corrected)
+        if tex is not None and tex.of != now:
+            out.append((c.id, "stale: the statement was reworded", now))
+        elif tex is None and ASCII_MATHS.search(f"{c.statement} {c.corrected}"):
+            out.append((c.id, "missing: ASCII maths and no LaTeX form", now))
+    return out
+
+
+if __name__ == "__main__":
+    rows = needing_forms()
+    for cid, why, now in rows:
+        print(f"{cid}  {why}  (of={now!r})")
+    print(f"{len(rows)} claim(s) need a LaTeX form in theory/<paper>/latex.py" if rows else "every LaTeX form is current")

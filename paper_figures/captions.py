@@ -30,9 +30,10 @@ CAPTIONS = {
         r"items by 16 dimensions on one colour scale."),
     "efa_exp_fig6": Caption(
         "Figure 6",
-        r"Test MSE of the factor model FM($k$) against the number of neighbours $k$, beside the EFA variants "
-        r"(depth $\ell$, 1D and 2D ahead): ours (mean and 95% CI over seeds) on Colorado monthly temperatures, a "
-        r"labelled substitute for the paper's daily temperatures of 44 US cities, beside the paper's values."),
+        r"Test MSE of the factor model FM($k$) against the number of neighbours $k$ (log scale) above the EFA "
+        r"variants (depth $\ell$, 1D and 2D ahead) on their own axis: ours (mean and 95% CI over seeds) on "
+        r"Colorado monthly temperatures, a labelled substitute for the paper's daily temperatures of 44 US "
+        r"cities, beside the paper's values."),
     "efa_identifiability": Caption(
         None,
         r"Theorem 1 (linear identifiability): the proof's recoveries on constructed parameter pairs (true "
@@ -160,5 +161,7 @@ CAPTIONS = {
         None,
         r"Lemma 4.2 on the time-warping data of Table 1 (App. B.3): for three test curves, the class-1 head's "
         r"learned density of continuous softmax, kernel softmax and kernel sparsemax beside the oracle "
-        r"individualised density $p_{i1}$ and the observed curve."),
+        r"individualised density $p_{i1}$, with the observed curve below; and, over every seed, each head's "
+        r"attention mass on $[0, u]$ in aligned time $u = g_i(t)$ against the oracle's (band: lowest to highest "
+        r"seed)."),
 }

@@ -235,6 +235,15 @@ def test_every_latex_form_converts_and_is_current():
     assert not stale, f"LaTeX forms written for an older wording: {stale}"
 
 
+def test_every_statement_with_ascii_maths_has_a_latex_form():
+    """A claim whose plain statement carries ASCII maths (x^2, w_i, ||z||, sqrt(, <=, alpha) has a current
+    LaTeX form, so the report never shows the ASCII; `python -m attnlab.mathtext` lists any that do not."""
+    from attnlab import mathtext
+
+    assert mathtext.ASCII_MATHS.search("||lambda* - alpha z||") and not mathtext.ASCII_MATHS.search("Table 2, 98.67")
+    assert mathtext.needing_forms() == []
+
+
 def test_a_broken_latex_form_falls_back_to_the_plain_text():
     from markupsafe import Markup
 

@@ -166,6 +166,12 @@ LATEX = {
         r"/ \sqrt{d_w}$, equals the attention prediction; $\sum_j \pi_j = 1$; expert $m$ reads $c_{|V|+1}$; "
         r"$\sqrt{d_w}\, h_j$ is the sum of the four token/position terms.",
         of="fc116d12"),
+    "bidir.sec4-2.toy-statistics": Tex(
+        r"The statistics of the toy-corpus check, as the paper defines them: (1) Spearman over every $(i, j)$ "
+        r"between $w_i^\top c_j$ and $p(w_i,c_j)/p(c_j)$; (2) Pearson between $w_i^\top c_j$ and "
+        r"$\log(p(w_i,c_j)/p(c_j)) + \log|V|$ over the $(i, j)$ where it is defined; with the trivial and floor "
+        r"losses the runner's convergence is judged by, and the training loss it reports.",
+        of="357ff371"),
     # empirical claims (theory/preregistration.py) whose statement has maths
     "bidir.results.toy-corpus-p30": Tex(
         r"CBOW trained on the App. I toy corpus with $p = 30$ gives Spearman 0.74 and Pearson 0.67 (single runs) "
