@@ -1,0 +1,227 @@
+"""Mutation score of the claim catalog with cosmic-ray: does `attnlab verify` notice a fault anywhere?
+
+cosmic-ray rewrites one operator, number, comparison or keyword at a time in a module of numerics/ or
+experiments/models/ and runs a test command; here the test command is the fast claims of `attnlab
+verify` that reach that module (a profile hook saw them call into it on the unmutated code), stopping at
+the first claim whose verdict differs from the unmutated run.  A mutant is *killed* when some verdict
+changes (an error, a skip or a timeout counts), *survives* otherwise.  The mutants are applied in a
+scratch worktree of HEAD, never in the working tree, and imported from there.
+
+    python benchmarks/mutation_score.py run numerics/tsallis.py [more modules] [--work DIR] [--timeout S]
+    python benchmarks/mutation_score.py report            # docs/claims_mutations.md from the stored results
+
+`run` writes one JSON per module under benchmarks/mutation_results/ (the score, and every surviving
+mutant with its line and operator) as it finishes, so a sweep can be chunked across sessions; `report`
+regenerates the per-module table and the survivor list of docs/claims_mutations.md.  Needs the
+`mutation` extra (cosmic-ray).  Slow (seconds per mutant, thousands of mutants): run it with `nice`.
+Exit status 0 whatever the score (it measures, it does not gate); `benchmarks/mutations.py` remains the
+named regression set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "mutation_results"
+DOC = REPO / "docs" / "claims_mutations.md"
+#: package -> folder below the repository root (as pyproject's package-dir maps them)
+PACKAGES = {"attnlab": "attnlab", "attnlab.numerics": "numerics", "attnlab.experiments": "experiments",
+            "attnlab.theory": "theory", "attnlab.paper_figures": "paper_figures", "attnlab.records": "results"}
+MUTABLE = ("numerics/", "experiments/models/")
+
+
+def use_root(root: Path) -> None:
+    """Import attnlab from the tree at `root` (a scratch worktree), ahead of any installed copy."""
+    import importlib.abc
+    import importlib.util
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            folder = PACKAGES.get(fullname)
+            if folder is None:
+                return None
+            d = root / folder
+            return importlib.util.spec_from_file_location(fullname, d / "__init__.py",
+                                                          submodule_search_locations=[str(d)])
+
+    for name in list(sys.modules):
+        if name == "attnlab" or name.startswith("attnlab."):
+            del sys.modules[name]
+    sys.meta_path.insert(0, Finder())
+
+
+# --------------------------------------------------------------------------------------------
+# in the scratch tree: the claim map (unmutated) and the per-mutant check
+# --------------------------------------------------------------------------------------------
+
+def build_map(out: Path) -> None:
+    """Run every fast claim once under the call tracer: module file -> claims that reach it, verdicts."""
+    from attnlab import catalog, vouching
+
+    catalog.discover()
+    reach: dict[str, list[str]] = {}
+    verdicts, seconds = {}, {}
+    claims = [c for c in catalog.all_claims(tier="fast") if c.method != "results"]
+    for i, c in enumerate(claims, 1):
+        t0 = time.perf_counter()
+        rec, seen = vouching.library_calls(lambda: catalog.run_claim(c))
+        seconds[c.id] = round(time.perf_counter() - t0, 3)
+        verdicts[c.id] = rec.evidence.verdict
+        for name in seen:
+            head = name.split(".")
+            for cut in range(len(head), 0, -1):
+                rel = "/".join(head[:cut]) + ".py"
+                if (Path.cwd() / rel).is_file() or (Path.cwd() / "attnlab" / rel).is_file():
+                    reach.setdefault(rel if (Path.cwd() / rel).is_file() else "attnlab/" + rel, []).append(c.id)
+                    break
+        print(f"\r  map {i}/{len(claims)} {c.id[:50]:50s}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    out.write_text(json.dumps({"reach": {k: sorted(set(v)) for k, v in reach.items()}, "verdicts": verdicts,
+                               "seconds": seconds}, indent=1))
+
+
+def check(module: str, map_file: Path) -> int:
+    """Exit 1 (killed) at the first claim reaching `module` whose verdict differs from the map's; else 0."""
+    from attnlab import catalog
+
+    data = json.loads(map_file.read_text())
+    ids = sorted(data["reach"].get(module, []), key=lambda i: data["seconds"].get(i, 0))
+    catalog.discover()
+    for cid in ids:
+        rec = catalog.run_claim(catalog.get_claim(cid))
+        if rec.evidence.verdict != data["verdicts"][cid]:
+            print(f"killed by {cid}: {data['verdicts'][cid]} -> {rec.evidence.verdict}")
+            return 1
+    print(f"survived {len(ids)} claims")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# the driver (in the working tree)
+# --------------------------------------------------------------------------------------------
+
+def _scratch(work: Path) -> Path:
+    tree = work / "tree"
+    if tree.exists():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), "HEAD"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return tree
+
+
+def run(modules: list[str], work: Path, timeout: float) -> None:
+    for m in modules:
+        if not m.startswith(MUTABLE) or not (REPO / m).is_file():
+            raise SystemExit(f"mutation_score: module {m!r}: give a file under {' or '.join(MUTABLE)}")
+    work.mkdir(parents=True, exist_ok=True)
+    shared = REPO.parent / "shared"                 # the data sets, seen from the scratch tree as from ours
+    if shared.is_dir() and not (work / "shared").exists():
+        (work / "shared").symlink_to(shared)
+    tree = _scratch(work)
+    me = [sys.executable, str(tree / "benchmarks" / "mutation_score.py"), "--root", str(tree)]
+    map_file = work / "map.json"
+    print("tracing the fast claims on the unmutated tree ...", file=sys.stderr)
+    subprocess.run(me + ["map", str(map_file)], cwd=tree, check=True)
+    commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    RESULTS.mkdir(exist_ok=True)
+    for m in modules:
+        session = work / (m.replace("/", "_") + ".sqlite")
+        session.unlink(missing_ok=True)
+        cfg = work / (m.replace("/", "_") + ".toml")
+        cmd = " ".join(me + ["check", m, str(map_file)])
+        cfg.write_text(f'[cosmic-ray]\nmodule-path = "{m}"\ntimeout = {timeout}\nexcluded-modules = []\n'
+                       f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
+        cr = str(Path(sys.executable).with_name("cosmic-ray"))
+        subprocess.run([cr, "init", str(cfg), str(session)], cwd=tree, check=True)
+        t0 = time.time()
+        subprocess.run([cr, "exec", str(cfg), str(session)], cwd=tree, check=True)
+        _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []))
+        subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], check=True)
+
+
+def _store(module: str, session: Path, commit: str, seconds: float, claims: list[str]) -> None:
+    from cosmic_ray.work_db import use_db  # noqa: I001
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    rows, survivors, incompetent = [], [], 0
+    with use_db(str(session)) as db:
+        for item, result in db.completed_work_items:
+            mut = item.mutations[0]
+            if result.worker_outcome in (WorkerOutcome.SKIPPED, WorkerOutcome.NO_TEST) or \
+                    result.test_outcome == TestOutcome.INCOMPETENT:
+                incompetent += 1                   # not a valid program, or not run: not counted
+                continue
+            killed = result.test_outcome == TestOutcome.KILLED
+            rows.append(killed)
+            if not killed:
+                survivors.append({"line": mut.start_pos[0], "operator": mut.operator_name,
+                                  "occurrence": mut.occurrence, "diff": (result.diff or "")[-600:]})
+    out = {"module": module, "commit": commit, "mutants": len(rows), "killed": sum(rows),
+           "survived": len(survivors), "not_counted": incompetent, "claims_reaching": len(claims), "seconds": round(seconds),
+           "survivors": survivors}
+    tmp = RESULTS / (module.replace("/", "_") + ".json.tmp")
+    tmp.write_text(json.dumps(out, indent=1))
+    os.replace(tmp, RESULTS / (module.replace("/", "_") + ".json"))
+    print(f"{module}: {out['killed']}/{out['mutants']} killed")
+
+
+def report() -> None:
+    rows = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))]
+    lines = ["# Mutation score of the claims", "",
+             "Generated by `python benchmarks/mutation_score.py report` from benchmarks/mutation_results/. "
+             "cosmic-ray mutates one site at a time in the module; the test command is the fast claims of "
+             "`attnlab verify` that reach the module (traced on the unmutated code); a mutant is killed when "
+             "a verdict changes. Survivors are listed below: each is a missing or loose claim, or an "
+             "equivalent mutant (said so beside it once examined).", "",
+             "| module | commit | mutants | killed | score | claims reaching it |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        score = f"{100 * r['killed'] / r['mutants']:.1f}%" if r["mutants"] else "-"
+        lines.append(f"| `{r['module']}` | {r['commit'][:7]} | {r['mutants']} | {r['killed']} | {score} | "
+                     f"{r['claims_reaching']} |")
+    tot = sum(r["mutants"] for r in rows)
+    if tot:
+        lines += ["", f"Total over the modules run so far: {sum(r['killed'] for r in rows)}/{tot} killed."]
+    lines += ["", "## Surviving mutants", ""]
+    for r in rows:
+        for s in r["survivors"]:
+            lines.append(f"- `{r['module']}` line {s['line']}: {s['operator']} (occurrence {s['occurrence']})")
+    DOC.write_text("\n".join(lines) + "\n")
+    print(DOC)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("modules", nargs="+")
+    r.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "attnlab-mutation")
+    r.add_argument("--timeout", type=float, default=120.0)
+    sub.add_parser("report")
+    m = sub.add_parser("map")
+    m.add_argument("out", type=Path)
+    c = sub.add_parser("check")
+    c.add_argument("module")
+    c.add_argument("map_file", type=Path)
+    args = ap.parse_args(argv)
+    if args.root is not None:
+        use_root(args.root.resolve())
+    if args.cmd == "run":
+        run(args.modules, args.work, args.timeout)
+    elif args.cmd == "report":
+        report()
+    elif args.cmd == "map":
+        build_map(args.out)
+    else:
+        return check(args.module, args.map_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
