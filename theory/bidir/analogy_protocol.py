@@ -1,0 +1,109 @@
+"""The word-analogy protocol of "Bidirectional Attention as a Mixture of Continuous Word Experts" (Sec. 4.1,
+App. F; Table 3) as the library evaluates it (`bidir.app-f.analogy-protocol`): the library's evaluate and
+summarize (experiments/models/bidir_analogy.py) against a question-by-question transcription of App. F in
+float64 that shares no code with them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.catalog import claim, holds_if
+
+COS_TOL = 1e-5          # the library works in float32: a cosine carries ~1e-7 relative rounding
+GAP_MIN = 1e-4          # a question whose best two candidates are closer than this is not judged on its answer
+
+
+def app_f_printed(words, vectors, questions):
+    """App. F: for "a is to b as c is to ?", the word d not in {a, b, c} maximising cos(x_d, x_b + x_c - x_a)
+    (the first occurrence of a repeated word names it); Sec. 4.1: correct when it is the answer, and the
+    cosine between x_b + x_c - x_a and the answer's embedding.  Returns per question (correct, cosine,
+    gap between the best two candidates)."""
+    index: dict = {}
+    for i, w in enumerate(words):
+        index.setdefault(w, i)
+    X = np.asarray(vectors, dtype=np.float64)
+    out = []
+    for _cat, a, b, c, d in questions:
+        f = X[index[b]] + X[index[c]] - X[index[a]]
+        nf = np.linalg.norm(f)
+        cos = [float(X[i] @ f / (np.linalg.norm(X[i]) * nf)) if np.linalg.norm(X[i]) > 0 and nf > 0 else 0.0
+               for i in range(len(words))]
+        allowed = [i for i in range(len(words)) if i not in (index[a], index[b], index[c])]
+        ranked = sorted(allowed, key=lambda i: -cos[i])
+        out.append((words[ranked[0]] == d, cos[index[d]], cos[ranked[0]] - cos[ranked[1]]))
+    return out
+
+
+def _instance(seed: int):
+    """A vocabulary of 120 words in 60 dimensions (one repeated word, one zero vector) and 240 questions in four
+    categories (two semantic, two syntactic 'gram' ones): half answered by the best candidate in float64 (found
+    unless the library errs), half by the second best, every 8th by a itself (excluded: never found)."""
+    rng = np.random.default_rng(seed)
+    n, dim = 120, 60
+    words = [f"w{i}" for i in range(n)]
+    words[117] = "w5"                                   # a repeated word: the first occurrence (row 5) names it
+    X = rng.normal(size=(n, dim)).astype(np.float32)
+    X[118] = 0.0                                        # a zero vector: cosine 0 with everything
+    X64 = X.astype(np.float64)
+    norms = np.maximum(np.linalg.norm(X64, axis=1), 1e-300)
+    cats = ["capital-common-countries", "family", "gram1-adjective-to-adverb", "gram3-comparative"]
+    qs = []
+    for k in range(240):
+        a, b, c = (int(v) for v in rng.choice(117, size=3, replace=False))
+        f = X64[b] + X64[c] - X64[a]
+        cos = X64 @ f / (norms * np.linalg.norm(f))
+        cos[[a, b, c, 117]] = -np.inf                   # row 117 repeats word 5: never the named word
+        ranked = np.argsort(-cos)
+        d = a if k % 8 == 0 else int(ranked[k % 2])
+        qs.append((cats[k % 4], words[a], words[b], words[c], words[d]))
+    return words, X, qs
+
+
+def check_analogy_protocol(seed: int = 41):
+    from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, group_of, summarize
+
+    words, X, qs = _instance(seed)
+    lib = evaluate(Embeddings(words, X), qs, chunk=64)
+    ref = app_f_printed(words, X, qs)
+    judged = [k for k, r in enumerate(ref) if r[2] > GAP_MIN]
+    flags = sum(1 for k in judged if lib[k]["correct"] != ref[k][0])
+    cos_dev = max(abs(r["cosine"] - q[1]) for r, q in zip(lib, ref))
+    groups_ok = all(r["group"] == ("syntactic" if q[0].startswith("gram") else "semantic") and r["category"] == q[0]
+                    for r, q in zip(lib, qs)) and group_of("gram9-plural-verbs") == "syntactic"
+    # summarize: counts, accuracies and mean cosines per group and category, from the records
+    summ = summarize(lib)
+    sum_dev, count_errors = 0.0, 0
+    for name, sel in [("semantic", lambda r: r["group"] == "semantic"), ("syntactic", lambda r: r["group"] == "syntactic"),
+                      ("overall", lambda r: True)] + [
+            (c, (lambda c: lambda r: r["category"] == c)(c)) for c in dict.fromkeys(q[0] for q in qs)]:
+        rs = [r for r in lib if sel(r)]
+        got = summ[name] if name in ("semantic", "syntactic", "overall") else summ["categories"][name]
+        count_errors += int(got["n"] != len(rs))
+        sum_dev = max(sum_dev, abs(got["acc"] - sum(r["correct"] for r in rs) / len(rs)),
+                      abs(got["cosine"] - sum(r["cosine"] for r in rs) / len(rs)))
+    n_correct = sum(r["correct"] for r in lib)
+    ok = (flags == 0 and cos_dev <= COS_TOL and groups_ok and count_errors == 0 and sum_dev <= 1e-12
+          and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs))
+    return holds_if(ok, measured=dict(questions=len(qs), judged_on_answer=len(judged), correct=n_correct,
+                                      answer_mismatches=flags, max_cosine_dev=cos_dev, groups_ok=groups_ok,
+                                      summary_count_errors=count_errors, summary_dev=sum_dev),
+                    tolerance=dict(cosine=COS_TOL, summary=1e-12, answers="exact where the best two candidates "
+                                   f"differ by more than {GAP_MIN}"),
+                    explanation="120 float32 embeddings (a repeated word, a zero vector), 240 questions in two "
+                                "semantic and two syntactic categories (every 8th answer is a, so never found): "
+                                "the library's evaluate against App. F question by question in float64 (argmax of "
+                                "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "
+                                "plain counts and means of the records")
+
+
+@claim("bidir.app-f.analogy-protocol",
+       reference="App. F (\"we look for the word d != a, b, c in the vocabulary such that the cosine similarity "
+                 "between x_d and x_b + x_c - x_a is maximized\"); Sec. 4.1 (evaluation metrics); Table 3",
+       statement="A question a : b :: c : ? is answered by the word d not in {a, b, c} maximising cos(x_d, x_b + "
+                 "x_c - x_a); accuracy is the share of questions answered correctly, and the second metric the mean "
+                 "cosine between x_b + x_c - x_a and the correct answer, overall, per group (semantic; syntactic "
+                 "= the 'gram' categories) and per category.",
+       method="float64",
+       vouches_for=("experiments.models.bidir_analogy.evaluate", "experiments.models.bidir_analogy.summarize"))
+def _analogy_protocol():
+    return check_analogy_protocol()
