@@ -1,1 +1,1 @@
-"""Claims of "Bidirectional Attention as a Mixture of Continuous Word Experts" (`bidir.*`), one module per part of the paper: analogy, compare, equivalences, toy_corpus."""
+"""Claims of "Bidirectional Attention as a Mixture of Continuous Word Experts" (`bidir.*`), one module per part of the paper: analogy, analogy_protocol, compare, equivalences, lemma1_sympy, moe_image, notation, printed_numbers, results, tabular, toy_corpus."""
