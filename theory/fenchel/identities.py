@@ -82,9 +82,17 @@ def thm1_residuals(T, u, z, alpha, lam) -> dict:
 
 
 def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-atoms"), tol: float = TOL):
+    from attnlab.numerics import entropic_dual as ed
+    from attnlab.theory.fenchel.oracles import tilted_plain
+
     cases = identity_cases() if cases is None else cases
-    worst, per = {}, {}
+    worst, per = {"kkt_residual_at_u_vs_plain": 0.0}, {}
     for label, T, u, z, a in cases:
+        # the residual itself, away from the optimum (at p = u), against its plain transcription
+        b = u @ T + z
+        plain = float(np.abs(u - np.array(tilted_plain(list(a * (b - u @ T)), T.tolist(), list(u)))).max())
+        worst["kkt_residual_at_u_vs_plain"] = max(worst["kkt_residual_at_u_vs_plain"],
+                                                  abs(ed.primal_kkt_residual(u, T, u, z, a) - plain))
         lams = {s: _lambda_star(s, T, u, z, a) for s in solvers}
         ref = lams[solvers[0]]
         for s, lam in lams.items():
@@ -98,7 +106,8 @@ def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-a
                                 "tied logits, u with zeros; alpha in [0.01, 10]) x solvers "
                                 f"{', '.join(solvers)} (float64): |P(p(lambda*)) - D(lambda*)| / max(1, |D|); "
                                 "||lambda* - alpha(b - T^T p)|| / (alpha max(1, ||b||)); primal KKT residual of "
-                                "p(lambda*); |sum p - 1| + mass off supp u; solvers' lambda* against numpy's",
+                                "p(lambda*); |sum p - 1| + mass off supp u; solvers' lambda* against numpy's; "
+                                "the KKT residual function at p = u against its plain transcription",
                     per_case=per)
 
 
@@ -108,7 +117,10 @@ def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-a
                  "the recovery (9) p(lambda*) = softmax(log u + T lambda*) minimises the primal (3), the optimal "
                  "values are equal, and lambda* = alpha (b - h-hat) with h-hat = T^T p(lambda*) (10); p(lambda*) "
                  "puts no mass outside supp u.",
-       method="float64")
+       method="float64",
+       vouches_for=("numerics.entropic_dual.solve_dual_newton", "numerics.entropic_dual.solve_dual_newton_torch",
+                    "numerics.entropic_dual.tilted", "numerics.entropic_dual.dual_objective",
+                    "numerics.entropic_dual.primal_objective", "numerics.entropic_dual.primal_kkt_residual"))
 def _thm1_identities():
     return check_thm1_identities()
 
@@ -160,6 +172,8 @@ def check_kkt_identity(cases=None, tol: float = TOL):
                  "condition of (7) read with (10)); hence ||lambda* - alpha z|| <= alpha diam(T) and the paper's "
                  "relative deviation ||lambda* - alpha z|| / ||lambda*|| is at most alpha diam(T) / ||lambda*||.  "
                  "(16) is (10) at lambda = alpha z, and z = 0 makes (14) and (16) exact (lambda* = 0, h-hat = mu).",
-       method="float64")
+       method="float64",
+       vouches_for=("numerics.entropic_dual.solve_dual_newton", "numerics.entropic_dual.h_of_lambda",
+                    "numerics.entropic_dual.h_approx", "numerics.fenchel_attention.fenchel_attention"))
 def _kkt_identity():
     return check_kkt_identity()

@@ -16,7 +16,9 @@ from attnlab.catalog import claim, holds_if
                  "templates, at the rate 1/alpha when the projection lies inside an edge (error ratio per "
                  "x100 in alpha within [50, 200]), and the float64 Newton solver converges up to alpha = 1e13 "
                  "(h-hat within 1e-8 of the limit from alpha = 1e10).",
-       method="float64")
+       method="float64",
+       vouches_for=("numerics.entropic_dual.solve", "numerics.entropic_dual.solve_dual_newton",
+                    "numerics.entropic_dual.project_onto_hull"))
 def _():
     import numpy as np
 

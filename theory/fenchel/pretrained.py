@@ -41,7 +41,8 @@ def minilm():
                  "and head), each head's attention weights are (16) with u uniform over the non-padding tokens, "
                  "alpha = 1, t_i = x_i/sqrt(d') and z = K^T (Q x_k + b_Q): the key bias cancels and the logit "
                  "scale is 1/sqrt(d'); the head's output is sqrt(d') V h + b_V.",
-       method="torch")
+       method="torch",
+       vouches_for=("numerics.fenchel_attention.fenchel_attention",))
 def _pretrained_reparameterisation():
     import torch
 

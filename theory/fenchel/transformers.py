@@ -12,7 +12,8 @@ from attnlab.catalog import Skip, claim, erratum_if, holds_if
        statement="Dot-product attention is (16) with uniform u and alpha = 1: with t_i = x_i/sqrt(d'), "
                  "z = K^T Q x_k and V' = V sqrt(d'), softmax(<K x_i, Q x_k>/sqrt(d')) V x equals V' times (16).  "
                  "(BERT biases: the Q bias enters z, the K bias cancels, the V bias passes through.)",
-       method="torch")
+       method="torch",
+       vouches_for=("numerics.fenchel_attention.fenchel_attention",))
 def _s10_dot_product():
     import torch
     import torch.nn.functional as F
@@ -62,29 +63,90 @@ def _t5_inputs(seed=0):
     return s, bias, masked
 
 
+def eq18_cases(seed: int = 18):
+    """[(label, T, z, bias, masked)] for (17)-(18): a T5-like head (n = 9, clipped relative positions, two
+    masked words), logits beyond float64's exp range (|<t_i, z>| ~ 1e3), a single unmasked word, n = 1."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for label, n, d, scale, n_masked in (("T5-like head", 9, 4, 1.0, 2), ("logits ~1e3", 12, 3, 20.0, 3),
+                                         ("one unmasked word", 6, 2, 1.0, 5), ("n=1", 1, 3, 1.0, 0)):
+        T = rng.normal(size=(n, d)) * scale
+        z = rng.normal(size=d) * scale
+        table = rng.normal(size=2 * 4 + 1) * (25.0 if scale > 1 else 1.0)    # bias per clipped j - i
+        bias = table[np.clip(n // 2 - np.arange(n), -4, 4) + 4]
+        masked = np.zeros(n, bool)
+        masked[rng.permutation(n)[:n_masked]] = True
+        out.append((label, T, z, bias, masked))
+    return out
+
+
+def eq18_oracle(T, z, bias, masked):
+    """(18) as printed, at 50 digits: softmax(<t_i, z> + b_{j-i} + 1_masked(i)), the mask term -inf."""
+    import mpmath as mp
+
+    with mp.workdps(50):
+        s = [mp.fsum(mp.mpf(float(a)) * mp.mpf(float(c)) for a, c in zip(T[i], z)) + mp.mpf(float(bias[i]))
+             for i in range(len(bias))]
+        keep = [i for i in range(len(s)) if not masked[i]]
+        m = max(s[i] for i in keep)
+        w = [mp.exp(s[i] - m) if i in keep else mp.mpf(0) for i in range(len(s))]
+        W = mp.fsum(w)
+        return np.array([float(x / W) for x in w])
+
+
 @claim("fenchel.eq18.t5-unification",
        reference="Eqs. (17), (18)",
        statement="With u(t_i) = 0 for masked words and exp(b_{j-i})/Z otherwise (17), the attention (16) with "
                  "alpha = 1 equals softmax(<t_i, z> + b_{j-i} + 1_masked(i)) (18): log u is the T5 relative "
                  "position bias plus the mask.",
-       method="float64")
+       method="float64",
+       vouches_for=("numerics.fenchel_attention.fenchel_attention",))
 def _s11_t5():
-    from scipy.special import softmax
+    """(16) by the library's attention (exact=False, alpha = 1, scale 1), fed the normalised u of (17) as
+    log u, and fed T5's inputs (the bias as an unnormalised log u, the mask as attn_mask), against (18)
+    transcribed at 50 digits; and the identity itself in sympy (u of (17) cancels Z)."""
+    import sympy as sp
+    import torch
 
-    s, bias, masked = _t5_inputs()
-    u = np.where(masked, 0.0, np.exp(bias))
-    u /= u.sum()                                                       # (17)
-    p16 = u * np.exp(s) / np.sum(u * np.exp(s))                        # (16), alpha = 1
-    p18 = softmax(s + bias + np.where(masked, -np.inf, 0.0))           # (18)
-    err = float(np.max(np.abs(p16 - p18)))
-    return holds_if(err < 1e-12 and bool(np.all(p16[masked] == 0)), measured=err, tolerance=1e-12,
-                    explanation="n = 9 atoms, clipped relative-position bias table, 2 masked words")
+    from attnlab.numerics.fenchel_attention import fenchel_attention
+
+    n = 3
+    s_, b_ = sp.symbols("s1:4", real=True), sp.symbols("b1:4", real=True)
+    Z = sp.Symbol("Z", positive=True)                                   # Z = sum_j exp(b_j) over unmasked j
+    u = [sp.exp(b) / Z for b in b_]                                      # (17)
+    # (16)'s numerator u_i e^{s_i} and denominator sum_j u_j e^{s_j} are (18)'s divided by the same Z
+    num = [sp.powsimp(sp.expand(Z * u[i] * sp.exp(s_[i]) - sp.exp(s_[i] + b_[i]))) for i in range(n)]
+    den = sp.powsimp(sp.expand(Z * sum(u[j] * sp.exp(s_[j]) for j in range(n)) - sum(sp.exp(s_[j] + b_[j])
+                                                                                        for j in range(n))))
+    sym = all(x == 0 for x in num) and den == 0
+    errs, zero_on_masked = {}, True
+    for label, T, z, bias, masked in eq18_cases():
+        ref = eq18_oracle(T, z, bias, masked)
+        Tt, zt = torch.tensor(T), torch.tensor(z)[None]
+        logu17 = torch.tensor(np.where(masked, -np.inf, bias - np.logaddexp.reduce(bias[~masked])))   # log of (17)
+        _, p17 = fenchel_attention(zt, Tt, Tt, alpha=1.0, log_u=logu17, scale=1.0, exact=False, return_weights=True)
+        _, pt5 = fenchel_attention(zt, Tt, Tt, attn_mask=torch.tensor(~masked), alpha=1.0, log_u=torch.tensor(bias),
+                                   scale=1.0, exact=False, return_weights=True)
+        errs[label] = max(float(np.abs(p17[0].numpy() - ref).max()), float(np.abs(pt5[0].numpy() - ref).max()))
+        zero_on_masked &= bool((p17[0][torch.tensor(masked)] == 0).all() and (pt5[0][torch.tensor(masked)] == 0).all())
+    worst = max(errs.values())
+    return holds_if(bool(sym) and worst < 1e-12 and zero_on_masked,
+                    measured=dict(max_abs_err=worst, per_case=errs, sympy_identity=bool(sym),
+                                  zero_on_masked=zero_on_masked),
+                    tolerance=dict(max_abs_err=1e-12, sympy="exact"),
+                    explanation="numerics.fenchel_attention.fenchel_attention (exact=False, i.e. (16), alpha = 1, "
+                                "scale 1) with log u = log of (17), and with T5's bias as log u plus the mask as "
+                                "attn_mask, against (18) at 50 digits (mpmath): a T5-like head, logits ~1e3 (beyond "
+                                "float64's exp range), one unmasked word, n = 1; sympy: (17) in (16) is (18)")
 
 
 @claim("fenchel.eq19.t5-formula",
        reference="Eq. (19)",
        statement="T5's k-th output is sum_i V x_i u_i exp(<K x_i, Q y_k>/sqrt(d')) / sum_j exp(<K x_j, Q y_k>/sqrt(d')).",
-       method="float64", expected="erratum",
+       method="float64",
+       algebra="the printed (19) and T5's attention, both transcribed, compared as formulas on the same "
+               "logits; no library code",
+       expected="erratum",
        corrected="The denominator must carry u_j as well: sum_j u_j exp(<K x_j, Q y_k>) (then it is (16)); "
                  "and T5 applies no 1/sqrt(d') scaling to its logits.")
 def _s11_eq19():
@@ -107,7 +169,8 @@ def _s11_eq19():
        statement="A (randomly initialised) Hugging Face T5Attention layer is (16) with alpha = 1, "
                  "t_i = K x_i, z = Q y_k (no 1/sqrt(d') scaling) and log u = its relative-position bias "
                  "plus the attention mask, per head.",
-       method="torch", requires=("transformers",))
+       method="torch",
+       vouches_for=("numerics.fenchel_attention.fenchel_attention",), requires=("transformers",))
 def _s11_hf():
     import torch
 
@@ -215,7 +278,8 @@ def check_fig4_means(fig4=FIG4, per_head=FIG5_8, quoted=FIG4_QUOTED):
        reference="Fig 4 vs Figs 5-8 (App. C)",
        statement="Fig 4 plots, per layer, the relative deviation averaged over the heads, i.e. its means are "
                  "the head-averages of the per-head means of Figs 5-8 (BERT layers 1-6, T5 enc/dec/cross).",
-       method="float64", expected="erratum",
+       method="float64",
+       algebra="arithmetic on the means transcribed from Figs 4-8; no library code", expected="erratum",
        corrected="Nearly so for BERT (layers 2-6 within rounding; layer 1 plots 0.074 against a head-average "
                  "of 0.0720) but not for T5: Fig 4b's 'Dec self' row is an exact copy of the 'Enc self' row "
                  "(a copy error; Fig 7 averages 0.021-0.055), and T5 Enc and Cross layers differ from the "
