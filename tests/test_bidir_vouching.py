@@ -72,3 +72,13 @@ def test_app_d_fails_with_the_covariances_swapped(monkeypatch):
     monkeypatch.setattr(ts, "generate_continuous",
                         lambda n, nc, corr, noise, seed, **kw: real(n, nc, 1 - corr, noise, seed, **kw))
     assert _verdict("bidir.app-d.covariance-design") == "fails"
+
+
+def test_table1_gain_claim_fails_on_a_table_with_the_corr_rows_swapped():
+    from attnlab.experiments.paper_numbers.bidir import TABLE1_ACC, TABLE1_MSE
+    from attnlab.theory.bidir.printed_numbers import check_table1_gain
+
+    assert check_table1_gain().verdict == "holds"
+    swap = lambda t: {k.replace("0.1)", "X").replace("0.9)", "0.1)").replace("X", "0.9)"): v  # noqa: E731
+                      for k, v in t.items()}
+    assert check_table1_gain(swap(TABLE1_ACC), swap(TABLE1_MSE)).verdict == "fails"
