@@ -20,6 +20,7 @@ p ∝ exp_{2-alpha}(f̃ - max_grid f̃) q0, i.e. the max-shift is applied before
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -274,11 +275,13 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool
                                          else additive_mask(mask, cdt) + additive_mask(kpm, cdt))
     scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
-    t = torch.linspace(0.0, 1.0, S, dtype=cdt, device=dev) if S > 1 else torch.full((1,), 0.5, dtype=cdt, device=dev)
     if basis is None:
-        basis = GaussianBasis(_check_int(n_basis, "n_basis", 2)).to(device=dev, dtype=cdt)
-    F = basis(t).to(cdt)                                                          # (N, S)
-    s = scale * query @ key.transpose(-1, -2)                                     # (..., L, S)
+        n_basis = _check_int(n_basis, "n_basis", 2)
+        centres = widths = None
+    else:
+        n_basis, centres, widths = basis.n, tuple(basis.mu.tolist()), tuple(basis.sigma.tolist())
+    tab = _sequence_tables(S, grid_size if kind.startswith("kernel") else 0, n_basis, centres, widths, kernel,
+                           bandwidth, ridge, cdt, dev)
     if mask is None:
         keep = None
     elif mask.dtype == torch.bool:
@@ -286,52 +289,122 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     else:
         add = additive_mask(mask, cdt)
         keep = ~torch.isneginf(add)
-        s = s + add.masked_fill(~keep, 0.0)
-    # the ridge fit of Eq. 6 on the allowed keys of each query (of each mask row: one per sequence for
-    # a padding mask, one per query for a causal one): G = F diag(keep) F^T + ridge I
-    N = F.shape[0]
-    eye = ridge * torch.eye(N, dtype=cdt, device=dev)
-    if keep is None:
-        Gm = F @ F.transpose(0, 1) + eye                                          # (N, N)
+    dens = None
+    if kind.startswith("kernel") and keep is None:
+        # f = s K_g = scale q (K_g^T k)^T: the (S x G) kernel folded into the keys first (E G work per key
+        # and per query instead of S G per query)
+        f = query @ (scale * (tab.Kg.transpose(0, 1) @ key)).transpose(-1, -2)     # (..., L, G)
     else:
-        FF = (F.unsqueeze(1) * F.unsqueeze(0)).reshape(N * N, S)                  # outer products F_s F_s^T
-        Gm = (keep.to(cdt) @ FF.transpose(0, 1)).unflatten(-1, (N, N)) + eye     # (..., Lm, N, N)
+        s = scale * query @ key.transpose(-1, -2)                                 # (..., L, S)
+        if keep is not None and mask.dtype != torch.bool:
+            s = s + add.masked_fill(~keep, 0.0)
     if kind.startswith("cts"):
         if keep is not None:
             empty = ~keep.any(-1, keepdim=True)
             s = torch.where(empty, torch.zeros_like(s), s.masked_fill(~keep, float("-inf")))
-        w = torch.softmax(s, -1)
-        mu = (w * t).sum(-1)
-        var = ((w * t * t).sum(-1) - mu * mu).clamp_min(1e-4)
+        m = torch.softmax(s, -1) @ tab.T2                                        # (E_w[t], E_w[t^2])
+        mu = m[..., 0]
+        var = (m[..., 1] - mu * mu).clamp_min(1e-4)
         fn = nca.gaussian_expected_rbf if kind == "cts_softmax" else nca.parabola_expected_rbf
-        r = fn(mu, var, basis.mu.to(cdt), basis.sigma.to(cdt))                   # (..., L, N)
-        dens = None
+        r = fn(mu, var, tab.centres, tab.widths)                                  # (..., L, N)
         if return_density:
             grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)
             dens = nca.unimodal_density_on_grid(grid, kind, mu, var)
     else:
-        grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)
-        Kg = nca.kernel_matrix(t, grid, kernel, bandwidth).to(cdt)               # (S, G)
         if keep is not None:
-            s = s.masked_fill(~keep, 0.0)
-        f = s @ Kg                                                                # (..., L, G)
-        fam = "softmax" if kind == "kernel_softmax" else "sparsemax"
-        dens = nca.kernel_density_on_grid(f, grid, fam, alpha)
-        r = nca.expectation_on_grid(dens, basis(grid).to(cdt), grid)              # (..., L, N)
-    # weights w = r G^{-1} F diag(keep): the context r B^T = r G^{-1} F diag(keep) V, linear in the values
-    if Gm.dim() == 2 or Gm.shape[-3] == 1:
-        G1 = Gm if Gm.dim() == 2 else Gm.squeeze(-3)
-        x = torch.linalg.solve(G1, r.transpose(-1, -2)).transpose(-1, -2)        # (..., L, N)
+            f = s.masked_fill(~keep, 0.0) @ tab.Kg                               # (..., L, G)
+        # the unnormalised density u on the grid (kernel paper App. E.1: shifted by the max of f), then
+        # E_p[Psi] = (u w Psi^T) / (u w^T) with the trapezoid weights w: one product gives both
+        if kind == "kernel_softmax":
+            # (exp below the smallest normal number is that number: subnormals slow every product down)
+            u = torch.exp((f - f.amax(-1, keepdim=True).detach()).clamp_min(math.log(torch.finfo(cdt).tiny)))
+        else:
+            a1 = alpha - 1.0
+            u = _ShiftedRelu.apply(f, 1.0 / a1)                                   # [1 + (a-1)(f - max f)]_+ / (a-1)
+            u = u if a1 == 1.0 else (a1 * u) ** (1.0 / a1)
+        rz = u @ tab.WPsi                                                         # (..., L, N + 1)
+        r = rz[..., :-1] / rz[..., -1:]
+        if return_density:
+            dens = u / (u @ tab.w).unsqueeze(-1)
+    # the context r B^T = r G^{-1} F diag(keep) V (G = F diag(keep) F^T + ridge I), linear in the values:
+    # weights w = r G^{-1} F diag(keep)
+    if keep is None:
+        w = r @ tab.M if (return_weights or dropout_p > 0) else None             # M = G^{-1} F, (N, S)
     else:
-        x = torch.linalg.solve(Gm, r.unsqueeze(-1)).squeeze(-1)
-    w = x @ F
-    if keep is not None:
-        w = w * keep.to(cdt)
+        F, N = tab.F, tab.F.shape[0]
+        eye = ridge * torch.eye(N, dtype=cdt, device=dev)
+        FF = (F.unsqueeze(1) * F.unsqueeze(0)).reshape(N * N, S)                  # outer products F_s F_s^T
+        Gm = (keep.to(cdt) @ FF.transpose(0, 1)).unflatten(-1, (N, N)) + eye     # (..., Lm, N, N)
+        if Gm.shape[-3] == 1:
+            x = torch.linalg.solve(Gm.squeeze(-3), r.transpose(-1, -2)).transpose(-1, -2)   # (..., L, N)
+        else:
+            x = torch.linalg.solve(Gm, r.unsqueeze(-1)).squeeze(-1)
+        w = (x @ F) * keep.to(cdt)
     if dropout_p > 0:
         w = nn.functional.dropout(w, dropout_p)
-    out = (w @ value).to(odt)
+    out = (r @ (tab.M @ value) if w is None else w @ value).to(odt)
     extra = ((w.to(odt),) if return_weights else ()) + ((dens.to(odt),) if return_density else ())
     return (out, *extra) if extra else out
+
+
+class _ShiftedRelu(torch.autograd.Function):
+    """u = relu(f - max f + c) over the last dimension, with the gradient through the max (the kernel
+    paper's App. E.1 shift is part of the map; as for ``f.max(-1).values``, it reaches the maximiser that
+    max returns): df = g [u > 0] - (their sum) at that index.  One autograd node and two passes backward
+    instead of an autograd chain of six."""
+
+    @staticmethod
+    def forward(ctx, f, c: float):
+        m, idx = f.max(-1, keepdim=True)
+        u = torch.sub(f, m - c).relu_()
+        ctx.save_for_backward(idx, u)
+        return u
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, u = ctx.saved_tensors
+        gm = torch.ops.aten.threshold_backward(g, u, 0)
+        return gm.scatter_add_(-1, idx, -gm.sum(-1, keepdim=True)), None
+
+
+class _Tables:
+    """The input-independent tensors of continuous_attention for one (S, G, basis, kernel, ridge, dtype, device)."""
+
+
+@functools.lru_cache(maxsize=32)
+def _sequence_tables(S: int, G: int, n_basis: int, centres, widths, kernel: str, bandwidth: float, ridge: float,
+                     dtype, device) -> _Tables:
+    """Positions t_s = s/(S-1), the basis at them F (N, S), M = (F F^T + ridge I)^{-1} F (the ridge fit of
+    Eq. 6 with every key allowed, solved in float64), T2 = [t, t^2] (S, 2); for G > 0 the kernel on the grid
+    K_g (S, G) (entries below the smallest normal number set to 0: they change no sum, and subnormal operands
+    slow every product down), the trapezoid weights w (G,) and WPsi = [w Psi_grid^T, w] (G, N + 1).  Computed
+    once per key (the function is cached) and never written to."""
+    with torch.no_grad():
+        basis = (GaussianBasis(n_basis) if centres is None else _fixed_basis(centres, widths)).to(device=device,
+                                                                                                   dtype=dtype)
+        tab = _Tables()
+        t = (torch.linspace(0.0, 1.0, S, dtype=dtype, device=device) if S > 1
+             else torch.full((1,), 0.5, dtype=dtype, device=device))
+        tab.F = basis(t).to(dtype)                                                # (N, S)
+        tab.centres, tab.widths = basis.mu.to(dtype), basis.sigma.to(dtype)
+        F64 = tab.F.double()
+        gram = F64 @ F64.T + ridge * torch.eye(F64.shape[0], dtype=torch.float64, device=device)
+        tab.M = torch.linalg.solve(gram, F64).to(dtype)                           # (N, S)
+        tab.T2 = torch.stack([t, t * t], -1)                                      # (S, 2)
+        if G:
+            grid = torch.linspace(0.0, 1.0, G, dtype=dtype, device=device)
+            Kg = nca.kernel_matrix(t, grid, kernel, bandwidth).to(dtype)          # (S, G)
+            tab.Kg = Kg.masked_fill(Kg.abs() < torch.finfo(dtype).tiny, 0.0)
+            tab.w = nca.trapezoid_weights(grid).to(dtype)                         # (G,)
+            tab.WPsi = torch.cat([(tab.w * basis(grid).to(dtype)).T, tab.w.unsqueeze(-1)], -1)   # (G, N + 1)
+    return tab
+
+
+def _fixed_basis(centres, widths) -> GaussianBasis:
+    b = GaussianBasis(len(centres), sigmas=(1.0,))
+    b.mu = torch.tensor(centres, dtype=torch.float64)
+    b.sigma = torch.tensor(widths, dtype=torch.float64)
+    return b
 
 
 class ContinuousMultiheadAttention(MultiheadAttentionBase):
