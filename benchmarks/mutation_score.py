@@ -82,7 +82,8 @@ def build_map(out: Path) -> None:
                     break
         print(f"\r  map {i}/{len(claims)} {c.id[:50]:50s}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    out.write_text(json.dumps({"reach": {k: sorted(set(v)) for k, v in reach.items()}, "verdicts": verdicts,
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out.write_text(json.dumps({"commit": commit, "reach": {k: sorted(set(v)) for k, v in reach.items()}, "verdicts": verdicts,
                                "seconds": seconds}, indent=1))
 
 
@@ -103,19 +104,73 @@ def check(module: str, map_file: Path) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# a warm fork server: the third-party imports (torch, scipy, sympy, mpmath) once, a fork per mutant
+# --------------------------------------------------------------------------------------------
+
+def serve(sock_path: Path) -> None:
+    """Answer `check` requests on a UNIX socket, each in a forked child that imports attnlab afresh."""
+    import socket
+
+    import mpmath  # noqa: F401
+    import numpy  # noqa: F401
+    import scipy.special  # noqa: F401
+    import sympy  # noqa: F401
+    import torch
+
+    torch.set_num_threads(1)
+    sock_path.unlink(missing_ok=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(sock_path))
+    srv.listen(1)
+    while True:
+        conn, _ = srv.accept()
+        with conn:
+            req = json.loads(conn.makefile().readline())
+            if req.get("stop"):
+                return
+            pid = os.fork()
+            if pid == 0:                                     # the child: the mutated tree, then the claims
+                code = 3
+                try:
+                    os.chdir(req["root"])
+                    use_root(Path(req["root"]))
+                    code = check(req["module"], Path(req["map"]))
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+def ask(sock_path: Path, root: Path, module: str, map_file: Path) -> int:
+    """The test command cosmic-ray runs: one request to the fork server; its exit code is the verdict."""
+    import socket
+
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(str(sock_path))
+    c.sendall((json.dumps({"root": str(root), "module": module, "map": str(map_file)}) + "\n").encode())
+    code = int(c.makefile().readline().strip() or 3)
+    return 0 if code == 0 else 1
+
+
+# --------------------------------------------------------------------------------------------
 # the driver (in the working tree)
 # --------------------------------------------------------------------------------------------
 
-def _scratch(work: Path) -> Path:
+def _head(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def _scratch(work: Path, commit: str) -> Path:
     tree = work / "tree"
     if tree.exists():
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), "HEAD"], check=True,
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), commit], check=True,
                    stdout=subprocess.DEVNULL)
     return tree
 
 
-def run(modules: list[str], work: Path, timeout: float) -> None:
+def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None = None,
+        commit: str | None = None) -> None:
     for m in modules:
         if not m.startswith(MUTABLE) or not (REPO / m).is_file():
             raise SystemExit(f"mutation_score: module {m!r}: give a file under {' or '.join(MUTABLE)}")
@@ -123,18 +178,41 @@ def run(modules: list[str], work: Path, timeout: float) -> None:
     shared = REPO.parent / "shared"                 # the data sets, seen from the scratch tree as from ours
     if shared.is_dir() and not (work / "shared").exists():
         (work / "shared").symlink_to(shared)
-    tree = _scratch(work)
+    tree = _scratch(work, commit or "HEAD")
     me = [sys.executable, str(tree / "benchmarks" / "mutation_score.py"), "--root", str(tree)]
     map_file = work / "map.json"
-    print("tracing the fast claims on the unmutated tree ...", file=sys.stderr)
-    subprocess.run(me + ["map", str(map_file)], cwd=tree, check=True)
-    commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if reuse_map is not None:
+        if json.loads(reuse_map.read_text()).get("commit") != _head(tree):
+            raise SystemExit(f"mutation_score: --map {reuse_map} was traced on another commit than --commit")
+        if reuse_map.resolve() != map_file.resolve():
+            map_file.write_text(reuse_map.read_text())
+    else:
+        print("tracing the fast claims on the unmutated tree ...", file=sys.stderr)
+        subprocess.run(me + ["map", str(map_file)], cwd=tree, check=True)
+    commit = _head(tree)
     RESULTS.mkdir(exist_ok=True)
+    sock = work / "server.sock"
+    server = subprocess.Popen(me + ["serve", str(sock)], cwd=tree)
+    while not sock.exists():
+        time.sleep(0.5)
+    try:
+        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout)
+    finally:
+        import socket
+
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(str(sock))
+        c.sendall(b'{"stop": true}\n')
+        server.wait()
+
+
+def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> None:
     for m in modules:
         session = work / (m.replace("/", "_") + ".sqlite")
         session.unlink(missing_ok=True)
         cfg = work / (m.replace("/", "_") + ".toml")
-        cmd = " ".join(me + ["check", m, str(map_file)])
+        cmd = " ".join([sys.executable, str(tree / "benchmarks" / "mutation_score.py"), "ask", str(sock), str(tree),
+                        m, str(map_file)])
         cfg.write_text(f'[cosmic-ray]\nmodule-path = "{m}"\ntimeout = {timeout}\nexcluded-modules = []\n'
                        f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
         cr = str(Path(sys.executable).with_name("cosmic-ray"))
@@ -203,17 +281,31 @@ def main(argv=None) -> int:
     r.add_argument("modules", nargs="+")
     r.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "attnlab-mutation")
     r.add_argument("--timeout", type=float, default=120.0)
+    r.add_argument("--map", type=Path, help="reuse this claim map (from an earlier run on the same commit)")
+    r.add_argument("--commit", help="mutate this commit (default HEAD)")
     sub.add_parser("report")
     m = sub.add_parser("map")
     m.add_argument("out", type=Path)
     c = sub.add_parser("check")
     c.add_argument("module")
     c.add_argument("map_file", type=Path)
+    sv = sub.add_parser("serve")
+    sv.add_argument("sock", type=Path)
+    a = sub.add_parser("ask")
+    a.add_argument("sock", type=Path)
+    a.add_argument("root", type=Path)
+    a.add_argument("module")
+    a.add_argument("map_file", type=Path)
     args = ap.parse_args(argv)
+    if args.cmd == "ask":                               # thin: no attnlab, no torch
+        return ask(args.sock, args.root, args.module, args.map_file)
+    if args.cmd == "serve":
+        serve(args.sock)
+        return 0
     if args.root is not None:
         use_root(args.root.resolve())
     if args.cmd == "run":
-        run(args.modules, args.work, args.timeout)
+        run(args.modules, args.work, args.timeout, args.map, args.commit)
     elif args.cmd == "report":
         report()
     elif args.cmd == "map":
