@@ -282,6 +282,9 @@ _softmax_jvp_out = torch.ops.aten._softmax_backward_data.out
 #: are this few (an iteration over a few rows costs little next to one over all)
 _STRAGGLERS = 1 / 16
 
+#: the conjugate-gradient steps the backward allows per solve (it warns for rows left above its tolerance)
+_BACKWARD_CG_ITERS = 100
+
 
 def _cjvp(x, p, out=None):
     """C_p x = p * (x - <p, x>) over the last dimension (C_p = diag(p) - p p^T, the covariance of the
@@ -302,8 +305,8 @@ def _norm(x):
 
 
 def _inf_norm(x):
-    """max |x| over the last dimension, keepdim."""
-    return x.abs().amax(-1, keepdim=True)
+    """max |x| over the last dimension, keepdim (two reductions, no temporary)."""
+    return torch.maximum(x.amax(-1, keepdim=True), x.amin(-1, keepdim=True).neg_())
 
 
 def _flat(K, logu, Z, alpha):
@@ -345,8 +348,8 @@ def _gram_phase(K, logw, Z, a, af, tol, evals):
     alpha F(lambda) = alpha (q - p) K, so |alpha F|_inf <= alpha |q - p|_2 max_j |K_{:, j}|_2: the phase ends
     when that bound is below tol for every query, or, once it is within reach of it, when the residual
     itself (two products) passes |alpha F|_inf <= tol (1 + |lambda|_inf) for every query.  Returns
-    (lam, p, h), or (None, lam, None) at the last iterate when the residual stops shrinking or after
-    `evals` steps."""
+    (lam, p, None) (h = p K is not needed here), or (None, lam, None) at the last iterate when the residual
+    stops shrinking or after `evals` steps."""
     B = Z.shape[0]
     Kt = K.transpose(-1, -2)
     G = torch.bmm(K, Kt)
@@ -356,7 +359,7 @@ def _gram_phase(K, logw, Z, a, af, tol, evals):
     if not bool((logw == logw[..., :1]).all()):                        # (softmax does not see a constant)
         s.add_(logw)
     s0 = s.add(torch.bmm(pi, G), alpha=af) if af is not None else torch.addcmul(s, a, torch.bmm(pi, G))
-    bound = a * K.square().sum(-2).amax(-1).sqrt_().view(B, 1, 1)     # alpha max_j |K_{:, j}|_2
+    bound = a * torch.linalg.vector_norm(K, dim=-2).amax(-1).view(B, 1, 1)   # alpha max_j |K_{:, j}|_2
     reach = 8 * tol * (1 + float(a.max()) * (float(Z.abs().max()) + float(mu.abs().max())))
     P = [torch.softmax(s, -1), torch.empty_like(s)]                    # p, and the previous p
     R = [P[0] - pi, torch.empty_like(s)]                               # r = p - q, and the previous r
@@ -366,12 +369,11 @@ def _gram_phase(K, logw, Z, a, af, tol, evals):
         nr = _norm(r)
         x = float((bound * nr).max())                                  # a bound on max |alpha F|_inf
         if x <= reach:
-            qK, h = torch.bmm(q.expand_as(p), K), torch.bmm(p, K)
-            lam = (Z + mu).sub_(qK)
+            lam = torch.sub(Z, torch.bmm(q.expand_as(p), K)).add_(mu)      # lambda = alpha (z + mu - q K)
             if af != 1:
                 lam.mul_(a)
-            if x <= tol or bool((_inf_norm(qK.sub_(h)).mul_(a) <= tol * (1 + _inf_norm(lam))).all()):
-                return lam, p, h
+            if x <= tol or bool((_inf_norm(torch.bmm(r, K)).mul_(a) <= tol * (1 + _inf_norm(lam))).all()):
+                return lam, p, None
         if n >= 2 and not x < 0.9 * best:                              # |alpha F| not shrinking by 10%
             break
         best = min(best, x)
@@ -431,8 +433,8 @@ def _direct_phase(K, logw, Z, a, af, tol, evals):
 
 
 def _solve_flat(K, logu, Z, a, af, tol, evals: int = 12, max_iter: int = 30, cg_iters: int = 20):
-    """(lambda*, p, h) for the 3-D forms of _flat: the fast phase (Gram or direct), and where it does not
-    converge, the robust solver (_robust_solve)."""
+    """(lambda*, p, h) for the 3-D forms of _flat (h = p K, or None where not at hand): the fast phase (Gram
+    or direct), and where it does not converge, the robust solver (_robust_solve)."""
     B, L, E = Z.shape
     if B * L == 0:                                                     # nothing to solve
         return a * Z, Z.new_zeros(B, L, K.shape[-2]), torch.zeros_like(Z)
@@ -441,7 +443,7 @@ def _solve_flat(K, logu, Z, a, af, tol, evals: int = 12, max_iter: int = 30, cg_
     lam, p, h = phase(K, logw, Z, a, af, tol, evals)
     if lam is None:                                                    # (from lambda = alpha z again)
         return _robust_solve(K, logu, Z, a.squeeze(-1) if a.dim() else a, tol, max_iter, cg_iters, evals)
-    return lam, p, h
+    return lam, p, h                                                   # (h None from the Gram phase)
 
 
 def _cg_step(rr, dAd, active):
@@ -452,18 +454,19 @@ def _cg_step(rr, dAd, active):
     return torch.where(ok, step, 0), ok
 
 
-def _cg_gram(x, p, G, a, af, tol: float, iters: int):
+def _cg_gram(x, p, G, a, af, tol: float, iters: int, keep_x: bool = True):
     """y with A y = y + alpha (C_p y) G = x, by conjugate gradients in the semi-inner product
     <u, v>_C = u C_p v^T, in which A is self-adjoint and positive (<u, A v>_C = u C v^T + alpha (C u) G (C v)^T);
     u = C_p y then solves (I + alpha C_p G) u = C_p x, the implicit-function system in the logits.  Rows stop
     (and stay frozen) when |r|_C <= tol |x|_C or when a curvature is not positive and finite; the last few
-    go on as a batch of their own.  Returns (y, r = x - A y, number of rows not converged)."""
+    go on as a batch of their own.  With keep_x=False x is overwritten (by r).  Returns (y, r = x - A y,
+    number of rows not converged, an (L, S) buffer for the caller to reuse)."""
     Cr = _cjvp(x, p)
     rr = _vdot(x, Cr)
     stop = (tol * tol) * rr
     active = rr > stop                                                 # (False for NaN)
     n_active = int(active.sum())
-    y, r, d, Cd = torch.zeros_like(x), x.clone(), x.clone(), Cr
+    y, r, d, Cd = torch.zeros_like(x), (x.clone() if keep_x else x), x.clone(), Cr
     Ad, Cr = torch.empty_like(x), torch.empty_like(x)
     for it in range(iters):
         if n_active == 0:
@@ -473,7 +476,7 @@ def _cg_gram(x, p, G, a, af, tol: float, iters: int):
             ys, rs, n_bad = _cg_gram_rows((y[b, l], r[b, l], d[b, l], Cd[b, l]), p[b, l], G[b], _rows(a, b, l), af,
                                           rr[b, l], stop[b, l], iters - it)
             y[b, l], r[b, l] = ys, rs
-            return y, r, n_bad
+            return y, r, n_bad, Ad
         if af is not None:
             torch.baddbmm(d, Cd, G, alpha=af, out=Ad)
         else:
@@ -491,7 +494,7 @@ def _cg_gram(x, p, G, a, af, tol: float, iters: int):
         torch.addcmul(r, beta, d, out=d)                              # r + beta d (r on the rows that stop)
         torch.addcmul(Cr, beta, Cd, out=Cd)
         rr = rr_new
-    return y, r, n_active
+    return y, r, n_active, Ad
 
 
 def _cg_gram_rows(state, p, G, a, af, rr, stop, iters):
@@ -514,17 +517,18 @@ def _cg_gram_rows(state, p, G, a, af, rr, stop, iters):
     return y.squeeze(1), r.squeeze(1), int(active.sum())
 
 
-def _cg_direct(v, p, K, a, af, tol: float, iters: int):
+def _cg_direct(v, p, K, a, af, tol: float, iters: int, dK=None):
     """w with H w = w / alpha + (C_p (w K^T)) K = v (H = I/alpha + Cov_p(t), the negative Hessian of (7)) by
     conjugate gradients; rows stop when |r| <= tol |v| or a curvature is not positive and finite; the last
-    few go on as a batch of their own.  Returns (w, number of rows not converged)."""
+    few go on as a batch of their own.  dK: an optional (L, S) buffer to work in.  Returns (w, number of rows
+    not converged, and the (L, S) buffers dK and Cd for the caller to reuse)."""
     rr = _norm(v).square_()
     stop = (tol * tol) * rr
     active = rr > stop
     n_active = int(active.sum())
     w, r, d = torch.zeros_like(v), v.clone(), v.clone()
     Hd = torch.empty_like(v)
-    dK = Cd = None
+    Cd = None
     Kt = K.transpose(-1, -2)
     for it in range(iters):
         if n_active == 0:
@@ -533,7 +537,7 @@ def _cg_direct(v, p, K, a, af, tol: float, iters: int):
             b, l, _ = active.nonzero(as_tuple=True)
             w[b, l], n_bad = _cg_direct_rows((w[b, l], r[b, l], d[b, l]), p[b, l], K[b], _rows(a, b, l), af,
                                              rr[b, l], stop[b, l], iters - it)
-            return w, n_bad
+            return w, n_bad, dK, Cd
         dK = torch.bmm(d, Kt, out=dK)
         Cd = _cjvp(dK, p, out=Cd)
         if af is not None:
@@ -550,7 +554,7 @@ def _cg_direct(v, p, K, a, af, tol: float, iters: int):
         n_active = int(active.sum())
         torch.addcmul(r, torch.where(active, rr_new / rr, 0), d, out=d)
         rr = rr_new
-    return w, n_active
+    return w, n_active, dK, Cd
 
 
 def _cg_direct_rows(state, p, K, a, af, rr, stop, iters):
@@ -640,7 +644,9 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
         logu = torch.as_tensor(logu, dtype=Z.dtype, device=Z.device)
         K3, lu3, Z3, a, af, batch = _flat(K, logu, Z, alpha)
         lam, p, h = _solve_flat(K3, lu3, Z3, a, af, tol, fixed_point_iters, max_iter, cg_iters)
-        lam, p, h = (x.reshape(batch + x.shape[-2:]) for x in (lam, p, h))
+        if h is None and return_weights:
+            h = torch.bmm(p, K3)
+        lam, p, h = (None if x is None else x.reshape(batch + x.shape[-2:]) for x in (lam, p, h))
         return (lam, p, h) if return_weights else lam
 
 
@@ -703,22 +709,23 @@ class _ExactAttention(torch.autograd.Function):
         if not (need_K or need_lu or need_Z or need_a):
             return None, None, None, None, gV
         tol = 1e-12 if p.dtype == torch.float64 else 1e-4                 # relative residual of the solve
-        iters = 100
+        iters = _BACKWARD_CG_ITERS
         logw = logu - torch.logsumexp(logu, -1, keepdim=True)
         pi = logw.exp()
         shared = pi.shape[-2] == 1                                         # one log u for all queries
         if S <= K.shape[-1]:
             # u = C y solves (I + alpha C G) u = C x; it is ds below, w = alpha u K, and w K^T = alpha u G = x - r - y
-            y, r, n_bad = _cg_gram(x, p, torch.bmm(K, K.transpose(-1, -2)), a, af, tol, iters)
-            ds = _cjvp(y, p)
+            y, r, n_bad, buf = _cg_gram(x, p, torch.bmm(K, K.transpose(-1, -2)), a, af, tol, iters, keep_x=need_lu)
+            ds = _cjvp(y, p, out=buf)
             w = torch.bmm(ds, K)
             if af != 1:
                 w.mul_(a)
             wK = x.sub_(r).sub_(y) if need_lu else None
         else:
-            w, n_bad = _cg_direct(torch.bmm(_cjvp(x, p), K), p, K, a, af, tol, iters)
-            wK = torch.bmm(w, K.transpose(-1, -2))
-            ds = _cjvp(x.sub_(wK), p)                                      # both paths through the logits
+            gs = _cjvp(x, p)
+            w, n_bad, buf, buf2 = _cg_direct(torch.bmm(gs, K), p, K, a, af, tol, iters, dK=gs)
+            wK = torch.bmm(w, K.transpose(-1, -2), out=buf)
+            ds = _cjvp(x.sub_(wK), p, out=buf2)                            # both paths through the logits
         _warn_backward(n_bad, B * L, tol, iters)
         gK = gLu = gA = None
         gZ = w if need_Z else None
