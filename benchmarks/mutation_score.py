@@ -179,7 +179,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
     if shared.is_dir() and not (work / "shared").exists():
         (work / "shared").symlink_to(shared)
     tree = _scratch(work, commit or "HEAD")
-    me = [sys.executable, str(tree / "benchmarks" / "mutation_score.py"), "--root", str(tree)]
+    me = [sys.executable, str(Path(__file__).resolve()), "--root", str(tree)]   # this driver, not the tree's copy
     map_file = work / "map.json"
     if reuse_map is not None:
         if json.loads(reuse_map.read_text()).get("commit") != _head(tree):
@@ -192,8 +192,11 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
     commit = _head(tree)
     RESULTS.mkdir(exist_ok=True)
     sock = work / "server.sock"
+    sock.unlink(missing_ok=True)
     server = subprocess.Popen(me + ["serve", str(sock)], cwd=tree)
     while not sock.exists():
+        if server.poll() is not None:
+            raise SystemExit("mutation_score: the fork server did not start")
         time.sleep(0.5)
     try:
         _run_modules(modules, work, tree, me, map_file, sock, commit, timeout)
@@ -211,8 +214,7 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> No
         session = work / (m.replace("/", "_") + ".sqlite")
         session.unlink(missing_ok=True)
         cfg = work / (m.replace("/", "_") + ".toml")
-        cmd = " ".join([sys.executable, str(tree / "benchmarks" / "mutation_score.py"), "ask", str(sock), str(tree),
-                        m, str(map_file)])
+        cmd = " ".join([sys.executable, str(Path(__file__).resolve()), "ask", str(sock), str(tree), m, str(map_file)])
         cfg.write_text(f'[cosmic-ray]\nmodule-path = "{m}"\ntimeout = {timeout}\nexcluded-modules = []\n'
                        f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
         cr = str(Path(sys.executable).with_name("cosmic-ray"))
