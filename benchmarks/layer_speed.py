@@ -5,14 +5,18 @@ Rows (the issue's targets in brackets):
 - exact Fenchel attention at n = d = 64 [<= 3x] and at L = 256, d = 64 [<= 4x];
 - continuous attention (cts_softmax, kernel_sparsemax) at L = 256 [<= 2x].
 
-    python benchmarks/layer_speed.py [--reps 5] [--threads 1] [--json -]
+    python benchmarks/layer_speed.py [--reps 5] [--runs 1] [--threads 1] [--json -]
 
 Prints ms per forward+backward of each and the ratio to SDPA; the ratios are the result (absolute times
-depend on the machine and its load).  Exits 0 whatever the ratios: it reports, it does not judge.
+depend on the machine and its load, which it prints: the load average and the number of CPUs).  With
+--runs N each row is measured N times and the median ratio is printed with its range.  Exits 0 whatever
+the ratios: it reports, it does not judge.
 """
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import sys
 import time
 from argparse import ArgumentParser
@@ -66,19 +70,26 @@ def main(argv=None) -> int:
 
     ap = ArgumentParser(prog="python benchmarks/layer_speed.py", description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=1, help="measure each row this many times (median, range)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file ('-' = stdout)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = []
-    print(f"forward + backward, float32, CPU time, {args.threads} thread(s), best of {args.reps}")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(f"forward + backward, float32, CPU time, {args.threads} thread(s), best of {args.reps}"
+          + (f", {args.runs} runs" if args.runs > 1 else "")
+          + (f"; load average {load[0]:.2f} on {os.cpu_count()} CPUs" if load else ""))
     for name, shape, f, target in rows():
-        tb, tm = measure(shape, f, args.reps)
-        ratio = tm / tb
+        runs = [measure(shape, f, args.reps) for _ in range(max(1, args.runs))]
+        ratios = [tm / tb for tb, tm in runs]
+        ratio = statistics.median(ratios)
+        tb, tm = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
         out.append({"row": name, "shape": list(shape), "sdpa_ms": tb, "layer_ms": tm, "ratio": ratio,
-                    "target": target})
+                    "ratios": ratios, "target": target, "load_average": load[0] if load else None})
+        spread = f" [{min(ratios):.2f}, {max(ratios):.2f}]" if len(ratios) > 1 else ""
         print(f"  {name:32s} {str(shape):18s} SDPA {tb:8.2f} ms   layer {tm:8.2f} ms   "
-              f"ratio {ratio:6.2f}x (target <= {target:g}x)")
+              f"ratio {ratio:6.2f}x{spread} (target <= {target:g}x)")
     if args.json:
         text = json.dumps(out, indent=1)
         (sys.stdout.write(text + "\n") if args.json == "-" else open(args.json, "w").write(text))
