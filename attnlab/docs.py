@@ -41,6 +41,18 @@ NON_CLAIMS = (
      "The analogy data set has 2,278 semantic and 7,244 syntactic questions over the three vocabularies.",
      "Only the printed arithmetic is a claim (`bidir.app-f.question-counts`); counting the data set needs "
      "the analogy questions file of the `nlp` extra, which the default install does not have."),
+    ("fenchel", "App. D, Eqs. (42), (43) (indices)",
+     "Sigma_t = sum_{t in A} q_t(t') (t' - mu_t)(t' - mu_t)^T (42); sum_t u(t) mu_t = sum_{i=1}^N u(t) sum_t' "
+     "q_t(t') t' = mu~ (43).",
+     "Index slips with nothing to compute: (42) sums over t' and (43)'s middle sum runs over t. So read, (42) "
+     "is `fenchel.eq39.lse-decomposition` (the library's Sigma-bar against the moments of q_t) and (43) holds "
+     "for the symmetric M of footnote 9 (`fenchel.prop1.true-preference`; its index order is "
+     "`fenchel.prop1.index-order`)."),
+    ("fenchel", "Sec 9 (group example)",
+     "If two templates t, t' belong to the same group, M(t, t') = 0; otherwise, M(t, t) = infinity.",
+     "A typo for M(t, t') = infinity (M(t, t) = 0, t being in its own group); the example so read is "
+     "`fenchel.sec9.group-example`, and what infinite costs do to 'all templates' is "
+     "`fenchel.sec9.all-templates-weighted`."),
     ("kernel", "App. F, Table 5 (memory)",
      "Kernel continuous attention needs O(N^2 + NGD) memory (N basis functions, G grid points, D dims).",
      "Our forward also stores the I x G kernel matrix, which the bound leaves out (the paper calls its "

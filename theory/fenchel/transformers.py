@@ -140,6 +140,32 @@ def _s11_t5():
                                 "float64's exp range), one unmasked word, n = 1; sympy: (17) in (16) is (18)")
 
 
+def eq19_printed(u, s):
+    """(19) as printed, per output k: u_i exp(s_i) / sum_j exp(s_j) (no u_j in the denominator)."""
+    return u * np.exp(s) / np.sum(np.exp(s))
+
+
+def eq19_corrected(u, s):
+    """(19) with u_j in the denominator, i.e. (16)."""
+    return u * np.exp(s) / np.sum(u * np.exp(s))
+
+
+def check_eq19(printed=eq19_printed, corrected=eq19_corrected, seed: int = 1):
+    """The weights of the printed and the corrected (19) against T5's softmax(s + bias + mask), all three
+    transcribed on the same logits (the printed formula is what is under test: no library code)."""
+    from scipy.special import softmax
+
+    s, bias, masked = _t5_inputs(seed)
+    u = np.where(masked, 0.0, np.exp(bias))
+    u /= u.sum()
+    t5 = softmax(s + np.log(np.where(masked, 1e-300, 1.0)) + np.where(masked, 0, bias))  # T5: softmax(s + bias + mask)
+    e_p = float(np.max(np.abs(printed(u, s) - t5)))
+    e_c = float(np.max(np.abs(corrected(u, s) - t5)))
+    return erratum_if(e_p < 1e-12, e_c < 1e-12, measured=dict(printed_err=e_p, corrected_err=e_c),
+                      tolerance=1e-12,
+                      explanation="weights of the printed (19) and of the corrected form vs softmax(s + bias + mask)")
+
+
 @claim("fenchel.eq19.t5-formula",
        reference="Eq. (19)",
        statement="T5's k-th output is sum_i V x_i u_i exp(<K x_i, Q y_k>/sqrt(d')) / sum_j exp(<K x_j, Q y_k>/sqrt(d')).",
@@ -150,18 +176,7 @@ def _s11_t5():
        corrected="The denominator must carry u_j as well: sum_j u_j exp(<K x_j, Q y_k>) (then it is (16)); "
                  "and T5 applies no 1/sqrt(d') scaling to its logits.")
 def _s11_eq19():
-    from scipy.special import softmax
-
-    s, bias, masked = _t5_inputs(1)
-    u = np.where(masked, 0.0, np.exp(bias))
-    u /= u.sum()
-    t5 = softmax(s + np.log(np.where(masked, 1e-300, 1.0)) + np.where(masked, 0, bias))  # T5: softmax(s + bias + mask)
-    printed = u * np.exp(s) / np.sum(np.exp(s))
-    corrected = u * np.exp(s) / np.sum(u * np.exp(s))
-    e_p, e_c = float(np.max(np.abs(printed - t5))), float(np.max(np.abs(corrected - t5)))
-    return erratum_if(e_p < 1e-12, e_c < 1e-12, measured=dict(printed_err=e_p, corrected_err=e_c),
-                      tolerance=1e-12,
-                      explanation="weights of the printed (19) and of the corrected form vs softmax(s + bias + mask)")
+    return check_eq19()
 
 
 @claim("fenchel.eq17.t5-hf-position-bias",
