@@ -320,7 +320,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             u = torch.exp((f - f.amax(-1, keepdim=True).detach()).clamp_min(math.log(torch.finfo(cdt).tiny)))
         else:
             a1 = alpha - 1.0
-            u = _ShiftedRelu.apply(f, 1.0 / a1)                                   # [1 + (a-1)(f - max f)]_+ / (a-1)
+            u = _ShiftedRelu.apply(f, 1.0 / a1, True)                             # [1 + (a-1)(f - max f)]_+ / (a-1)
             u = u if a1 == 1.0 else (a1 * u) ** (1.0 / a1)
         rz = u @ tab.WPsi                                                         # (..., L, N + 1)
         r = rz[..., :-1] / rz[..., -1:]
@@ -351,12 +351,16 @@ class _ShiftedRelu(torch.autograd.Function):
     """u = relu(f - max f + c) over the last dimension, with the gradient through the max (the kernel
     paper's App. E.1 shift is part of the map; as for ``f.max(-1).values``, it reaches the maximiser that
     max returns): df = g [u > 0] - (their sum) at that index.  One autograd node and two passes backward
-    instead of an autograd chain of six."""
+    instead of an autograd chain of six; with inplace=True u overwrites f (a temporary of the caller)."""
 
     @staticmethod
-    def forward(ctx, f, c: float):
+    def forward(ctx, f, c: float, inplace: bool = False):
         m, idx = f.max(-1, keepdim=True)
-        u = torch.sub(f, m - c).relu_()
+        if inplace:                                  # f is a temporary of the caller's: no (L, G) allocation
+            ctx.mark_dirty(f)
+            u = f.sub_(m - c).relu_()
+        else:
+            u = torch.sub(f, m - c).relu_()
         ctx.save_for_backward(idx, u)
         return u
 
@@ -364,7 +368,7 @@ class _ShiftedRelu(torch.autograd.Function):
     def backward(ctx, g):
         idx, u = ctx.saved_tensors
         gm = torch.ops.aten.threshold_backward(g, u, 0)
-        return gm.scatter_add_(-1, idx, -gm.sum(-1, keepdim=True)), None
+        return gm.scatter_add_(-1, idx, -gm.sum(-1, keepdim=True)), None, None
 
 
 class _Tables:

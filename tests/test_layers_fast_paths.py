@@ -104,6 +104,7 @@ def test_shifted_relu_gradcheck_and_ties():
     f = _randn(3, 4, 9, seed=20)
     assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 1.0), (f,))
     assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 0.4), (f,))
+    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f * 1.0, 1.0, True), (f,))   # in place
     x = torch.zeros(2, 5, dtype=torch.float64, requires_grad=True)   # every entry the max
     g = _randn(2, 5, seed=21, grad=False)
     a, = torch.autograd.grad(_ShiftedRelu.apply(x, 1.0), x, g)
