@@ -1,14 +1,18 @@
 """Exact Fenchel-dual attention: a torch attention layer that uses the exact dual solution lambda* of
 (7) instead of its approximation alpha z (14).
 
-Forward: lambda* by batched damped Newton (attnlab.numerics.entropic_dual.solve_dual_newton_torch).
+Forward: for templates of their own per query (fenchel_dual_lambda), lambda* by batched damped Newton
+(attnlab.numerics.entropic_dual.solve_dual_newton_torch); for the layer, whose queries share the keys
+(solve_dual_shared), the fixed point lambda = alpha (b - h(lambda)) with Anderson mixing, in the S x S Gram
+space of the keys when S <= E, each query certified by its first-order residual, and Newton-CG with a
+continuation in alpha where the fixed point does not settle.
 Backward: implicit-function theorem on the first-order condition of (7),
 
     F(lambda, theta) = mu(theta) + z - lambda/alpha - h(lambda, theta) = 0,
     d lambda*/d theta = H^{-1} dF/d theta,   H = -dF/d lambda = I/alpha + Cov_{p(lambda*)}(t),
 
 so the vector-Jacobian product for an incoming gradient v is (dF/d theta)^T H^{-1} v (one linear solve;
-no unrolling of the Newton iterations).
+no unrolling of the iterations; for the layer a conjugate-gradient solve, in the Gram space when S <= E).
 
 Attention reading (Sec 7-8): with templates t_i = scale * k_i (the paper's t_i = x_i/sqrt(d')), evidence
 z = q and alpha = 1, the approximation (16) is exactly softmax attention softmax(scale <q, k_i> + log u_i)
