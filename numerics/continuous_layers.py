@@ -293,7 +293,10 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     if kind.startswith("kernel") and keep is None:
         # f = s K_g = scale q (K_g^T k)^T: the (S x G) kernel folded into the keys first (E G work per key
         # and per query instead of S G per query)
-        f = query @ (scale * (tab.Kg.transpose(0, 1) @ key)).transpose(-1, -2)     # (..., L, G)
+        ktab = (scale * (tab.Kg.transpose(0, 1) @ key)).transpose(-1, -2)           # (..., E, G)
+        if not (kind == "kernel_sparsemax" and alpha == 2.0 and not return_density
+                and query.shape[:-2] == ktab.shape[:-2]):
+            f = query @ ktab                                                      # (..., L, G)
     else:
         s = scale * query @ key.transpose(-1, -2)                                 # (..., L, S)
         if keep is not None and mask.dtype != torch.bool:
@@ -318,11 +321,13 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         if kind == "kernel_softmax":
             # (exp below the smallest normal number is that number: subnormals slow every product down)
             u = torch.exp((f - f.amax(-1, keepdim=True).detach()).clamp_min(math.log(torch.finfo(cdt).tiny)))
+        elif alpha == 2.0 and keep is None and not return_density and query.shape[:-2] == ktab.shape[:-2]:
+            u = None                                                              # (sparsemax: one node below)
         else:
             a1 = alpha - 1.0
             u = _ShiftedRelu.apply(f, 1.0 / a1, True)                             # [1 + (a-1)(f - max f)]_+ / (a-1)
             u = u if a1 == 1.0 else (a1 * u) ** (1.0 / a1)
-        rz = u @ tab.WPsi                                                         # (..., L, N + 1)
+        rz = _SparsemaxMoments.apply(query, ktab, tab.WPsi) if u is None else u @ tab.WPsi   # (..., L, N + 1)
         r = rz[..., :-1] / rz[..., -1:]
         if return_density:
             dens = u / (u @ tab.w).unsqueeze(-1)
@@ -369,6 +374,31 @@ class _ShiftedRelu(torch.autograd.Function):
         idx, u = ctx.saved_tensors
         gm = torch.ops.aten.threshold_backward(g, u, 0)
         return gm.scatter_add_(-1, idx, -gm.sum(-1, keepdim=True)), None, None
+
+
+class _SparsemaxMoments(torch.autograd.Function):
+    """rz = u [w Psi_grid^T, w] with u = relu(f - max f + 1), f = x y (alpha = 2: the kernel sparsemax
+    density of App. E.1, unnormalised, and its trapezoid moments; x (..., L, E), y (..., E, G) with the same
+    leading dimensions), as one autograd node: f is overwritten by u (no second (L, G) array), and backward
+    the (L, G) gradient is formed once and masked in place."""
+
+    @staticmethod
+    def forward(ctx, x, y, W):
+        u = torch.matmul(x, y)
+        m, idx = u.max(-1, keepdim=True)
+        u.sub_(m - 1.0).relu_()
+        ctx.save_for_backward(x, y, W, u, idx)
+        return u @ W
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, W, u, idx = ctx.saved_tensors
+        gu = g @ W.transpose(0, 1)
+        torch.ops.aten.threshold_backward.grad_input(gu, u, 0, grad_input=gu)   # d relu
+        gu.scatter_add_(-1, idx, -gu.sum(-1, keepdim=True))                      # d max (to max()'s index)
+        gx = gu @ y.transpose(-1, -2) if ctx.needs_input_grad[0] else None
+        gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[1] else None
+        return gx, gy, None
 
 
 class _Tables:

@@ -10,7 +10,7 @@ import torch
 
 import attnlab.numerics.fenchel_attention as fa
 from attnlab.layers import continuous_attention, fenchel_attention
-from attnlab.numerics.continuous_layers import _sequence_tables, _ShiftedRelu
+from attnlab.numerics.continuous_layers import _sequence_tables, _ShiftedRelu, _SparsemaxMoments
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 from attnlab.numerics.fenchel_attention import fenchel_dual_lambda, solve_dual_shared
 
@@ -112,19 +112,32 @@ def test_shifted_relu_gradcheck_and_ties():
     assert torch.equal(a, b)                                         # the gradient goes where max() points
 
 
+def test_sparsemax_moments_node_gradcheck_and_reference():
+    # the alpha = 2 node: relu(x y - max + 1) [w Psi^T, w] with its own backward, against autograd
+    x, y = _randn(2, 3, 4, seed=30), _randn(2, 4, 9, seed=31)
+    W = _randn(9, 5, seed=32, grad=False)
+    assert torch.autograd.gradcheck(lambda x, y: _SparsemaxMoments.apply(x, y, W), (x, y))
+    f = x @ y
+    ref = torch.relu(f - (f.max(-1, keepdim=True).values - 1.0)) @ W
+    g = _randn(2, 3, 5, seed=33, grad=False)
+    for a, b in zip(torch.autograd.grad(_SparsemaxMoments.apply(x, y, W), (x, y), g), torch.autograd.grad(ref, (x, y), g)):
+        assert float((a - b).abs().max()) < 1e-13
+
+
 @pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"])
 def test_continuous_fast_path_equals_the_masked_path(kind):
     # no mask: the folded kernel and r (M V); an all-True mask: the general per-row ridge fit
     q, k, v = _randn(2, 3, 7, 5, seed=22), _randn(2, 3, 9, 5, seed=23), _randn(2, 3, 9, 4, seed=24)
     everything = torch.ones(7, 9, dtype=torch.bool)
-    kw = dict(kind=kind, grid_size=40, alpha=1.5 if kind == "kernel_sparsemax" else 2.0)
-    a = continuous_attention(q, k, v, **kw)
-    b = continuous_attention(q, k, v, attn_mask=everything, **kw)
-    assert float((a - b).abs().max().detach()) < 1e-12
-    ga = torch.autograd.grad(a.square().sum(), (q, k, v))
-    gb = torch.autograd.grad(b.square().sum(), (q, k, v))
-    for x, y in zip(ga, gb):
-        assert float((x - y).abs().max()) < 1e-11
+    for alpha in ((1.5, 2.0) if kind == "kernel_sparsemax" else (2.0,)):
+        kw = dict(kind=kind, grid_size=40, alpha=alpha)
+        a = continuous_attention(q, k, v, **kw)
+        b = continuous_attention(q, k, v, attn_mask=everything, **kw)
+        assert float((a - b).abs().max().detach()) < 1e-12
+        ga = torch.autograd.grad(a.square().sum(), (q, k, v))
+        gb = torch.autograd.grad(b.square().sum(), (q, k, v))
+        for x, y in zip(ga, gb):
+            assert float((x - y).abs().max()) < 1e-11
 
 
 def test_continuous_gradcheck_kernel_sparsemax_no_mask():
