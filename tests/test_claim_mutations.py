@@ -1064,6 +1064,7 @@ def test_efa_theta_disjoint_fails_when_a_tensor_is_shared():
 def _excess_result(excess, gap=-1e-3, max_abs_y=4.9):
     Fs = [2 ** k for k in range(6, 14)]
     return dict(inf_L=0.124, B_y=5.0, teacher_mc_loss=0.124, max_abs_y=max_abs_y, teacher_norm=19.0,
+                teacher_vs_transcription=1e-16,
                 excess={"teacher": {F: [e] * 5 for F, e in zip(Fs, excess)}},
                 erm_gap={"teacher": {F: [gap] * 5 for F in Fs}})
 

@@ -22,6 +22,11 @@ from attnlab.catalog import claim, erratum_if, holds_if
 from attnlab.experiments.models.efa import EFACategorical, EFAValue
 
 TOL = 1e-9
+THM1_ALGEBRA = ("Theorem 1 is about the model class (logits H(x)_i^T e(x), means K(y)^T L): the check realises "
+    "the class with the library's EFA modules as parametrisations, and any model of that form gives the "
+    "same verdict (a fault that keeps the form, such as a scaled output, leaves it unchanged), so it "
+    "vouches for no library function; the modules are vouched for by efa.remark8.multi-layer and "
+    "efa.sec2-2.value-model")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,7 +235,8 @@ def check_theta1_fitted(**kw) -> "Evidence":
                  "related by one invertible linear map, H'(x)_i = A H*(x)_i with A = (L* L'^{-1})^T, on "
                  "every context, and center embeddings related affinely, [1; e'] = B~ [1; e*] with "
                  "B~ = (M* M'^{-1})^T.",
-       method="float64")
+       method="float64",
+       algebra=THM1_ALGEBRA)
 def _thm1_theta1():
     return check_theta1_fitted()
 
@@ -273,7 +279,8 @@ def theta2_recovery(seed=1, D=5, K=2, I=5):
                  "D = (N* N'^{-1})^T and C = (D^{-1})^T return C = C0, D L* = L', and K'(y) = C K*(y) "
                  "on fresh data. (Whether equal means force K' = C K* is efa.thm1.gap-pointwise: they do "
                  "not.)",
-       method="float64")
+       method="float64",
+       algebra=THM1_ALGEBRA)
 def _thm1_theta2():
     r = theta2_recovery()
     keys = ("dmean", "dev_C", "dev_DL", "dev_K_heldout")
@@ -314,6 +321,7 @@ def shift_counterexample(seed=0, D=4, K=2, I=4, c=(5.0, 7.0)):
        statement="Under Assumptions 2 and 3, equal conditionals imply e'(x) = B e*(x) for an invertible "
                  "B (linear identifiability of the center embeddings, Def 1).",
        method="float64", expected="erratum",
+       algebra=THM1_ALGEBRA,
        corrected="Only the affine relation [1; e'(x)] = B~ [1; e*(x)] (B~ = (M* M'^{-1})^T) follows: "
                  "e' = e* + c with H' = H* gives identical conditionals and satisfies Assumptions 2-3, "
                  "but for D >= K+1 affinely independent embeddings no linear B maps e* to e'. "
@@ -368,6 +376,8 @@ def pointwise_counterexample():
        statement="Under Assumptions 1 and 4, equal Gaussian conditionals imply K'(y) = C K*(y) for all y "
                  "and L' = D L* with invertible C, D (linear identifiability of theta_2).",
        method="sympy", expected="erratum",
+       algebra="A counterexample in sympy polynomials (K*(y), K'(y), L*, L'): the theorem's algebra, no "
+               "library code",
        corrected="For d_j >= 2 the proof gives K'(y) = C K*(y) only at the d_j points of N: equal scalar "
                  "means constrain only the projection onto L. Counterexample: K*(y) = (y, y^2), "
                  "K'(y) = (y, y^6 + 2y^2), L* = L' = (1, 0) have equal means for every y and invertible "
@@ -404,7 +414,9 @@ def _thm1_gap_pointwise():
        statement="Assumption 2 needs K <= D - 1: for K = D every choice of K difference columns "
                  "e(x_A) - e(x_B) of D embeddings is singular, while for K = D - 1 random embeddings "
                  "give invertible L.",
-       method="float64")
+       method="float64",
+       algebra="Linear algebra of Assumption 2's difference matrix on random embeddings (numpy): the paper's "
+               "algebra, no library code")
 def _remark13():
     rng = np.random.default_rng(13)
     D = 4

@@ -12,6 +12,7 @@ import torch.nn as nn
 
 from attnlab.catalog import claim, erratum_if, holds_if
 from attnlab.experiments.models.efa import EFACategorical, EFAValue, FMAttributes, FMCategorical, FMValue
+from attnlab.theory.efa import reference as ref
 
 TOL = 1e-12
 
@@ -61,6 +62,10 @@ def prop1_models(rho, alpha, I: int, direction: str = "bidirectional"):
     return efa, fm
 
 
+def _rel(a, b):
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+
+
 def _rand_x(rng, D, I, F):
     return torch.as_tensor(rng.integers(0, D, size=(F, I)))
 
@@ -76,7 +81,11 @@ def prop1_deviation(seed=0, D=7, K=3, I=6, F=16):
         le, lf = efa(x), fm(x)
         dev_nat = float((le - lf).abs().max())
         dev_ll = float((efa.loglik(x) - fm.loglik(x)).abs().max())
-        dev_ce = float(abs(efa.nll(x) - fm.nll(x)))
+        # the mean cross-entropy against the FM's and against the printed model's (FMCategorical.nll is
+        # EFACategorical.nll: only the printed model tells a fault there)
+        printed_ll = ref.categorical_loglik_reference(ref.fm_categorical_reference(fm.rho, fm.alpha, x,
+                                                                                   "bidirectional"), x)
+        dev_ce = max(float(abs(efa.nll(x) - fm.nll(x))), float(abs(efa.nll(x) + printed_ll.mean())))
         # uniform attention (the FM 'assigns uniform weights', Sec 6.3)
         w = efa.attention_weights(x)[0]
         dev_uniform = float((w - 1.0 / I).abs().max())
@@ -86,9 +95,12 @@ def prop1_deviation(seed=0, D=7, K=3, I=6, F=16):
         i1 = torch.arange(1, I + 1, dtype=torch.float64)[None, :, None]
         dev_uni_raw = float((lu - lfu).abs().max())
         dev_uni_factor = float((lu * i1 / I - lfu).abs().max())
+        # the FMs against Prop 1's formula written out (theory/efa/reference.py), both directions
+        fm_printed = max(_rel(fm(x), ref.fm_categorical_reference(fm.rho, fm.alpha, x, "bidirectional")),
+                         _rel(fm_u(x), ref.fm_categorical_reference(fm_u.rho, fm_u.alpha, x, "unidirectional")))
     return dict(max_abs_dev_natural=dev_nat, max_abs_dev_loglik=dev_ll, dev_cross_entropy=dev_ce,
                 dev_uniform_attention=dev_uniform, unidirectional_raw=dev_uni_raw,
-                unidirectional_after_factor_i_over_I=dev_uni_factor)
+                unidirectional_after_factor_i_over_I=dev_uni_factor, fm_vs_printed=fm_printed)
 
 
 # sizes (D, K, I) of the sweeps: the edges D = 2, K = 1, I = 2, long sequences (I = 100), a large
@@ -97,10 +109,6 @@ PROP_SIZES = [(2, 1, 2, False), (3, 1, 2, False), (2, 2, 3, False), (7, 3, 6, Fa
               (40, 8, 12, False), (6, 3, 5, True), (2, 1, 100, True)]
 PROP2_SIZES = [(1, 2, 1), (2, 3, 1), (4, 5, 2), (3, 100, 2), (8, 12, 5), (1, 100, 3)]
 SWEEP_SEEDS = (0, 1, 2)
-
-
-def _rel(a, b):
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
 
 
 def _rho_alpha(rng, D, K, tie, scale=1.0):
@@ -121,8 +129,11 @@ def prop1_sweep(sizes=PROP_SIZES, seeds=SWEEP_SEEDS, F=4):
             x = _rand_x(rng, D, I, F)
             efa, fm = prop1_models(rho, alpha, I)
             with torch.no_grad():
+                printed = ref.fm_categorical_reference(fm.rho, fm.alpha, x, "bidirectional")
                 per[f"D={D},K={K},I={I}{',tie' if tie else ''},seed={seed}"] = dict(
-                    natural=_rel(efa(x), fm(x)), loglik=_rel(efa.loglik(x), fm.loglik(x)))
+                    natural=_rel(efa(x), fm(x)), loglik=_rel(efa.loglik(x), fm.loglik(x)),
+                    fm_vs_printed=_rel(fm(x), printed),
+                    loglik_vs_printed=_rel(fm.loglik(x), ref.categorical_loglik_reference(printed, x)))
     return per
 
 
@@ -132,17 +143,25 @@ def prop1_sweep(sizes=PROP_SIZES, seeds=SWEEP_SEEDS, F=4):
                  "delta = I/(I-1) rho, bidirectional EFA equals the latent factor model "
                  "x_i | x_-i ~ Cat(softmax(rho^T sum_{j != i} alpha_{x_j} / (I-1))); its attention is "
                  "uniform.",
-       method="float64")
+       method="float64",
+       vouches_for=("experiments.models.efa.EFACategorical.forward", "experiments.models.efa.EFACategorical.loglik",
+                    "experiments.models.efa.EFACategorical.nll",
+                    "experiments.models.efa.EFACategorical.attention_weights",
+                    "experiments.models.efa.FMCategorical.forward", "experiments.models.efa.FMCategorical.context",
+                    "experiments.models.efa._fm_norm"))
 def _prop1():
     m = prop1_deviation()
     per = prop1_sweep()
     worst_rel = max(max(v.values()) for v in per.values())
-    ok = worst_rel < TOL and m["dev_uniform_attention"] < TOL
-    return holds_if(ok, measured=dict(max_rel_dev=worst_rel, dev_uniform_attention=m["dev_uniform_attention"]),
-                    tolerance=f"relative {TOL:g}",
+    ok = worst_rel < TOL and m["dev_uniform_attention"] < TOL and m["dev_cross_entropy"] < TOL
+    return holds_if(ok, measured=dict(max_rel_dev=worst_rel, dev_uniform_attention=m["dev_uniform_attention"],
+                                      dev_cross_entropy=m["dev_cross_entropy"]),
+                    tolerance=f"relative {TOL:g}; attention weights and mean cross-entropy absolute {TOL:g}",
                     explanation="EFACategorical (paper convention) vs FMCategorical (paper normalization), float64, "
                                 "logits and log-likelihoods over sizes (D, K, I) with D = 2, K = 1, I = 2, I = 100, "
-                                "D = 40 and near-tied rho (rows within 1e-7), 3 seeds each; uniform attention at "
+                                "D = 40 and near-tied rho (rows within 1e-7), 3 seeds each; the FM's logits and "
+                                "log-likelihoods also against Prop 1's formula written out "
+                                "(theory/efa/reference.py); uniform attention and equal mean cross-entropy at "
                                 "D=7, K=3, I=6", per_size=per)
 
 
@@ -152,14 +171,17 @@ def _prop1():
                  "the EFA logits equal the unidirectional FM's (printed 1/(I-1)) times I/i, so the "
                  "construction does not give the unidirectional FM (deviation > 1e-3), and multiplying "
                  "by i/I restores it exactly.",
-       method="float64")
+       method="float64",
+       vouches_for=("experiments.models.efa.EFACategorical.forward", "experiments.models.efa.FMCategorical.forward"))
 def _prop1_uni():
     m = prop1_deviation()
-    ok = m["unidirectional_raw"] > 1e-3 and m["unidirectional_after_factor_i_over_I"] < TOL
+    ok = m["unidirectional_raw"] > 1e-3 and m["unidirectional_after_factor_i_over_I"] < TOL \
+        and m["fm_vs_printed"] < TOL
     return holds_if(ok, measured={k: m[k] for k in ("unidirectional_raw",
-                                                    "unidirectional_after_factor_i_over_I")},
-                    tolerance={"raw": "> 1e-3", "after factor": TOL},
-                    explanation="causal EFA under the Prop 1 construction vs the printed unidirectional FM")
+                                                    "unidirectional_after_factor_i_over_I", "fm_vs_printed")},
+                    tolerance={"raw": "> 1e-3", "after factor": TOL, "FM vs the printed formula": f"relative {TOL:g}"},
+                    explanation="causal EFA under the Prop 1 construction vs the printed unidirectional FM "
+                                "(FMCategorical, itself checked against the formula written out)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,8 +240,11 @@ def prop2_sweep(sizes=PROP2_SIZES, seeds=SWEEP_SEEDS, F=4):
             tau = _t(rng.uniform(-1, 1, size=(F, I, tau_dim)))
             y = _t(rng.normal(size=(F, I)))
             with torch.no_grad():
+                printed = ref.fm_attributes_reference(h, y, tau)
                 per[f"K={K},I={I},tau={tau_dim},seed={seed}"] = dict(
-                    natural=_rel(efa(y, tau=tau), fm(y, tau)), loglik=_rel(efa.loglik(y, tau=tau), fm.loglik(y, tau)))
+                    natural=_rel(efa(y, tau=tau), fm(y, tau)), loglik=_rel(efa.loglik(y, tau=tau), fm.loglik(y, tau)),
+                    fm_vs_printed=_rel(fm(y, tau), printed),
+                    loglik_vs_printed=_rel(fm.loglik(y, tau), ref.gaussian_loglik_reference(printed, y, 1.0)))
     return per
 
 
@@ -228,13 +253,18 @@ def prop2_sweep(sizes=PROP2_SIZES, seeds=SWEEP_SEEDS, F=4):
        statement="With lambda_1(y) = y, lambda_1([MASK]) = 0, g = h, W^V = diag(0,..,0,1), "
                  "W^Q = W^K = diag(1,..,1,0), linear attention / (K+1) and lambda_2(z) = (K+1) z_{K+1}, "
                  "EFA equals y_i | y_-i ~ N(h(tau_i)^T sum_{j != i} h(tau_j) y_j, sigma^2).",
-       method="float64")
+       method="float64",
+       vouches_for=("experiments.models.efa.EFAValue.forward", "experiments.models.efa.EFAValue.loglik",
+                    "experiments.models.efa.FMAttributes.forward", "experiments.models.efa.FMAttributes.loglik",
+                    "experiments.models.efa.shared_map"))
 def _prop2():
     per = prop2_sweep()
     worst = max(max(v.values()) for v in per.values())
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAValue vs FMAttributes (h = tanh(H tau)), means and Gaussian log-likelihoods, "
-                                "float64, over (K, I, tau) with K = 1, I = 2, I = 100, 3 seeds each",
+                                "float64, over (K, I, tau) with K = 1, I = 2, I = 100, 3 seeds each; the FM's means "
+                                "and log-likelihoods also against Prop 2's model written out "
+                                "(theory/efa/reference.py)",
                     per_size=per)
 
 
@@ -330,8 +360,11 @@ def prop3_sweep(sizes=PROP_SIZES, seeds=SWEEP_SEEDS, F=4):
                 y = _t(rng.integers(1 if version == "v1" else 0, 4, size=(F, I)))
                 efa, fm = prop3_models(rho, alpha, I, version, "corrected", "row")
                 with torch.no_grad():
+                    printed = ref.fm_value_reference(fm.rho, fm.alpha, y, x, "bidirectional")
                     per[f"D={D},K={K},I={I}{',tie' if tie else ''},{version},seed={seed}"] = dict(
-                        natural=_rel(efa(y, x), fm(y, x)), loglik=_rel(efa.loglik(y, x), fm.loglik(y, x)))
+                        natural=_rel(efa(y, x), fm(y, x)), loglik=_rel(efa.loglik(y, x), fm.loglik(y, x)),
+                        fm_vs_printed=_rel(fm(y, x), printed),
+                        loglik_vs_printed=_rel(fm.loglik(y, x), ref.poisson_loglik_reference(printed, y, version)))
     return per
 
 
@@ -342,6 +375,9 @@ def prop3_sweep(sizes=PROP_SIZES, seeds=SWEEP_SEEDS, F=4):
                  "lambda_2(z) = (2K+1) z_{2K+1}) turns EFA into the Poisson latent factor model "
                  "y_i - 1 | y_-i ~ Poisson(exp(rho_{x_i}^T sum_{j != i} alpha_{x_j} y_j / (I-1))).",
        method="float64", expected="erratum",
+       vouches_for=("experiments.models.efa.EFAValue.forward", "experiments.models.efa.EFAValue.loglik",
+                    "experiments.models.efa.FMValue.forward", "experiments.models.efa.FMValue.loglik",
+                    "numerics.expfam.PoissonV1.log_partition", "numerics.expfam.PoissonV2.natural"),
        corrected="As printed every attention score is 0 (W^Q Y lives on rows 1..K, W^K Y on rows "
                  "K+1..2K), so the output is identically 0. With W^K = [[0, I_K, 0]; [0, 0, 0]; "
                  "[0, 0, 0]] (I_K in rows 1..K, columns K+1..2K; the printed block transposed, and "
@@ -366,19 +402,68 @@ def _prop3():
                                   "printed W^K gives natural parameter exactly 0; corrected W^K matches "
                                   "FMValue (paper normalization) in both orientations; the corrected form also "
                                   "over sizes (D, K, I) with D = 2, K = 1, I = 2, I = 100 and near ties, v1 and "
-                                  "v2, 3 seeds (relative deviation of kappa and log-likelihood)",
+                                  "v2, 3 seeds (relative deviation of kappa and log-likelihood), the FM's kappa and "
+                                  "log-likelihood also against Prop 3's model written out (theory/efa/reference.py)",
                       per_version=per, corrected_sweep_max_rel=worst_sweep, corrected_sweep=sweep)
 
 
 # ------------------------------------------------------------------------------------------------
 # Sec 4.2: order invariance and linearity of the FM
 # ------------------------------------------------------------------------------------------------
+def fm_printed_deviation(seed=4, D=6, K=3, I=5, F=4):
+    """The three FM modules against Sec 4's models written out (theory/efa/reference.py), with a padded
+    sequence: FMCategorical and FMValue in both directions and both normalisations (the printed 1/(I-1)
+    and the authors' code's, docs/efa.md), FMAttributes over all other positions and over given
+    neighbours; kappa / logits and log-likelihoods (relative)."""
+    rng = np.random.default_rng(seed)
+    x = _rand_x(rng, D, I, F)
+    y = _t(rng.integers(1, 4, size=(F, I)))
+    valid = torch.ones(F, I, dtype=torch.bool)
+    valid[1, I - 2:] = False
+    xt = torch.where(valid, x, torch.zeros_like(x))
+    out = {}
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for direction in ("bidirectional", "unidirectional"):
+            for norm in ("paper", "code"):
+                fc = FMCategorical(D, K, direction=direction, normalization=norm).double()
+                fc.rho.normal_()
+                fc.alpha.normal_()
+                want = ref.fm_categorical_reference(fc.rho, fc.alpha, x, direction, norm, valid)
+                v = valid[..., None]
+                out[f"categorical,{direction[:3]},{norm}"] = max(
+                    _rel(fc(x, valid) * v, want * v),
+                    _rel(fc.loglik(x, valid) * valid, ref.categorical_loglik_reference(want, xt) * valid))
+                fv = FMValue("poisson_v1", D, K, direction=direction, normalization=norm).double()
+                fv.rho.normal_()
+                fv.alpha.normal_()
+                want = ref.fm_value_reference(fv.rho, fv.alpha, y, x, direction, norm, valid)
+                out[f"value,{direction[:3]},{norm}"] = max(
+                    _rel(fv(y, x, valid) * valid, want * valid),
+                    _rel(fv.loglik(y, x, valid) * valid, ref.poisson_loglik_reference(want, y, "v1") * valid))
+        h = TanhMap(rng.normal(size=(K, 2)))
+        fa = FMAttributes(2, K, h=h).double()
+        tau = _t(rng.uniform(-1, 1, size=(I, 2)))
+        yg = _t(rng.normal(size=(F, I)))
+        nb = torch.as_tensor(rng.integers(0, I, size=(I, 2)))
+        for name, kw in (("attributes,all", {}), ("attributes,neighbors", dict(neighbors=nb))):
+            want = ref.fm_attributes_reference(h, yg, tau, valid, kw.get("neighbors"))
+            out[name] = max(_rel(fa(yg, tau, valid, **kw) * valid, want * valid),
+                            _rel(fa.loglik(yg, tau, valid, **kw) * valid,
+                                 ref.gaussian_loglik_reference(want, yg, 1.0) * valid))
+    return out
+
+
 @claim("efa.sec4.fm-order-invariance-linearity",
-       reference="Sec 4.2",
-       statement="The FM natural parameter is invariant to permuting the context and linear in the "
-                 "context values; EFA with positional embeddings is not order invariant and EFA with "
-                 "softmax attention is not linear in the values.",
-       method="float64")
+       reference="Sec 4.2; Sec 4 and Props 1-3 (the latent factor models)",
+       statement="The FM natural parameter, c rho_{x_i}^T sum_{j in ctx} alpha_{x_j} y_j (Sec 4), is invariant to "
+                 "permuting the context and linear in the context values; EFA with positional embeddings is not "
+                 "order invariant and EFA with softmax attention is not linear in the values.",
+       method="float64",
+       vouches_for=("experiments.models.efa.FMValue.forward", "experiments.models.efa.FMValue.loglik",
+                    "experiments.models.efa.FMCategorical.forward", "experiments.models.efa.EFACategorical.loglik",
+                    "experiments.models.efa.FMAttributes.forward", "experiments.models.efa.FMAttributes.loglik",
+                    "experiments.models.efa._fm_norm", "experiments.models.efa.EFAValue.forward"))
 def _sec42():
     rng = np.random.default_rng(3)
     D, K, I, F = 6, 3, 5, 8
@@ -401,8 +486,19 @@ def _sec42():
         lin = float((fm(a * y1 + b * y2, x) - a * fm(y1, x) - b * fm(y2, x)).abs().max())
         # second finite difference of EFA (softmax attention) along the values
         e2 = float((efa(y1 + 2 * y2, x) - 2 * efa(y1 + y2, x) + efa(y1, x)).abs().max())
-    ok = fm_perm < TOL and lin < TOL and efa_perm > 1e-6 and e2 > 1e-6
+        # the modules are the printed models: FM and EFA against their transcriptions on every input used
+        printed = max(_rel(fm(yy, xx), ref.fm_value_reference(fm.rho, fm.alpha, yy, xx, "bidirectional"))
+                      for yy, xx in ((y1, x), (y1[:, perm], x[:, perm]), (a * y1 + b * y2, x)))
+        efa_printed = max(_rel(efa(yy, x), ref.value_reference(efa, yy, x)) for yy in (y1, y1 + y2, y1 + 2 * y2))
+    others = fm_printed_deviation()
+    printed = max(printed, efa_printed, *others.values())
+    ok = fm_perm < TOL and lin < TOL and efa_perm > 1e-6 and e2 > 1e-6 and printed < TOL
     return holds_if(ok, measured=dict(fm_permutation=fm_perm, fm_linearity=lin,
-                                      efa_permutation=efa_perm, efa_second_difference=e2),
-                    tolerance={"fm": TOL, "efa": "> 1e-6"},
-                    explanation="Prop 3 FM and a random softmax EFAValue with positional embeddings")
+                                      efa_permutation=efa_perm, efa_second_difference=e2,
+                                      modules_vs_printed=printed),
+                    tolerance={"fm": TOL, "efa": "> 1e-6", "modules vs printed models": f"relative {TOL:g}"},
+                    explanation="Prop 3 FM and a random softmax EFAValue with positional embeddings; every output "
+                                "also against the models written out (theory/efa/reference.py), and the three FM "
+                                "modules in both directions and normalisations (printed 1/(I-1) and the authors' "
+                                "code), with padding and given neighbours",
+                    fm_modules_vs_printed=others)

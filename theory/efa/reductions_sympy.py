@@ -122,6 +122,9 @@ def check_sympy_constructions(prop1=prop1_residual, prop2=prop2_residual, prop3=
                  "symbolic) the parameter settings of App. E and F turn Eq. (1) into the latent factor "
                  "models of Props 1 and 2 identically; App. G does so with W^K corrected (I_K in rows 1..K, "
                  "columns K+1..2K, under q_i.k_j), while the printed W^K gives kappa = 0 identically.",
-       method="sympy")
+       method="sympy",
+       algebra="Eq. (1) and the latent factor models written with sympy matrices of symbols: identities of the "
+               "paper's equations, no library code (the library's modules under the same settings are "
+               "efa.prop1.bidirectional, efa.prop2.gaussian-fm and efa.prop3.poisson-fm)")
 def _sympy_props():
     return check_sympy_constructions()
