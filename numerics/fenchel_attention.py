@@ -98,13 +98,6 @@ def _rowdot(x, y):
     return torch.linalg.vecdot(x, y).unsqueeze(-1)
 
 
-def _inplace(op, x, y):
-    """x op= y in place where y does not broadcast x up, else the new tensor x op y (op: 'sub' or 'mul')."""
-    if torch.broadcast_shapes(x.shape, y.shape) == x.shape:
-        return getattr(x, op + "_")(y)
-    return getattr(torch, op)(x, y)
-
-
 def _hvp(v, p, K, h, inv_a, out=None, vK=None, tmp=None):
     """(H v, v K^T, p * v K^T) with H v = v/alpha + Cov_p(t) v = v/alpha + K^T (p * (K v)) - h (h . v); shapes
     (..., L, E) and (..., L, S).  out, vK, tmp: optional buffers for the three (reused by the CG loop)."""
