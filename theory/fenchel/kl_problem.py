@@ -522,7 +522,7 @@ def _s9_fig3():
     return holds_if(order and toward and lib < 1e-12 and table < 5e-5,
                     measured=dict(err_h16=errs, dist_h_mu=dist, library_vs_50_digits=lib, docs_table_vs_oracle=table),
                     tolerance=dict(monotone=True, library_vs_50_digits=1e-12,
-                                   docs_table_vs_oracle="5e-5 (4 significant digits)"),
+                                   docs_table_vs_oracle="5e-5 (the table's 4 decimals)"),
                     explanation="our Fig 3 instance (u normalised from 0.3/0.4/0.6), alpha in {4, 2, 1, 0.5}: the "
                                 "library's h-hat (numerics.entropic_dual.solve) and (16) (h_approx) against mpmath "
                                 "Newton on (7) and (16) at 50 digits; ||h* - h_16|| decreasing and ||h* - mu| "
