@@ -232,6 +232,43 @@ LATEX = {
         r"for several queries sharing keys with per-query $\alpha$ and a mask, and in a multi-head layer with a "
         r"learned $\alpha$ per head.",
         of="5b6e9869"),
+    "fenchel.appA.eq23-eq26": Tex(
+        r"(23) $M(\lambda) = \int \langle a, \lambda \rangle u(a) \,da = 1 + \langle M'(0), \lambda \rangle + "
+        r"\frac{1}{2} \langle \lambda, M''(0) \lambda \rangle + o(\|\lambda\|^2)$, and (26) $\log(1 + x) = t - "
+        r"t^2/2 + t^3/3 - t^4/4 + \ldots = t - t^2/2 + o(t^2)$.",
+        r"(23) needs the exponential, $M(\lambda) = \int \exp\langle a, \lambda \rangle\, u(a) \,da$ (as printed, "
+        r"$\int \langle a, \lambda \rangle u(a) \,da = \langle \mu, \lambda \rangle$ is linear and 0 at "
+        r"$\lambda = 0$, not $1 + \ldots$), and (26) is the series of $\log(1 + t)$ ($x$ and $t$ are one "
+        r"variable); so read, App. A's expansion gives (11).",
+        of="1eb6666d"),
+    "fenchel.appB.last-display": Tex(
+        r"$\operatorname{argmin}_p \{\frac{1}{2\sigma^2} \|(\mu + z) - h\|^2 + \eta K(p, u)\} = "
+        r"\operatorname{argmin}_p \{\frac{1}{2\eta\sigma^2} \|(\mu + z) - h\| + K(p, u)\}$, which is (3) with "
+        r"$\alpha^{-1} = \eta \sigma^2$.",
+        r"Dividing by $\eta$ keeps the square: $\operatorname{argmin}_p \{\frac{1}{2\eta\sigma^2} \|(\mu + z) - "
+        r"h\|^2 + K(p, u)\}$, which is (3) with $\alpha^{-1} = \eta \sigma^2$ (as (28) has it); with the norm "
+        r"unsquared the minimiser is another one.",
+        of="99b2ed87"),
+    "fenchel.prop1.index-order": Tex(
+        r"Under footnote 9's symmetric $M$, (37) (normalised by $\sum_{t''} \exp(-M(t', t'')/\gamma)$) and (38) (by "
+        r"$\sum_{t''} \exp(-M(t'', t')/\gamma)$) give the same $\tilde u$, a probability vector and the minimiser "
+        r"of $W_\gamma(\cdot, u; M)$.  (Outside footnote 9, for a non-symmetric $M$, (37) as printed does not sum "
+        r"to 1; (38)'s index order is the minimiser.)",
+        of="eaa3401c"),
+    "fenchel.sec9.all-templates-weighted": Tex(
+        r"With finite costs $M$ (footnote 9; the experiment's $M(a, b) = -a^\top b + C$), the OT-based attention "
+        r"(22) assigns a non-zero weight to every template in $A$, those outside $T$ included.  (With the group "
+        r"example's infinite costs across groups, the templates of a group holding no $t_i$ get weight exactly 0: "
+        r"'all templates' needs $M$ finite.)",
+        of="712c27dc"),
+    "fenchel.sec9.vit-parameter-count": Tex(
+        r"Both models have 3.2M parameters with six layers of hidden dimension 512 ($4 \times 4$ patches, "
+        r"CIFAR-100).",
+        r"Six layers of width 512 hold at least $6 \times 4 \times 512^2 = 6.29$M attention weights alone (6.40M "
+        r"with the patch and position embeddings and the classifier; any MLP adds more), twice 3.2M: the width, "
+        r"the depth or the count is misprinted (six layers with an MLP of twice the width come to about 3.2M at "
+        r"width 256).",
+        of="36f3b4d2"),
     # empirical claims (theory/preregistration.py) whose statement has maths
     "fenchel.results.bert-rel-dev-small": Tex(
         r"In the BERT-like substitute the per-layer head average of $\|\lambda^* - \alpha z\| / \|\lambda^*\|$ "
