@@ -75,7 +75,9 @@ def log_alpha(z, alpha: float) -> torch.Tensor:
 
 def alpha_division(x, y, alpha: float) -> torch.Tensor:
     """x (/)_alpha y = [x^{1-alpha} - y^{1-alpha} + 1]_+^{1/(1-alpha)}, with
-    log_alpha x - log_alpha y = log_alpha(x (/)_alpha y) where the bracket is positive (App. E.1)."""
+    log_alpha x - log_alpha y = log_alpha(x (/)_alpha y) where the bracket is positive (App. E.1).  Where it
+    is <= 0 no quotient exists (log_alpha x - log_alpha y >= 1/(alpha-1), the sup of log_alpha) and the
+    result is +inf, the limit as the bracket falls to 0 (the exponent 1/(1-alpha) is negative)."""
     a = check_alpha(alpha)
     x, y = _t(x), _t(y)
     return torch.relu(x ** (1 - a) - y ** (1 - a) + 1.0) ** (1.0 / (1 - a))
@@ -118,11 +120,12 @@ def mp_log_beta(t, beta):
 
 
 def mp_alpha_division(x, y, alpha):
+    """alpha_division in mpmath: +inf where the bracket is <= 0 (as the float64 version)."""
     import mpmath as mp
 
     a = mp.mpf(alpha)
     b = x ** (1 - a) - y ** (1 - a) + 1
-    return mp.mpf(0) if b <= 0 else b ** (1 / (1 - a))
+    return mp.inf if b <= 0 else b ** (1 / (1 - a))
 
 
 def mp_exp_rho_beta(t, rho, beta):

@@ -242,12 +242,15 @@ def _log_normal_tail(x: float) -> float:
 
 
 def trapezoid_context(inst):
-    """Per grid: (label, h, Z, context) by the batched float64 torch trapezoid."""
+    """Per grid: (label, h, Z, context) as the library's kernel attention computes them in float64: f =
+    kernel_expansion of gaussian_kernel sections, the density and Z by
+    numerics.continuous_attention.kernel_softmax (Z = exp A, log q0 passed) or kernel_deformed (Algorithm 1,
+    q0 passed), the context by context_vector with Psi the basis' Gaussian sections."""
     import torch
 
-    from attnlab.numerics.deformed_exp import exp_2ma
+    from attnlab.numerics import continuous_attention as ca
     from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from attnlab.numerics.quadrature import real_line_grid, trapezoid, uniform_grid
+    from attnlab.numerics.quadrature import real_line_grid, uniform_grid
 
     dt = torch.float64
     gam = torch.tensor(inst["gamma"], dtype=dt)
@@ -263,16 +266,23 @@ def trapezoid_context(inst):
     out = []
     for label, h, t in grids:
         f = kernel_expansion(gam, gaussian_kernel(t, ind, inst["bandwidth"]))
-        u = torch.exp(f) if inst["family"] == "kernel-softmax" else exp_2ma(f, inst["alpha"])
-        if inst["base"] == "normal":
-            u = u * torch.exp(-t * t / 2) / math.sqrt(2 * math.pi)
-        Psi = torch.exp(-inst["basis_bandwidth"] * (t[None, :] - cen[:, None]) ** 2)
-        Z = trapezoid(u, t)
+        Psi = gaussian_kernel(t, cen, inst["basis_bandwidth"])          # psi_n(t) = exp(-bw (t - c_n)^2)
+        empty = UsageError(f"--instance: the density is zero on the whole grid {label} (u = q0 exp_(2-alpha)(f) "
+                           "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
+                           "the grid spacing; refine the grid or raise gamma")
+        if inst["family"] == "kernel-softmax":
+            log_q0 = -t * t / 2 - 0.5 * math.log(2 * math.pi) if inst["base"] == "normal" else None
+            dens, A = ca.kernel_softmax(f, t, log_q0)
+            Z = torch.exp(A)
+        else:
+            q0 = torch.exp(-t * t / 2) / math.sqrt(2 * math.pi) if inst["base"] == "normal" else None
+            try:
+                dens, Z = ca.kernel_deformed(f, t, inst["alpha"], q0)
+            except ValueError:                          # Z = 0: an empty support on this grid
+                raise empty from None
         if not float(Z) > 0:
-            raise UsageError(f"--instance: the density is zero on the whole grid {label} (u = q0 exp_(2-alpha)(f) "
-                             "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
-                             "the grid spacing; refine the grid or raise gamma")
-        ctx = B @ (trapezoid(Psi * u, t) / Z)
+            raise empty
+        ctx = ca.context_vector(dens, t, Psi, B)
         if not (math.isfinite(float(Z)) and bool(torch.isfinite(ctx).all())):
             raise UsageError(f"--instance: the trapezoid on the grid {label} is not finite in float64 (Z = {float(Z):g}): "
                              "the density overflows; scale gamma or B down")

@@ -83,7 +83,9 @@ def check_log_normalizer(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS):
                  "A(f) = log int_S exp(f) dQ (Eq. 3, Eq. 8); normalising exp(f - C), C = sup_t f, by "
                  "exp(C - A(f)) (App. E.1) gives the same density and A(f), also where exp(f) itself "
                  "under- or overflows.",
-       method="mpmath")
+       method="mpmath",
+       vouches_for=("numerics.continuous_attention.kernel_softmax", "numerics.kernel_family.gaussian_kernel",
+                    "numerics.kernel_family.kernel_expansion", "numerics.quadrature.trapezoid"))
 def _log_normalizer():
     return check_log_normalizer()
 
@@ -168,6 +170,7 @@ def check_gaussian_case(cases=GAUSS_CASES, trunc_cases=TRUNC_CASES):
                  "exponential family density, the Gaussian N(t; mu, sigma^2) with mu = -theta_1/(2 theta_2), "
                  "sigma^2 = -1/(2 theta_2) and A(f) = -theta_1^2/(4 theta_2) + log(pi/(-theta_2))/2 on S = R, "
                  "and that Gaussian renormalised on S = [a, b] (continuous softmax, 'Gaussian attention').",
-       method="sympy")
+       method="sympy",
+       vouches_for=("numerics.continuous_attention.gaussian_density", "numerics.continuous_attention.kernel_softmax"))
 def _gaussian_case():
     return check_gaussian_case()

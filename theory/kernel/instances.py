@@ -95,3 +95,42 @@ def support_kinks(gamma, alpha, a, b, dps=30, zeta2=ZETA2):
     br = find_sign_changes(lambda x: 1 + (alpha - 1) * f_np(x, gamma, zeta2), max(a, -8.0), min(b, 9.0),
                            40001)
     return mp_roots(arg, br, dps)
+
+
+def log_q0_on(t, base):
+    """log q0 on the grid t (torch) for `base` ('normal', 'gauss-unnormalized'; None for 'uniform')."""
+    if base == "normal":
+        return -t * t / 2 - 0.5 * math.log(2 * math.pi)
+    if base == "gauss-unnormalized":
+        return -t * t / 2
+    if base == "uniform":
+        return None
+    raise ValueError(f"base must be 'normal', 'gauss-unnormalized' or 'uniform'; got {base!r}")
+
+
+def library_integrals(t, gamma, B, alpha, base, zeta2=ZETA2, kernel="gaussian", scale=None):
+    """(Z, N) on the grid t (torch float64) as the library's kernel attention computes them -- the thing the
+    convergence claims measure: Z = int q0 exp_{2-alpha}(f) and N = int q0 exp_{2-alpha}(f) V by the
+    trapezoid rule on t, with f = numerics.kernel_family.kernel_expansion(gamma, K), K the Gaussian kernel
+    (zeta2) or the Laplace kernel (scale) at INDUCING; density and Z by
+    numerics.continuous_attention.kernel_softmax (alpha = 1: Z = exp A, log q0 passed) or kernel_deformed
+    (alpha > 1: Algorithm 1, q0 passed); N = Z * context_vector(density, t, Psi, B), V = B Psi with Psi
+    the Gaussian kernel sections.  integrand_np / integrand_mp are the independent transcriptions the
+    references integrate."""
+    import torch
+
+    from attnlab.numerics import continuous_attention as ca
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion, laplace_kernel
+
+    ind = torch.as_tensor(INDUCING, dtype=torch.float64)
+    Psi = gaussian_kernel(t, ind, zeta2)
+    K = Psi if kernel == "gaussian" else laplace_kernel(t, ind, scale)
+    f = kernel_expansion(torch.as_tensor(np.asarray(gamma, float)), K)
+    log_q0 = log_q0_on(t, base)
+    if alpha == 1.0:
+        dens, A = ca.kernel_softmax(f, t, log_q0)
+        Z = torch.exp(A)
+    else:
+        dens, Z = ca.kernel_deformed(f, t, alpha, None if log_q0 is None else torch.exp(log_q0))
+    c = ca.context_vector(dens, t, Psi, torch.as_tensor(np.asarray(B, float))[None, :])
+    return float(Z), float(Z * c[0])

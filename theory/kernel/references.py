@@ -50,7 +50,9 @@ def _compare(bw, base, domain, grids):
                  "trapezoid context shows its true rate on [0, 1], O(h^2) from the Euler-Maclaurin endpoint "
                  "term (log-log slope against 1/G in [1.9, 2.1]), not the slope 0 that an unverified "
                  "reference produced.",
-       method="mpmath")
+       method="mpmath",
+       vouches_for=("numerics.mp_reference.mp_context_reference", "numerics.continuous_attention.kernel_softmax",
+                    "numerics.continuous_attention.context_vector", "numerics.kernel_family.gaussian_kernel"))
 def _():
     res = _compare(1e5, "normal", (0.0, 1.0), [2001, 4001, 8001, 16001])
     Zs, cs = _scipy(1e5, "normal", 0.0, 1.0)
@@ -69,7 +71,8 @@ def _():
        reference="Sec. 4 Eq. (2) on [a, b] with the uniform base (App. E.4's setting, widened)",
        statement="On [-100, 100] with the uniform base, the verified mpmath Z and context agree with scipy "
                  "to 1e-12 (a reference split only at the kinks was off by 3e-4 in Z here).",
-       method="mpmath")
+       method="mpmath",
+       vouches_for=("numerics.mp_reference.mp_context_reference", "numerics.mp_reference.mp_integrate"))
 def _():
     res = _compare(10.0, "uniform", (-100.0, 100.0), [20001, 40001])
     Zs, cs = _scipy(10.0, "uniform", -100.0, 100.0)
@@ -79,12 +82,84 @@ def _():
                     explanation="relative deviations of the mpmath reference from scipy quad (float64)")
 
 
+def _mp_lsq_slope(x, y):
+    """Least-squares slope of log y on log x, sum (u - mean u)(v - mean v)/sum (u - mean u)^2, in mpmath."""
+    import mpmath as mp
+
+    u = [mp.log(mp.mpf(float(a))) for a in x]
+    v = [mp.log(mp.mpf(float(b))) for b in y]
+    mu, mv = mp.fsum(u) / len(u), mp.fsum(v) / len(v)
+    return mp.fsum((a - mu) * (b - mv) for a, b in zip(u, v)) / mp.fsum((a - mu) ** 2 for a in u)
+
+
+RATE_TOL = 1e-12
+
+
+def check_rate_labels():
+    """numerics.convergence on error sequences whose rate is known in closed form: the labels (rate_parts,
+    describe_rate, rate_text, classify_rate) and the numbers behind them (loglog_slope, local_orders,
+    successive_ratios; rate_parts' and describe_rate's slope) against mpmath transcriptions of their
+    definitions.  Returns (ok, rows, worst numeric deviation)."""
+    import mpmath as mp
+    import numpy as np
+
+    from attnlab.numerics import convergence as cv
+
+    h = 0.5 ** np.arange(7)
+    hx = np.array([1.0, 0.8, 0.6, 0.5, 0.4])
+    hs = np.array([1.0, 0.9, 0.8, 0.7, 0.6])
+    cases = {  # name: (h, errors, floor, expected rate, expected floor_from, classify_rate (h None) or None)
+        "3 h^2": (h, 3 * h ** 2, 1e-14, "algebraic", None, "algebraic"),
+        "h^3 (1 + h)": (h, h ** 3 * (1 + h), 1e-14, "algebraic", None, "algebraic"),
+        "exp(-2 pi/h)": (hx, np.exp(-2 * np.pi / hx), 1e-300, "exponential", None, None),
+        "2 exp(-2 pi^2/h^2)": (hs, 2 * np.exp(-2 * np.pi ** 2 / hs ** 2), 1e-300, "super-exponential", None, None),
+        "exp(-1/h), h halving": (h[:5], np.exp(-1 / h[:5]), 1e-300, "exponential", None, "exponential"),
+        "floor from the 4th": (h[:6], np.array([1e-2, 2.5e-3, 6.25e-4, 1e-17, 2e-17, 1e-17]), 1e-14, "algebraic",
+                               "h=0.125", None),
+        "at floor": (h[:4], np.full(4, 1e-17), 1e-14, "at floor", "h=1", None),
+        "one point above": (h[:4], np.array([1e-3, 1e-17, 1e-17, 1e-17]), 1e-14, "at floor", "h=0.5", None),
+    }
+    rows, ok, worst = {}, True, 0.0
+    with mp.workdps(40):
+        for name, (hh, e, floor, rate, floor_from, classified) in cases.items():
+            parts = cv.rate_parts(hh, e, floor)
+            text, slope = cv.describe_rate(hh, e, floor)
+            run = [i for i in range(len(e)) if e[i] > floor and (floor_from is None or i < list(e > floor).index(False))]
+            ok &= parts["rate"] == rate and parts["floor_from"] == floor_from and text == cv.rate_text(parts)
+            if rate == "algebraic":
+                ok &= text.startswith(f"algebraic (slope {float(_mp_lsq_slope(hh[run], e[run])):.2f})")
+            if len(run) >= 2:
+                ref_slope = _mp_lsq_slope(hh[run], e[run])
+                for s_ in (parts["slope"], slope, cv.loglog_slope(hh[run], e[run])):
+                    worst = max(worst, float(abs(s_ - ref_slope) / abs(ref_slope)))
+                orders = cv.local_orders(hh[run], e[run])
+                for k, o in enumerate(orders):
+                    ref = (mp.log(mp.mpf(e[run][k])) - mp.log(mp.mpf(e[run][k + 1]))) / \
+                          (mp.log(mp.mpf(hh[run][k])) - mp.log(mp.mpf(hh[run][k + 1])))
+                    worst = max(worst, float(abs(o - ref) / abs(ref)))
+                ratios = cv.successive_ratios(e[run])
+                for k, r in enumerate(ratios):
+                    ref = mp.mpf(e[run][k + 1]) / mp.mpf(e[run][k])
+                    worst = max(worst, float(abs(r - ref) / ref))
+            else:
+                ok &= parts["slope"] is None and slope is None
+            if classified is not None:
+                ok &= cv.classify_rate(e) == classified
+            rows[name] = dict(label=text, slope=slope)
+    return ok, rows, worst
+
+
 @claim("kernel.ref.super-exponential-rate",
        reference="App. E, Thm E.1 (exponential bound for integrands analytic in a strip)",
        statement="For an entire integrand (the standard normal density, f = 0) the trapezoid error on R "
                  "falls faster than any exponential in 1/h: it follows 2 exp(-2 pi^2 / h^2) (ratio within "
-                 "[0.9, 1.1]) and the rate classifier labels it super-exponential.",
-       method="mpmath")
+                 "[0.9, 1.1]) and the rate classifier labels it super-exponential -- the classifier that labels "
+                 "errors of known rate as such (h^p algebraic with its slope, e^{-c/h} exponential, e^{-c/h^2} "
+                 "super-exponential, points at the float64 floor left out of the fit).",
+       method="mpmath",
+       vouches_for=("numerics.quadrature.trapezoid", "numerics.convergence.rate_parts",
+                    "numerics.convergence.describe_rate", "numerics.convergence.loglog_slope", "numerics.convergence.local_orders",
+                    "numerics.convergence.successive_ratios"))
 def _():
     import mpmath as mp
     import numpy as np
@@ -102,8 +177,16 @@ def _():
         errs.append(e)
         ratios.append(e / float(2 * mp.exp(-2 * mp.pi ** 2 / h ** 2)))
     label, _ = describe_rate(np.array(hs), np.array(errs), 1e-14)
-    ok = label.startswith("super-exponential") and all(0.9 <= r <= 1.1 for r in ratios[:3])
-    return holds_if(ok, measured=dict(label=label, errors=errs, ratio_to_prediction=ratios[:3]),
-                    tolerance="ratio in [0.9, 1.1] while above the float64 floor",
+    labels_ok, rows, worst = check_rate_labels()
+    ok = (label.startswith("super-exponential") and all(0.9 <= r <= 1.1 for r in ratios[:3]) and labels_ok
+          and worst <= RATE_TOL)
+    return holds_if(ok, measured=dict(label=label, errors=errs, ratio_to_prediction=ratios[:3],
+                                      known_rates=rows, labels_right=labels_ok, slopes_orders_ratios_vs_mpmath=worst),
+                    tolerance=dict(ratio="[0.9, 1.1] while above the float64 floor",
+                                   numbers=f"relative {RATE_TOL:g} from mpmath (slopes, local orders, ratios)",
+                                   labels="exact"),
                     explanation="attnlab.numerics.quadrature.trapezoid on R against the exact 1; "
-                                "numerics.convergence.describe_rate on the errors above 1e-14")
+                                "numerics.convergence.describe_rate on the errors above 1e-14; the rate tools on 3 h^2, "
+                                "h^3 (1 + h), exp(-2 pi/h), 2 exp(-2 pi^2/h^2), exp(-1/h) and sequences reaching the "
+                                "floor (labels, floor_from), their least-squares slopes, local orders and ratios "
+                                "against mpmath")
