@@ -84,7 +84,8 @@ _PROBE = """<script>
   var boxes = document.querySelectorAll(".scroll"), scrolling = 0;
   boxes.forEach(function (b) { if (b.scrollWidth > b.clientWidth + 1) { scrolling++; } });
   console.log("attnlab-layout " + btoa(JSON.stringify({
-    page: decodeURIComponent(location.pathname.split("/").pop()), viewport: vw, page_width: de.scrollWidth, body_width: document.body.scrollWidth, overflowing: wide,
+    page: decodeURIComponent(location.pathname.split("/").pop()), viewport: vw, page_width: de.scrollWidth,
+    body_width: document.body.scrollWidth, overflowing: wide,
     math: maths.length, math_laid_out: laid, msup: sup, msup_raised: raised,
     figures: figures.length, captioned: captioned, tables: document.querySelectorAll("table").length,
     tables_in_scroll_box: document.querySelectorAll(".scroll > table").length, boxes_scrolling: scrolling})));

@@ -145,8 +145,9 @@ def latex_table(paper: str) -> dict[str, Tex]:
 
 
 # ASCII maths in a plain statement: a superscript, a subscript, a norm, sqrt( , a comparison, a Greek name
-ASCII_MATHS = re.compile(r"\^|_\{|\b[A-Za-z]_[A-Za-z0-9]|\|\||sqrt\(|<=|>=|!=|\b(?:alpha|beta|gamma|delta|lambda|sigma|theta|"
-                         r"kappa|eta|rho|mu|xi|zeta|tau|pi|phi|psi|Sigma|Omega|Theta|Lambda)\b")
+ASCII_MATHS = re.compile(r"\^|_\{|\b[A-Za-z]_[A-Za-z0-9]|\|\||sqrt\(|<=|>=|!=|"
+                         r"\b(?:alpha|beta|gamma|delta|lambda|sigma|theta|kappa|eta|rho|mu|xi|zeta|tau|pi|phi|psi|"
+                         r"Sigma|Omega|Theta|Lambda)\b")
 
 
 def needing_forms() -> list[tuple[str, str, str]]:
@@ -169,4 +170,5 @@ if __name__ == "__main__":
     rows = needing_forms()
     for cid, why, now in rows:
         print(f"{cid}  {why}  (of={now!r})")
-    print(f"{len(rows)} claim(s) need a LaTeX form in theory/<paper>/latex.py" if rows else "every LaTeX form is current")
+    print(f"{len(rows)} claim(s) need a LaTeX form in theory/<paper>/latex.py" if rows
+          else "every LaTeX form is current")

@@ -37,7 +37,8 @@ class _Page(HTMLParser):
             assert a["id"] not in self.ids, f"id {a['id']!r} twice"
             self.ids.add(a["id"])
         if tag == "table":
-            self.table_parents.append((self.stack[-1] if self.stack else None, self.classes[-1] if self.classes else ""))
+            self.table_parents.append((self.stack[-1] if self.stack else None,
+                                       self.classes[-1] if self.classes else ""))
         if tag not in VOID:
             self.stack.append(tag)
             self.classes.append(a.get("class") or "")
