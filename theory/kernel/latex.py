@@ -12,6 +12,13 @@ LATEX = {
         r"$p_i' = (-\lambda C_1 e^{W(t)} + W'(t))\, p_i$ and $p_i'' = \big[(-\lambda C_1 e^{W} W' + W'') + "
         r"(-\lambda C_1 e^{W} + W')^2\big]\, p_i$.",
         of="cfa03265"),
+    "kernel.appE.trapezoid-rule": Tex(
+        r"The trapezoid rule the paper analyses -- $I_h = h \sum_{k \in \mathbb{Z}} w(x_0 + kh)$ on $\mathbb{R}$, "
+        r"truncated where $w$ is negligible (Thm E.1), and the composite rule $\sum_g (t_{g+1} - t_g)(w(t_g) + "
+        r"w(t_{g+1}))/2$ on a grid of $[a, b]$ (App. E.4), uniform or not (irregularly sampled series) -- is what "
+        r"the library computes, to float64 rounding, on grids from 2 nodes to lattices of 257; its split "
+        r"Gauss-Legendre reference integrates piecewise-analytic integrands to $10^{-14}$.",
+        of="3bf9736f"),
     "kernel.B2.multimodal": Tex(
         r"With a unimodal global density (exponential) the individualized $p_i$ can be multimodal.",
         of="0067571e"),
@@ -26,8 +33,11 @@ LATEX = {
         r"\frac{1}{Z \oslash_\alpha C}\big)^{\alpha-1} (f - \log_\alpha C)\big)$.",
         r"$\ldots = \frac{1}{Z \oslash_\alpha C} \exp_{2-\alpha}\big((Z \oslash_\alpha C)^{\alpha-1} (f - "
         r"\log_\alpha C)\big)$ (Lemma 5.3 applied to $Z \oslash_\alpha C$); the $\alpha$-division identity "
-        r"$\log_\alpha x - \log_\alpha y = \log_\alpha(x \oslash_\alpha y)$ holds.",
-        of="971d74de"),
+        r"$\log_\alpha x - \log_\alpha y = \log_\alpha(x \oslash_\alpha y)$ holds.  So E.1's recipe (subtract "
+        r"the max of $\tilde f$, take $\exp_{2-\alpha}$, normalise) gives the density $\exp_{2-\alpha}(f - "
+        r"A_\alpha(f))$ for $\tilde f = (Z \oslash_\alpha C)^{\alpha-1} f$, not for the printed "
+        r"$\big(\frac{1}{Z \oslash_\alpha C}\big)^{\alpha-1} f$.",
+        of="8efc011d"),
     "kernel.E3.5.sparsemax-rate": Tex(
         r"The trapezoid rule for kernel sparsemax (kernel deformed exponential family) attention on $\mathbb{R}$ is "
         r"exponentially convergent: $|I_h - I| \le \frac{2M}{\exp(2\pi a/h) - 1}$.",
@@ -89,6 +99,20 @@ LATEX = {
         r"With $Z = \int \exp_{2-\alpha}(\tilde f) \,dQ$ and $f = \tilde f / Z^{\alpha-1}$, "
         r"$\int \exp_{2-\alpha}(f - \log_\alpha Z) \,dQ = 1$.",
         of="e76c9e2d"),
+    "kernel.corE2.strip-and-bound": Tex(
+        r"If $|\hat k(\xi, t_i)| \le |A(t_i)| \exp(-a|\xi|)$, $\hat k$ the transform with $\exp(-2\pi i \xi t)$, "
+        r"then $f = \sum_i \gamma_i k(t, t_i)$ (printed $\sum_i \gamma_i k(t_i, t_i)$) extends holomorphically to "
+        r"the strip $|\operatorname{Im} z| < a$, and, being $C_0$ and so bounded on $\mathbb{R}$, its extension is "
+        r"bounded there.",
+        r"With the $\exp(-2\pi i \xi t)$ transform, decay $\exp(-a|\xi|)$ gives holomorphy on "
+        r"$|\operatorname{Im} z| < a/(2\pi)$ only (the cited theorem is stated for $\exp(-i \xi t)$): the Cauchy "
+        r"kernel $k(t, s) = 1/(1 + (t - s)^2)$ has $\hat k = \pi \exp(-2\pi |\xi|)$ ($a = 2\pi$) and $f$ has poles "
+        r"at $t_i \pm i$, inside $|\operatorname{Im} z| < 2\pi$ but on the edge of $|\operatorname{Im} z| < 1 = "
+        r"a/(2\pi)$; and boundedness on $\mathbb{R}$ does not carry over to the strip (that $f$ is unbounded on "
+        r"$|\operatorname{Im} z| < 1$): it must be shown on a closed sub-strip.  $f$ reads $\sum_i \gamma_i k(t, "
+        r"t_i)$ ($\sum_i \gamma_i k(t_i, t_i)$ is a constant).  For the Gaussian kernel of Cor E.3 every strip "
+        r"works and $|k(x + ib, t_i)| \le \exp(\zeta^2 b^2)$, so Cor E.3 stands.",
+        of="369ecc22"),
     "kernel.corE3.M-constant": Tex(
         r"$(2\pi)^{-1/2} \int |\exp(-(x+ib)^2/2)| \,dx = (2\pi)^{-1/2} \exp(b^2/2)$, so "
         r"$M = (2\pi)^{-1/2} e^{a^2/2}$ in Thm E.1.",
@@ -148,6 +172,14 @@ LATEX = {
         r"$\exp(C - A(f))$ (App. E.1) gives the same density and $A(f)$, also where $\exp(f)$ itself under- or "
         r"overflows.",
         of="ea907867"),
+    "kernel.eq5.deformed-exp-log": Tex(
+        r"$\exp_\beta(t) = [1 + (1 - \beta) t]_+^{1/(1 - \beta)}$ ($\exp$ for $\beta = 1$, zero off the support "
+        r"$1 + (1 - \beta) t > 0$), $\log_\beta(t) = (t^{1-\beta} - 1)/(1 - \beta)$ ($\log$ for $\beta = 1$) "
+        r"inverts it on the support, $\exp_{2-\alpha}$ ($\beta = 2 - \alpha$) is the attention's density map, "
+        r"$\log_\alpha$ the deformed log-normaliser (index $\alpha$), and $\frac{d}{dx} \exp_{2-\alpha}(x) = "
+        r"\exp_{2-\alpha}(x)^{2-\alpha}$ (the indicator of the support for $\alpha = 2$): as the library computes "
+        r"them, to float64 rounding.",
+        of="7ed6ea2c"),
     "kernel.eq6.ridge-closed-form": Tex(
         r"$B^* = \operatorname{argmin}_B \|B F - H\|_F^2 + \lambda \|B\|_F^2 = H F^\top (F F^\top + \lambda "
         r"I_N)^{-1}$.",
@@ -168,6 +200,20 @@ LATEX = {
         r"The Gateaux derivative of $A_\alpha$ is the escort expectation: $A'(f)(\psi) = \int p_f^{2-\alpha} \psi "
         r"\,dQ \big/ \int p_f^{2-\alpha} \,dQ$.",
         of="42491112"),
+    "kernel.lemmaD4.proof-sign": Tex(
+        r"$dp(f; \psi)(t) = p_f^{2-\alpha}(t)\, (\psi(t) + dA_\alpha(f; \psi))$.",
+        r"$dp(f; \psi)(t) = p_f^{2-\alpha}(t)\, (\psi(t) - dA_\alpha(f; \psi))$, as in the lines before and after "
+        r"it ($\frac{d}{d\eta}$ of $\exp_{2-\alpha}(f + \eta \psi - A_\alpha(f + \eta \psi))$); Lemma D.4 is "
+        r"unaffected.",
+        of="b76a22dd"),
+    "kernel.lemmaD5.gradient-norm-step": Tex(
+        r"$\|\nabla\Omega_\alpha(p_g)\|_1 = \frac{1}{\alpha-1} \int \exp_{2-\alpha}(g - A(g)) \,dQ \le "
+        r"\frac{1}{\alpha-1} \exp_{2-\alpha}(2 \|g\|_\infty)$.",
+        r"$\|\nabla\Omega_\alpha(p_g)\|_1 = \frac{1}{\alpha-1} \int p_g^{\alpha-1} \,dQ$ (the printed integrand is "
+        r"$p_g$ itself, whose integral is 1: the two agree only at $\alpha = 2$); the bound by $\frac{1}{\alpha-1} "
+        r"\exp_{2-\alpha}(2 \|g\|_\infty)$ still holds ($\int p_g^{\alpha-1} \,dQ \le (\int p_g \,dQ)^{\alpha-1} = "
+        r"1$ for $Q(S) = 1$, and $\exp_{2-\alpha}(2 \|g\|_\infty) \ge 1$), so (ii) is unaffected.",
+        of="5eac43db"),
     "kernel.lemmaD5.constants": Tex(
         r"(i) $\|p_f - p_g\|_\infty \le 2 M_{\exp} \|f - g\|_\infty$ with $M_{\exp} \ge \sup \exp_{2-\alpha}(h - "
         r"A(h))^{2-\alpha}$ ($M_{\exp} = 1$ for $\alpha = 2$); (ii) $0 \le B_\Omega(p_f, p_g) \le \frac{1}"
@@ -205,8 +251,10 @@ LATEX = {
     "kernel.ref.super-exponential-rate": Tex(
         r"For an entire integrand (the standard normal density, $f = 0$) the trapezoid error on $\mathbb{R}$ falls "
         r"faster than any exponential in $1/h$: it follows $2 \exp(-2\pi^2 / h^2)$ (ratio within $[0.9, 1.1]$) and "
-        r"the rate classifier labels it super-exponential.",
-        of="668dbaf7"),
+        r"the rate classifier labels it super-exponential -- the classifier that labels errors of known rate as "
+        r"such ($h^p$ algebraic with its slope, $e^{-c/h}$ exponential, $e^{-c/h^2}$ super-exponential, points at "
+        r"the float64 floor left out of the fit).",
+        of="31d9bf6b"),
     "kernel.ref.wide-domain": Tex(
         r"On $[-100, 100]$ with the uniform base, the verified mpmath $Z$ and context agree with scipy to "
         r"$10^{-12}$ (a reference split only at the kinks was off by $3 \times 10^{-4}$ in $Z$ here).",
@@ -217,6 +265,11 @@ LATEX = {
         r"In Table 9 kernel softmax has the highest accuracy (98.67) and F1 (92.56) of all eight rows, above kernel "
         r"sparsemax (98.42, 92.07): it beats every other mechanism, kernel sparsemax included.",
         of="2113d3a2"),
+    "kernel.termI.bound": Tex(
+        r"$B(p, p_\theta) \le \frac{1}{\alpha(\alpha-1)} \int |p^\alpha - p_\theta^\alpha| \,dQ + "
+        r"\frac{1}{\alpha-1} \|p_\theta^{\alpha-1}\|_1 \|p - p_\theta\|_\infty$, and the right-hand side tends to 0 "
+        r"as $\theta \to 0$ ($p_\theta = (p + \theta)/(1 + \theta)$).",
+        of="9026ce2e"),
     "kernel.termIII.gradient-bound": Tex(
         r"$\langle p - p_\theta, \nabla\Omega(p_\theta) - \nabla\Omega(p_\theta) \rangle \le \ldots$, with "
         r"$\|\nabla\Omega(p_\theta) - \nabla\Omega(p_g)\|_1 \le (\|p_\theta\|_\infty + \|p_\theta - "
