@@ -32,9 +32,10 @@ def premise_deviation(m, L, M, R, By=None, seed=99, B=2, I=4, tau_dim=None) -> f
     tau[0, 0] *= 100.0
     y[0, 1] = 300.0
     with torch.no_grad():
-        got = m(tau, y)
+        got, literal = m(tau, y), m.forward_literal(tau, y)
     want = ref.bai_reference(paper_params(m), L, M, tau, y, R, By)
-    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-300))
+    scale = want.abs().max().clamp_min(1e-300)
+    return max(float((got - want).abs().max() / scale), float((literal - want).abs().max() / scale))
 
 GRID = np.logspace(-6, 8, 29)
 LS = (1, 2, 3, 5, 10, 50, 200)
@@ -244,7 +245,8 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
 
 
 PREMISE_TOL = 1e-12
-BAI_VOUCHES = ("experiments.models.efa_theory.BaiEFA.forward", "experiments.models.efa_theory.BaiEFA.columns",
+BAI_VOUCHES = ("experiments.models.efa_theory.BaiEFA.forward", "experiments.models.efa_theory.BaiEFA.forward_literal",
+               "experiments.models.efa_theory.BaiEFA.transformer", "experiments.models.efa_theory.BaiEFA.columns",
                "experiments.models.efa_theory.BaiEFA.embed", "experiments.models.efa_theory.BaiEFA._layer",
                "experiments.models.efa_theory.clip_norm")
 

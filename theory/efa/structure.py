@@ -524,11 +524,11 @@ def check_eq3(seed=4) -> "Evidence":
 
 EQ3_VOUCHES = tuple(f"numerics.expfam.{c}.{f}" for c, fs in (
     ("ExpFamily", ("log_prob", "inner")),
-    ("Gaussian", ("natural", "log_partition", "log_base")),
-    ("PoissonV1", ("natural", "log_partition", "log_base")),
-    ("PoissonV2", ("natural", "log_partition", "log_base")),
-    ("Bernoulli", ("natural", "log_partition", "log_prob")),
-    ("Categorical", ("inner", "log_partition", "log_prob"))) for f in fs) + (
+    ("Gaussian", ("natural", "sufficient", "log_partition", "log_base")),
+    ("PoissonV1", ("natural", "sufficient", "log_partition", "log_base")),
+    ("PoissonV2", ("natural", "sufficient", "log_partition", "log_base")),
+    ("Bernoulli", ("natural", "sufficient", "log_partition", "log_prob")),
+    ("Categorical", ("natural", "inner", "log_partition", "log_prob"))) for f in fs) + (
     "numerics.exact.softplus", "numerics.exact.bernoulli_nll",
     "experiments.models.efa.EFAValue.loglik", "experiments.models.efa.EFAValue.forward",
     "experiments.models.efa.EFACategorical.loglik", "experiments.models.efa.EFACategorical.forward")

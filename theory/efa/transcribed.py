@@ -117,6 +117,7 @@ STACK_VOUCHES = (
     "experiments.models.efa.EFACategorical.context",
     "experiments.models.efa.EFACategorical.loglik",
     "experiments.models.efa.EFACategorical.nll",
+    "experiments.models.efa._masked_mean",
     "experiments.models.efa.EFACategorical.attention_weights",
     "experiments.models.efa.EFACategorical._columns",
     "experiments.models.efa.AttentionStack.forward",
@@ -349,8 +350,30 @@ def check_family_functions(families=None) -> "Evidence":
                     1.0, abs(want), abs(v) * max(1.0, abs(yv)),
                     math.exp(min(abs(v), 700.0)) if fam.name.startswith("poisson") and v > 0 else 1.0)
                 dc = max(dc, abs(lib - want) / scale)
-        per[repr(fam)] = dict(mean=dm, code_loss=dc)
-        worst = max(worst, dm, dc)
+        # nll(out, y) = -log p(y | out), against the printed density (relative to its largest term)
+        dn = 0.0
+        for v in LOSS_POINTS:
+            for yv in _ys(fam):
+                o = _cat_out(v) if fam.name == "categorical" else v
+                out = torch.tensor(o, dtype=torch.float64)
+                y = torch.tensor(yv, dtype=torch.long if fam.name == "categorical" else torch.float64)
+                want = -ref.logpdf_reference(fam, o, yv)
+                scale = abs(want) if fam.name == "bernoulli" else max(
+                    1.0, abs(want), abs(v) * max(1.0, abs(yv)),
+                    math.exp(min(abs(v), 700.0)) if fam.name.startswith("poisson") and v > 0 else 1.0)
+                dn = max(dn, abs(float(fam.nll(out, y)) - want) / scale)
+        # the Poisson raw output of a rate: z = log(rate) (v1, rate of y - 1), log(rate - 1) (v2, rate > 1)
+        dr = 0.0
+        if fam.name.startswith("poisson"):
+            import mpmath as mp
+
+            for rate in (1.0 + 1e-9, 1.5, 3.0, 20.0, 1e6):
+                z = float(fam.out_from_rate(torch.tensor(rate, dtype=torch.float64)))
+                with mp.workdps(ref.DPS):
+                    want = float(mp.log(mp.mpf(rate) - (1 if fam.name == "poisson_v2" else 0)))
+                dr = max(dr, abs(z - want) / abs(want))
+        per[repr(fam)] = dict(mean=dm, code_loss=dc, nll=dn, out_from_rate=dr)
+        worst = max(worst, dm, dc, dn, dr)
     return holds_if(worst < TOL, measured=worst,
                     tolerance=f"mean: relative {TOL:g}; code loss: {TOL:g} relative to its largest term (Bernoulli: "
                               "to itself)",
@@ -359,20 +382,25 @@ def check_family_functions(families=None) -> "Evidence":
                                 "p(1), Categorical p(c); the Gaussian's raw output is its mean), at z in [-3, 3]; "
                                 "code_loss(out, y) against the losses of the authors' code in mpmath (MSE, "
                                 "e^z - (y - 1) z, 1 + e^z - y log(1 + e^z), cross-entropies) at z = 0, +-0.4 .. "
-                                "+-3 and beyond F.softplus's threshold (+-21, +-40; Bernoulli +-700)",
+                                "+-3 and beyond F.softplus's threshold (+-21, +-40; Bernoulli +-700); nll(out, y) "
+                                "against minus the printed log-density there; the Poisson raw output of a rate "
+                                "(log rate, log(rate - 1)) against mpmath",
                     per_family=per)
 
 
 FAMILY_VOUCHES = tuple(f"numerics.expfam.{c}.{f}" for c in ("Gaussian", "PoissonV1", "PoissonV2", "Bernoulli",
-                                                           "Categorical") for f in ("mean", "code_loss"))
+                                                           "Categorical") for f in ("mean", "code_loss")) + (
+    "numerics.expfam.ExpFamily.nll", "numerics.expfam.PoissonV1.out_from_rate",
+    "numerics.expfam.PoissonV2.out_from_rate")
 
 
 @claim("efa.sec2-2.family-mean-code-loss",
        reference="Sec 2.2 (ExpFam(kappa)), Sec 3.3, Remark 11, footnote 3; the authors' code losses",
        statement="For each family of the paper (Gaussian with known sigma^2, Poisson v1 y - 1 ~ Poisson(e^z) and "
                  "v2 y ~ Poisson(1 + e^z), Bernoulli, Categorical) the mean prediction is E[y] under the printed "
-                 "density at kappa, and the loss the authors' code minimised is the MSE, the Poisson negative "
-                 "log-likelihood without its log-factorial, or the cross-entropy, at every raw output.",
+                 "density at kappa, the negative log-likelihood is minus its log-density, and the loss the "
+                 "authors' code minimised is the MSE, the Poisson negative log-likelihood without its "
+                 "log-factorial, or the cross-entropy, at every raw output.",
        method="mpmath", vouches_for=FAMILY_VOUCHES)
 def _family_functions():
     return check_family_functions()
