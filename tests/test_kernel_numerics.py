@@ -77,6 +77,20 @@ def test_alpha_division_identity():
         assert abs((log_alpha(x, a) - log_alpha(y, a) - log_alpha(d, a)).item()) < 1e-13
 
 
+def test_alpha_division_twins_agree_where_no_quotient_exists():
+    """Where x^(1-alpha) - y^(1-alpha) + 1 <= 0 no x (/)_alpha y exists (log_alpha x - log_alpha y >= 1/(alpha-1)):
+    both twins give +inf, the limit as the bracket falls to 0 (the mpmath twin gave 0)."""
+    import mpmath as mp
+
+    from attnlab.numerics.deformed_exp import mp_alpha_division
+
+    for a, x, y in ((2.0, 3.0, 0.5), (1.5, 10.0, 0.2)):
+        assert alpha_division(torch.tensor(x, dtype=D64), torch.tensor(y, dtype=D64), a).item() == math.inf
+        assert mp_alpha_division(mp.mpf(x), mp.mpf(y), a) == mp.inf
+    q = mp_alpha_division(mp.mpf(2.3), mp.mpf(0.7), 1.5)
+    assert abs(float(q) - alpha_division(torch.tensor(2.3, dtype=D64), torch.tensor(0.7, dtype=D64), 1.5).item()) < 1e-14
+
+
 def test_softplus_gap_is_ln2_over_rho():
     x = torch.linspace(-3, 1, 4001, dtype=D64)
     for rho in (1.0, 5.0, 10.0):
