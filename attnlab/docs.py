@@ -37,6 +37,16 @@ NON_CLAIMS = (
      "The best constant predictor of Table 2's losses scores 0.995 (v1) / 0.542 (v2).",
      "These values come out only with the mean rating rounded to 2.1; `efa.table2.constant-predictor` checks "
      "the constant fitted from the data (0.993 / 0.527) against every Table 2 entry."),
+    ("efa", "App. D (Wainwright Ex. 5.8; Bai et al. Prop B.4, Cor L.1)",
+     "log N(delta; B(r), |||.|||) <= d log(1 + 2r/delta), and Prop B.4 gives sup_theta |X_theta| <= 2 C B_y^2 "
+     "sqrt((d log(4 + 4(L+1) B_H^L B_Theta B / B_y) + log(1/xi)) / F) with probability 1 - xi.",
+     "Cited results, taken as given: the volumetric covering bound holds for the ball of any norm on R^d "
+     "(|||.||| is one: every parameter enters one of its operator norms), and Prop B.4's constant C is "
+     "unspecified, so the bound on sup |X_theta| has no number to test.  What App. D supplies to them are "
+     "claims: d (`efa.thm2.parameter-count`), |l| <= 2 B_y^2 and the Lipschitz steps "
+     "(`efa.thm2.loss-bound-lipschitz`, `efa.thm2.transformer-lipschitz`), the log constant "
+     "(`efa.thm2.log-constant`, `efa.thm2.log-constant-proof`), the last line (`efa.thm2.erm-decomposition`) "
+     "and the rate on data (`efa.thm2.excess-loss-rate`)."),
     ("bidir", "App. F (question counts)",
      "The analogy data set has 2,278 semantic and 7,244 syntactic questions over the three vocabularies.",
      "Only the printed arithmetic is a claim (`bidir.app-f.question-counts`); counting the data set needs "
