@@ -1045,11 +1045,11 @@ def check_lemmaD4(alphas=(1.5, 2.0)):
             # weight h per support edge, times max |psi|, over int p^{2-alpha}
             allow_A = 1e-6
             allow_d = 1e-6 + (h * len(kinks) * float(np.abs(pg.numpy()).max()) / float(den) if alpha == 2.0 else 0.0)
-            dev_A = abs(float(tau) - float(A))
+            dev_A = abs(float(tau.detach()) - float(A))
             dev_d = max(abs(d_lib - float(escort)), abs(e_lib - float(escort))) / abs(float(escort))
             ok &= rel < 1e-6 and dev_A <= allow_A and dev_d <= allow_d
             rows[alpha] = dict(A=mp.nstr(A, 12), finite_difference=mp.nstr(fd, 14), escort=mp.nstr(escort, 14),
-                               relative_error=rel, library_A=float(tau), library_A_abs_err=dev_A,
+                               relative_error=rel, library_A=float(tau.detach()), library_A_abs_err=dev_A,
                                library_derivative=d_lib, library_escort=e_lib, library_rel_err=dev_d,
                                library_allowance=allow_d)
     return holds_if(ok, measured=rows,
