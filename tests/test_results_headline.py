@@ -179,8 +179,9 @@ def test_report_shows_the_headline_first_and_the_rest_collapsed(root, tmp_path):
     assert {r["verdict"] for r in insta["rows"]} == {"reproduced on a substitute"}
     env = report._environment()
     page = {"paper": "efa", "title": "t", "claims": [], "errata": [], "findings": [], "counts": [], "surprises": [],
-            "compare": [], "results": res, "figures": []}
-    html = env.get_template("paper.html").render(page=page, nav=[], claims_source="x", results_root="r")
+            "compare": [], "results": res, "figures": [], "links": []}
+    html = env.get_template("paper.html").render(page=page, nav=[], claims_source="x", results_root="r",
+                                                      scale=report.verdict_scale())
     section = html.split('id="results"', 1)[1]
     head, rest = section.split('<details id="results-all">', 1)
     assert "reproduced on a substitute" in head and "train CE" not in head
