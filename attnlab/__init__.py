@@ -10,24 +10,29 @@ __version__ = "0.1.0"
 __all__ = ["verify", "compare", "__version__"]
 
 
-def verify(paper: str | None = None, claims=None, tier: str = "fast") -> list[dict]:
-    """Run claims (all of a paper and tier, or the given ids) and return one record per claim as a
-    dict: id, verdict, expected, ok, measured, tolerance, explanation, seconds (as ``attnlab verify
-    --json``).  Bad arguments raise attnlab.errors.UsageError."""
+def verify(paper: str | None = None, claims=None, tier: str | None = None) -> list[dict]:
+    """Run claims (all of a paper and tier, or the given ids or globs of ids such as 'fenchel.thm1.*') and
+    return one record per claim as a dict: id, verdict, expected, ok, measured, tolerance, explanation,
+    seconds (as ``attnlab verify --json``).  The arguments are those of ``attnlab verify`` (--paper,
+    --claim, --tier; tier defaults to fast) and are checked the same way: a claim id of another paper or
+    tier than the one given is refused, not run.  Bad arguments raise attnlab.errors.UsageError."""
+    import argparse
+
     from attnlab import catalog
+    from attnlab.cli import _select
     from attnlab.errors import UsageError
 
-    if tier not in ("fast", "slow", "all"):
-        raise UsageError(f"tier must be fast, slow or all; got {tier!r}")
-    if paper is not None and paper not in catalog.PAPERS:
-        raise UsageError(f"paper must be one of {', '.join(catalog.PAPERS)}; got {paper!r}")
-    if claims:
-        try:
-            selected = [catalog.get_claim(c) for c in ([claims] if isinstance(claims, str) else claims)]
-        except KeyError as exc:
-            raise UsageError(f"unknown claim id {exc.args[0]!r} (see attnlab list)") from None
-    else:
-        selected = catalog.all_claims(paper=paper, tier=tier)
+    if claims is not None:
+        ids = [claims] if isinstance(claims, str) else claims
+        if (not isinstance(ids, (list, tuple)) or not ids
+                or not all(isinstance(c, str) and c.strip() for c in ids)):
+            raise UsageError(f"claims must be a claim id or a non-empty list of claim ids (see attnlab list); "
+                             f"got {claims!r}")
+        claims = list(ids)
+    for name, value in (("paper", paper), ("tier", tier)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{name} must be a string; got {value!r}")
+    selected = _select(argparse.Namespace(paper=paper, tier=tier, claim=claims))
     return [catalog.run_claim(c).to_json() for c in selected]
 
 
@@ -41,39 +46,70 @@ def compare(name: str, **kwargs):
     from attnlab.errors import UsageError
 
     if name == "fenchel":
-        import numpy as np
-
-        unknown = sorted(set(kwargs) - {"T", "u", "z", "alphas", "seed", "cvxpy"})
-        if unknown:                     # a misspelt key (alpha for alphas) was ignored
-            raise UsageError(f"compare('fenchel'): unknown argument(s) {', '.join(unknown)}; "
-                             "the arguments are T, u, z, alphas, seed, cvxpy")
-
-        from attnlab.numerics.entropic_dual import check_instance
         from attnlab.theory.fenchel import compare as fc
 
-        if {"T", "u", "z"} - set(kwargs):
-            T, u, z, alphas = fc.random_instance(int(kwargs.get("seed", 0)))
-        else:
-            T, u, z = check_instance(np.asarray(kwargs["T"], float), np.asarray(kwargs["u"], float),
-                                     np.asarray(kwargs["z"], float))
-            alphas = None
-        alphas = list(kwargs.get("alphas") or alphas or fc.DEFAULT_ALPHAS)
-        use = bool(kwargs.get("cvxpy", True))          # without cvxpy, the hull projection (a QP) is skipped too
-        return fc.compare(T, u, z, alphas, cvxpy=use, limit=use)
+        return fc.api(kwargs)          # validated as the command line validates (UsageError naming the argument)
     if name == "kernel-quadrature":
+        from attnlab.theory.fenchel.compare import _plain
         from attnlab.theory.kernel import compare as kc
 
+        # numpy arrays and scalars, tuples: the plain lists and numbers of an instance file
+        plain = {k: (v.item() if hasattr(v, "item") and getattr(v, "ndim", 1) == 0 else _plain(v, k))
+                 for k, v in kwargs.items()}
+        allow_large = plain.pop("allow_large", False)
+        if not isinstance(allow_large, bool):
+            raise UsageError(f"compare('kernel-quadrature'): allow_large must be True or False; got {allow_large!r}")
         try:
-            inst = kc.validate(dict(kwargs))
+            inst = kc.validate(plain)
         except kc.InstanceError as exc:
             raise UsageError(str(exc)) from None
+        cost = kc.estimate(inst)
+        if cost["seconds"] > kc.LARGE_SECONDS and not allow_large:     # as the command line's --allow-large
+            raise UsageError(f"compare('kernel-quadrature'): estimated at ~{cost['seconds']:.0f} s (the mpmath "
+                             f"reference: {cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at "
+                             f"{inst['dps']} digits); pass allow_large=True to run it anyway")
         return kc.compare(inst)
     if name == "efa-fm":
         from attnlab.theory.efa import compare as ec
 
-        return ec.compare(**kwargs)
+        _known(name, kwargs, ("prop", "seed"))
+        prop = kwargs.get("prop")
+        if prop is not None and (isinstance(prop, bool) or prop not in ec.PROPS):
+            raise UsageError(f"compare('efa-fm'): prop must be 1, 2 or 3 (or None: all three); got {prop!r}")
+        seed = _seed(name, kwargs.get("seed", 0))
+        return [ec.compare(p, seed) for p in ec.PROPS] if prop is None else ec.compare(int(prop), seed)
     if name == "bidir-moe":
         from attnlab.theory.bidir import compare as bc
 
-        return bc.compare(**kwargs)
+        _known(name, kwargs, ("heads", "layers", "seed", "batch", "init_std"))
+        for key, hi in (("heads", bc.MAX_HEADS), ("layers", bc.MAX_LAYERS), ("batch", 100_000)):
+            v = kwargs.get(key, 1)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+                raise UsageError(f"compare('bidir-moe'): {key} must be an integer in 1..{hi}; got {v!r}")
+        seed = _seed(name, kwargs.get("seed", 0))
+        try:
+            return bc.compare(**{**kwargs, "seed": seed})
+        except ValueError as exc:       # init_std
+            raise UsageError(f"compare('bidir-moe'): {exc}") from None
     raise UsageError(f"unknown comparison {name!r}; valid: fenchel, kernel-quadrature, efa-fm, bidir-moe")
+
+
+def _known(name: str, kwargs: dict, allowed: tuple) -> None:
+    from attnlab.errors import UsageError
+
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise UsageError(f"compare({name!r}): unknown argument(s) {', '.join(unknown)}; the arguments are "
+                         f"{', '.join(allowed)}")
+
+
+def _seed(name: str, seed) -> int:
+    """A seed as the command line takes it: an integer in 0..2**32-1 (not a bool, not 1.5)."""
+    from attnlab.errors import UsageError
+    from attnlab.experiment import MAX_SEED
+
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"compare({name!r}): seed must be an integer in 0..{MAX_SEED}; got {seed!r}")
+    return int(seed)

@@ -113,14 +113,18 @@ def _write_json(obj, dest: str) -> None:
     else:
         from attnlab.experiment import atomic_write_text
 
-        atomic_write_text(dest, text)
+        try:
+            atomic_write_text(dest, text)
+        except OSError as exc:                 # what the check before the work could not foresee (a full disk)
+            raise UsageError(f"--json {dest}: cannot write it ({exc.strerror or exc})") from None
 
 
 def _select(args) -> list:
     from attnlab import catalog
 
-    tier = _choice(args.tier or "fast", TIERS, "tier")
-    paper = _choice(args.paper, PAPERS, "paper") if args.paper else None
+    # an empty --tier / --paper is refused, not read as "not given"
+    tier = _choice("fast" if args.tier is None else args.tier, TIERS, "tier")
+    paper = _choice(args.paper, PAPERS, "paper") if args.paper is not None else None
     if getattr(args, "claim", None):
         out, named = [], []
         ids = [c.id for c in catalog.all_claims()]
@@ -154,7 +158,7 @@ def _select(args) -> list:
 
 
 def _check_json_dest(args) -> None:
-    if getattr(args, "json", None) and args.json != "-":
+    if getattr(args, "json", None) is not None and args.json != "-":
         from attnlab.experiment import check_writable
 
         check_writable(args.json, "--json")
@@ -272,6 +276,15 @@ def _dispatch(table: dict, target: str | None, rest: list[str], what: str) -> in
     return call(getattr(mod, func), rest)
 
 
+def _check_results_folder(args, root) -> None:
+    """--results-dir or $ATTNLAB_RESULTS naming no folder (a typo, a file): one line, not an empty table."""
+    import os
+
+    if not root.is_dir() and (args.results_dir or os.environ.get("ATTNLAB_RESULTS")):
+        where = "--results-dir" if args.results_dir else "$ATTNLAB_RESULTS"
+        raise UsageError(f"{where} {root}: " + ("is a file, not a folder" if root.exists() else "no such folder"))
+
+
 def cmd_results(args) -> int:
     from pathlib import Path
 
@@ -280,10 +293,11 @@ def cmd_results(args) -> int:
 
     _choice(args.paper, PAPERS, "paper")
     _choice(args.format, TABLE_FORMATS, "--format")
+    if args.config is not None and not args.config.strip():
+        raise UsageError("--config is empty; give a config name (quick, full, or a named one such as cpu)")
     _check_json_dest(args)
     root = Path(results_root(args, read=True))
-    if args.results_dir and not root.is_dir():
-        raise UsageError(f"--results-dir {root}: no such folder")
+    _check_results_folder(args, root)
     if args.wall_times and args.per_seed:
         raise UsageError("--per-seed and --wall-times are two different tables; give one of them")
     if args.wall_times or args.per_seed:
@@ -362,11 +376,10 @@ def cmd_figures(args) -> int:
     n = 0
     # ./paper_figures of the working directory by default (the repository's folder when run there), never
     # into an installed package
-    out_dir = Path(args.out) if args.out else Path("paper_figures")
     from attnlab.experiment import check_folder
 
-    check_folder(out_dir, "--out")               # a file there or on the way to it: one line, before drawing
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # a file there or on the way to it, an empty name, a folder that cannot be made: one line, before drawing
+    out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
     missing = []
     from attnlab.paper_figures.style import vector_output
 
@@ -422,12 +435,10 @@ def cmd_report(args) -> int:
 
     papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(PAPERS)
     root = Path(results_root(args, read=True))
-    if args.results_dir and not root.is_dir():
-        raise UsageError(f"--results-dir {root}: no such folder")
-    out = Path(args.out)
+    _check_results_folder(args, root)
     from attnlab.experiment import check_folder
 
-    check_folder(out, "--out")
+    out = check_folder(args.out, "--out")
     check_writable(str(out / "index.html"), "--out")
     size = _window_size(args.screenshot_size)
     if args.screenshots:

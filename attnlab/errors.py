@@ -16,9 +16,39 @@ class UsageError(ValueError):
 import argparse  # noqa: E402
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's default `store`, except that an option given twice with different values is refused
+    (``--seed 1 --seed 2`` ran seed 2 only; ``--claim a --claim b`` ran b only): the same value twice is
+    harmless and allowed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(parser, "_attnlab_seen", None)
+        if seen is not None and option_string is not None:
+            if self.dest in seen and seen[self.dest][1] != values:
+                first, value = seen[self.dest]
+                shown = lambda v: " ".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
+                raise UsageError(f"{parser.prog}: {option_string} given twice ({first} {shown(value)[:60]}, "
+                                 f"{option_string} {shown(values)[:60]}); give it once")
+            seen[self.dest] = (option_string, values)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with the one error path: a bad argument raises UsageError (one line, exit 2) instead
-    of printing the usage block and calling sys.exit; --help still prints the help and exits 0."""
+    of printing the usage block and calling sys.exit; --help still prints the help and exits 0.  An
+    option given twice with different values is refused rather than the last one silently winning."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        previous, self._attnlab_seen = getattr(self, "_attnlab_seen", None), {}
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._attnlab_seen = previous
 
     def error(self, message: str):
         raise UsageError(f"{self.prog}: {message}")

@@ -50,6 +50,8 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     """Fail early, before any work, when `path` cannot be written: UsageError naming the argument."""
     from attnlab.errors import ArgumentParser, UsageError
 
+    if not str(path).strip():                   # Path("") is "." (the current folder): never meant
+        raise UsageError(f"{what} is empty; give a file name")
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     probe = _check_names(path, what)
@@ -61,6 +63,14 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
         raise UsageError(f"{what} {path}: cannot write there ({probe} is not a writable folder)")
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{what} {path}: the file exists and is not writable")
+    # what access() cannot tell (/proc, a read-only mount, a process running as root): try, in the folder or,
+    # when it is still to be made, in the existing folder it will be made in
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".attnlab-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
     return path
 
 
@@ -100,6 +110,8 @@ def check_folder(path: str | os.PathLike, what: str, make: bool = False) -> Path
     over the file system's limit)."""
     from attnlab.errors import UsageError
 
+    if not str(path).strip():                   # Path("") is "." (the current folder): never meant
+        raise UsageError(f"{what} is empty; give a folder")
     path = Path(path)
     probe = _check_names(path, what)
     if probe == path and not path.is_dir():
@@ -130,6 +142,16 @@ def _float_range_int(text: str) -> int:
     return x
 
 
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object whose keys are unique ({"T": ..., "T": ...} kept the last one silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {twice[:40]!r} appears twice in one object")
+    return out
+
+
 def _no_constant(name: str):
     raise ValueError(f"it holds {name}, a number that is not finite (and not JSON)")
 
@@ -146,7 +168,7 @@ def read_json(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path} is not UTF-8 text (a binary file?)") from None
     try:
         return json.loads(text, parse_float=_finite_float, parse_int=_float_range_int,
-                          parse_constant=_no_constant)
+                          parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not JSON ({exc.msg}, line {exc.lineno})") from None
     except RecursionError:
@@ -256,7 +278,7 @@ def parse_seeds(text: str) -> list[int]:
              f"of seeds in 0..{MAX_SEED}; got {text!r}")
     try:
         if "," in text:
-            seeds = [int(s) for s in text.split(",") if s.strip()]
+            seeds = [int(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
         elif "-" in text[1:]:
             a, b = (int(x) for x in text.split("-", 1))
             if b < a or b - a + 1 > MAX_SEEDS:
@@ -302,7 +324,7 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
     p.add_argument("--resume", action="store_true",
                    help="resume an interrupted run from its last checkpoint")
     p.add_argument("--force", action="store_true", help="re-run seeds whose record already exists")
-    p.add_argument("--results-dir", default=None,
+    p.add_argument("--results-dir", default=None, type=nonempty("--results-dir"),
                    help="where records go (default $ATTNLAB_RESULTS or ./results)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--threads", type=positive_int("--threads"), default=1,
@@ -339,6 +361,15 @@ def _serial(flag: str, runner: str, only: str):
                 f"{flag} {text}: attnlab run {runner} does its runs one after another in this process (it "
                 f"does not fan out); run seeds side by side as separate commands (--seed k) instead")
         return value
+    return parse
+
+
+def nonempty(what: str):
+    """An argparse type: a string that is not empty (a path: '' would silently mean the default)."""
+    def parse(text: str) -> str:
+        if not str(text).strip():
+            raise argparse.ArgumentTypeError(f"{what} is empty; give a path")
+        return text
     return parse
 
 
@@ -504,10 +535,13 @@ def parse_list(text, allowed, arg: str) -> list[str]:
     (an empty list, a value not allowed) is a UsageError naming the flag and what it allows."""
     from attnlab.errors import UsageError
 
-    vals = [v.strip() for v in str(text).split(",") if v.strip()]
-    bad = [v for v in vals if v not in allowed]
+    vals = [v.strip() for v in str(text).split(",")]
+    bad = [v for v in vals if v not in allowed]         # an empty item ('a,,b', 'a,') is not allowed either
     if bad or not vals:
         raise UsageError(f"{arg} must be a comma-separated subset of {', '.join(map(str, allowed))}; got {text!r}")
+    twice = sorted({v for v in vals if vals.count(v) > 1})
+    if twice:
+        raise UsageError(f"{arg} lists {', '.join(twice)} twice: {text!r}")
     return vals
 
 
@@ -546,6 +580,10 @@ def results_root(args=None, read: bool = False) -> Path:
     committed records (attnlab.evidence.committed_records: the repository's, or an installed package's
     copy), so that an install outside the repository shows the repository's results."""
     d = getattr(args, "results_dir", None) if args is not None else None
+    if d is not None and not str(d).strip():    # '' would silently mean $ATTNLAB_RESULTS or ./results
+        from attnlab.errors import UsageError
+
+        raise UsageError("--results-dir is empty; give a folder")
     chosen = d or os.environ.get("ATTNLAB_RESULTS")
     if chosen:
         return Path(chosen)
@@ -675,6 +713,7 @@ def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed
 
 
 _HELD: set = set()          # the run locks this process holds (absolute lock paths)
+LOCK_POLL_SECONDS = 1.0     # how often a run waiting for another process's lock on it tries again
 
 
 class RunContext:
@@ -727,11 +766,18 @@ class RunContext:
     def done(self) -> bool:
         """A record of this run already exists (and --force was not given).  A record at this path
         written with other config values (those both sides name) is not this run: refused with one line
-        rather than silently taken as done."""
-        if self._lock is None and not self._take_lock():   # said even under --quiet: the seed is not run here
-            print(f"attnlab: warning: {self.record_path}: another live process is running this run; skipping it "
-                  "here", file=sys.stderr)
-            return True
+        rather than silently taken as done.  While another live process holds the run (a second identical
+        command into the same results folder), this waits for it, saying so: then the record it wrote is
+        found (done), or, if it stopped without one, the run is done here -- never skipped unrecorded."""
+        if self._lock is None and not self._take_lock():   # said even under --quiet
+            holder = self._lock_holder()
+            print(f"attnlab: warning: {self.record_path}: another live process{holder} is running this run; "
+                  "waiting for it to finish (Ctrl-C to stop waiting) ...", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            while not self._take_lock():
+                time.sleep(LOCK_POLL_SECONDS)
+            print(f"attnlab: {self.record_path}: the other process let go of this run after "
+                  f"{_fmt_t(time.perf_counter() - t0)}", file=sys.stderr, flush=True)
         self._clean_temporaries()
         if not self.record_path.exists() or self.force:
             return False
@@ -766,6 +812,14 @@ class RunContext:
 
     def _lock_path(self) -> Path:
         return self.record_path.with_name(f".{self.record_path.name}.lock")
+
+    def _lock_holder(self) -> str:
+        """' (pid N)' of the process named in the lock file, or '' when it cannot be read."""
+        try:
+            pid = self._lock_path().read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return ""
+        return f" (pid {pid})" if pid.isdigit() else ""
 
     def _take_lock(self) -> bool:
         """Hold this run (results folder, experiment, config, tag, seed) for this process: False when another

@@ -19,6 +19,7 @@ under ``attnlab/templates/``.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -87,7 +88,20 @@ def read_claim_records(path: str | Path, option: str = "--verdicts") -> dict[str
     if bad is not None:
         raise UsageError(f"{option} {p}: claim {str(bad['id'])[:60]!r} has verdict {str(bad['verdict'])[:30]!r}; "
                          f"a verdict is one of {', '.join(VERDICTS)}")
-    return {r["id"]: r for r in data}
+    out: dict[str, dict] = {}
+    for r in data:                  # one claim twice with two verdicts: which one to show cannot be told
+        if r["id"] in out and out[r["id"]]["verdict"] != r["verdict"]:
+            raise UsageError(f"{option} {p}: claim {r['id'][:60]!r} appears twice, with verdicts "
+                             f"{out[r['id']]['verdict']!r} and {r['verdict']!r}; give one record per claim")
+        out[r["id"]] = r
+    from attnlab import catalog
+
+    known = {c.id for c in catalog.all_claims()}
+    stale = sorted(set(out) - known)
+    if stale:                       # written by another version of attnlab: not shown, said so
+        print(f"attnlab: warning: {option} {p}: {len(stale)} record(s) of claims this version does not have "
+              f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}) are not shown", file=sys.stderr)
+    return out
 
 
 def run_fast_claims(papers, progress=None) -> dict[str, dict]:

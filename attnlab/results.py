@@ -100,6 +100,24 @@ def _record_problem(rec) -> str | None:
     for k, kind in (("stopped", str), ("epochs_run", int), ("best_epoch", int), ("max_epochs", int)):
         if tr.get(k) is not None and (isinstance(tr[k], bool) or not isinstance(tr[k], kind)):
             return f"its 'training.{k}' is not a {kind.__name__} ({json.dumps(tr[k])[:30]})"
+        if kind is int and tr.get(k) is not None and tr[k] < 0:     # -3 epochs gave -6.1 s/epoch
+            return f"its 'training.{k}' is negative ({tr[k]})"
+    return None
+
+
+def _misplaced(path: Path, rec: dict) -> str | None:
+    """Why a record does not belong where it lies (None when it does): a record sits at
+    ``<experiment>/<config>/<name>.json``; one whose own experiment or config differs (copied or moved by
+    hand) would be counted as another experiment's or config's seed."""
+    folder, exp_folder = path.parent.name, path.parent.parent.name
+    from attnlab.registry import RUN
+
+    if exp_folder not in RUN and not exp_folder.startswith(tuple(f"{p}-" for p in ("efa", "bidir", "fenchel", "kernel"))):
+        return None                             # not laid out as a results folder: nothing to compare
+    if rec["experiment"] != exp_folder or rec["config"] != folder:
+        return (f"it says experiment {rec['experiment']!r}, config {rec['config']!r} but lies in "
+                f"{exp_folder}/{folder}/ (a copied or moved record); move it to "
+                f"{rec['experiment']}/{rec['config']}/ or remove it")
     return None
 
 
@@ -136,7 +154,7 @@ def read_records(paths, warn=None) -> list[dict]:
         except ValueError as exc:
             warn(f"skipping unreadable results record: {exc}")
             continue
-        problem = _record_problem(rec)
+        problem = _record_problem(rec) or _misplaced(Path(p), rec)
         if problem:
             warn(f"skipping results record {p}: {problem}")
             continue

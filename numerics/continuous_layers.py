@@ -31,7 +31,7 @@ from torch import nn
 from attnlab.numerics import kernel_layer_math as nca
 from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
                                          check_positive, check_qkv, check_scale, compute_dtype, deprecated,
-                                         sdpa_mask)
+                                         empty_attention, sdpa_mask)
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
               "kernel_softmax", "kernel_sparsemax")
@@ -160,6 +160,9 @@ def moments_from_discrete(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 # --------------------------------------------------------------------------- one-call sequence layer
 SEQUENCE_KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
+# the kernel bandwidth continuous_attention takes: 1 / (2 bandwidth^2) must stay a finite nonzero float64
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-100, 1e100
+MAX_TABLE_BYTES = 4 * 2 ** 30     # the input-independent tables of one (S, G, basis) key
 
 
 def _check_int(value, name: str, minimum: int) -> int:
@@ -255,17 +258,26 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             key_padding_mask, dropout_p = dropout_p, 0.0
     _check_choice("kind", kind, SEQUENCE_KINDS)
     _check_choice("kernel", kernel, KERNELS)
-    check_qkv(query, key, value)
+    batch = check_qkv(query, key, value)
     dropout_p = check_dropout(dropout_p)
     ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
     bandwidth = check_positive(bandwidth, "bandwidth")
+    if not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:   # 1/(2 bandwidth^2) divided by zero or overflowed
+        raise ValueError(f"bandwidth must be in [{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}] (the kernel's width on the "
+                         f"positions' [0, 1]); got {bandwidth!r}")
+    if basis is not None and not isinstance(basis, GaussianBasis):
+        raise ValueError(f"basis must be a GaussianBasis (or None: n_basis RBFs); got {type(basis).__name__}")
     alpha = _check_alpha_deformed(alpha)
     grid_size = _check_int(grid_size, "grid_size", 2)
     L, S, E = query.shape[-2], key.shape[-2], key.shape[-1]
     cdt, odt = compute_dtype(query, key, value)
     query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
     dev = query.device
-    mask = sdpa_mask(attn_mask, is_causal, L, S, dev)
+    mask = sdpa_mask(attn_mask, is_causal, L, S, dev, batch=batch)
+    if L == 0 or S == 0 or 0 in batch:         # no query, or no key to attend to: 0, as in SDPA
+        out, w, dens = empty_attention(query, key, value, odt, batch, (S, grid_size))
+        extra = ((w,) if return_weights else ()) + ((dens,) if return_density else ())
+        return (out, *extra) if extra else out
     if key_padding_mask is not None:
         warnings.warn("continuous_attention(key_padding_mask=...) is deprecated; pass attn_mask=~key_padding_mask"
                       "[:, None, :] (True = attend, as in scaled_dot_product_attention)", DeprecationWarning,
@@ -278,6 +290,10 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     if basis is None:
         n_basis = _check_int(n_basis, "n_basis", 2)
         centres = widths = None
+        tables = 8 * n_basis * (n_basis + S + grid_size + 2)    # the cached tables (float64 Gram, F, M, WPsi)
+        if tables > MAX_TABLE_BYTES:
+            raise ValueError(f"n_basis = {n_basis} needs ~{tables / 2 ** 30:.0f} GiB of tables (n_basis x (n_basis + "
+                             f"S + grid_size)), over {MAX_TABLE_BYTES / 2 ** 30:g} GiB; use fewer basis functions")
     else:
         n_basis, centres, widths = basis.n, tuple(basis.mu.tolist()), tuple(basis.sigma.tolist())
     tab = _sequence_tables(S, grid_size if kind.startswith("kernel") else 0, n_basis, centres, widths, kernel,
@@ -361,11 +377,13 @@ class _ShiftedRelu(torch.autograd.Function):
     @staticmethod
     def forward(ctx, f, c: float, inplace: bool = False):
         m, idx = f.max(-1, keepdim=True)
+        # (f - max f) + c, in that order: m - c rounds to m once |m| >~ c / eps (1e7 in float32), which
+        # made every u 0 and the context 0/0
         if inplace:                                  # f is a temporary of the caller's: no (L, G) allocation
             ctx.mark_dirty(f)
-            u = f.sub_(m - c).relu_()
+            u = f.sub_(m).add_(c).relu_()
         else:
-            u = torch.sub(f, m - c).relu_()
+            u = torch.sub(f, m).add_(c).relu_()
         ctx.save_for_backward(idx, u)
         return u
 
@@ -386,7 +404,7 @@ class _SparsemaxMoments(torch.autograd.Function):
     def forward(ctx, x, y, W):
         u = torch.matmul(x, y)
         m, idx = u.max(-1, keepdim=True)
-        u.sub_(m - 1.0).relu_()
+        u.sub_(m).add_(1.0).relu_()                 # (f - max f) + 1: m - 1 rounds to m at large scores
         ctx.save_for_backward(x, y, W, u, idx)
         return u @ W
 

@@ -15,8 +15,8 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_qkv,
-                                         check_scale, compute_dtype, sdpa_mask)
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_qkv, check_scale,
+                                         compute_dtype, empty_attention, sdpa_mask)
 
 __all__ = ["AttentionLayer", "EFAMultiheadAttention", "efa_attention", "ATTENTIONS", "CONVENTIONS"]
 
@@ -239,14 +239,17 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
         >>> bool(torch.allclose(efa_attention(q, k, v), ref, atol=1e-6))
         True
     """
-    check_qkv(query, key, value)
+    batch = check_qkv(query, key, value)
     _choice(attention, ATTENTIONS, "attention")
     dropout_p = check_dropout(dropout_p)
     L, S = query.shape[-2], key.shape[-2]
     cdt, odt = compute_dtype(query, key, value)
     query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
-    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device), cdt)
+    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device, batch=batch), cdt)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else check_scale(scale)
+    if L == 0 or S == 0 or 0 in batch:         # no query, or no key to attend to: 0, as in SDPA
+        out, w = empty_attention(query, key, value, odt, batch, (S,))
+        return (out, w) if return_weights else out
     s = scale * (query @ key.transpose(-1, -2))
     if attention == "softmax":
         if mask is not None:

@@ -29,8 +29,8 @@ from torch import nn
 from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
-                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated, sdpa_mask,
-                                         shift_rows)
+                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated,
+                                         empty_attention, sdpa_mask, shift_rows)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -815,20 +815,32 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         >>> bool(torch.allclose(fenchel_attention(q, k, v, is_causal=True, exact=False), ref, atol=1e-6))
         True
     """
-    check_qkv(query, key, value)
+    batch = check_qkv(query, key, value)
     dropout_p = check_dropout(dropout_p)
+    if not isinstance(exact, bool):             # exact="no" was truthy
+        raise ValueError(f"exact must be True or False; got {exact!r}")
     L, S = query.shape[-2], key.shape[-2]
     cdt, odt = compute_dtype(query, key, value)
     query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
-    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device), cdt)
+    mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device, batch=batch), cdt)
     if log_u is not None:
         if not torch.is_tensor(log_u) or not log_u.dtype.is_floating_point:
             raise ValueError(f"log_u must be a floating-point tensor; got "
                              f"{log_u.dtype if torch.is_tensor(log_u) else type(log_u).__name__}")
+        _check_broadcast(log_u, (*batch, L, S), "log_u", "(..., L, S)")
         log_u = shift_rows(log_u.to(cdt))
     E = query.shape[-1]
     scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
+    alpha = check_alpha(alpha, query)
+    if alpha.dim():
+        _check_broadcast(alpha, (*batch, L), "alpha", "(..., L) (one reliability per query)")
+    if L == 0 or S == 0 or 0 in batch:         # no query, or no key to attend to: 0, as in SDPA
+        out, p = empty_attention(query, key, value, odt, batch, (S,))
+        return (out, p) if return_weights else out
     K = scale * key                                                   # templates, (..., S, E)
+    if not bool(torch.isfinite(K).all()):      # an inf template (or scale * key overflowing) stalled the solver
+        raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
+                         f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
     lu = torch.zeros(1, S, dtype=cdt, device=query.device) if log_u is None else log_u
     if mask is not None:
         # log u and the mask, each shifted so that its largest entry is 0, and large finite entries
@@ -842,7 +854,6 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
             lu = mask
     if lu.dim() == 1:
         lu = lu.unsqueeze(0)                                          # (1, S): shared by all queries
-    alpha = check_alpha(alpha, query)
     # a query whose keys are all masked attends to nothing: its output (and weights) are 0, as in
     # scaled_dot_product_attention; the solver sees an unmasked row in its place
     empty = torch.isneginf(lu).all(-1, keepdim=True)
@@ -850,7 +861,10 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     if has_empty:
         lu = torch.where(empty, torch.zeros_like(lu), lu)
     if exact:
-        out, p = _ExactAttention.apply(K, lu, query, alpha, value)
+        # (values without features, Ev = 0: the weights need one column to go through the solver)
+        v1 = value if value.shape[-1] else value.new_zeros(*value.shape[:-1], 1)
+        out, p = _ExactAttention.apply(K, lu, query, alpha, v1)
+        out = out if value.shape[-1] else out[..., :0]
     else:
         lam = alpha.unsqueeze(-1) * query if alpha.dim() else alpha * query
         p = torch.softmax(lu + lam @ K.transpose(-1, -2), -1)        # (16): p(alpha z), (..., L, S)
@@ -867,11 +881,26 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
 
 def check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
     """alpha as a tensor of like's dtype and device; ValueError naming alpha unless finite and > 0."""
-    a = torch.as_tensor(alpha, dtype=like.dtype, device=like.device)
+    if alpha is None or isinstance(alpha, (str, bytes, bool)):        # not numbers ('1' or True read as 1)
+        raise ValueError(f"alpha must be a number > 0 or a tensor of them; got {alpha!r}")
+    try:
+        a = torch.as_tensor(alpha, dtype=like.dtype, device=like.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"alpha must be a number > 0 or a tensor of them; got {type(alpha).__name__}") from None
     if not bool(torch.isfinite(a).all()) or bool((a <= 0).any()):
         bad = a[~(torch.isfinite(a) & (a > 0))].flatten()[:3].tolist() if a.dim() else [float(a)]
         raise ValueError(f"alpha must be finite and > 0 (the reliability of the evidence, Eq. (3)); got {bad}")
     return a
+
+
+def _check_broadcast(x, shape: tuple, name: str, what: str) -> None:
+    """ValueError naming `name` unless the tensor x broadcasts to `shape` without growing it."""
+    try:
+        ok = torch.broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must broadcast to {what} = {tuple(shape)}; got shape {tuple(x.shape)}")
 
 
 def inverse_softplus(x: float) -> float:

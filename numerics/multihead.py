@@ -60,6 +60,8 @@ def check_positive(value, name: str, what: str = "") -> float:
 
 def check_scale(scale) -> float:
     """float(scale) if a finite number (as scaled_dot_product_attention's scale); else a ValueError."""
+    if isinstance(scale, (str, bytes, bool)):  # float("0.5") read a string; True read as 1 (SDPA refuses both)
+        raise ValueError(f"scale must be a finite number; got {scale!r}")
     try:
         v = float(scale)
     except (TypeError, ValueError):
@@ -70,7 +72,8 @@ def check_scale(scale) -> float:
 
 
 def check_dropout(p) -> float:
-    if torch.is_tensor(p) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
+    if (torch.is_tensor(p) or isinstance(p, bool) or not isinstance(p, numbers.Real)
+            or not (0.0 <= float(p) <= 1.0)):
         raise ValueError(f"dropout_p must be a number in [0, 1]; got {p!r}")
     return float(p)
 
@@ -86,6 +89,26 @@ def check_qkv(query, key, value):
         raise ValueError(f"query and key must share the last dimension E; got {query.shape[-1]} and {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(f"key and value must have the same length S; got {key.shape[-2]} and {value.shape[-2]}")
+    if query.shape[-1] == 0:
+        raise ValueError("query and key must have at least one feature (E >= 1); got E = 0")
+    try:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"query, key and value must have broadcastable leading (batch, head) dimensions; got "
+                         f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}") from None
+    return batch
+
+
+def empty_attention(query, key, value, dtype, batch, extra=()):
+    """The answer of a functional form where there is nothing to attend or nothing asks: L = 0 (no query),
+    S = 0 (no key: output 0, as scaled_dot_product_attention gives) or a batch dimension 0 -- zeros of
+    shape (*batch, L, Ev), and for each `extra` last dimension a zero tensor (*batch, L, that).  The
+    output stays attached to the inputs' graph (zero gradients)."""
+    L, Ev = query.shape[-2], value.shape[-1]
+    out = torch.zeros(*batch, L, Ev, dtype=dtype, device=query.device)
+    if any(x.requires_grad for x in (query, key, value)):
+        out = out + (query.sum() + key.sum() + value.sum()).mul(0).nan_to_num(0.0).to(dtype)
+    return (out,) + tuple(torch.zeros(*batch, L, n, dtype=dtype, device=query.device) for n in extra)
 
 
 def compute_dtype(*xs):
@@ -96,10 +119,20 @@ def compute_dtype(*xs):
     return (torch.float32 if dt in HALF else dt), dt
 
 
-def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "attn_mask"):
+def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "attn_mask", batch=None):
     """The functional forms' mask: attn_mask (SDPA convention) or the causal mask of is_causal (bool,
     True = may attend, top-left aligned as in scaled_dot_product_attention); None for neither."""
     attn_mask = check_mask(attn_mask, name)
+    if not isinstance(is_causal, bool):         # is_causal="no" was truthy: a causal mask nobody asked for
+        raise ValueError(f"is_causal must be True or False; got {is_causal!r}")
+    if attn_mask is not None:
+        try:
+            shape = torch.broadcast_shapes(tuple(attn_mask.shape), (L, S))
+            if batch is not None and torch.broadcast_shapes(shape[:-2], tuple(batch)) != tuple(batch):
+                raise RuntimeError
+        except RuntimeError:
+            raise ValueError(f"{name} must broadcast to (..., L, S) = ({', '.join(map(str, tuple(batch or ())))}"
+                             f"{', ' if batch else ''}{L}, {S}); got shape {tuple(attn_mask.shape)}") from None
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{name} must be None when is_causal=True (as in scaled_dot_product_attention)")
@@ -128,6 +161,14 @@ def shift_rows(x):
     return x - top
 
 
+def _autocast(x) -> bool:
+    """Whether autocast is on for x's device (then the projections cast the inputs themselves)."""
+    try:
+        return bool(torch.is_autocast_enabled(x.device.type))
+    except TypeError:                           # torch < 2.4
+        return bool(torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled())
+
+
 def causal_bool(L: int, S: int, device):
     """nn.MultiheadAttention's convention: True above the diagonal (not allowed)."""
     return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
@@ -149,9 +190,13 @@ class MultiheadAttentionBase(nn.Module):
                  vdim: int | None = None, batch_first: bool = False, device=None, dtype=None):
         super().__init__()
         fk = {"device": device, "dtype": dtype}
-        for nm, v in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+        for nm, v in (("embed_dim", embed_dim), ("num_heads", num_heads), ("kdim", kdim), ("vdim", vdim)):
+            if nm in ("kdim", "vdim") and v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:     # vdim=3.5 was read as 3
                 raise ValueError(f"{nm} must be an integer >= 1; got {v!r}")
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ValueError(f"dtype must be a floating-point torch dtype; got {dtype!r}")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads; got {embed_dim} and {num_heads}")
         if add_bias_kv or add_zero_attn:
@@ -282,9 +327,13 @@ class MultiheadAttentionBase(nn.Module):
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         elif not self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        pdt = self.out_proj.weight.dtype if self.out_proj is not None else self.v_proj_weight.dtype
         for nm, x, d in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             if x.shape[-1] != d:
                 raise ValueError(f"{nm} must have {d} features (the last dimension); got {tuple(x.shape)}")
+            if x.dtype != pdt and not _autocast(x):   # torch's matmul error named neither the tensor nor the remedy
+                raise ValueError(f"{nm} must have the layer's dtype {pdt}; got {x.dtype} (convert the input, or "
+                                 f"the layer with .to({x.dtype}) where that is a floating-point dtype)")
         N, L, _ = query.shape
         S = key.shape[1]
         if key.shape[:2] != value.shape[:2] or key.shape[0] != N:

@@ -344,25 +344,43 @@ args = argparse.Namespace(resume=False, force=False, quiet=True, results_dir=sys
 ctx = RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4}, args, tag="A-EFA")
 assert ctx.done() is False
 print("held", flush=True)
-time.sleep(60)
+time.sleep(float(sys.argv[3]))
+if sys.argv[4] == "record":
+    ctx.write_record([{"setting": "A", "model": "EFA", "metric": "test MSE", "value": 0.5}])
 """
 
 
-def test_a_run_held_by_another_live_process_is_skipped_and_a_dead_ones_taken_over(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("holder_ends", ["record", "without-record"])
+def test_a_second_run_waits_for_the_first_runs_lock(tmp_path, monkeypatch, capsys, holder_ends):
+    """A second identical run into the same results folder skipped a seed the first was training ("another
+    live process is running this run; skipping it here", exit 0 and no record when the first then failed):
+    it waits for the first, saying so, then finds the record the first wrote (done) or, when the first
+    stopped without one, runs the seed itself."""
     import subprocess
     import sys
+    import time
 
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs")],
-                            stdout=subprocess.PIPE, text=True)
+    from attnlab import experiment
+
+    monkeypatch.setattr(experiment, "LOCK_POLL_SECONDS", 0.05)
+    ctx = _ctx(tmp_path, monkeypatch)                    # (made first: it takes the lock only in done())
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs"), "1.0",
+                             holder_ends], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "held"
-        ctx = _ctx(tmp_path, monkeypatch)
-        assert ctx.done() is True                       # skipped: another process trains this seed
-        assert "another live process" in capsys.readouterr().err
+        t0 = time.perf_counter()
+        done = ctx.done()
+        waited = time.perf_counter() - t0
     finally:
         proc.kill()
         proc.wait()
-    assert _ctx(tmp_path, monkeypatch).done() is False    # the dead process's lock is taken over
+    err = capsys.readouterr().err
+    assert "another live process" in err and "waiting for it" in err and f"(pid {proc.pid})" in err, err
+    assert waited > 0.3                                  # it waited for the holder, not skipped at once
+    assert done is (holder_ends == "record")
+    if not done:                                         # run here: this process now holds the run
+        ctx.write_record([{"setting": "A", "model": "EFA", "metric": "test MSE", "value": 0.4}])
+        assert _ctx(tmp_path, monkeypatch).done() is True
 
 
 def test_the_same_process_may_hold_a_run_twice(tmp_path, monkeypatch):
@@ -669,3 +687,352 @@ def test_python_compare_fenchel_refuses_unknown_arguments():
 
     with pytest.raises(UsageError, match="unknown argument"):
         attnlab.compare("fenchel", alpha=[1.0])
+
+
+# --------------------------------------------------------------------------- the hidden battery (issue 46, part 2)
+# Each input below got a traceback, a silently wrong answer or accepted nonsense before the fix.
+@pytest.mark.parametrize("argv, fragment", [
+    (["list", "--tier", ""], "unknown tier ''"),                      # was: the fast tier
+    (["list", "--paper", ""], "unknown paper ''"),                    # was: every paper
+    (["list", "--json", ""], "--json is empty"),                      # was: no JSON, exit 0
+    (["results", "kernel", "--results-dir", ""], "--results-dir is empty"),   # was: ./results
+    (["results", "kernel", "--config", ""], "--config is empty"),     # was: every config
+    (["figures", "--out", ""], "--out is empty"),                     # was: ./paper_figures
+    (["report", "--out", "", "--verdicts", "v.json"], "--out is empty"),      # was: the current folder
+    (["run", "kernel-cost", "--quick", "--results-dir", ""], "--results-dir is empty"),
+    (["compare", "fenchel", "--instance", ""], "--instance is empty"),  # was: the random instance
+    (["converge", "--instance", ""], "--instance is empty"),          # was: the built-in instance
+    (["run", "kernel-time-warping", "--quick", "--models", ""], "--models"),  # was: every model
+])
+def test_empty_values_are_refused_not_read_as_not_given(capsys, argv, fragment):
+    _one_line_exit_2(capsys, argv, fragment)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["compare", "fenchel", "--seed", "1", "--seed", "2"], "--seed given twice"),     # was: seed 2
+    (["verify", "--claim", "a.b", "--claim", "c.d"], "--claim given twice"),          # was: c.d only
+    (["list", "--paper", "efa", "--paper", "kernel"], "--paper given twice"),
+    (["compare", "efa-fm", "--prop", "2", "--prop", "3"], "--prop given twice"),
+    (["run", "kernel-cost", "--quick", "--seed", "0", "--seed", "1"], "--seed given twice"),
+])
+def test_an_option_given_twice_with_two_values_is_refused(capsys, argv, fragment):
+    _one_line_exit_2(capsys, argv, fragment)
+
+
+def test_an_option_given_twice_with_one_value_is_fine(tmp_path, capsys):
+    assert cli.main(["list", "--paper", "bidir", "--paper", "bidir", "--json", str(tmp_path / "l.json")]) == 0
+    assert {c["paper"] for c in json.loads((tmp_path / "l.json").read_text())} == {"bidir"}
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "kernel-cost", "--quick", "--seeds", "1,,2"], "--seeds"),             # was: seeds 1 and 2
+    (["run", "kernel-cost", "--quick", "--seeds", "1,"], "--seeds"),
+    (["run", "kernel-time-warping", "--quick", "--models", "cts_softmax,cts_softmax"], "cts_softmax twice"),
+    (["run", "kernel-time-warping", "--quick", "--models", "cts_softmax,,kernel_softmax"], "--models"),
+    (["run", "efa-temperature", "--quick", "--ks", "1,1"], "--ks lists a k twice"),
+    (["run", "efa-temperature", "--quick", "--ks", "1.5"], "--ks must be"),       # was: int()'s message
+    (["run", "bidir-toy-corpus", "--quick", "--dims", "30,30"], "--dims"),
+    (["run", "kernel-time-warping", "--quick", "--config", "nope"], "--config"),  # was: ignored under --quick
+    (["run", "kernel-ecg", "--quick", "--config", "x"], "--config"),
+])
+def test_runner_lists_and_configs_are_checked(capsys, argv, fragment):
+    _one_line_exit_2(capsys, argv, fragment)
+
+
+@pytest.mark.parametrize("content", ["hello\n", "a,b\n1,2\n", "\x00\x01\x02\n\x03,\x04\n"])
+def test_temperature_data_that_is_not_the_kaggle_csv(tmp_path, capsys, content):
+    """A text file or another CSV as --data: KeyError 'Country' (a traceback) before."""
+    path = tmp_path / "t.csv"
+    path.write_text(content)
+    _one_line_exit_2(capsys, ["run", "efa-temperature", "--quick", "--data", str(path)], "--data")
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")
+@pytest.mark.parametrize("argv", [["list", "--json", "/proc/x.json"], ["figures", "--only", "fig3", "--out", "/proc/x"]])
+def test_a_path_that_access_calls_writable_but_is_not(capsys, argv):
+    """/proc passes os.access(W_OK) as root: the write failed after the work (a traceback)."""
+    _one_line_exit_2(capsys, argv, "/proc/x")
+
+
+def test_results_folder_from_the_environment_that_is_no_folder(tmp_path, capsys, monkeypatch):
+    """$ATTNLAB_RESULTS naming a file gave an empty table (exit 0); --results-dir was refused."""
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "f"))
+    _one_line_exit_2(capsys, ["results", "kernel"], "$ATTNLAB_RESULTS", "not a folder")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "nope"))
+    _one_line_exit_2(capsys, ["results", "kernel"], "$ATTNLAB_RESULTS", "no such folder")
+
+
+def test_fenchel_seed_beside_an_instance_is_refused(tmp_path, capsys):
+    inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0,)))
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst, "--seed", "5"], "--seed", "not both")
+
+
+def test_a_json_object_with_a_key_twice_is_refused(tmp_path, capsys):
+    """{"T": ..., "T": ...} silently kept the last T."""
+    path = tmp_path / "i.json"
+    path.write_text('{"T": [[1, 0]], "T": [[0, 1]], "u": [1], "z": [0, 0], "alphas": [1]}')
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", str(path), "--no-cvxpy"], "'T' appears twice")
+
+
+def test_fenchel_rel_dev_is_null_not_zero_when_lambda_vanishes(tmp_path, capsys):
+    """With |T| ~ 1e99 the evidence z ~ 1 is lost below the rounding of mu + z: lambda* = 0 while alpha z
+    != 0, and ||lambda* - alpha z|| / ||lambda*|| (infinite) was reported as 0.0."""
+    inst = _fenchel_instance(seed=0, scale=1.0, alphas=(1.0,))
+    inst["T"] = (np.asarray(inst["T"]) * 1e99).tolist()
+    path = _instance(tmp_path, "i.json", inst)
+    assert cli.main(["compare", "fenchel", "--instance", path, "--no-cvxpy", "--json", "-"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert not any(row["lambda_star"]) and row["rel_dev"] is None
+
+
+def _placed_record(tmp_path, folder, seed, value, **over):
+    rec = {"experiment": "kernel-time-warping", "config": "quick", "tag": "N64-cts_softmax", "seed": seed,
+           "device": "cpu", "converged": True, "wall_seconds": 1.0,
+           "metrics": [{"setting": "N=64", "model": "Cts Softmax", "metric": "accuracy", "value": value}], **over}
+    d = tmp_path / "results" / "kernel-time-warping" / folder
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"N64-cts_softmax-seed{seed}-{folder}.json").write_text(json.dumps(rec))
+
+
+def test_results_skip_a_record_that_lies_in_another_config_folder(tmp_path, capsys):
+    """A quick record copied into full/ was counted as a quick seed read from full/'s folder (and drawn
+    as full's by the figures): skipped with a warning naming it."""
+    _placed_record(tmp_path, "quick", 0, 50.0)
+    _placed_record(tmp_path, "full", 1, 90.0)                   # says config quick
+    assert cli.main(["results", "kernel", "--all", "--format", "json", "--json", "-",
+                     "--results-dir", str(tmp_path / "results")]) == 0
+    cap = capsys.readouterr()
+    rows = [r for r in json.loads(cap.out) if r["experiment"] == "kernel-time-warping" and r["n_seeds"]]
+    assert [(r["config"], r["n_seeds"], r["ours_mean"]) for r in rows] == [("quick", 1, 50.0)]
+    assert "lies in kernel-time-warping/full/" in cap.err
+
+
+def test_results_skip_a_record_with_negative_epochs(tmp_path, capsys):
+    """training.epochs_run = -3 gave '-3 epochs, -6.1 s/epoch' in --wall-times."""
+    _placed_record(tmp_path, "quick", 0, 50.0, training={"stopped": "max-epochs", "epochs_run": -3})
+    _placed_record(tmp_path, "quick", 1, 60.0, training={"stopped": "max-epochs", "epochs_run": 3})
+    assert cli.main(["results", "kernel", "--wall-times", "--format", "json", "--json", "-",
+                     "--results-dir", str(tmp_path / "results")]) == 0
+    cap = capsys.readouterr()
+    (row,) = json.loads(cap.out)
+    assert row["n"] == 1 and row["mean epochs"] == 3
+    assert "training.epochs_run' is negative" in cap.err
+
+
+def test_report_verdicts_with_a_claim_twice_or_unknown(tmp_path, capsys):
+    from attnlab.errors import UsageError
+    from attnlab.report import read_claim_records
+
+    good = {"id": "bidir.app-l.misnumbered-proof", "verdict": "erratum"}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([good, dict(good, verdict="holds")]))     # was: the last one shown
+    with pytest.raises(UsageError, match="appears twice"):
+        read_claim_records(path)
+    path.write_text(json.dumps([good, good, {"id": "gone.claim", "verdict": "holds"}]))
+    assert set(read_claim_records(path)) == {good["id"], "gone.claim"}
+    assert "gone.claim" in capsys.readouterr().err                     # was: silently not shown
+
+
+# --------------------------------------------------------------------------- the Python API
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(T=[[1.0, 0.0], [0.0, 1.0]]), "T, u and z together"),        # was: T ignored, the random instance
+    (dict(T=[[1.0, 0.0], [0.0, 1.0]], u=[0.5, 0.5], z=[0.1, 0.2], alphas=[]), "alphas"),   # was: the defaults
+    (dict(T=[[1.0, 0.0], [0.0, 1.0]], u=[0.5, 0.5], z=[0.1, 0.2], alphas=[1e-300]), "below"),
+    (dict(T=[[1e200, 0.0], [0.0, 1.0]], u=[0.5, 0.5], z=[0.1, 0.2]), "beyond"),
+    (dict(T=[[1.0, 0.0], [0.0, 1.0]], u=[0.5, 0.5], z=[0.1, 0.2], seed=3), "not both"),    # was: seed ignored
+    (dict(seed=1.5), "seed"),                                            # was: seed 1
+    (dict(seed=-1), "seed"), (dict(seed=2 ** 40), "seed"), (dict(seed=True), "seed"),
+    (dict(cvxpy="no"), "cvxpy must be True or False"),                   # was: cvxpy on
+    (dict(T=np.ones((4000, 200)) / 10, u=np.ones(4000) / 4000, z=np.zeros(200)), "allow_large"),
+])
+def test_python_compare_fenchel_validates_like_the_command_line(kwargs, fragment):
+    import attnlab
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match=fragment):
+        attnlab.compare("fenchel", **kwargs)
+
+
+def test_python_compare_fenchel_takes_numpy_arrays():
+    import attnlab
+
+    inst = _fenchel_instance(alphas=(1.0,))
+    rows = attnlab.compare("fenchel", T=np.asarray(inst["T"]), u=np.asarray(inst["u"]), z=np.asarray(inst["z"]),
+                           alphas=np.asarray([1.0, 2.0]), cvxpy=False)
+    assert [r["alpha"] for r in rows] == [1.0, 2.0] and all(r["newton_converged"] for r in rows)
+
+
+@pytest.mark.parametrize("name, kwargs, fragment", [
+    ("efa-fm", dict(prop=True), "prop"), ("efa-fm", dict(prop=1, seed=1.5), "seed"),
+    ("efa-fm", dict(prop=1, seed=2 ** 70), "seed"), ("efa-fm", dict(prop=1, bogus=1), "unknown argument"),
+    ("bidir-moe", dict(seed=2 ** 70), "seed"), ("bidir-moe", dict(batch=0), "batch"),
+    ("bidir-moe", dict(bogus=1), "unknown argument"), ("kernel-quadrature", dict(allow_large="yes"), "allow_large"),
+])
+def test_python_compare_others_validate(name, kwargs, fragment):
+    import attnlab
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match=fragment):
+        attnlab.compare(name, **kwargs)
+
+
+def test_python_compare_kernel_quadrature_takes_numpy():
+    """np.int64(50) for dps and arrays for the lists were refused as 'not a list' / 'not an integer'."""
+    import attnlab
+
+    r = attnlab.compare("kernel-quadrature", domain=np.array([0.0, 1.0]), grids=[16, 32], gamma=np.array([1.0]),
+                        inducing=[0.5], bandwidth=10.0, B=np.array([[1.0]]), basis_centers=[0.5],
+                        basis_bandwidth=10.0, base="uniform", dps=np.int64(50))
+    assert r["instance"]["dps"] == 50 and len(r["Z"]) == 2
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(claims=[]), "non-empty"),                                      # was: every fast claim
+    (dict(claims=5), "claims must be"),
+    (dict(claims=["bidir.app-l.misnumbered-proof"], paper="efa"), "not of --paper efa"),   # was: run anyway
+    (dict(claims=["bidir.app-l.misnumbered-proof"], tier="slow"), "not of --tier slow"),
+    (dict(paper=""), "unknown paper"),
+])
+def test_python_verify_checks_like_the_command_line(kwargs, fragment):
+    import attnlab
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError, match=fragment):
+        attnlab.verify(**kwargs)
+
+
+def test_python_verify_takes_a_glob_like_the_command_line():
+    import attnlab
+
+    assert [r["id"] for r in attnlab.verify(claims="bidir.app-l.*")] == ["bidir.app-l.misnumbered-proof"]
+
+
+# --------------------------------------------------------------------------- the layers
+def _qkv(dtype=None):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
+    return (q, k, v) if dtype is None else (q.to(dtype), k.to(dtype), v.to(dtype))
+
+
+def _functional():
+    from attnlab.layers import continuous_attention, efa_attention, fenchel_attention
+
+    return {"fenchel": fenchel_attention, "fenchel-16": lambda *a, **k: fenchel_attention(*a, exact=False, **k),
+            "kernel_sparsemax": continuous_attention,
+            "kernel_softmax": lambda *a, **k: continuous_attention(*a, kind="kernel_softmax", **k),
+            "cts_softmax": lambda *a, **k: continuous_attention(*a, kind="cts_softmax", **k),
+            "efa": efa_attention, "efa-linear": lambda *a, **k: efa_attention(*a, attention="linear", **k)}
+
+
+@pytest.mark.parametrize("scale", [1e10, 1e30])
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+@pytest.mark.parametrize("density", [False, True])
+def test_kernel_sparsemax_at_large_scores_is_finite(scale, alpha, density):
+    """f - (max f - 1) rounded to f - max f once |f| >~ 1e7 (float32): every density value 0 and the
+    context 0/0 = NaN where SDPA is finite.  At such scores the density sits on the grid's argmax."""
+    import torch
+
+    from attnlab.layers import continuous_attention
+
+    q, k, v = _qkv()
+    out = continuous_attention(q * scale, k, v, alpha=alpha, return_density=density)
+    out, dens = (out if density else (out, None))
+    assert bool(torch.isfinite(out).all())
+    ref = continuous_attention((q * scale).double(), k.double(), v.double(), alpha=alpha)
+    assert torch.allclose(out.double(), ref, atol=1e-4)
+    if density:
+        assert bool(torch.isfinite(dens).all()) and bool((dens.amax(-1) > 0).all())
+
+
+@pytest.mark.parametrize("name", list(_functional()))
+@pytest.mark.parametrize("empty", ["L", "S"])
+def test_layers_with_no_query_or_no_key_answer_as_sdpa(name, empty):
+    """L = 0 or S = 0: a reshape error (fenchel, continuous) before; SDPA answers an empty output / zeros."""
+    import torch
+
+    q, k, v = _qkv()
+    if empty == "L":
+        q = q[:, :0]
+    else:
+        k, v = k[:, :0], v[:, :0]
+    q.requires_grad_(True)
+    out, w = _functional()[name](q, k, v, return_weights=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert out.shape == ref.shape and torch.equal(out, ref.detach()) and w.shape == (2, q.shape[1], k.shape[1])
+    out.sum().backward()                                 # still part of the graph
+
+
+def test_fenchel_values_without_features():
+    import torch
+
+    from attnlab.layers import fenchel_attention
+
+    q, k, v = _qkv()
+    out, w = fenchel_attention(q, k, v[..., :0], return_weights=True)
+    assert out.shape == (2, 3, 0) and torch.allclose(w, fenchel_attention(q, k, v, return_weights=True)[1])
+
+
+def _bad_layer_calls():
+    import torch
+
+    from attnlab import layers as Lr
+
+    q, k, v = _qkv()
+    f = _functional()
+    calls = []
+    for name, fn in f.items():
+        calls += [
+            (f"{name} batch", lambda fn=fn: fn(q, k[:1].expand(3, 5, 4), v[:1].expand(3, 5, 6)), "broadcastable"),
+            (f"{name} E=0", lambda fn=fn: fn(q[..., :0], k[..., :0], v), "E >= 1"),
+            (f"{name} mask shape", lambda fn=fn: fn(q, k, v, attn_mask=torch.ones(4, 5, dtype=torch.bool)), "attn_mask"),
+            (f"{name} mask dims", lambda fn=fn: fn(q, k, v, attn_mask=torch.ones(1, 1, 1, 3, 5, dtype=torch.bool)),
+             "attn_mask"),
+            (f"{name} is_causal", lambda fn=fn: fn(q, k, v, is_causal="no"), "is_causal"),     # was: causal
+            (f"{name} dropout", lambda fn=fn: fn(q, k, v, dropout_p=True), "dropout_p"),
+            (f"{name} scale", lambda fn=fn: fn(q, k, v, scale="0.5"), "scale"),
+        ]
+    fa, ca = Lr.fenchel_attention, Lr.continuous_attention
+    calls += [
+        ("fenchel inf key", lambda: fa(q, k.masked_fill(k > 1.5, float("inf")), v), "scale \\* key must be finite"),
+        ("fenchel scale", lambda: fa(q, k, v, scale=1e308), "scale \\* key must be finite"),
+        ("fenchel alpha str", lambda: fa(q, k, v, alpha="1"), "alpha"),
+        ("fenchel alpha None", lambda: fa(q, k, v, alpha=None), "alpha"),
+        ("fenchel alpha bool", lambda: fa(q, k, v, alpha=True), "alpha"),
+        ("fenchel alpha shape", lambda: fa(q, k, v, alpha=torch.ones(2)), "alpha must broadcast"),
+        ("fenchel log_u shape", lambda: fa(q, k, v, log_u=torch.zeros(4)), "log_u must broadcast"),
+        ("fenchel log_u dims", lambda: fa(q, k, v, log_u=torch.zeros(2, 3, 5, 1)), "log_u must broadcast"),
+        ("fenchel exact", lambda: fa(q, k, v, exact="no"), "exact"),
+        ("continuous bandwidth tiny", lambda: ca(q, k, v, bandwidth=1e-300), "bandwidth"),
+        ("continuous bandwidth huge", lambda: ca(q, k, v, bandwidth=1e300), "bandwidth"),
+        ("continuous basis", lambda: ca(q, k, v, basis="gauss"), "basis"),
+        ("continuous n_basis", lambda: ca(q, k, v, n_basis=10 ** 6), "n_basis"),
+    ]
+    for cls in (Lr.FenchelMultiheadAttention, Lr.ContinuousMultiheadAttention, Lr.EFAMultiheadAttention):
+        x = torch.randn(3, 5, 8)
+        calls += [
+            (f"{cls.__name__} kdim", lambda cls=cls: cls(8, 2, kdim=-1), "kdim"),
+            (f"{cls.__name__} vdim", lambda cls=cls: cls(8, 2, vdim=3.5), "vdim"),              # was: read as 3
+            (f"{cls.__name__} dtype", lambda cls=cls: cls(8, 2, dtype=torch.int64), "dtype"),
+            (f"{cls.__name__} input dtype", lambda cls=cls, x=x: cls(8, 2, batch_first=True)(x.double(), x.double(),
+                                                                                             x.double()), "dtype"),
+        ]
+    return calls
+
+
+def test_layers_name_the_bad_argument():
+    """Each call got a torch RuntimeError / ZeroDivisionError / OverflowError / AttributeError naming no
+    argument, or silently did something else (is_causal='no' applied the causal mask, vdim=3.5 was 3)."""
+    bad = []
+    for name, call, fragment in _bad_layer_calls():
+        try:
+            call()
+            bad.append(f"{name}: accepted")
+        except ValueError as exc:
+            if not __import__("re").search(fragment, str(exc)):
+                bad.append(f"{name}: {exc}")
+        except Exception as exc:                          # noqa: BLE001 (what the test looks for)
+            bad.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert not bad, "\n".join(bad)

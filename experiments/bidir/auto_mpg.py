@@ -196,9 +196,9 @@ def main(argv: list[str]) -> int:
                    help="comma list of binning protocols: pooled (authors), train-only (leakage-free)")
     p.add_argument("--no-tabular", action="store_true", help="do not run the pytorch_tabular baselines")
     args = p.parse_args(argv)
-    protocols = [s.strip() for s in args.protocols.split(",") if s.strip()]
+    protocols = [s.strip() for s in args.protocols.split(",")]
     bad = [s for s in protocols if s not in PROTOCOLS]
-    if bad or not protocols:
+    if bad or not protocols or len(set(protocols)) != len(protocols):
         raise UsageError(f"--protocols must be a comma list of {', '.join(PROTOCOLS)}; got {args.protocols!r}")
     import torch
 

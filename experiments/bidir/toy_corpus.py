@@ -379,11 +379,11 @@ def main(argv: list[str]) -> int:
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
     if args.dims is not None:
         try:
-            dims = [int(d) for d in args.dims.split(",") if d.strip()]
-            if not dims or min(dims) < 1:
+            dims = [int(d) for d in args.dims.split(",")]
+            if not dims or min(dims) < 1 or len(set(dims)) != len(dims):
                 raise ValueError
         except ValueError:
-            raise UsageError(f"--dims must be comma-separated integers >= 1; got {args.dims!r}") from None
+            raise UsageError(f"--dims must be comma-separated integers >= 1, none twice; got {args.dims!r}") from None
         cfg["dims"] = dims
     if args.steps is not None:
         if args.steps < 1:

@@ -292,11 +292,20 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     validation 2013–2016, test 2017–2019; one sample per day.  Lags are the previous days (Oct 1's
     lag is Sep 30)."""
     import pandas as pd
-    from attnlab.experiments.data import read_table
+    from attnlab.experiments.data import DataError, read_table
 
+    try:
+        df = pd.read_csv(csv_path, low_memory=False)
+    except (ValueError, UnicodeDecodeError, OSError) as exc:     # pandas' ParserError and EmptyDataError too
+        raise DataError(f"--data {csv_path}: not a CSV file pandas can read "
+                        f"({str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__})") from None
+    need = ("Country", "State", "City", "Year", "Month", "Day", "AvgTemperature")
+    missing = [c for c in need if c not in df.columns]
+    if missing:                     # another CSV (or a text file) read as one: the Kaggle file's columns
+        raise DataError(f"--data {csv_path}: lacks the column(s) {', '.join(missing)} of the Kaggle "
+                        "city_temperature.csv (Region, Country, State, City, Month, Day, Year, AvgTemperature)")
     cities = read_table("us-cities", "all_cities_lat_lon.csv", coords_path)
     cities.columns = [c.strip() for c in cities.columns]
-    df = pd.read_csv(csv_path, low_memory=False)
     df = df[(df["Country"] == "US") & (df["Year"] >= 2007) & (df["Year"] <= 2019)]
     df = df[~df["State"].isin(KAGGLE_EXCLUDED_STATES)]
     cities = cities[~cities["State"].isin(KAGGLE_EXCLUDED_STATES)]
@@ -318,6 +327,9 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
         labels.append(str(d.date()))
         y = d.year
         split.append("train" if y <= 2012 else ("val" if y <= 2016 else "test"))
+    if not temps or len({*split}) < 3:
+        raise DataError(f"--data {csv_path}: no complete October days of US cities in 2007-2019 for each of the "
+                        "train, validation and test years (is it the Kaggle city_temperature.csv?)")
     c = cities.set_index("City").loc[sites]
     coords = c[["Latitude", "Longitude"]].to_numpy(float)
     return Grid(np.array(temps), coords, np.array(lags), np.array(split), sites, labels,

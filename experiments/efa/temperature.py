@@ -91,7 +91,12 @@ def main(argv: list[str]) -> int:
     cfg = dict(QUICK if args.quick else FULL)
     try:
         if args.ks is not None:
-            cfg["ks"] = [int(k) for k in args.ks.split(",") if k.strip()] if args.ks != "none" else []
+            try:
+                cfg["ks"] = [int(k) for k in args.ks.split(",")] if args.ks != "none" else []
+            except ValueError:
+                raise ValueError(f"--ks must be comma-separated integers k >= 1 (or 'none'); got {args.ks!r}") from None
+            if len(set(cfg["ks"])) != len(cfg["ks"]):
+                raise ValueError(f"--ks lists a k twice: {args.ks!r}")
         if args.efa is not None:
             cfg["efa"] = [] if args.efa == "none" else parse_list(args.efa, EFA_VARIANTS, "--efa")
         grid = load_grid(args.data)

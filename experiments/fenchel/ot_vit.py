@@ -248,13 +248,13 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"{exc}") from None
         if args.quick:
             data = (data[0][:512], data[1][:512], data[2][:512], data[3][:512], data[4])
-    if args.lrs:
+    if args.lrs is not None:                 # '' is refused, not read as "not given"
         try:
             cfg["lrs"] = [float(x) for x in args.lrs.split(",")]
-            if not all(x > 0 and math.isfinite(x) for x in cfg["lrs"]):
+            if not all(x > 0 and math.isfinite(x) for x in cfg["lrs"]) or len(set(cfg["lrs"])) != len(cfg["lrs"]):
                 raise ValueError
         except ValueError:
-            raise UsageError(f"--lrs must be comma-separated positive numbers; got {args.lrs!r}") from None
+            raise UsageError(f"--lrs must be comma-separated positive numbers, none twice; got {args.lrs!r}") from None
     if args.epochs is not None:
         if args.epochs < 1:
             raise UsageError(f"--epochs must be >= 1; got {args.epochs}")

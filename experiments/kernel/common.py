@@ -43,7 +43,18 @@ def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str]:
     """--models: 'a,b' -> ['a', 'b']; every model when not given (a UsageError for a model not allowed)."""
     from attnlab.experiment import parse_list
 
-    return list(allowed) if not text else parse_list(text, allowed, "--models")
+    return list(allowed) if text is None else parse_list(text, allowed, "--models")   # '' is refused, not "all"
+
+
+def config_name(args, configs, allowed) -> str:
+    """The config a run uses: "quick" under --quick, else --config.  --config is checked either way (a
+    misspelt --config beside --quick was ignored): a UsageError unless it is one of `allowed`."""
+    if args.config not in allowed:
+        bad_arg("--config", args.config, allowed)
+    name = "quick" if args.quick else args.config
+    if name not in configs:
+        bad_arg("--config", args.config, allowed)
+    return name
 
 
 def add_basis_flag(p, default: tuple[int, ...]) -> None:
@@ -57,14 +68,14 @@ def with_basis(args, config: dict) -> dict:
     """The config with `--basis` applied (a UsageError unless every value is an integer >= 2)."""
     from attnlab.errors import UsageError
 
-    if not getattr(args, "basis", None):
+    if getattr(args, "basis", None) is None:
         return config
     try:
         basis = tuple(int(v) for v in args.basis.split(","))
-        if not basis or any(v < 2 for v in basis):
+        if not basis or any(v < 2 for v in basis) or len(set(basis)) != len(basis):
             raise ValueError
     except ValueError:
-        raise UsageError(f"--basis must be a comma list of integers >= 2; got {args.basis!r}") from None
+        raise UsageError(f"--basis must be a comma list of integers >= 2, none twice; got {args.basis!r}") from None
     return dict(config, basis=basis)
 
 

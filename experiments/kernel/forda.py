@@ -70,9 +70,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
     add_lr_flag(p)
     args = p.parse_args(argv)
-    name = "quick" if args.quick else args.config
-    if name not in configs:
-        return C.bad_arg("--config", args.config, tuple(c for c in configs if c != "quick"))
+    name = C.config_name(args, configs, tuple(c for c in configs if c != "quick"))
     sel = C.parse_models(args.models, models)
     name, cfg = C.with_lr(args, name, configs[name])
     C.torch_setup()

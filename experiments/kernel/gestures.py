@@ -120,9 +120,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--data", default=None, help="folder with UWaveGestureLibraryAll_TRAIN/_TEST.tsv[.gz]")
     add_lr_flag(p)
     args = p.parse_args(argv)
-    name = "quick" if args.quick else args.config
-    if name not in CONFIGS:
-        return C.bad_arg("--config", args.config, tuple(c for c in CONFIGS if c != "quick"))
+    name = C.config_name(args, CONFIGS, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
     name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name]))
     C.torch_setup()

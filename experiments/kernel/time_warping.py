@@ -34,9 +34,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", default="full", help="full (paper) or cpu (3 epochs); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     args = p.parse_args(argv)
-    name = "quick" if args.quick else args.config
-    if name not in CONFIGS:
-        return C.bad_arg("--config", args.config, ("full", "cpu"))
+    name = C.config_name(args, CONFIGS, ("full", "cpu"))
     models = C.parse_models(args.models, MODELS)
     cfg = CONFIGS[name]
     C.torch_setup()

@@ -88,11 +88,6 @@ def _array(x, name: str, ndim: int):
 
 def load_instance(path: str):
     """Read and validate FILE.json; raises ValueError with a one-line message (an unknown key too)."""
-    import numpy as np
-
-    from attnlab.numerics.entropic_dual import check_instance
-    from attnlab.numerics.validate import positive
-
     from attnlab.experiment import read_json
 
     data = read_json(path)          # ValueError (one line): unreadable, binary, not JSON, too deep, 1e400
@@ -104,6 +99,17 @@ def load_instance(path: str):
     extra = sorted(set(data) - set(KEYS))
     if extra:                       # a misspelt key ("alpha" for "alphas") was ignored with a warning
         raise ValueError(f"{path}: unknown key(s) {', '.join(extra)[:200]}; the keys are {', '.join(KEYS)}")
+    return validate_instance(data)
+
+
+def validate_instance(data: dict):
+    """(T, u, z, alphas) of an instance {T, u, z, alphas} of plain lists and numbers (an instance file's,
+    or attnlab.compare's arguments made plain), validated; ValueError with a one-line message."""
+    import numpy as np
+
+    from attnlab.numerics.entropic_dual import check_instance
+    from attnlab.numerics.validate import positive
+
     try:
         T = _array(data["T"], "T", 2)
         T, u, z = check_instance(T, _array(data["u"], "u", 1), _array(data["z"], "z", 1))
@@ -193,7 +199,10 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
                 err_approx=float(np.linalg.norm(ex["h"] - h_apx)),
                 err_refined=float(np.linalg.norm(ex["h"] - h_ref)),
                 err_limit=None if h_limit is None else float(np.linalg.norm(ex["h"] - h_limit)),
-                rel_dev=float(np.linalg.norm(lam - a * z) / nl) if nl > 0 or not math.isfinite(nl) else 0.0,
+                # lambda* = 0 (z = 0, or z lost below the rounding of mu + z) against alpha z != 0: the
+                # relative deviation is infinite, reported null, not 0
+                rel_dev=(float(np.linalg.norm(lam - a * z) / nl) if nl > 0 or not math.isfinite(nl)
+                         else 0.0 if not np.any(a * z) else math.inf),
                 tv=float(0.5 * np.abs(ex["p"] - ed.tilted(a * z, T, u)).sum()),
             )))
     if progress is not None:
@@ -243,6 +252,87 @@ def _fmt(v):
     return "(" + ", ".join(f"{x:+.6f}" for x in v) + ")"
 
 
+def check_size(n: int, d: int, n_alphas: int, cvxpy: bool, allow_large: bool,
+               flags=("--instance", "--no-cvxpy", "--allow-large")) -> float:
+    """The cvxpy column's estimated seconds, after refusing (UsageError) an instance whose cvxpy column
+    would take over LARGE_SECONDS unless allowed, or whose Newton arrays need over MAX_BYTES."""
+    from attnlab.errors import UsageError
+
+    where, skip, allow = flags
+    est = _cost_estimate(n, d, n_alphas)
+    if cvxpy and est > LARGE_SECONDS and not allow_large:
+        raise UsageError(f"{where}: n = {n} templates in R^{d} with {n_alphas} alphas: the cvxpy column "
+                         f"is estimated at ~{est:.0f} s (and memory ~n^2); pass {skip} to skip it, or "
+                         f"{allow} to run it anyway")
+    # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies
+    mem = 8 * n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3
+    if mem > MAX_BYTES:
+        raise UsageError(f"{where}: n = {n} templates in R^{d}: Newton needs ~{mem / 2 ** 30:.1f} GiB, over "
+                         f"{MAX_BYTES / 2 ** 30:g} GiB; use fewer templates")
+    return est
+
+
+API_KEYS = ("T", "u", "z", "alphas", "seed", "cvxpy", "allow_large")
+
+
+def _plain(x, name: str):
+    """An argument of attnlab.compare('fenchel', ...) as the plain lists and numbers of an instance file
+    (numpy arrays, tensors and tuples become lists; numpy scalars numbers)."""
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        x = x.tolist()
+    if isinstance(x, tuple):
+        x = list(x)
+    if isinstance(x, list):
+        return [_plain(v, name) for v in x]
+    return x
+
+
+def api(kwargs: dict) -> list[dict]:
+    """attnlab.compare('fenchel', **kwargs), validated as the command line validates its flags and instance
+    file: T, u and z together (an instance; alphas optional) or none of them (the random instance of
+    `seed`); every bad value a UsageError naming the argument."""
+    from attnlab.errors import UsageError
+
+    unknown = sorted(set(kwargs) - set(API_KEYS))
+    if unknown:                     # a misspelt key (alpha for alphas) was ignored
+        raise UsageError(f"compare('fenchel'): unknown argument(s) {', '.join(unknown)}; the arguments are "
+                         f"{', '.join(API_KEYS)}")
+    for flag in ("cvxpy", "allow_large"):
+        if flag in kwargs and not isinstance(kwargs[flag], bool):      # cvxpy='no' was truthy
+            raise UsageError(f"compare('fenchel'): {flag} must be True or False; got {kwargs[flag]!r}")
+    given = [k for k in ("T", "u", "z") if k in kwargs]
+    if given and len(given) < 3:    # T alone was ignored for the random instance
+        raise UsageError(f"compare('fenchel'): give T, u and z together (an instance); got only {', '.join(given)}")
+    if given and "seed" in kwargs:
+        raise UsageError("compare('fenchel'): seed draws a random instance; give T, u, z or seed, not both")
+    if given:
+        data = {k: _plain(kwargs[k], k) for k in ("T", "u", "z")}
+        alphas = kwargs.get("alphas", list(DEFAULT_ALPHAS))
+        data["alphas"] = [alphas] if isinstance(alphas, (int, float)) and not isinstance(alphas, bool) \
+            else _plain(alphas, "alphas")
+        try:
+            T, u, z, alphas = validate_instance(data)
+        except ValueError as exc:
+            raise UsageError(f"compare('fenchel'): {exc}") from None
+    else:
+        if "alphas" in kwargs:
+            raise UsageError("compare('fenchel'): alphas needs an instance (T, u, z); the random instance of "
+                             f"seed uses {', '.join(map(str, DEFAULT_ALPHAS))}")
+        from attnlab.experiment import seed_value
+
+        try:
+            seed = seed_value(kwargs.get("seed", 0), "seed")
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"compare('fenchel'): {exc}") from None
+        if isinstance(kwargs.get("seed"), (bool, float)):                 # 1.5 was read as 1, True as 1
+            raise UsageError(f"compare('fenchel'): seed must be an integer in 0..2**32-1; got {kwargs['seed']!r}")
+        T, u, z, alphas = random_instance(seed)
+    use = kwargs.get("cvxpy", True)
+    check_size(T.shape[0], T.shape[1], len(alphas), use, kwargs.get("allow_large", False),
+               ("compare('fenchel')", "cvxpy=False", "allow_large=True"))
+    return compare(T, u, z, alphas, cvxpy=use, limit=use)
+
+
 def main(argv: list[str]) -> int:
     from attnlab.errors import ArgumentParser, UsageError
 
@@ -259,7 +349,8 @@ def main(argv: list[str]) -> int:
                          f"alphas = {', '.join(map(str, DEFAULT_ALPHAS))})")
     from attnlab.experiment import seed_value
 
-    ap.add_argument("--seed", type=seed_value, default=0, help="seed of the random instance (0..2**32-1; default 0)")
+    ap.add_argument("--seed", type=seed_value, default=None,
+                    help="seed of the random instance (0..2**32-1; default 0); not with --instance")
     ap.add_argument("--json", metavar="OUT", help="write the rows as JSON to OUT ('-' for stdout)")
     ap.add_argument("--no-cvxpy", action="store_true", help="skip cvxpy: the h_exact column and the alpha -> infinity limit h_limit are null")
     ap.add_argument("--allow-large", action="store_true",
@@ -269,26 +360,22 @@ def main(argv: list[str]) -> int:
         from attnlab.experiment import check_writable
 
         check_writable(args.json, "--json")
-    if args.instance:
+    if args.instance is not None:
+        if not args.instance.strip():
+            raise UsageError("--instance is empty; give a JSON file (or leave --instance out for a random instance)")
+        if args.seed is not None:      # the seed only draws the random instance: with a file it did nothing
+            raise UsageError("--seed draws a random instance; give --instance FILE or --seed S, not both")
         try:
             T, u, z, alphas = load_instance(args.instance)
         except ValueError as e:
             raise UsageError(f"--instance: {e}") from None
         src = args.instance
     else:
-        T, u, z, alphas = random_instance(args.seed)
-        src = f"random instance, seed {args.seed}"
+        seed = 0 if args.seed is None else args.seed
+        T, u, z, alphas = random_instance(seed)
+        src = f"random instance, seed {seed}"
     n, d = T.shape
-    est = _cost_estimate(n, d, len(alphas))
-    if not args.no_cvxpy and est > LARGE_SECONDS and not args.allow_large:
-        raise UsageError(f"--instance: n = {n} templates in R^{d} with {len(alphas)} alphas: the cvxpy column "
-                         f"is estimated at ~{est:.0f} s (and memory ~n^2); pass --no-cvxpy to skip it, or "
-                         "--allow-large to run it anyway")
-    # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies
-    mem = 8 * n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3
-    if mem > MAX_BYTES:
-        raise UsageError(f"--instance: n = {n} templates in R^{d}: Newton needs ~{mem / 2 ** 30:.1f} GiB, over "
-                         f"{MAX_BYTES / 2 ** 30:g} GiB; use fewer templates")
+    est = check_size(n, d, len(alphas), not args.no_cvxpy, args.allow_large)
     total = _newton_estimate(n, d, len(alphas)) + (0.0 if args.no_cvxpy else est)
     progress = None
     if total > 5.0:                 # say so before the work, and show each alpha as it is done

@@ -404,7 +404,10 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
                    help=f"run even when the reference is estimated to take more than {LARGE_SECONDS:g} s")
     args = p.parse_args(argv)
     try:
-        if args.instance:
+        if args.instance is not None:
+            if not args.instance.strip():     # '' was read as "no instance": the built-in one, silently
+                raise InstanceError("--instance is empty; give a JSON file (or leave --instance out for the "
+                                    "built-in Cor E.3 instance)")
             from attnlab.experiment import read_json
 
             try:
