@@ -330,7 +330,8 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
     p.add_argument("--threads", type=positive_int("--threads"), default=1,
                    help="torch CPU threads per run (default 1; never more than the available cores per job)")
     fans_out = name in FANS_OUT
-    p.add_argument("--jobs", type=positive_int("--jobs") if fans_out else _serial("--jobs", name, "1"), default=1,
+    p.add_argument("--jobs", type=positive_int("--jobs", MAX_JOBS) if fans_out else _serial("--jobs", name, "1"),
+                   default=1,
                    help="runs (setting, model, seed) in this many processes at once (joblib; default 1)"
                         if fans_out else "1 only: this runner does its runs one after another")
     p.add_argument("--backend", type=backend_arg if fans_out else _serial("--backend", name, "local"),
@@ -345,6 +346,7 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
 
 # --------------------------------------------------------------------------- processes and threads
 BACKENDS = ("local", "ray")
+MAX_JOBS = 512                # processes of one command (as verify --jobs): --jobs 100000 started one per run
 # The runners that use --jobs and --backend (fan_out, or --jobs as scikit-learn's n_jobs); the others do
 # their runs one after another and refuse --jobs N > 1 / --backend ray rather than ignore them (a test
 # keeps this in step with the runners' code).
@@ -373,15 +375,16 @@ def nonempty(what: str):
     return parse
 
 
-def positive_int(what: str):
-    """An argparse type: an integer >= 1 (bad values: one line naming `what`)."""
+def positive_int(what: str, maximum: int | None = None):
+    """An argparse type: an integer >= 1 (and <= maximum; bad values: one line naming `what`)."""
     def parse(text: str) -> int:
         try:
             n = int(str(text).strip())
         except ValueError:
             n = 0
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 1; got {text!r}")
+        if n < 1 or (maximum is not None and n > maximum):
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 1"
+                                             + (f" and <= {maximum}" if maximum is not None else "") + f"; got {text!r}")
         return n
     return parse
 

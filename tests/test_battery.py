@@ -734,6 +734,7 @@ def test_an_option_given_twice_with_one_value_is_fine(tmp_path, capsys):
     (["run", "bidir-toy-corpus", "--quick", "--dims", "30,30"], "--dims"),
     (["run", "kernel-time-warping", "--quick", "--config", "nope"], "--config"),  # was: ignored under --quick
     (["run", "kernel-ecg", "--quick", "--config", "x"], "--config"),
+    (["run", "efa-synthetic", "--quick", "--jobs", "100000"], "--jobs"),             # was: 20 processes on 2 cores
 ])
 def test_runner_lists_and_configs_are_checked(capsys, argv, fragment):
     _one_line_exit_2(capsys, argv, fragment)
