@@ -372,7 +372,7 @@ def cmd_figures(args) -> int:
         unknown = [x for x in args.only if x not in available]
         if unknown:
             raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
-    names = args.only or list(available)
+    names = list(dict.fromkeys(args.only)) if args.only else list(available)     # a name twice is drawn once
     n = 0
     # ./paper_figures of the working directory by default (the repository's folder when run there), never
     # into an installed package

@@ -311,9 +311,19 @@ def device_arg(name: str) -> str:
     return name
 
 
+class _ExperimentParser(ArgumentParser):
+    """The runners' parser: flags that only mean something together are checked together."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, rest = super().parse_known_args(args, namespace)
+        if getattr(ns, "address", None) is not None and getattr(ns, "backend", "local") != "ray":
+            self.error("--address is the Ray cluster of --backend ray; without --backend ray it would be ignored")
+        return ns, rest
+
+
 def experiment_parser(name: str, description: str, default_seeds: int = 5) -> argparse.ArgumentParser:
     """An argparse parser with the flags every experiment shares (bad values: UsageError, exit 2)."""
-    p = ArgumentParser(prog=f"attnlab run {name}", description=description)
+    p = _ExperimentParser(prog=f"attnlab run {name}", description=description)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--seed", type=seed_value, help="run this one seed")
     g.add_argument("--seeds", type=parse_seeds, default=None,

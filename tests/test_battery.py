@@ -735,6 +735,8 @@ def test_an_option_given_twice_with_one_value_is_fine(tmp_path, capsys):
     (["run", "kernel-time-warping", "--quick", "--config", "nope"], "--config"),  # was: ignored under --quick
     (["run", "kernel-ecg", "--quick", "--config", "x"], "--config"),
     (["run", "efa-synthetic", "--quick", "--jobs", "100000"], "--jobs"),             # was: 20 processes on 2 cores
+    (["run", "kernel-cost", "--quick", "--repeats", "99999999999999999999"], "--repeats"),   # was: ran until killed
+    (["run", "kernel-cost", "--quick", "--address", "x"], "--address"),             # was: ignored
 ])
 def test_runner_lists_and_configs_are_checked(capsys, argv, fragment):
     _one_line_exit_2(capsys, argv, fragment)
@@ -1037,3 +1039,10 @@ def test_layers_name_the_bad_argument():
         except Exception as exc:                          # noqa: BLE001 (what the test looks for)
             bad.append(f"{name}: {type(exc).__name__}: {exc}")
     assert not bad, "\n".join(bad)
+
+
+def test_figures_only_a_name_twice_draws_it_once(tmp_path, capsys):
+    """--only fig3 fig3 drew fig3 twice ('2 file(s) written')."""
+    assert cli.main(["figures", "--only", "fig3", "fig3", "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    assert len(cap.out.split()) == 1 and "1 file(s) written" in cap.err

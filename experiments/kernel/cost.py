@@ -81,6 +81,9 @@ def peak_bytes(fn) -> int:
     return int(peak)
 
 
+MAX_REPEATS = 10_000         # timed repetitions per block
+
+
 def measure(kind: str, s: dict, seed: int, repeats: int, device: str = "cpu") -> tuple[float, int]:
     block = make_block(kind, s, device)
     xs = inputs(s, seed, device)
@@ -114,8 +117,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeats", type=int, default=5, help="timed repetitions per block (median reported)")
     p.add_argument("--settings", default=None, help="comma list of " + ",".join(SETTINGS))
     args = p.parse_args(argv)
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be >= 1; got {args.repeats}")
+    if not 1 <= args.repeats <= MAX_REPEATS:     # 10**20 repetitions ran until killed
+        raise UsageError(f"--repeats must be an integer in 1..{MAX_REPEATS}; got {args.repeats}")
     settings = QUICK if args.quick else SETTINGS
     if args.settings is not None:
         from attnlab.experiment import parse_list
