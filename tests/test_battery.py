@@ -1046,3 +1046,10 @@ def test_figures_only_a_name_twice_draws_it_once(tmp_path, capsys):
     assert cli.main(["figures", "--only", "fig3", "fig3", "--out", str(tmp_path)]) == 0
     cap = capsys.readouterr()
     assert len(cap.out.split()) == 1 and "1 file(s) written" in cap.err
+
+
+def test_a_huge_number_is_named_in_a_short_line(capsys):
+    """A 5000-digit --seed came back whole in the error line, with the wrong range ('>= 0')."""
+    err = _one_line_exit_2(capsys, ["compare", "bidir-moe", "--seed", "9" * 5000], "--seed", "4294967295")
+    assert len(err) < 200
+

@@ -56,21 +56,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=str, default="0", help="random seed, integer >= 0 (default 0)")
     p.add_argument("--json", metavar="PATH", default=None, help="write the result as JSON ('-' = stdout)")
     args = p.parse_args(argv)
+    from attnlab.experiment import MAX_SEED, check_json_dest, write_json_dest
+
     vals = {}
-    for name, lo, hi in (("heads", 1, MAX_HEADS), ("layers", 1, MAX_LAYERS), ("seed", 0, None)):
+    for name, lo, hi in (("heads", 1, MAX_HEADS), ("layers", 1, MAX_LAYERS), ("seed", 0, MAX_SEED)):
         raw = getattr(args, name)
         try:
             v = int(raw)
-        except ValueError:
+        except ValueError:          # not an integer (or one of over 4300 digits)
             v = None
-        if v is None or v < lo or (hi is not None and v > hi):
-            allowed = f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
-            raise UsageError(f"--{name} must be {allowed}; got {raw!r}")
+        if v is None or v < lo or v > hi:
+            shown = raw if len(raw) <= 40 else raw[:20] + f"...({len(raw)} characters)"
+            raise UsageError(f"--{name} must be an integer in [{lo}, {hi}]; got {shown!r}")
         vals[name] = v
-    from attnlab.experiment import MAX_SEED, check_json_dest, write_json_dest
-
-    if vals["seed"] > MAX_SEED:
-        raise UsageError(f"--seed must be an integer in [0, {MAX_SEED}]; got {args.seed!r}")
     check_json_dest(args.json)                 # before the work, not after it
     res = compare(**vals)
     if args.json == "-":
