@@ -5,7 +5,7 @@ re-measured on an idle machine and the papers' full runs projected from them (th
 Tables 1-4 and 9, the bidirectional-attention paper's Tables 1-2 and App. I, the Fenchel-dual
 attention paper's Sec 8-9, the EFA paper's Sec 6).
 
-    python benchmarks/epoch_cost.py [--experiments a,b,...] [--steps 10] [--json -]
+    python benchmarks/epoch_cost.py [--experiments a,b,...] [--steps 10] [--device cpu] [--json -]
 
 For every row the model, the data and the optimiser are built as the runner builds them (its config
 dicts, loaders and builders are imported, not copied) and one training step is timed as the runner's
@@ -14,9 +14,11 @@ scheduler step where it has one.  ms_per_step is the median of --steps timed ste
 steps, every step on a full batch; s_per_epoch = ms_per_step x steps_per_epoch (training only: the
 per-epoch validation of early stopping, checkpoints and the final evaluation are not included);
 hours_at_max_epochs = s_per_epoch x max_epochs x trainings_per_run / 3600, an upper bound where the
-config stops early (column `stopping`).  One torch thread, CPU: what one process of
-`attnlab run ... --jobs N` uses.  A GPU is not measured; any GPU figure derived from these rows is a
-projection.  The load average (1 min) is read before and after each row: run it on an otherwise
+config stops early (column `stopping`).  One torch thread: what one process of
+`attnlab run ... --jobs N` uses.  With `--device cuda` the model, its data and the step run on the GPU
+as the runner's `--device cuda` puts them (the data sets on the device once, as the runners' fits do;
+the host-side batch index and the runner's per-step loss read-back included), and a step's time is
+taken between two `torch.cuda.synchronize()` calls.  The load average (1 min) is read before and after each row: run it on an otherwise
 idle machine.
 
 Units that are not a minibatch step: bidir-tabular-sim and bidir-auto-mpg train ATN copies in
@@ -51,6 +53,7 @@ import torch  # noqa: E402
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 
 WARMUP = 2
+DEVICE = torch.device("cpu")       # --device: where the models, their data and the steps run
 MIN_TIMED = 3       # timed steps of a row before --max-seconds may end its timing
 # `attnlab run bidir-auto-mpg` trains ATN for all its seeds (default --seeds: 10) x protocols at once
 AUTO_MPG_SEEDS = 10
@@ -95,7 +98,8 @@ def early(patience: int, epochs: int) -> str:
 def kernel_step(model, train, cfg) -> tuple[Callable[[], None], int]:
     """The step of attnlab.experiments.kernel.common.fit: Adam (the config's lr and weight decay),
     cross entropy, gradient norm clipped at 1 (every kernel runner calls fit with clip=1.0)."""
-    *xs, y = train
+    *xs, y = [t.to(DEVICE) for t in train]
+    model.to(DEVICE)
     n, bs = int(y.shape[0]), cfg["batch"]
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], weight_decay=cfg.get("weight_decay", 0.0))
     gen = torch.Generator().manual_seed(0)
@@ -154,7 +158,7 @@ def _series(module, configs: tuple[str, ...]) -> Iterator:
         n = len(C.validation_split(train[-1], c2["val_fraction"])[0]) if c2.get("patience") else len(train[-1])
         also.append({"config": name, "steps_per_epoch": math.ceil(n / c2["batch"]), "max_epochs": c2["epochs"],
                      "stopping": kernel_stopping(c2)})
-    for m in forda.MODELS:
+    for m in module.MODELS:                # ECG has no patched transformer (ecg.MODELS)
         torch.manual_seed(0)
         model = forda.build(m, length, k, cfg)
         step, spe = kernel_step(model, train, cfg)
@@ -225,12 +229,12 @@ def atn_step(rows: list, n_classes: int, acfg) -> tuple[Callable[[], None], int]
     cop = [masked_copies(r, n_classes) for r in rows]
     M = len(rows)
     g = torch.Generator().manual_seed(0)
-    model = TabularATN(n_classes, rows[0].shape[1], acfg, generator=g, n_models=M)
+    model = TabularATN(n_classes, rows[0].shape[1], acfg, generator=g, n_models=M).to(DEVICE)
     opt = torch.optim.Adam(model.parameters(), lr=acfg.lr, eps=acfg.adam_eps)
-    X, P, T = (torch.as_tensor(np.stack([c[j] for c in cop])) for j in range(3))
+    X, P, T = (torch.as_tensor(np.stack([c[j] for c in cop])).to(DEVICE) for j in range(3))
     n = X.shape[1]
-    mi = torch.arange(M)[:, None]
-    perm = torch.argsort(torch.rand(M, n, generator=g), dim=1)
+    mi = torch.arange(M, device=DEVICE)[:, None]
+    perm = torch.argsort(torch.rand(M, n, generator=g), dim=1).to(DEVICE)
     pos = [0]
     model.train()
 
@@ -241,7 +245,7 @@ def atn_step(rows: list, n_classes: int, acfg) -> tuple[Callable[[], None], int]
         pos[0] += acfg.batch_size
         b = idx.shape[1]
         logits = model(X[mi, idx])
-        lg = logits[mi, torch.arange(b)[None], P[mi, idx]]
+        lg = logits[mi, torch.arange(b, device=DEVICE)[None], P[mi, idx]]
         per = nn.functional.cross_entropy(lg.reshape(M * b, -1), T[mi, idx].reshape(-1), reduction="none").view(M, b)
         loss = per.mean(1).sum()
         opt.zero_grad(set_to_none=True)
@@ -293,11 +297,12 @@ def bidir_toy_corpus(n_steps: int) -> Iterator:
     cfg = tc.CONFIG
     corpus = tc.sample_corpus(cfg["n_sentences"], np.random.default_rng(0))
     tdata, _ = tc._torch_instances(corpus)
+    tdata = tuple(t.to(DEVICE) for t in tdata)                  # as the runner's fit puts them
     for p in cfg["dims"]:
         for name, cls in (("CBOW", CBOW), ("attention", AttentionCBOW)):
             g = torch.Generator().manual_seed(p)
             model = (cls(tc.V, p, window=None, init_std=cfg["init_std"], generator=g) if cls is CBOW
-                     else cls(tc.V, p, init_std=cfg["init_std"], generator=g))
+                     else cls(tc.V, p, init_std=cfg["init_std"], generator=g)).to(DEVICE)
             caps = lbfgs_caps(tc.train, model, tdata, cfg["steps"])
             yield Case("bidir-toy-corpus", name, "full", f"p={p}", None, 1, caps["max_eval"],
                        f"L-BFGS: at most {caps['max_iter']} iterations or {caps['max_eval']} function evaluations "
@@ -347,6 +352,7 @@ def lbfgs_timer(train, model, data) -> Callable[[int, int], tuple[list, str]]:
                 made.append(self)
 
         def loss(*a, **k):
+            synchronize()
             starts.append(time.perf_counter())
             return orig_loss(*a, **k)
         model.loss, torch.optim.LBFGS = loss, Observed
@@ -386,7 +392,7 @@ def fenchel_ot_vit(n_steps: int) -> Iterator:
         lr = cfg["lrs"][0]
         for name in ("vit", "ot-vit"):
             torch.manual_seed(0)
-            model = ov.build(cfg, n_cls, name == "ot-vit", S, C)
+            model = ov.build(cfg, n_cls, name == "ot-vit", S, C).to(DEVICE)
             opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=cfg["weight_decay"])
             sch = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=spe * cfg["epochs"], pct_start=0.1)
             g = torch.Generator().manual_seed(0)
@@ -396,6 +402,8 @@ def fenchel_ot_vit(n_steps: int) -> Iterator:
                 idx = torch.randperm(len(Xtr), generator=g)[:cfg["batch_size"]].numpy()
                 xb, yb = torch.from_numpy(Xtr[idx]), torch.from_numpy(ytr[idx]).long()
                 partner = same_class_partners(yb, cfg["partner_prob"], g) if name == "ot-vit" else None
+                xb, yb = xb.to(DEVICE), yb.to(DEVICE)
+                partner = None if partner is None else partner.to(DEVICE)
                 loss = torch.nn.functional.cross_entropy(model(xb, partner=partner), yb)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -444,6 +452,7 @@ def fenchel_deviation(n_steps: int) -> Iterator:
     torch.manual_seed(0)
     models = dv.build_models(cfg, len(vocab))
     for kind, model in models.items():
+        model.to(DEVICE)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
         sch = torch.optim.lr_scheduler.LambdaLR(opt, dv._lr_lambda(cfg["warmup"], spe * cfg["epochs"]))
         make = dv._bert_batch if kind == "bert" else dv._t5_batch
@@ -454,7 +463,7 @@ def fenchel_deviation(n_steps: int) -> Iterator:
         def step(model=model, opt=opt, sch=sch, make=make, g=g, rng=rng, kind=kind):
             order = torch.randperm(len(tr_ids), generator=g)[:cfg["batch_size"]].tolist()
             batch = make([tr_ids[i] for i in order], vocab, rng)
-            loss = dv._loss(kind, model, batch, "cpu")
+            loss = dv._loss(kind, model, batch, DEVICE)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -473,6 +482,7 @@ def efa_step(net, loss_fn, train: dict, cfg: dict, n_steps: int) -> tuple[Callab
     calls are drawn beforehand."""
     from attnlab.experiments.efa import common as C
 
+    net.to(DEVICE)
     opt = C.adam(net, cfg["lr"])
     step_n = C.step_sizes(train, cfg["batch_size"])
     n = C.n_examples(train)
@@ -491,7 +501,7 @@ def efa_step(net, loss_fn, train: dict, cfg: dict, n_steps: int) -> tuple[Callab
         sub = next(it)
         k = C.n_examples(sub)
         with M.input_checks(False):                      # as every epoch after the first
-            C.train_epoch(net, loss_fn, opt, sub, torch.arange(k), k, causal, "cpu")
+            C.train_epoch(net, loss_fn, opt, sub, torch.arange(k), k, causal, str(DEVICE))
     return step, math.ceil(n / step_n)
 
 
@@ -635,8 +645,10 @@ def measure(case: Case, steps: int, max_seconds: float) -> list[dict]:
             case.step()
         samples = []
         for _ in range(steps):
+            synchronize()
             t0 = time.perf_counter()
             case.step()
+            synchronize()
             samples.append(1e3 * (time.perf_counter() - t0))
             if len(samples) >= MIN_TIMED and sum(samples) > 1e3 * max_seconds:
                 break
@@ -644,7 +656,7 @@ def measure(case: Case, steps: int, max_seconds: float) -> list[dict]:
     load1 = os.getloadavg()[0]
     ms = statistics.median(samples)
     base = {"experiment": case.experiment, "model": case.model, "setting": case.setting, "ms_per_step": sig(ms),
-            "timed_steps": len(samples), "device": f"cpu ({cpu_name()})", "threads": torch.get_num_threads(),
+            "timed_steps": len(samples), "device": device_name(), "threads": torch.get_num_threads(),
             "load_start": round(load0, 2), "load_end": round(load1, 2), "trainings_per_run": case.trainings_per_run,
             "note": note, "substitute": case.substitute}
     rows = []
@@ -654,6 +666,18 @@ def measure(case: Case, steps: int, max_seconds: float) -> list[dict]:
         hours = spe * over["max_epochs"] * case.trainings_per_run / 3600
         rows.append({**base, **over, "s_per_epoch": sig(spe), "hours_at_max_epochs": sig(hours)})
     return rows
+
+
+def synchronize() -> None:
+    """Wait for the GPU's queued work (a step's time is taken between two of these); nothing on a CPU."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+
+
+def device_name() -> str:
+    if DEVICE.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(DEVICE)})"
+    return f"cpu ({cpu_name()})"
 
 
 def sig(x: float, digits: int = 4) -> float:
@@ -709,7 +733,8 @@ def markdown(summary: dict) -> str:
                     "s/epoch": f"{r['s_per_epoch']:.2f}", "max epochs": r.get("max_epochs"),
                     "stopping": r.get("stopping"), "h at max epochs": f"{r['hours_at_max_epochs']:.2f}",
                     "load before/after": "" if lb is None else f"{lb:.2f} / {la:.2f}"})
-    head = (f"{summary['cpu']}, {summary['cores']} cores, torch {summary['torch']}, {summary['threads']} thread; "
+    gpu = summary.get("device", "cpu").startswith("cuda")
+    head = (f"{summary['device'] + ', ' if gpu else ''}{summary['cpu']}, {summary['cores']} cores, torch {summary['torch']}, {summary['threads']} thread; "
             f"median of {summary['steps']} steps after {summary['warmup']} warm-up (at most "
             f"{summary['max_seconds']:g} s a row); load average {summary['load_start'][0]:.2f} at the start, "
             f"{summary['load_end'][0]:.2f} at the end; {summary['seconds']:.0f} s in all.")
@@ -725,6 +750,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=20.0,
                     help="stop timing a row once its timed steps took this long, after at least "
                          f"{MIN_TIMED} of them (default 20)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu (default) or cuda[:N]: where the models, their data and the steps run")
     ap.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON ('-' = stdout)")
     ap.add_argument("--markdown", default=None, metavar="PATH",
                     help="also write the rows as a Markdown table (the one docs/costs.md shows)")
@@ -737,6 +764,15 @@ def main(argv=None) -> int:
         raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
     if not args.max_seconds > 0:
         raise UsageError(f"--max-seconds must be a number > 0; got {args.max_seconds}")
+    global DEVICE
+    try:
+        DEVICE = torch.device(args.device)
+    except RuntimeError:
+        raise UsageError(f"--device must be cpu or cuda[:N]; got {args.device!r}") from None
+    if DEVICE.type not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda[:N]; got {args.device!r}")
+    if DEVICE.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available to this torch")
     from attnlab.experiment import keep_freed_memory, malloc_mode
 
     keep_freed_memory()                         # as `attnlab run` does (ATTNLAB_MALLOC=default: glibc's own)
@@ -744,9 +780,25 @@ def main(argv=None) -> int:
     quiet = args.json == "-"
     t_start, load_start = time.perf_counter(), os.getloadavg()
     if not quiet:
-        print(f"torch {torch.__version__}, {cpu_name()}, {os.cpu_count()} cores, "
+        print(f"torch {torch.__version__}, {device_name()}, {cpu_name()}, {os.cpu_count()} cores, "
               f"1 torch thread; load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
               f"median of {args.steps} steps after {WARMUP} warm-up", flush=True)
+    from attnlab.experiment import atomic_write_text
+
+    def summary(rows: list, done: bool) -> dict:
+        load_end = os.getloadavg()
+        return {"rows": rows, "torch": torch.__version__, "python": platform.python_version(),
+                "cpu": cpu_name(), "device": device_name(), "cores": os.cpu_count(), "threads": 1,
+                "malloc": malloc_mode(), "steps": args.steps, "warmup": WARMUP, "max_seconds": args.max_seconds,
+                "load_start": list(load_start), "load_end": list(load_end), "complete": done,
+                "seconds": round(time.perf_counter() - t_start, 1)}
+
+    def write(summ: dict) -> None:
+        if args.markdown:
+            atomic_write_text(args.markdown, markdown(summ) + "\n")
+        if args.json and args.json != "-":
+            atomic_write_text(args.json, json.dumps(summ, indent=1) + "\n")
+
     rows = []
     for name in names:
         for case in cases(name, WARMUP + args.steps):
@@ -756,23 +808,14 @@ def main(argv=None) -> int:
             if not quiet:
                 for r in out:
                     print_row(r)
-    load_end = os.getloadavg()
-    summary = {"rows": rows, "torch": torch.__version__, "python": platform.python_version(),
-               "cpu": cpu_name(), "cores": os.cpu_count(), "threads": 1, "malloc": malloc_mode(),
-               "steps": args.steps, "warmup": WARMUP, "max_seconds": args.max_seconds,
-               "load_start": list(load_start), "load_end": list(load_end),
-               "seconds": round(time.perf_counter() - t_start, 1)}
+        write(summary(rows, False))          # the rows so far (complete: false), should a later row be cut off
+    summ = summary(rows, True)
     if not quiet:
-        print(f"done in {summary['seconds']:.0f} s; load average {load_end[0]:.2f} {load_end[1]:.2f} "
-              f"{load_end[2]:.2f}", flush=True)
-    if args.markdown:
-        Path(args.markdown).write_text(markdown(summary) + "\n")
-    if args.json:
-        text = json.dumps(summary, indent=1)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n")
+        print(f"done in {summ['seconds']:.0f} s; load average {summ['load_end'][0]:.2f} {summ['load_end'][1]:.2f} "
+              f"{summ['load_end'][2]:.2f}", flush=True)
+    write(summ)
+    if args.json == "-":
+        print(json.dumps(summ, indent=1))
     return 0
 
 

@@ -434,7 +434,7 @@ class CBOW(nn.Module):
 
     def gate(self, S: int, m: torch.Tensor) -> torch.Tensor:
         """omega(j, m) / sum_j omega (B, S): the fixed CBOW gate."""
-        j = torch.arange(S)[None, :]
+        j = torch.arange(S, device=m.device)[None, :]
         dist = (j - m[:, None]).abs()
         om = (dist >= 1) & (dist <= (S if self.window is None else self.window))
         om = om.to(self.W.dtype)
