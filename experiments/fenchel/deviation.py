@@ -419,12 +419,29 @@ def main(argv: list[str]) -> int:
     p.add_argument("--data", default=None, metavar="PATH",
                    help="the movie-review sentences file sentences.tsv.gz (default: the data layer's search)")
     p.add_argument("--alpha", type=float, default=None, help="reliability alpha (paper: 1)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="override the substitutes' training epochs (recorded in the config)")
+    p.add_argument("--train-sentences", default=None, metavar="N|all",
+                   help="override how many training sentences the substitutes see: a count, or all "
+                        "(recorded in the config)")
     args = p.parse_args(argv)
     if args.alpha is not None and not (args.alpha > 0 and math.isfinite(args.alpha)):
         raise UsageError(f"--alpha must be a finite number > 0; got {args.alpha}")
+    if args.epochs is not None and not 1 <= args.epochs <= 10_000:
+        raise UsageError(f"--epochs must be an integer in 1..10000; got {args.epochs}")
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
     if args.alpha is not None:
         cfg["alpha"] = args.alpha
+    if args.epochs is not None:
+        cfg["epochs"] = args.epochs
+    if args.train_sentences is not None:
+        text = args.train_sentences.strip()
+        if text == "all":
+            cfg["train_sentences"] = None
+        elif text.isdigit() and int(text) >= 1:
+            cfg["train_sentences"] = int(text)
+        else:
+            raise UsageError(f"--train-sentences must be an integer >= 1 or all; got {args.train_sentences!r}")
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
