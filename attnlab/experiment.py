@@ -1046,13 +1046,27 @@ def _load_plain(path: Path):
 
 
 def _command_line(experiment: str) -> str:
-    """The command that produced a record, as the user typed it when run through `attnlab run`."""
+    """The command that produced a record, as the user typed it when run through `attnlab run`, less
+    ``--results-dir``: where a record is written does not change it, and a folder of one machine has no
+    place in a record that travels."""
     import shlex
 
-    argv = sys.argv[1:]
+    argv = _without_results_dir(sys.argv[1:])
     if argv[:2] == ["run", experiment]:
         return "attnlab " + " ".join(shlex.quote(a) for a in argv)
     return f"attnlab run {experiment} (called as: {' '.join(shlex.quote(a) for a in sys.argv)})"
+
+
+def _without_results_dir(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--results-dir":
+            skip = True
+        elif not a.startswith("--results-dir="):
+            out.append(a)
+    return out
 
 
 def contexts(args, experiment: str, config: dict, tag: str = "",

@@ -1,6 +1,7 @@
 """The experiment contract helpers: seeds, devices, atomic records, resume, summaries."""
 import argparse
 import json
+import sys
 
 import pytest
 
@@ -186,3 +187,12 @@ def test_ci95_student_t():
     # n = 2, sd = sqrt(0.5): t_{0.975,1} = 12.7062 -> 12.7062 * 0.5
     assert ci95([1.0, 2.0]) == pytest.approx(12.7062047 * 0.5, rel=1e-6)
     assert ci95([1.0]) is None
+
+
+def test_a_records_command_leaves_out_where_it_was_written(monkeypatch):
+    """The folder of --results-dir belongs to one machine; the record's command line drops it."""
+    from attnlab import experiment as E
+
+    monkeypatch.setattr(sys, "argv", ["attnlab", "run", "efa-synthetic", "--seed", "0", "--results-dir",
+                                      "/some/folder", "--quick", "--results-dir=/other"])
+    assert E._command_line("efa-synthetic") == "attnlab run efa-synthetic --seed 0 --quick"
