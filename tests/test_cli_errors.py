@@ -268,6 +268,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("epoch_cost.py", ["--steps", "0"], "--steps must be an integer >= 1"),
     ("epoch_cost.py", ["--experiments", "nope"], "--experiments must be a comma list"),
     ("epoch_cost.py", ["--device", "tpu"], "--device must be cpu or cuda[:N]"),
+    ("step_profile.py", ["--rows", "0"], "--rows must be an integer in 1..1000"),
     ("epoch_cost_compare.py", ["nope.json", "nope.json"], "nope.json: not a JSON file of benchmarks/epoch_cost.py"),
     ("gb_grid_search.py", ["--rows", "3"], "--rows must be >= 20"),
     ("gb_grid_search.py", ["--setting", "9,9,9"], "--setting must be one of"),
