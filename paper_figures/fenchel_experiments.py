@@ -381,6 +381,19 @@ def ot_vit(outdir: Path) -> list[Path]:
 MINILM = "bert:all-MiniLM-L6-v2"
 
 
+def _epochs(records) -> str:
+    eps = sorted({r.get("config_values", {}).get("epochs") for r in records} - {None})
+    return "/".join(str(e) for e in eps) or "?"
+
+
+def _converged_word(records) -> str:
+    flags = [r.get("converged") for r in records]
+    if all(f is True for f in flags):
+        return "converged"
+    n = sum(f is True for f in flags)
+    return f"{n} of {len(flags)} converged"
+
+
 def _minilm_records() -> list[dict]:
     root = results_root(read=True) / "fenchel-deviation" / "full"
     recs = read_records(sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json")))
@@ -420,7 +433,8 @@ def pretrained(outdir: Path) -> list[Path]:
         ssets = _settings(small, "bert")
         ss = _layer_stats(small, "bert", ssets)
         ax.errorbar(np.arange(1, len(ssets) + 1), ss[:, 0], yerr=ss[:, 1], fmt="-s", color="tab:orange",
-                    ms=3, label=f"ours: BERT-like SUBSTITUTE trained here\n({len(small)} seeds; 2 epochs, not converged)")
+                    ms=3, label=f"ours: BERT-like SUBSTITUTE trained here\n({len(small)} seeds, "
+                                f"{_epochs(small)} epochs, {_converged_word(small)})")
     except FileNotFoundError:
         pass
     ax.set_xlabel("layer")
