@@ -33,9 +33,17 @@ def parser(experiment: str, doc: str):
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     add_sampling_flag(p)
+    add_setup_flag(p)
     p.add_argument("--data", default=None, help="folder (or file) holding your own copy of the data set")
     add_lr_flag(p)
     return p
+
+
+def add_setup_flag(p):
+    p.add_argument("--setup", default="ours", choices=C.SETUPS,
+                   help="ours (default: the initialisation and optimiser of the committed records) or "
+                        "authors (the authors' Keras code: glorot bounds of MultiHeadAttention and "
+                        "PositionEmbedding, Adam epsilon 1e-7; records under <config>-authors)")
 
 
 def add_sampling_flag(p):
@@ -61,7 +69,8 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
     {(setting, model): [test CE per seed]}."""
     if getattr(args, "lr", None) is not None:
         cfg = dict(cfg, lr=args.lr)
-    tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+    cfg = C.apply_setup(cfg, args)
+    tc = C.train_config(cfg)
 
     def one(task):
         setting, model, seed = task
@@ -69,7 +78,7 @@ def run(args, experiment: str, cfg: dict, settings, models, splits, n_items: int
         if ctx.done():
             return None
         train, val, test = splits(ctx.seed)
-        net = C.init_model(lambda: build(model, setting, n_items, max_len, cfg), ctx.seed)
+        net = C.init_model(C.with_setup(lambda: build(model, setting, n_items, max_len, cfg), cfg), ctx.seed)
         res = C.fit(ctx, net, ce_loss, train, val, tc, name=f"{setting}-{model}")
         ce = C.evaluate(net, ce_loss, test, ctx.device)
         rows = [metric_row(setting, model, "test CE", ce)]

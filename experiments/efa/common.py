@@ -35,7 +35,8 @@ def config_name(args) -> str | None:
     as Instacart's ``full-es``); the default sampling keeps it; the
     authors' per-target sampling gets its own (``quick-targets`` / ``full-targets``), so that records of
     the two modes are never mixed in one table nor taken for each other by seed skipping.  A learning
-    rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason."""
+    rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason, and
+    ``--setup authors`` (the authors' initialisation and Adam epsilon) appends ``-authors``."""
     sampling = getattr(args, "sampling", "sequences")
     name = "quick" if getattr(args, "quick", False) else (getattr(args, "config", None) or "full")
     if sampling != "sequences":
@@ -43,6 +44,8 @@ def config_name(args) -> str | None:
     lr = getattr(args, "lr", None)
     if lr is not None:
         name = f"{name}-lr{lr:g}"
+    if getattr(args, "setup", "ours") == "authors":
+        name = f"{name}-authors"
     return None if name in ("quick", "full") else name
 
 
@@ -186,16 +189,74 @@ class TrainConfig:
     patience: int = 10
     batch_size: int = 256
     max_train: int | None = None       # subsample training examples (quick configs)
+    adam_eps: float = 1e-8             # torch's default; the authors' Keras Adam: 1e-7 (--setup authors)
 
 
-def adam(model, lr: float):
+def adam(model, lr: float, eps: float = 1e-8):
     """Adam with the fused (one kernel per step) implementation where this torch has it."""
     import torch
 
     try:
-        return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        return torch.optim.Adam(model.parameters(), lr=lr, eps=eps, fused=True)
     except (TypeError, RuntimeError):          # torch without a fused Adam for this device
-        return torch.optim.Adam(model.parameters(), lr=lr)
+        return torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
+
+
+SETUPS = ("ours", "authors")
+# what --setup authors changes (docs/efa_experiments.md, "Our setup against the authors' code")
+AUTHORS_ADAM_EPS = 1e-7              # keras.optimizers.Adam's epsilon
+
+
+def keras_init(net):
+    """Re-draw, in place, the attention and position parameters of an EFA network with the bounds of
+    the authors' Keras code (--setup authors): glorot_uniform over the 2-D kernel (width, heads x
+    key_dim) of each of W^Q, W^K, W^V (Keras MultiHeadAttention: U(+-sqrt(6 / (width + H d))), where
+    ours draws each head alone: U(+-sqrt(6 / (width + d)))) and over (max_len, width) for the learned
+    position embeddings (keras_nlp PositionEmbedding's glorot_uniform, where ours draws U(+-0.05)).
+    W^O is glorot over (width, H d) in both.  Draws from torch's global generator in module order (call
+    it inside :func:`init_model` to keep the seed's draw reproducible); returns `net`."""
+    import torch
+    from torch import nn
+
+    from attnlab.numerics.efa_attention import AttentionLayer
+
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, AttentionLayer):
+                for W in (m.W_Q, m.W_K, m.W_V):
+                    H, d, width = W.shape
+                    bound = math.sqrt(6.0 / (width + H * d))
+                    nn.init.uniform_(W, -bound, bound)
+            P = getattr(m, "P", None)
+            if isinstance(P, nn.Parameter) and P.dim() == 2:
+                bound = math.sqrt(6.0 / (P.shape[0] + P.shape[1]))
+                nn.init.uniform_(P, -bound, bound)
+    return net
+
+
+def apply_setup(cfg: dict, args) -> dict:
+    """`cfg` as the run's --setup has it: unchanged for 'ours' (the config of the committed records),
+    with ``setup: authors`` and Keras' Adam epsilon (:data:`AUTHORS_ADAM_EPS`) recorded for 'authors'."""
+    if getattr(args, "setup", "ours") != "authors":
+        return dict(cfg)
+    return dict(cfg, setup="authors", adam_eps=AUTHORS_ADAM_EPS)
+
+
+def train_config(cfg: dict, epochs: int | None = None, patience: int | None = None,
+                 batch_size: int | None = None) -> "TrainConfig":
+    """The TrainConfig of a runner's config dict (lr, epochs, patience, batch_size, adam_eps)."""
+    return TrainConfig(cfg["lr"], cfg["epochs"] if epochs is None else epochs,
+                       cfg["patience"] if patience is None else patience,
+                       cfg["batch_size"] if batch_size is None else batch_size,
+                       adam_eps=cfg.get("adam_eps", 1e-8))
+
+
+def with_setup(builder, cfg: dict):
+    """`builder` wrapped so that the network it builds gets the authors' initialisation when the
+    config's setup is 'authors' (:func:`keras_init`); the builder itself otherwise."""
+    if cfg.get("setup", "ours") == "authors":
+        return lambda: keras_init(builder())
+    return builder
 
 
 def init_model(builder, seed: int):
@@ -275,7 +336,7 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
 
     device = ctx.device
     model.to(device)
-    opt = adam(model, cfg.lr)
+    opt = adam(model, cfg.lr, cfg.adam_eps)
     rng = np.random.default_rng([ctx.seed, 7])
     n = n_examples(train)
     step = step_sizes(train, cfg.batch_size)

@@ -18,7 +18,7 @@ import sys
 
 from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seed_value, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
-from attnlab.experiments.efa.categorical import add_sampling_flag
+from attnlab.experiments.efa.categorical import add_sampling_flag, add_setup_flag
 from attnlab.experiments.efa import data as D
 
 EXPERIMENT = "efa-movielens-ratings"
@@ -73,6 +73,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     add_sampling_flag(p)
+    add_setup_flag(p)
     p.add_argument("--data", default=None, help="folder (or file u.data.gz) of your own MovieLens 100K copy")
     p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
@@ -90,7 +91,8 @@ def main(argv: list[str]) -> int:
     if not args.quiet:
         print(f"MovieLens ratings: {info['users']} users ({len(tr)}/{len(va)}/{len(te)} train/val/test), "
               f"{info['ratings']} ratings, sparsity {info['sparsity_percent']} %", file=sys.stderr)
-    tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+    cfg = C.apply_setup(cfg, args)
+    tc = C.train_config(cfg)
     L = seqs.items.shape[1]
 
     def one(task):
@@ -99,7 +101,7 @@ def main(argv: list[str]) -> int:
                       config_name=C.config_name(args))
         if ctx.done():
             return None
-        net = C.init_model(lambda: build(version, model, setting, L, cfg), ctx.seed)
+        net = C.init_model(C.with_setup(lambda: build(version, model, setting, L, cfg), cfg), ctx.seed)
         res = C.fit(ctx, net, loss_fn(version), train, val, tc, name=f"{version}-{setting}-{model}")
         ce = C.evaluate(net, loss_fn(version), test, ctx.device)
         full = C.evaluate(net, loss_fn(version, True), test, ctx.device)

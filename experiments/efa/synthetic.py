@@ -15,7 +15,7 @@ import numpy as np
 from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
-from attnlab.experiments.efa.categorical import add_sampling_flag
+from attnlab.experiments.efa.categorical import add_sampling_flag, add_setup_flag
 
 EXPERIMENT = "efa-synthetic"
 SETTINGS = ("unidirectional", "bidirectional")
@@ -69,6 +69,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated subset of " + ", ".join(SETTINGS))
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS))
     add_sampling_flag(p)
+    add_setup_flag(p)
     args = p.parse_args(argv)
     try:
         settings = parse_list(args.settings, SETTINGS, "--settings")
@@ -77,8 +78,8 @@ def main(argv: list[str]) -> int:
             raise ValueError(f"--sampling must be one of {', '.join(C.SAMPLINGS)}; got {args.sampling!r}")
     except ValueError as e:
         raise UsageError(f"{e}") from None
-    cfg = dict(QUICK if args.quick else FULL, sampling=args.sampling)
-    tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
+    cfg = C.apply_setup(dict(QUICK if args.quick else FULL, sampling=args.sampling), args)
+    tc = C.train_config(cfg)
 
     def one(task):
         setting, model, seed = task
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
         if ctx.done():
             return None
         train, val, test, test_u = make_data(cfg, ctx.seed, args.sampling)
-        net = C.init_model(lambda: build(model, setting, cfg), ctx.seed)
+        net = C.init_model(C.with_setup(lambda: build(model, setting, cfg), cfg), ctx.seed)
         res = C.fit(ctx, net, mse_loss, train, val, tc, name=f"{setting}-{model}")
         mse = C.evaluate(net, mse_loss, test, ctx.device)
         rows = [metric_row(setting, model, "test MSE", mse)]
