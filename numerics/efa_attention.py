@@ -102,7 +102,9 @@ class AttentionLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # Glorot-uniform as Keras' Dense/MultiHeadAttention kernels
+        # Glorot-uniform per head, U(+-sqrt(6 / (width + d))).  The authors' Keras MultiHeadAttention
+        # draws over the whole (width, heads*d) kernel instead, U(+-sqrt(6 / (width + H d))): that is
+        # experiments.efa.common.keras_init (`attnlab run efa-* --setup authors`); W^O agrees with it.
         for W in (self.W_Q, self.W_K, self.W_V):
             bound = math.sqrt(6.0 / (W.shape[1] + W.shape[2]))
             nn.init.uniform_(W, -bound, bound)
@@ -345,7 +347,7 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
         if getattr(self, "convention", "standard") != "paper":
             return super()._reset_parameters()
         H, E = self.num_heads, self.embed_dim
-        for W in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):   # Glorot per head, as Keras
+        for W in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):   # Glorot per head (see AttentionLayer)
             bound = math.sqrt(6.0 / (E + W.shape[1]))
             nn.init.uniform_(W, -bound, bound)
         if self.in_proj_bias is not None:

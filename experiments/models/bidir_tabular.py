@@ -15,7 +15,10 @@ linear single-head model of Theorem 2 (no LayerNorm/FFN there), although Sec. 3.
 Deviations from the Keras code, all documented in docs/bidir_experiments.md:
 - the loss is the mean cross entropy over masked positions; Keras divides the same sum by all
   N·(K+1) label slots.  The factor 1/(K+1) only rescales gradients, which Adam (nearly) undoes;
-- torch initialisations: uniform(±0.05) token embeddings as Keras, torch defaults elsewhere.
+- initialisations: uniform(±0.05) token embeddings as Keras' Embedding; glorot_uniform for every other
+  weight matrix, but the query, key and value weights are one fused (d, 3d) matrix, U(±0.274) at d = 20,
+  where Keras' MultiHeadAttention draws each of Q, K, V over its own (d, heads·key_dim) kernel,
+  U(±0.387).  Not switched: the committed records use the fused bound.
 """
 from __future__ import annotations
 
