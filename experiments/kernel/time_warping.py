@@ -33,10 +33,17 @@ def main(argv: list[str]) -> int:
                           "continuous vs kernel attention.", default_seeds=20)
     p.add_argument("--config", default="full", help="full (paper) or cpu (3 epochs); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
+    p.add_argument("--setup", default="ours", choices=("ours", "authors"),
+                   help="ours (default: the committed records) or authors (the released code: curve observed "
+                        "at the midpoints, no ReLU after the encoder, mu without a sigmoid; records under "
+                        "<config>-authors)")
     args = p.parse_args(argv)
     name = C.config_name(args, CONFIGS, ("full", "cpu"))
     models = C.parse_models(args.models, MODELS)
     cfg = CONFIGS[name]
+    folder = name
+    if args.setup == "authors":
+        cfg, folder = dict(cfg, setup="authors"), f"{name}-authors"
     C.torch_setup()
     seeds = seeds_of(args)
     C.announce(EXPERIMENT, None, name, cfg, seeds)
@@ -46,18 +53,19 @@ def main(argv: list[str]) -> int:
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
         train, test = [Xt[n_test:], yt[n_test:]], [Xt[:n_test], yt[:n_test]]
         for m in models:
-            ctx = C.make_context(args, EXPERIMENT, name, cfg, f"N{cfg['n_basis']}-{m}", seed, None)
+            ctx = C.make_context(args, EXPERIMENT, folder, cfg, f"N{cfg['n_basis']}-{m}", seed, None)
             if ctx.done():
                 continue
             torch.manual_seed(seed)             # parameter initialisation (the data order has its own generator)
-            model = TimeWarpingNet(m, cfg["length"], cfg["n_basis"], cfg["n_inducing"], cfg["grid"], cfg["hidden"])
+            model = TimeWarpingNet(m, cfg["length"], cfg["n_basis"], cfg["n_inducing"], cfg["grid"], cfg["hidden"],
+                                   setup=args.setup)
             res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
                         clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
             C.record(ctx, f"N={cfg['n_basis']}", m, res, metrics=("accuracy",),
                      extra={"test_class_balance": float(y[:n_test].mean())})
             if not args.quiet:
                 print(f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)
-    print("\n".join(C.summary_lines(EXPERIMENT, name, args)))
+    print("\n".join(C.summary_lines(EXPERIMENT, folder, args)))
     return 0
 
 

@@ -38,18 +38,31 @@ def ridge_operator(t: torch.Tensor, basis: GaussianBasis, lam: float) -> torch.T
 
 # --------------------------------------------------------------------------- time warping
 class TimeWarpingNet(nn.Module):
-    """Two heads; logit_k = <p_k, V> = B E_{p_k}[Psi] with V the ridge fit of the observed curve."""
+    """Two heads; logit_k = <p_k, V> = B E_{p_k}[Psi] with V the ridge fit of the observed curve.
+
+    ``setup``: 'ours' (the committed records) observes the curve at t = linspace(0, 1, L), ends the
+    encoder with a ReLU and puts mu through a sigmoid (so mu lies in the support [0, 1]); 'authors' is
+    the released time-warping code: the midpoints t_i = (i - 1/2)/L, no ReLU after the encoder's last
+    layer, mu unconstrained.  Both draw the same parameters from the same seed."""
+
+    SETUPS = ("ours", "authors")
 
     def __init__(self, kind: str, length: int = 95, n_basis: int = 64, n_inducing: int = 128,
                  grid_size: int = 100, hidden: int = 128, kernel: str = "laplace", bandwidth: float = 0.05,
-                 ridge: float = 0.01, sigmas=(0.1, 0.5)):
+                 ridge: float = 0.01, sigmas=(0.1, 0.5), setup: str = "ours"):
         super().__init__()
         _check_kind(kind, ATTENTIONS[1:3] + ATTENTIONS[4:])
-        self.kind, self.heads = kind, 2
+        if setup not in self.SETUPS:
+            raise ValueError(f"setup must be one of {', '.join(self.SETUPS)}; got {setup!r}")
+        self.kind, self.heads, self.setup = kind, 2, setup
         self.basis = GaussianBasis(n_basis, sigmas)
-        t = torch.linspace(0.0, 1.0, length)
+        if setup == "authors":
+            t = (torch.arange(length, dtype=torch.get_default_dtype()) + 0.5) / length
+        else:
+            t = torch.linspace(0.0, 1.0, length)
         self.register_buffer("G", ridge_operator(t, self.basis, ridge))
-        self.encoder = nn.Sequential(nn.Linear(length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        last = [nn.ReLU()] if setup == "ours" else []
+        self.encoder = nn.Sequential(nn.Linear(length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), *last)
         # (mu, sigma^2) per head: the unimodal densities and kernel softmax's Gaussian base density.
         # Kernel sparsemax has no base density here (as the released code) and does not use them; they
         # are still built so that parameter initialisation (and so the committed records) reproduce.
@@ -61,7 +74,8 @@ class TimeWarpingNet(nn.Module):
 
     def params(self, x):
         z = self.encoder(x)
-        mu, s2 = torch.sigmoid(self.mu(z)), _positive(self.sigma2(z), 1e-3)
+        mu = torch.sigmoid(self.mu(z)) if self.setup == "ours" else self.mu(z)
+        s2 = _positive(self.sigma2(z), 1e-3)
         gamma = self.gamma(z).view(x.shape[0], 2, -1) if self.gamma is not None else None
         return dict(gamma=gamma, mu=mu, sigma2=s2)
 
