@@ -177,9 +177,17 @@ def check_prop54_vacuous(kernels=None):
     ts = [sp.Rational(i, 4) for i in range(5)]
     a = sp.Rational(3, 2)
     rows, ok = {}, True
+    def limit(sections, d):
+        # the limit of 1 + (a - 1) sum_i gamma_i k(t, t_i): by linearity, from the sections' limits when every
+        # one is finite (one sympy limit per section, ~3x cheaper than gruntz on the sum); else of the sum itself
+        parts = [sp.limit(x, t, d) for x in sections]
+        if all(p.is_finite for p in parts):
+            return 1 + (a - 1) * sum(g * p for g, p in zip(gam, parts))
+        return sp.limit(1 + (a - 1) * sum(g * x for g, x in zip(gam, sections)), t, d)
+
     for name, k in kernels.items():
-        ft = sum(g * k.subs(s, ti) for g, ti in zip(gam, ts))
-        lims = [sp.limit(1 + (a - 1) * ft, t, d) for d in (sp.oo, -sp.oo)]
+        sections = [k.subs(s, ti) for ti in ts]
+        lims = [limit(sections, d) for d in (sp.oo, -sp.oo)]
         hyp_fails = all(lim > 0 for lim in lims)
         ok &= hyp_fails
         rows[name] = dict(limits=[str(x) for x in lims], hypothesis_can_hold=not hyp_fails)
