@@ -177,9 +177,10 @@ def check_prop54_vacuous(kernels=None):
     ts = [sp.Rational(i, 4) for i in range(5)]
     a = sp.Rational(3, 2)
     rows, ok = {}, True
+
     def limit(sections, d):
         # the limit of 1 + (a - 1) sum_i gamma_i k(t, t_i): by linearity, from the sections' limits when every
-        # one is finite (one sympy limit per section, ~3x cheaper than gruntz on the sum); else of the sum itself
+        # one is finite (gruntz on one section is cheaper than on the sum); else the limit of the sum itself
         parts = [sp.limit(x, t, d) for x in sections]
         if all(p.is_finite for p in parts):
             return 1 + (a - 1) * sum(g * p for g, p in zip(gam, parts))
