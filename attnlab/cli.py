@@ -241,6 +241,12 @@ def _run_claims(claims, jobs: int, started):
     from attnlab import catalog
 
     if jobs == 1 or len(claims) < 2:
+        # one torch thread here too, as in the workers: the checks are many small tensor operations, which
+        # a second thread slows down (a 5x5 reduction took ~8 ms with two threads on a busy 2-core machine,
+        # 5 us with one; the fast tier 150 s against 71 s there), and the verdicts are the same
+        import torch
+
+        torch.set_num_threads(1)
         for c in claims:
             started(c.id)
             yield catalog.run_claim(c)
