@@ -138,18 +138,36 @@ def serve(sock_path: Path) -> None:
                 finally:
                     os._exit(code)
             _, status = os.waitpid(pid, 0)
-            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            try:
+                conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            except OSError:                                  # the asker was stopped (cosmic-ray's timeout)
+                pass
 
 
 def ask(sock_path: Path, root: Path, module: str, map_file: Path) -> int:
-    """The test command cosmic-ray runs: one request to the fork server; its exit code is the verdict."""
+    """The test command cosmic-ray runs: one request to the fork server; its exit code is the verdict.
+    A failure of the harness itself (no server, no answer, the check's own machinery raising: exit 3) is
+    not a verdict: it is written to the failure marker beside the socket, and the driver discards the
+    module's result instead of counting the mutant as killed."""
     import socket
 
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(str(sock_path))
-    c.sendall((json.dumps({"root": str(root), "module": module, "map": str(map_file)}) + "\n").encode())
-    code = int(c.makefile().readline().strip() or 3)
+    try:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(str(sock_path))
+        c.sendall((json.dumps({"root": str(root), "module": module, "map": str(map_file)}) + "\n").encode())
+        code = int(c.makefile().readline().strip() or 3)
+    except (OSError, ValueError) as exc:
+        code, why = 3, f"{type(exc).__name__}: {exc}"
+    else:
+        why = "the check's machinery raised (exit 3)"
+    if code == 3:
+        with open(failure_marker(sock_path), "a") as f:
+            f.write(f"{module}: {why}\n")
     return 0 if code == 0 else 1
+
+
+def failure_marker(sock_path: Path) -> Path:
+    return Path(sock_path).with_name("harness-failures.txt")
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,8 +237,13 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> No
                        f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
         cr = str(Path(sys.executable).with_name("cosmic-ray"))
         subprocess.run([cr, "init", str(cfg), str(session)], cwd=tree, check=True)
+        marker = failure_marker(sock)
+        marker.unlink(missing_ok=True)
         t0 = time.time()
         subprocess.run([cr, "exec", str(cfg), str(session)], cwd=tree, check=True)
+        if marker.exists():           # a harness failure is no verdict: store nothing for this module
+            raise SystemExit(f"mutation_score: {m}: the harness failed during the run, result not stored "
+                             f"(first: {marker.read_text().splitlines()[0]})")
         _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []))
         subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], check=True)
 
