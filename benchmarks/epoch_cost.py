@@ -668,6 +668,20 @@ def measure(case: Case, steps: int, max_seconds: float) -> list[dict]:
     return rows
 
 
+def set_device(text: str) -> None:
+    """--device: where the rows' models, data and steps go (DEVICE); one line and exit 2 otherwise."""
+    global DEVICE
+    try:
+        dev = torch.device(text)
+    except RuntimeError:
+        raise UsageError(f"--device must be cpu or cuda[:N]; got {text!r}") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be cpu or cuda[:N]; got {text!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available to this torch")
+    DEVICE = dev
+
+
 def synchronize() -> None:
     """Wait for the GPU's queued work (a step's time is taken between two of these); nothing on a CPU."""
     if DEVICE.type == "cuda":
@@ -764,15 +778,7 @@ def main(argv=None) -> int:
         raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
     if not args.max_seconds > 0:
         raise UsageError(f"--max-seconds must be a number > 0; got {args.max_seconds}")
-    global DEVICE
-    try:
-        DEVICE = torch.device(args.device)
-    except RuntimeError:
-        raise UsageError(f"--device must be cpu or cuda[:N]; got {args.device!r}") from None
-    if DEVICE.type not in ("cpu", "cuda"):
-        raise UsageError(f"--device must be cpu or cuda[:N]; got {args.device!r}")
-    if DEVICE.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is available to this torch")
+    set_device(args.device)
     from attnlab.experiment import keep_freed_memory, malloc_mode
 
     keep_freed_memory()                         # as `attnlab run` does (ATTNLAB_MALLOC=default: glibc's own)

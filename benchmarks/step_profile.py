@@ -41,12 +41,7 @@ def main(argv=None) -> int:
     for flag, v in (("--rows", args.rows), ("--steps", args.steps)):
         if not 1 <= v <= 1000:
             raise UsageError(f"{flag} must be an integer in 1..1000; got {v}")
-    try:
-        ec.DEVICE = torch.device(args.device)
-    except RuntimeError:
-        raise UsageError(f"--device must be cpu or cuda[:N]; got {args.device!r}") from None
-    if ec.DEVICE.type not in ("cpu", "cuda") or (ec.DEVICE.type == "cuda" and not torch.cuda.is_available()):
-        raise UsageError(f"--device must be cpu or an available cuda[:N]; got {args.device!r}")
+    ec.set_device(args.device)
     from torch.profiler import ProfilerActivity, profile
 
     torch.set_num_threads(1)
