@@ -18,7 +18,8 @@ from attnlab.catalog import claim, erratum_if, holds_if
                  "Omega_alpha(p) = (int p^alpha dQ - 1)/(alpha(alpha-1)); (Eq. 17) |p_f^alpha - p_g^alpha| <= "
                  "alpha (||p_f||_inf + ||p_f - p_g||_inf)^{alpha-1} ||p_f - p_g||_inf pointwise.",
        method="torch",
-       vouches_for=("numerics.tsallis.tsallis_gradient", "numerics.tsallis.tsallis_negentropy"))
+       vouches_for=("numerics.tsallis.tsallis_gradient", "numerics.tsallis.tsallis_negentropy",
+                    "numerics.tsallis.tsallis_bregman"))
 def _eq16_17():
     return check_eq16_17()
 
@@ -40,7 +41,7 @@ def check_eq16_17(alphas=(1.25, 1.5, 2.0)):
     import torch
 
     from attnlab.numerics.quadrature import trapezoid
-    from attnlab.numerics.tsallis import tsallis_gradient, tsallis_negentropy
+    from attnlab.numerics.tsallis import tsallis_bregman, tsallis_gradient, tsallis_negentropy
     from attnlab.theory.kernel.propositions import _lipschitz_instance
 
     rows, ok = {}, True
@@ -60,7 +61,24 @@ def check_eq16_17(alphas=(1.25, 1.5, 2.0)):
         dev_om = float(np.abs(tsallis_negentropy(p, t, alpha).numpy() - om_ref).max() / np.abs(om_ref).max())
         gr_ref = pn ** (alpha - 1) / (alpha - 1)
         dev_gr = float(np.abs(tsallis_gradient(p, alpha).numpy() - gr_ref).max() / np.abs(gr_ref).max())
-        ok &= max(dev_om, dev_gr) <= TRANSCRIPTION_TOL
+        # with a base density q0 (dQ = q0 dt): Omega_alpha and the Bregman divergence (Eq. 15) of p from
+        # q = p_g against the same transcription with the weights q0 w
+        q0 = 1.0 + 0.5 * torch.sin(3.0 * t)
+        qn, q0w = pg.numpy(), q0.numpy() * wn
+        om_q0_ref = ((pn ** alpha) @ q0w - 1) / (alpha * (alpha - 1))
+        om_q_ref = ((qn ** alpha) @ q0w - 1) / (alpha * (alpha - 1))
+        br_ref = om_q0_ref - om_q_ref - ((qn ** (alpha - 1) / (alpha - 1)) * (pn - qn)) @ q0w
+        dev_q0 = float(np.abs(tsallis_negentropy(p, t, alpha, q0).numpy() - om_q0_ref).max() / np.abs(om_q0_ref).max())
+        dev_br = float(np.abs(tsallis_bregman(p, pg, t, alpha, q0).numpy() - br_ref).max() / np.abs(br_ref).max())
+        # a density below 0 anywhere on the grid is refused, however little below
+        bad = p.clone()
+        bad[..., bad.shape[-1] // 2] = -1e-12
+        try:
+            tsallis_negentropy(bad, t, alpha)
+            refused = False
+        except ValueError:
+            refused = True
+        ok &= max(dev_om, dev_gr, dev_q0, dev_br) <= TRANSCRIPTION_TOL and refused
         # Eq. 17, pointwise over the grid
         dp = (pf - pg).abs().max(-1, keepdim=True).values
         lhs = (pf ** alpha - pg ** alpha).abs()
@@ -68,13 +86,17 @@ def check_eq16_17(alphas=(1.25, 1.5, 2.0)):
         r17 = float((lhs / rhs).max())
         ok &= rel16 < 1e-8 and r17 <= 1 + 1e-12
         rows[alpha] = dict(eq16_rel_err=rel16, eq17_max_ratio=r17, negentropy_vs_numpy=dev_om,
-                           gradient_vs_numpy=dev_gr)
+                           gradient_vs_numpy=dev_gr, negentropy_q0_vs_numpy=dev_q0, bregman_q0_vs_numpy=dev_br,
+                           negative_density_refused=refused)
     return holds_if(ok, measured=rows, tolerance=dict(eq16="|difference| < 1e-8 int |grad h| dQ (central difference, eps 1e-5)",
                                                       eq17="max lhs/rhs <= 1",
-                                                      transcription=f"relative {TRANSCRIPTION_TOL:g}"),
+                                                      transcription=f"relative {TRANSCRIPTION_TOL:g}",
+                                                      negative_density="refused (ValueError)"),
                     explanation="numerics.tsallis on 50 random kernel-sparsemax pairs (Q uniform on [0,1], 401-point "
                                 "trapezoid); Eq. 16 at p = (p_f + 1)/2 in the direction sin(7t)(g - f); "
-                                "tsallis_negentropy and tsallis_gradient also against their definitions in numpy")
+                                "tsallis_negentropy and tsallis_gradient also against their definitions in numpy, "
+                                "Omega_alpha and the Bregman divergence (Eq. 15) with a base density q0 = 1 + sin(3t)/2 "
+                                "as well, and a density of -1e-12 at one node must be refused")
 
 
 @claim("kernel.termIII.gradient-bound",
