@@ -252,3 +252,71 @@ def check_exact_layer(cases=None) -> "Evidence":
                     "numerics.fenchel_attention.FenchelMultiheadAttention.alphas"))
 def _exact_layer():
     return check_exact_layer()
+
+
+@claim("fenchel.thm1.instance-domain",
+       reference="Sec 3 / Thm 1 (the instance: templates T in R^{n x d}, u in the simplex, z in R^d, alpha > 0)",
+       statement="The library's exact solvers take exactly Thm 1's instances: every one of them validates (T, u, z, "
+                 "alpha) through one check that accepts a finite n x d matrix T, a probability vector u of length n "
+                 "(zeros allowed, sum 1 within 1e-9), a finite z of length d and a finite alpha > 0, and refuses "
+                 "anything else with a ValueError naming the argument.",
+       method="float64",
+       vouches_for=("numerics.entropic_dual.check_instance",))
+def _instance_domain():
+    return check_instance_domain()
+
+
+def check_instance_domain():
+    """Boundary cases on both sides of each hypothesis, through check_instance and through solve (which
+    validates before it solves): accepted ones must come back as float64 arrays equal to the input (and
+    solve must return a lambda of length d); refused ones must raise ValueError whose message names the
+    argument."""
+    from attnlab.numerics.entropic_dual import check_instance, solve
+
+    rng = np.random.default_rng(3)
+    n, d = 3, 2
+    T, z = rng.normal(size=(n, d)), rng.normal(size=d)
+    u = np.array([0.5, 0.5, 0.0])                                      # a zero weight is in the simplex
+    near = np.array([0.5, 0.5 + 5e-10, 0.0])                          # sum within 1e-9 of 1
+    accept = [("u with a zero", (T, u, z, 1.0)), ("sum within 1e-9", (T, near, z, 1.0)),
+              ("tiny alpha", (T, u, z, 1e-300)), ("large alpha", (T, u, z, 1e300)),
+              ("one template", (T[:1], np.ones(1), z, 1.0)), ("d = 1", (T[:, :1], u, z[:1], 1.0))]
+    refuse = [("T", "T 1-D", (T[0], u[:2], z, 1.0)), ("T", "T 3-D", (T[None], u, z, 1.0)),
+              ("T", "T with NaN", (np.where(np.eye(n, d) > 0, np.nan, T), u, z, 1.0)),
+              ("u", "u negative", (T, np.array([0.6, 0.5, -0.1]), z, 1.0)),
+              ("u", "u sums to 1 + 2e-9", (T, np.array([0.5, 0.5 + 2e-9, 0.0]), z, 1.0)),
+              ("u", "u sums to 0.9", (T, np.array([0.4, 0.5, 0.0]), z, 1.0)),
+              ("u", "u too short", (T, u[:2] / u[:2].sum(), z, 1.0)),
+              ("u", "u too long", (T, np.array([0.25, 0.25, 0.25, 0.25]), z, 1.0)),
+              ("u", "u 2-D", (T, u[None], z, 1.0)),
+              ("z", "z too short", (T, u, z[:1], 1.0)), ("z", "z too long", (T, u, np.r_[z, 0.0], 1.0)),
+              ("z", "z with inf", (T, u, np.array([np.inf, 0.0]), 1.0)), ("z", "z 2-D", (T, u, z[None], 1.0)),
+              ("alpha", "alpha 0", (T, u, z, 0.0)), ("alpha", "alpha < 0", (T, u, z, -1.0)),
+              ("alpha", "alpha inf", (T, u, z, np.inf)), ("alpha", "alpha NaN", (T, u, z, np.nan))]
+    wrong = {}
+    for label, args in accept:
+        try:
+            Tc, uc, zc = check_instance(*args)
+            lam = solve(*args)["lam"]
+            same = all(np.array_equal(a, np.asarray(b, dtype=float)) and a.dtype == np.float64
+                       for a, b in zip((Tc, uc, zc), args[:3]))
+            if not (same and np.shape(lam) == np.shape(args[2])):
+                wrong[label] = "accepted but changed"
+        except Exception as exc:                                       # noqa: BLE001 (any refusal is wrong here)
+            wrong[label] = f"refused: {type(exc).__name__}: {exc}"
+    for name, label, args in refuse:
+        for fn in (check_instance, solve):
+            try:
+                fn(*args)
+                wrong[f"{label} ({fn.__name__})"] = "accepted"
+            except ValueError as exc:
+                if not str(exc).startswith(name + " "):
+                    wrong[f"{label} ({fn.__name__})"] = f"message does not name {name}: {exc}"
+            except Exception as exc:                                   # noqa: BLE001 (a crash is no refusal)
+                wrong[f"{label} ({fn.__name__})"] = f"{type(exc).__name__}: {exc}"
+    return holds_if(not wrong, measured=dict(accepted=len(accept), refused=2 * len(refuse), wrong=wrong or None),
+                    tolerance="every accepted instance returned unchanged in float64; every refused one raises "
+                              "ValueError naming its argument first",
+                    explanation="Thm 1's hypotheses at their boundaries (a zero in u, |sum u - 1| of 5e-10 and 2e-9, "
+                                "alpha from 1e-300 to inf, n = 1, d = 1, arrays of the wrong rank or length, NaN/inf) "
+                                "through check_instance and through solve")

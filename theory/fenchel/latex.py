@@ -208,6 +208,12 @@ LATEX = {
         r"optimal values are equal, and $\lambda^* = \alpha (b - \hat h)$ with $\hat h = T^\top p(\lambda^*)$ "
         r"(10); $p(\lambda^*)$ puts no mass outside $\operatorname{supp} u$.",
         of="fca66399"),
+    "fenchel.thm1.instance-domain": Tex(
+        r"The library's exact solvers take exactly Thm 1's instances: every one of them validates $(T, u, z, "
+        r"\alpha)$ through one check that accepts a finite $n \times d$ matrix $T$, a probability vector $u$ of "
+        r"length $n$ (zeros allowed, $\sum_i u_i = 1$ within $10^{-9}$), a finite $z \in \mathbb{R}^d$ and a "
+        r"finite $\alpha > 0$, and refuses anything else with a ValueError naming the argument.",
+        of="c59af3fd"),
     "fenchel.thm1.mpmath-50-digits": Tex(
         r"At 50 significant digits, Newton on the dual (7) reaches a duality gap $P(p(\lambda^*)) - D(\lambda^*)$ "
         r"below $10^{-40}$, and the library's float64 solvers (numpy and batched torch Newton) and its values of "
