@@ -186,3 +186,73 @@ def check_gaussian_case(cases=GAUSS_CASES, trunc_cases=TRUNC_CASES):
        vouches_for=("numerics.continuous_attention.gaussian_density", "numerics.continuous_attention.kernel_softmax"))
 def _gaussian_case():
     return check_gaussian_case()
+
+
+# ------------------------------------------------------------------ Sec. 4: the kernel expansion f
+@claim("kernel.sec4.kernel-expansion",
+       reference="Sec. 4 (f = sum_i gamma_i k(., t_i) in the RKHS of k); Cor E.3 (Gaussian k, zeta^2 > 0); "
+                 "the released code (Laplace k, scale > 0)",
+       statement="The library's kernel expansion is f(t) = sum_i gamma_i k(t, t_i) with the Gaussian kernel "
+                 "exp(-zeta^2 (t - t_i)^2) or the Laplace kernel exp(-|t - t_i|/scale) and ||f||_H = "
+                 "sqrt(gamma^T K gamma), to float64 rounding, for one or many inducing points and grid points, from "
+                 "tensors, arrays or lists; it refuses zeta^2 or scale not finite and > 0, grids that are not 1-D and "
+                 "gamma whose length is not the number of inducing points, with a ValueError.",
+       method="float64",
+       vouches_for=("numerics.kernel_family.gaussian_kernel", "numerics.kernel_family.laplace_kernel",
+                    "numerics.kernel_family.kernel_expansion", "numerics.kernel_family.rkhs_norm"))
+def _kernel_expansion():
+    return check_kernel_expansion()
+
+
+KERNEL_TOL = 1e-13
+
+
+def check_kernel_expansion():
+    """Against numpy transcriptions of the sums (one inducing point and one grid point included; inputs as
+    torch tensors, numpy arrays and lists), and the refusals at the hypotheses' boundaries."""
+    import torch
+
+    from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion, laplace_kernel, rkhs_norm
+
+    rng = np.random.default_rng(11)
+    dev, refused, wrong = 0.0, 0, {}
+    for I, G in ((1, 1), (1, 7), (5, 1), (6, 33)):
+        s, t, g = rng.uniform(-1, 2, I), np.linspace(-0.5, 1.5, G), rng.normal(size=(3, I)) * 0.3
+        for zeta2, scale in ((0.5, 0.05), (40.0, 1.0)):
+            kg = np.exp(-zeta2 * (t[None, :] - s[:, None]) ** 2)
+            kl = np.exp(-np.abs(t[None, :] - s[:, None]) / scale)
+            ks = np.exp(-zeta2 * (s[None, :] - s[:, None]) ** 2)
+            norm = np.sqrt(np.maximum(np.einsum("bi,ij,bj->b", g, ks, g), 0.0))
+            for conv in (torch.as_tensor, np.asarray, lambda a: a.tolist()):
+                Kg, Kl = gaussian_kernel(conv(t), conv(s), zeta2), laplace_kernel(conv(t), conv(s), scale)
+                f = kernel_expansion(conv(g), Kg)
+                nh = rkhs_norm(conv(g), conv(s), zeta2)
+                for name, got, ref in (("gaussian", Kg, kg), ("laplace", Kl, kl), ("f", f, g @ kg), ("norm", nh, norm)):
+                    if not (isinstance(got, torch.Tensor) and got.dtype == torch.float64 and got.shape == ref.shape):
+                        wrong[f"{name} I={I} G={G}"] = f"type/shape {type(got).__name__} {getattr(got, 'shape', None)}"
+                        continue
+                    dev = max(dev, float(np.abs(got.numpy() - ref).max() / max(np.abs(ref).max(), 1e-300)))
+    t, s = torch.linspace(0, 1, 5, dtype=torch.float64), torch.tensor([0.2, 0.7], dtype=torch.float64)
+    bad = [("zeta2 0", lambda: gaussian_kernel(t, s, 0.0)), ("zeta2 < 0", lambda: gaussian_kernel(t, s, -1.0)),
+           ("zeta2 inf", lambda: gaussian_kernel(t, s, math.inf)), ("zeta2 NaN", lambda: gaussian_kernel(t, s, math.nan)),
+           ("scale 0", lambda: laplace_kernel(t, s, 0.0)), ("scale inf", lambda: laplace_kernel(t, s, math.inf)),
+           ("t 2-D (gaussian)", lambda: gaussian_kernel(t[None], s, 1.0)),
+           ("inducing 2-D (gaussian)", lambda: gaussian_kernel(t, s[None], 1.0)),
+           ("t 2-D (laplace)", lambda: laplace_kernel(t[None], s, 1.0)),
+           ("inducing 2-D (laplace)", lambda: laplace_kernel(t, s[None], 1.0)),
+           ("gamma too short", lambda: kernel_expansion(torch.ones(1, dtype=torch.float64), gaussian_kernel(t, s, 1.0))),
+           ("gamma too long", lambda: kernel_expansion(torch.ones(3, dtype=torch.float64), gaussian_kernel(t, s, 1.0)))]
+    for label, call in bad:
+        try:
+            call()
+            wrong[label] = "accepted"
+        except ValueError:
+            refused += 1
+        except Exception as exc:                                       # noqa: BLE001 (a crash is no refusal)
+            wrong[label] = f"{type(exc).__name__}: {exc}"
+    ok = dev <= KERNEL_TOL and not wrong
+    return holds_if(ok, measured=dict(max_rel_deviation=dev, refused=refused, wrong=wrong or None),
+                    tolerance=f"relative {KERNEL_TOL:g} against numpy; every out-of-domain input a ValueError",
+                    explanation="gaussian_kernel, laplace_kernel, kernel_expansion and rkhs_norm for (I, G) in "
+                                "{(1, 1), (1, 7), (5, 1), (6, 33)}, zeta^2 in {0.5, 40}, scale in {0.05, 1}, inputs "
+                                "as tensors, arrays and lists, against numpy; 12 inputs outside the domain")

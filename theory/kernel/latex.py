@@ -242,6 +242,14 @@ LATEX = {
         r"$\tilde f$ in $H$: $(\alpha - 1) \tilde f(t) + 1 \to 1$ as $|t| \to \infty$; the finiteness it concludes "
         r"holds anyway since $Q(S) = 1$ and $\exp_{2-\alpha}(\tilde f) \le \exp_{2-\alpha}(\sup \tilde f)$.",
         of="67f36176"),
+    "kernel.sec4.kernel-expansion": Tex(
+        r"The library's kernel expansion is $f(t) = \sum_i \gamma_i k(t, t_i)$ with the Gaussian kernel "
+        r"$e^{-\zeta^2 (t - t_i)^2}$ or the Laplace kernel $e^{-|t - t_i|/\mathrm{scale}}$ and "
+        r"$\|f\|_{\mathcal H} = \sqrt{\gamma^\top K \gamma}$, to float64 rounding, for one or many inducing points "
+        r"and grid points, from tensors, arrays or lists; it refuses $\zeta^2$ or the scale not finite and "
+        r"$> 0$, grids that are not 1-D and $\gamma$ whose length is not the number of inducing points, with a "
+        r"ValueError.",
+        of="171fac5a"),
     "kernel.ref.narrow-kernel": Tex(
         r"At kernel bandwidth $10^5$ on $[0, 1]$ (features $3 \times 10^{-3}$ wide), the verified mpmath context "
         r"reference agrees with an independent scipy reference to $10^{-12}$, and against it the trapezoid context "
