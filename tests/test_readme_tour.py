@@ -29,6 +29,7 @@ TOUR = {
     "compare bidir-moe --heads 2 --layers 2": ("fast", {0}),
     "run kernel-time-warping --quick": ("slow", {0}),
     "run kernel-time-warping --seeds 10 --device cuda": ("gpu", {0}),
+    "run kernel-time-warping --quick --setup authors": ("slow", {0}),
     "results efa": ("fast", {0}),
     "results efa --format latex": ("fast", {0}),
     "figures --paper fenchel": ("fast", {0}),
