@@ -49,7 +49,7 @@ def test_docstring_examples_run(obj):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None,
-                    reason="the docs extra (mkdocs, mkdocs-material, mkdocstrings[python]) is not installed")
+                    reason="mkdocs, mkdocs-material, mkdocstrings[python] (the test and docs extras) are not installed")
 def test_api_reference_builds_strict(tmp_path):
     exe = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
     cmd = [exe] if exe else [sys.executable, "-m", "mkdocs"]
