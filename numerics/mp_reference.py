@@ -242,15 +242,19 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
 
         # a term gamma_i exp(-x) with x above `cut` is below 10^-(dps+20) / n in absolute value: dropping it
         # moves f, and so log u, by less than 10^-(dps+20), far below the working precision's 10^-(dps+10)
+        # (a float pre-test with a margin of 1 skips the far terms without multi-precision work: its
+        # rounding error in x is below 1e-2 for every feature check_resolvable lets through)
         cut = mp.mpf((dps + 20) * math.log(10)) + mp.log(max(mp.fsum(abs(gi) for gi in gm), 1) * max(len(gm), 1))
-        terms = list(zip(gm, sm))
+        terms = [(gi, si, float(si)) for gi, si in zip(gm, sm)]
+        z_f, cut_f = float(bandwidth), float(cut) + 1.0
 
         def f(t):
-            acc = mp.mpf(0)
-            for gi, si in terms:
-                x = z * (t - si) ** 2
-                if x < cut:
-                    acc += gi * mp.exp(-x)
+            acc, tf = mp.mpf(0), float(t)
+            for gi, si, sf in terms:
+                if z_f * (tf - sf) ** 2 < cut_f:
+                    x = z * (t - si) ** 2
+                    if x < cut:
+                        acc += gi * mp.exp(-x)
             return acc
 
         def q0(t):
@@ -298,12 +302,23 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
                              on_piece=on_piece)
         if progress:
             progress(1, total)
+        # psi_n(t) below 10^-(dps+20) is taken as 0: at every node that drops at most 10^-(dps+20) u(t), so
+        # the integral moves by at most 10^-(dps+20) (Z + its error) (positive weights), added to its estimate
+        psi_cut = mp.mpf((dps + 20) * math.log(10))
+        psi_cut_f, zb_f, drop = float(psi_cut) + 1.0, float(basis_bandwidth), mp.mpf(10) ** (-(dps + 20))
+
+        def u_psi(t, c, c_f):
+            if zb_f * (float(t) - c_f) ** 2 >= psi_cut_f:
+                return mp.mpf(0)
+            x = zb * (t - c) ** 2
+            return mp.mpf(0) if x >= psi_cut else u(t) * mp.exp(-x)
+
         psi_int, psi_err = [], []
         for k, c in enumerate(cm):
-            v, e = mp_integrate(lambda t, c=c: u(t) * mp.exp(-zb * (t - c) ** 2), a, b, brk, dps,
+            v, e = mp_integrate(lambda t, c=c, c_f=float(c): u_psi(t, c, c_f), a, b, brk, dps,
                                 rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE, on_piece=on_piece)
             psi_int.append(v)
-            psi_err.append(e)
+            psi_err.append(e + drop * (abs(Z) + eZ))
             if progress:
                 progress(k + 2, total)
         ctx = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
