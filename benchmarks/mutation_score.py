@@ -9,6 +9,7 @@ scratch worktree of HEAD, never in the working tree, and imported from there.
 
     python benchmarks/mutation_score.py run numerics/tsallis.py [more modules] [--work DIR] [--timeout S]
     python benchmarks/mutation_score.py report            # docs/claims_mutations.md from the stored results
+    python benchmarks/mutation_score.py unreached MAP      # public functions no fast claim calls (MAP from a run)
 
 `run` writes one JSON per module under benchmarks/mutation_results/ (the score, and every surviving
 mutant with its line and operator) as it finishes, so a sweep can be chunked across sessions; `report`
@@ -66,6 +67,7 @@ def build_map(out: Path) -> None:
 
     catalog.discover()
     reach: dict[str, list[str]] = {}
+    functions: dict[str, list[str]] = {}
     verdicts, seconds = {}, {}
     claims = [c for c in catalog.all_claims(tier="fast") if c.method != "results"]
     for i, c in enumerate(claims, 1):
@@ -74,6 +76,7 @@ def build_map(out: Path) -> None:
         seconds[c.id] = round(time.perf_counter() - t0, 3)
         verdicts[c.id] = rec.evidence.verdict
         for name in seen:
+            functions.setdefault(name, []).append(c.id)
             head = name.split(".")
             for cut in range(len(head), 0, -1):
                 rel = "/".join(head[:cut]) + ".py"
@@ -84,7 +87,43 @@ def build_map(out: Path) -> None:
     print(file=sys.stderr)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     out.write_text(json.dumps({"commit": commit, "reach": {k: sorted(set(v)) for k, v in reach.items()}, "verdicts": verdicts,
-                               "seconds": seconds}, indent=1))
+                               "seconds": seconds, "functions": {k: sorted(set(v)) for k, v in functions.items()}},
+                              indent=1))
+
+
+def public_functions(root: Path = REPO) -> dict[str, list[str]]:
+    """module file -> the public functions and methods it defines (names as attnlab.vouching writes them:
+    numerics.exact.softplus, experiments.models.efa.EFA.forward), read with ast: top-level functions and
+    the methods of top-level classes whose names do not start with '_' (forward and __call__ count)."""
+    import ast
+
+    out: dict[str, list[str]] = {}
+    for folder in MUTABLE:
+        for f in sorted((root / folder).glob("*.py")):
+            dotted = str(f.relative_to(root))[:-3].replace("/", ".")
+            names = []
+            for node in ast.parse(f.read_text(encoding="utf-8")).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                    names.append(f"{dotted}.{node.name}")
+                elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    for m in node.body:
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                                not m.name.startswith("_") or m.name == "__call__"):
+                            names.append(f"{dotted}.{node.name}.{m.name}")
+            if names:
+                out[str(f.relative_to(root))] = names
+    return out
+
+
+def unreached(map_file: Path) -> dict[str, list[str]]:
+    """module file -> its public functions that no fast claim called when `map_file` was traced."""
+    data = json.loads(map_file.read_text())
+    if "functions" not in data:
+        raise SystemExit(f"mutation_score: {map_file} was traced before the map recorded functions: trace it "
+                         "again (python benchmarks/mutation_score.py map FILE)")
+    called = set(data["functions"])
+    return {mod: [n for n in names if n not in called]
+            for mod, names in public_functions().items() if any(n not in called for n in names)}
 
 
 def check(module: str, map_file: Path) -> int:
@@ -359,6 +398,9 @@ def main(argv=None) -> int:
     sub.add_parser("report")
     m = sub.add_parser("map")
     m.add_argument("out", type=Path)
+    u = sub.add_parser("unreached", help="the public functions of numerics/ and experiments/models/ that no fast "
+                                         "claim calls, from a map traced by `map`")
+    u.add_argument("map_file", type=Path)
     c = sub.add_parser("check")
     c.add_argument("module")
     c.add_argument("map_file", type=Path)
@@ -383,6 +425,10 @@ def main(argv=None) -> int:
         report()
     elif args.cmd == "map":
         build_map(args.out)
+    elif args.cmd == "unreached":
+        for mod, names in unreached(args.map_file).items():
+            prefix = mod[:-3].replace("/", ".") + "."
+            print(f"{mod}: " + ", ".join(n[len(prefix):] for n in names))
     else:
         return check(args.module, args.map_file)
     return 0

@@ -1,0 +1,43 @@
+"""benchmarks/mutation_score.py: the listing of public functions no fast claim calls (read from a traced map)."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mutation_score.py"
+
+
+def _module(monkeypatch):
+    spec = importlib.util.spec_from_file_location("_bench_mutation_score", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_public_functions_are_read_from_the_source(monkeypatch):
+    mod = _module(monkeypatch)
+    found = mod.public_functions()
+    exact = found["numerics/exact.py"]
+    assert "numerics.exact.softplus" in exact
+    assert all(not n.rsplit(".", 1)[-1].startswith("_") for n in exact)
+    layer = found["numerics/fenchel_attention.py"]
+    assert "numerics.fenchel_attention.FenchelMultiheadAttention.forward" in layer
+    assert not any("._ExactAttention" in n or n.endswith("._flat") for n in layer)
+    assert set(found) <= {str(p.relative_to(mod.REPO)) for f in mod.MUTABLE for p in (mod.REPO / f).glob("*.py")}
+
+
+def test_unreached_lists_what_the_map_never_saw(monkeypatch, tmp_path):
+    mod = _module(monkeypatch)
+    every = mod.public_functions()
+    called = [n for names in every.values() for n in names if n != "numerics.exact.softplus"]
+    f = tmp_path / "map.json"
+    f.write_text(json.dumps({"commit": "x", "reach": {}, "verdicts": {}, "seconds": {},
+                             "functions": {n: ["some.claim"] for n in called}}))
+    assert mod.unreached(f) == {"numerics/exact.py": ["numerics.exact.softplus"]}
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"commit": "x", "reach": {}, "verdicts": {}, "seconds": {}}))
+    with pytest.raises(SystemExit, match="traced before the map recorded functions"):
+        mod.unreached(old)
