@@ -173,3 +173,34 @@ def test_all_templates_fails_when_the_attention_drops_templates_outside_t(monkey
 
     monkeypatch.setattr(eo, "ot_attention", only_T)
     assert _verdict("fenchel.sec9.all-templates-weighted") == "fails"
+
+
+# the mutants of numerics/validate.py that survived the cosmic-ray sweep at 4e55b96 (docs/claims_mutations.md):
+# each must now change the verdict of fenchel.sec9.ot-instance-domain or fenchel.thm1.instance-domain
+VALIDATE_MUTANTS = [
+    ("if cols is not None and a.shape[1] != cols:", "if cols is not None and a.shape[1] < cols:"),
+    ("if cols is not None and a.shape[1] != cols:", "if cols is not None and a.shape[1] > cols:"),
+    ("if cols is not None and a.shape[1] != cols:", "if cols is not None and a.shape[1] is not cols:"),
+    ("if cols is not None and a.shape[1] != cols:", "if cols is not None and a.shape[0] != cols:"),
+    ("    if a.ndim != 1:", "    if a.ndim < 1:"),
+    ("    if a.ndim != 1:", "    if a.ndim > 1:"),
+    ("if abs(float(a.sum()) - 1.0) > atol:", "if abs(float(a.sum()) - 1.0) >= atol:"),
+]
+
+
+@pytest.mark.parametrize("old,new", VALIDATE_MUTANTS, ids=[f"{k}" for k in range(len(VALIDATE_MUTANTS))])
+def test_validation_mutants_change_a_verdict(monkeypatch, old, new):
+    from pathlib import Path
+
+    from attnlab.numerics import entropic_dual, entropic_ot, validate
+
+    src = Path(validate.__file__).read_text()
+    assert src.count(old) == 1, old
+    ns: dict = {"__name__": "mutated_validate"}
+    exec(compile(src.replace(old, new), "mutated_validate", "exec"), ns)
+    for mod in (validate, entropic_dual, entropic_ot):
+        for name in ("as_matrix", "as_vector", "probability_vector", "positive"):
+            if hasattr(mod, name):
+                monkeypatch.setattr(mod, name, ns[name])
+    verdicts = {cid: _verdict(cid) for cid in ("fenchel.sec9.ot-instance-domain", "fenchel.thm1.instance-domain")}
+    assert set(verdicts.values()) != {"holds"}, verdicts

@@ -267,6 +267,12 @@ LATEX = {
         r"example's infinite costs across groups, the templates of a group holding no $t_i$ get weight exactly 0: "
         r"'all templates' needs $M$ finite.)",
         of="712c27dc"),
+    "fenchel.sec9.ot-instance-domain": Tex(
+        r"The library's OT-attention solvers take exactly Sec 9's instances: they validate $(A, u, M, z, \gamma, "
+        r"\alpha)$ through one check that accepts a finite $N \times d$ matrix $A$, a probability vector $u$ of "
+        r"length $N$, a finite $N \times N$ cost matrix $M$, a finite $z \in \mathbb{R}^d$ and finite "
+        r"$\gamma, \alpha > 0$ ($N$ up to hundreds), and refuses anything else with a ValueError naming the argument.",
+        of="d32d271b"),
     "fenchel.sec9.vit-parameter-count": Tex(
         r"Both models have 3.2M parameters with six layers of hidden dimension 512 ($4 \times 4$ patches, "
         r"CIFAR-100).",

@@ -359,3 +359,92 @@ def check_lse_decomposition(cases=None, tol: float = 1e-12):
                     "numerics.entropic_dual.moments", "numerics.entropic_ot.mean_cov_per_column"))
 def _lse_decomposition():
     return check_lse_decomposition()
+
+
+@claim("fenchel.sec9.ot-instance-domain",
+       reference="Sec 9, Eq. (21) (the OT instance: templates A in R^{N x d}, u in the simplex, costs M in R^{N x N}, "
+                 "z in R^d, gamma > 0, alpha > 0)",
+       statement="The library's OT-attention solvers take exactly Sec 9's instances: they validate (A, u, M, z, gamma, "
+                 "alpha) through one check that accepts a finite N x d matrix A, a probability vector u of length N, "
+                 "a finite N x N cost matrix M, a finite z of length d and finite gamma, alpha > 0 (N up to "
+                 "hundreds), and refuses anything else with a ValueError naming the argument.",
+       method="float64",
+       vouches_for=("numerics.entropic_ot.check_ot_instance", "numerics.validate.as_matrix",
+                    "numerics.validate.probability_vector"))
+def _ot_instance_domain():
+    return check_ot_instance_domain()
+
+
+def check_ot_instance_domain():
+    """Both sides of each hypothesis of Sec 9's instance, through check_ot_instance and through
+    solve_ot_dual_newton (which validates first): accepted instances come back unchanged in float64 (and the
+    solver returns a lambda of length d); refused ones raise a ValueError whose message starts with the
+    argument's name.  M's shape is tested on both sides of N in each dimension (a matrix with N rows and N +- 1
+    columns, and N +- 1 rows with N columns), and an instance with N = 300 (beyond the small integers Python
+    keeps unique) is validated; the simplex tolerance is inclusive (|sum u - 1| equal to atol is accepted)."""
+    from attnlab.numerics.entropic_ot import check_ot_instance, solve_ot_dual_newton
+    from attnlab.numerics.validate import probability_vector
+
+    A, u, M, z = instance_i_ot()
+    N = A.shape[0]
+    big = np.random.default_rng(5).normal(size=(300, 2))
+    ub = np.full(300, 1 / 300)
+    Mb = ((big[:, None, :] - big[None, :, :]) ** 2).sum(-1)
+    accept = [("I-ot", (A, u, M, z, 1.0, 1.0)), ("gamma tiny, alpha huge", (A, u, M, z, 1e-8, 1e8)),
+              ("N = 1", (A[:1], np.ones(1), M[:1, :1], z, 1.0, 1.0)), ("N = 300", (big, ub, Mb, z, 1.0, 1.0))]
+    refuse = [("A", "A 1-D", (A[0], u, M, z, 1.0, 1.0)), ("A", "A with NaN", (np.where(np.eye(*A.shape) > 0, np.nan, A), u, M, z, 1.0, 1.0)),
+              ("u", "u too short", (A, u[:-1] / u[:-1].sum(), M, z, 1.0, 1.0)),
+              ("u", "u negative", (A, np.r_[u[:-1] + 0.1, -0.5], M, z, 1.0, 1.0)),
+              ("M", "M with N - 1 columns", (A, u, M[:, :-1], z, 1.0, 1.0)),
+              ("M", "M with N + 1 columns", (A, u, np.c_[M, M[:, :1]], z, 1.0, 1.0)),
+              ("M", "M with N - 1 rows", (A, u, M[:-1], z, 1.0, 1.0)),
+              ("M", "M with N + 1 rows", (A, u, np.r_[M, M[:1]], z, 1.0, 1.0)),
+              ("M", "M 1-D", (A, u, M[0], z, 1.0, 1.0)), ("M", "M with inf", (A, u, np.where(np.eye(N) > 0, np.inf, M), z, 1.0, 1.0)),
+              ("z", "z too long", (A, u, M, np.r_[z, 0.0], 1.0, 1.0)), ("z", "z 0-D", (A, u, M, np.float64(z[0]), 1.0, 1.0)),
+              ("z", "z as a column", (A, u, M, z[:, None], 1.0, 1.0)),
+              ("gamma", "gamma 0", (A, u, M, z, 0.0, 1.0)), ("gamma", "gamma NaN", (A, u, M, z, np.nan, 1.0)),
+              ("alpha", "alpha < 0", (A, u, M, z, 1.0, -1.0)), ("alpha", "alpha inf", (A, u, M, z, 1.0, np.inf))]
+    wrong = {}
+    for label, args in accept:
+        try:
+            out = check_ot_instance(*args)
+            same = all(np.array_equal(a, np.asarray(b, dtype=float)) and a.dtype == np.float64
+                       for a, b in zip(out, args[:4]))
+            if not same:
+                wrong[label] = "accepted but changed"
+            if label != "N = 300":                                      # (validation alone at N = 300)
+                lam, _ = solve_ot_dual_newton(*args)
+                if np.shape(lam) != np.shape(args[3]):
+                    wrong[label] = f"lambda of shape {np.shape(lam)}"
+        except Exception as exc:                                       # noqa: BLE001 (any refusal is wrong here)
+            wrong[label] = f"refused: {type(exc).__name__}: {exc}"
+    for name, label, args in refuse:
+        for fn in (check_ot_instance, solve_ot_dual_newton):
+            try:
+                fn(*args)
+                wrong[f"{label} ({fn.__name__})"] = "accepted"
+            except ValueError as exc:
+                if not str(exc).startswith(name + " "):
+                    wrong[f"{label} ({fn.__name__})"] = f"message does not name {name}: {exc}"
+            except Exception as exc:                                   # noqa: BLE001 (a crash is no refusal)
+                wrong[f"{label} ({fn.__name__})"] = f"{type(exc).__name__}: {exc}"
+    # the simplex tolerance is inclusive: |sum - 1| == atol passes, the next float above fails
+    w = np.array([0.5, 0.5 + 3e-9])
+    gap = abs(float(w.sum()) - 1.0)
+    try:
+        probability_vector(w, "u", atol=gap)
+    except ValueError as exc:
+        wrong["|sum u - 1| == atol"] = f"refused: {exc}"
+    try:
+        probability_vector(w, "u", atol=float(np.nextafter(gap, 0.0)))
+        wrong["|sum u - 1| just above atol"] = "accepted"
+    except ValueError:
+        pass
+    return holds_if(not wrong, measured=dict(accepted=len(accept) + 1, refused=2 * len(refuse) + 1,
+                                             wrong=wrong or None),
+                    tolerance="every accepted instance returned unchanged in float64; every refused one raises "
+                              "ValueError naming its argument first",
+                    explanation="I-ot and its edges (N = 1, N = 300, gamma 1e-8, alpha 1e8), M with N +- 1 rows or "
+                                "columns, arrays of the wrong rank or length, NaN/inf, gamma and alpha at 0, below 0, "
+                                "inf or NaN, through check_ot_instance and solve_ot_dual_newton; the simplex "
+                                "tolerance at |sum - 1| = atol and one float below")
