@@ -147,12 +147,18 @@ class ContinuousAttention(nn.Module):
                                         self.basis.mu, self.basis.sigma)
 
 
-def moments_from_discrete(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """mu = E_p[T], sigma^2 = Var_p[T] for discrete attention p [..., L] over positions linspace(0,1,L)
-    (the unimodal baselines' encoder, Martins et al. / paper App. I).  sigma^2 is floored at 1e-4
-    so that a collapsed discrete attention still gives a proper density."""
+def moments_from_discrete(p: torch.Tensor, positions: str = "linspace") -> tuple[torch.Tensor, torch.Tensor]:
+    """mu = E_p[T], sigma^2 = Var_p[T] for discrete attention p [..., L] over the positions of the L
+    steps (the unimodal baselines' encoder, Martins et al. / paper App. I): ``positions="linspace"``,
+    linspace(0, 1, L) (quati's choice); ``"index"``, l/L for l = 1..L (the released FordA code's).
+    sigma^2 is floored at 1e-4 so that a collapsed discrete attention still gives a proper density."""
     L = p.shape[-1]
-    pos = torch.linspace(0.0, 1.0, L, device=p.device, dtype=p.dtype)
+    if positions == "linspace":
+        pos = torch.linspace(0.0, 1.0, L, device=p.device, dtype=p.dtype)
+    elif positions == "index":
+        pos = torch.arange(1, L + 1, device=p.device, dtype=p.dtype) / L
+    else:
+        raise ValueError(f"positions must be 'linspace' or 'index'; got {positions!r}")
     mu = (p * pos).sum(-1)
     var = (p * pos ** 2).sum(-1) - mu ** 2
     return mu, var.clamp_min(1e-4)

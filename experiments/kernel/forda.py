@@ -45,7 +45,7 @@ def load(cfg, path=None):
     return C.load_ucr_split(DATASET, cfg, path)
 
 
-def build(m: str, length: int, k: int, cfg):
+def build(m: str, length: int, k: int, cfg, setup: str = "ours"):
     from attnlab.experiments.models.kernel_models import LSTMFCN, SeriesAttentionNet, TransformerClassifier
 
     if m == "lstm_fcn":
@@ -56,7 +56,7 @@ def build(m: str, length: int, k: int, cfg):
                                      ff=2 * d, dropout=cfg["tst_dropout"],
                                      patch=cfg["tst_patch"] if m == "transformer_patch" else 1)
     return SeriesAttentionNet(m, length, k, hidden=cfg["hidden"], n_basis=cfg["n_basis"], grid_size=cfg["grid"],
-                              sigmas=(0.025, 0.1, 0.5) if cfg["n_basis"] >= 3 else (0.1,))
+                              sigmas=(0.025, 0.1, 0.5) if cfg["n_basis"] >= 3 else (0.1,), setup=setup)
 
 
 def run_series_experiment(argv, experiment, dataset_desc, models, configs, loader, substitute=None,
@@ -68,11 +68,17 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
                      "a 2-core CPU; docs/kernel_experiments.md); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
+    p.add_argument("--setup", default="ours", choices=("ours", "authors"),
+                   help="ours (default: the committed records) or authors (the released FordA code: the discrete "
+                        "moments of the unimodal densities over positions l/L, l = 1..L, not linspace(0, 1, L); "
+                        "records under <config>-authors)")
     add_lr_flag(p)
     args = p.parse_args(argv)
     name = C.config_name(args, configs, tuple(c for c in configs if c != "quick"))
     sel = C.parse_models(args.models, models)
     name, cfg = C.with_lr(args, name, configs[name])
+    if args.setup == "authors":
+        name, cfg = f"{name}-authors", dict(cfg, setup="authors")
     C.torch_setup()
     from attnlab.experiments.data import DataError
 
@@ -89,7 +95,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
             if ctx.done():
                 continue
             torch.manual_seed(seed)
-            model = C_build(m, length, k, cfg, experiment)
+            model = build(m, length, k, cfg, args.setup)
             res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
                         weight_decay=cfg["weight_decay"], clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
             C.record(ctx, "test", m, res)
@@ -98,10 +104,6 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
                       file=sys.stderr)
     print("\n".join(C.summary_lines(experiment, name, args)))
     return 0
-
-
-def C_build(m, length, k, cfg, experiment):
-    return build(m, length, k, cfg)
 
 
 def main(argv: list[str]) -> int:

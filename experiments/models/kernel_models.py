@@ -94,14 +94,22 @@ class SeriesAttentionNet(nn.Module):
     scores s_t -> attention -> FF(hidden->256->128->C).  Discrete softmax pools the states with
     softmax(s); unimodal densities take mu, sigma^2 from the discrete attention (App. I); the Gaussian
     mixture reads its parameters from the discretely pooled state; kernel methods use gamma_t = s_t at
-    I = L inducing points (as in the released FordA code).  Value function: ridge fit of the LSTM states."""
+    I = L inducing points (as in the released FordA code).  Value function: ridge fit of the LSTM states.
+
+    ``setup``: 'ours' (the committed records) takes the discrete moments mu, sigma^2 of the unimodal
+    densities over positions linspace(0, 1, L) (quati's); 'authors' over l/L, l = 1..L (the released
+    FordA code's).  Both draw the same parameters from the same seed."""
+
+    SETUPS = ("ours", "authors")
 
     def __init__(self, kind: str, length: int, n_classes: int, hidden: int = 128, n_basis: int = 256,
                  grid_size: int | None = None, kernel: str = "laplace", bandwidth: float | None = None,
-                 ridge: float = 0.5, sigmas=(0.025, 0.1, 0.5), mixture_components: int = 10):
+                 ridge: float = 0.5, sigmas=(0.025, 0.1, 0.5), mixture_components: int = 10, setup: str = "ours"):
         super().__init__()
         _check_kind(kind)
-        self.kind, self.length = kind, int(length)
+        if setup not in self.SETUPS:
+            raise ValueError(f"setup must be one of {', '.join(self.SETUPS)}; got {setup!r}")
+        self.kind, self.length, self.setup = kind, int(length), setup
         self.conv = nn.Sequential(nn.Conv1d(1, 24, 5, padding="same"), nn.ReLU(),
                                   nn.Conv1d(24, 24, 5, padding="same"), nn.ReLU())
         self.lstm = nn.LSTM(24, hidden, batch_first=True)
@@ -129,7 +137,7 @@ class SeriesAttentionNet(nn.Module):
         s = self.score(h).squeeze(-1)                                 # [b, L]
         p = torch.softmax(s, -1)
         if self.kind in ("discrete_softmax", "cts_softmax", "cts_sparsemax"):
-            mu, s2 = moments_from_discrete(p)
+            mu, s2 = moments_from_discrete(p, "index" if self.setup == "authors" else "linspace")
             return p, dict(mu=mu[:, None], sigma2=s2[:, None])
         if self.kind == "gaussian_mixture":
             pooled = (p.unsqueeze(-1) * h).sum(1)
