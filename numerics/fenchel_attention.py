@@ -356,8 +356,12 @@ def _gram_phase(K, logw, Z, a, af, tol, evals):
     if not bool((logw == logw[..., :1]).all()):                        # (softmax does not see a constant)
         s.add_(logw)
     s0 = s.add(torch.bmm(pi, G), alpha=af) if af is not None else torch.addcmul(s, a, torch.bmm(pi, G))
-    bound = a * torch.linalg.vector_norm(K, dim=-2).amax(-1).view(B, 1, 1)   # alpha max_j |K_{:, j}|_2
-    reach = 8 * tol * (1 + float(a.max()) * (float(Z.abs().max()) + float(mu.abs().max())))
+    col = K.square().sum(-2).amax(-1).sqrt_()                          # max_j |K_{:, j}|_2 (a contiguous pass;
+    if not bool(torch.isfinite(col).all()):                            # vector_norm's strided one where it overflows)
+        col = torch.linalg.vector_norm(K, dim=-2).amax(-1)
+    bound = a * col.view(B, 1, 1)                                      # alpha max_j |K_{:, j}|_2
+    zmin, zmax = torch.aminmax(Z)
+    reach = 8 * tol * (1 + float(a.max()) * (max(float(zmax), -float(zmin)) + float(mu.abs().max())))
     P = [torch.softmax(s, -1), torch.empty_like(s)]                    # p, and the previous p
     R = [P[0] - pi, torch.empty_like(s)]                               # r = p - q, and the previous r
     q, cur, best, rr1 = pi, 0, math.inf, None
