@@ -227,7 +227,7 @@ def _scratch(work: Path, commit: str) -> Path:
 
 
 def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None = None,
-        commit: str | None = None) -> None:
+        commit: str | None = None, sample: int | None = None) -> None:
     for m in modules:
         if not m.startswith(MUTABLE) or not (REPO / m).is_file():
             raise SystemExit(f"mutation_score: module {m!r}: give a file under {' or '.join(MUTABLE)}")
@@ -256,7 +256,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
             raise SystemExit("mutation_score: the fork server did not start")
         time.sleep(0.5)
     try:
-        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout)
+        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample)
     finally:
         import socket
 
@@ -266,7 +266,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
         server.wait()
 
 
-def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> None:
+def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample=None) -> None:
     for m in modules:
         session = work / (m.replace("/", "_") + ".sqlite")
         session.unlink(missing_ok=True)
@@ -276,6 +276,7 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> No
                        f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
         cr = str(Path(sys.executable).with_name("cosmic-ray"))
         subprocess.run([cr, "init", str(cfg), str(session)], cwd=tree, check=True)
+        population = _keep_sample(session, m, sample) if sample else None
         marker = failure_marker(sock)
         marker.unlink(missing_ok=True)
         t0 = time.time()
@@ -283,11 +284,38 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout) -> No
         if marker.exists():           # a harness failure is no verdict: store nothing for this module
             raise SystemExit(f"mutation_score: {m}: the harness failed during the run, result not stored "
                              f"(first: {marker.read_text().splitlines()[0]})")
-        _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []))
+        _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []),
+               population)
         subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], check=True)
 
 
-def _store(module: str, session: Path, commit: str, seconds: float, claims: list[str]) -> None:
+def _keep_sample(session: Path, module: str, n: int) -> int:
+    """Keep a random sample of n of the session's mutants (seeded by the module's path, so a re-run draws
+    the same ones); returns how many there were."""
+    import random
+
+    from cosmic_ray.work_db import use_db
+
+    with use_db(str(session)) as db:
+        items = list(db.work_items)
+        if len(items) > n:
+            keep = random.Random(module).sample(items, n)
+            db.clear()
+            db.add_work_items(keep)
+    return len(items)
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion k/n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5
+    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+
+
+def _store(module: str, session: Path, commit: str, seconds: float, claims: list[str],
+           population: int | None = None) -> None:
     from cosmic_ray.work_db import use_db  # noqa: I001
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -307,6 +335,8 @@ def _store(module: str, session: Path, commit: str, seconds: float, claims: list
     out = {"module": module, "commit": commit, "mutants": len(rows), "killed": sum(rows),
            "survived": len(survivors), "not_counted": incompetent, "claims_reaching": len(claims), "seconds": round(seconds),
            "survivors": survivors}
+    if population is not None:
+        out["sampled_from"] = population          # a random sample of the module's mutants, not all of them
     tmp = RESULTS / (module.replace("/", "_") + ".json.tmp")
     tmp.write_text(json.dumps(out, indent=1))
     os.replace(tmp, RESULTS / (module.replace("/", "_") + ".json"))
@@ -392,11 +422,16 @@ def report() -> None:
         n = r["mutants"] - len(r["equivalent"])
         killed, counted = killed + r["killed"], counted + n
         score = f"{100 * r['killed'] / n:.1f}%" if n else "-"
+        if n and "sampled_from" in r:
+            lo, hi = wilson(r["killed"], n)
+            score += f" (sample of {r['mutants'] + r.get('not_counted', 0)} of {r['sampled_from']}; 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
         lines.append(f"| `{r['module']}` | {r['commit'][:7]} | {r['mutants']} | {r['killed']} | {len(r['equivalent'])} | "
                      f"{score} | {r.get('not_counted', 0)} | {r['claims_reaching']} | {r['seconds']} |")
     if counted:
-        lines += ["", f"Over the {len(rows)} modules run so far: {killed} of {counted} non-equivalent mutants "
-                      f"killed ({100 * killed / counted:.1f}%)."]
+        sampled = sum("sampled_from" in r for r in rows)
+        lines += ["", f"Over the {len(rows)} modules run so far ({sampled} of them on a random sample of their "
+                      f"mutants): {killed} of {counted} non-equivalent mutants tested were killed "
+                      f"({100 * killed / counted:.1f}%)."]
     lines += ["", "Surviving non-equivalent mutants (line: cosmic-ray operator, occurrence); each is a missing or "
                   "loose claim:", ""]
     for r in rows:
@@ -431,6 +466,9 @@ def main(argv=None) -> int:
     r.add_argument("--timeout", type=float, default=120.0)
     r.add_argument("--map", type=Path, help="reuse this claim map (from an earlier run on the same commit)")
     r.add_argument("--commit", help="mutate this commit (default HEAD)")
+    r.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="run a random sample of N mutants per module (seeded by the module's path), for a score "
+                        "with a confidence interval where the whole module would take too long")
     sub.add_parser("report")
     m = sub.add_parser("map")
     m.add_argument("out", type=Path)
@@ -456,7 +494,7 @@ def main(argv=None) -> int:
     if args.root is not None:
         use_root(args.root.resolve())
     if args.cmd == "run":
-        run(args.modules, args.work, args.timeout, args.map, args.commit)
+        run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample)
     elif args.cmd == "report":
         report()
     elif args.cmd == "map":

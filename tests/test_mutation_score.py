@@ -41,3 +41,11 @@ def test_unreached_lists_what_the_map_never_saw(monkeypatch, tmp_path):
     old.write_text(json.dumps({"commit": "x", "reach": {}, "verdicts": {}, "seconds": {}}))
     with pytest.raises(SystemExit, match="traced before the map recorded functions"):
         mod.unreached(old)
+
+
+def test_wilson_interval(monkeypatch):
+    mod = _module(monkeypatch)
+    lo, hi = mod.wilson(27, 30)                 # 90%: the textbook 95% Wilson interval is [0.744, 0.965]
+    assert lo == pytest.approx(0.7438, abs=1e-3) and hi == pytest.approx(0.9654, abs=1e-3)
+    assert mod.wilson(30, 30)[1] == 1.0 and mod.wilson(0, 30)[0] == 0.0
+    assert mod.wilson(0, 0) == (0.0, 1.0)
