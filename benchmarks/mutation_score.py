@@ -227,7 +227,7 @@ def _scratch(work: Path, commit: str) -> Path:
 
 
 def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None = None,
-        commit: str | None = None, sample: int | None = None) -> None:
+        commit: str | None = None, sample: int | None = None, survivors: bool = False) -> None:
     for m in modules:
         if not m.startswith(MUTABLE) or not (REPO / m).is_file():
             raise SystemExit(f"mutation_score: module {m!r}: give a file under {' or '.join(MUTABLE)}")
@@ -256,7 +256,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
             raise SystemExit("mutation_score: the fork server did not start")
         time.sleep(0.5)
     try:
-        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample)
+        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample, survivors)
     finally:
         import socket
 
@@ -266,7 +266,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
         server.wait()
 
 
-def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample=None) -> None:
+def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample=None, survivors=False) -> None:
     for m in modules:
         session = work / (m.replace("/", "_") + ".sqlite")
         session.unlink(missing_ok=True)
@@ -276,6 +276,9 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sampl
                        f'test-command = "{cmd}"\n\n[cosmic-ray.distributor]\nname = "local"\n')
         cr = str(Path(sys.executable).with_name("cosmic-ray"))
         subprocess.run([cr, "init", str(cfg), str(session)], cwd=tree, check=True)
+        stored = _stored_for_recheck(m, commit) if survivors else None
+        if stored is not None:
+            _keep_survivors(session, stored["survivors"])
         population = _keep_sample(session, m, sample) if sample else None
         marker = failure_marker(sock)
         marker.unlink(missing_ok=True)
@@ -284,9 +287,61 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sampl
         if marker.exists():           # a harness failure is no verdict: store nothing for this module
             raise SystemExit(f"mutation_score: {m}: the harness failed during the run, result not stored "
                              f"(first: {marker.read_text().splitlines()[0]})")
-        _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []),
-               population)
+        if stored is not None:
+            _store_recheck(m, session, commit, stored)
+        else:
+            _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []),
+                   population)
         subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], check=True)
+
+
+def _stored_for_recheck(module: str, commit: str) -> dict:
+    """The stored result of `module`, for re-running its survivors against the claims of `commit`: refused
+    unless the module's source is the same at both commits (then the mutants are the same)."""
+    path = RESULTS / (module.replace("/", "_") + ".json")
+    if not path.is_file():
+        raise SystemExit(f"mutation_score: --survivors: no stored result for {module}")
+    stored = json.loads(path.read_text())
+    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", stored["commit"], commit, "--", module])
+    if same.returncode != 0:
+        raise SystemExit(f"mutation_score: --survivors: {module} changed between {stored['commit'][:7]} and "
+                         f"{commit[:7]}: run the whole module again")
+    return stored
+
+
+def _keep_survivors(session: Path, survivors: list[dict]) -> None:
+    """Keep only the session's mutants that survived the stored run (the same operator and occurrence)."""
+    from cosmic_ray.work_db import use_db
+
+    wanted = {(sv["operator"], sv["occurrence"]) for sv in survivors}
+    with use_db(str(session)) as db:
+        keep = [w for w in db.work_items if (w.mutations[0].operator_name, w.mutations[0].occurrence) in wanted]
+        db.clear()
+        db.add_work_items(keep)
+
+
+def _store_recheck(module: str, session: Path, commit: str, stored: dict) -> None:
+    """The stored result with its survivors re-run against the claims of `commit`: those killed now are
+    added to the killed count; the record says when and how many survivors were re-run."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import TestOutcome
+
+    still = []
+    with use_db(str(session)) as db:
+        outcome = {(item.mutations[0].operator_name, item.mutations[0].occurrence): result.test_outcome
+                   for item, result in db.completed_work_items}
+    for sv in stored["survivors"]:
+        if outcome.get((sv["operator"], sv["occurrence"])) != TestOutcome.KILLED:
+            still.append(sv)
+    out = dict(stored, killed=stored["killed"] + len(stored["survivors"]) - len(still), survived=len(still),
+               survivors=still, survivors_rechecked={"commit": commit, "rerun": len(stored["survivors"]),
+                                                     "killed_now": len(stored["survivors"]) - len(still)})
+    path = RESULTS / (module.replace("/", "_") + ".json")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(out, indent=1))
+    os.replace(tmp, path)
+    print(f"{module}: survivors re-run at {commit[:7]}: {out['survivors_rechecked']['killed_now']} of "
+          f"{len(stored['survivors'])} killed now; {out['killed']}/{out['mutants']} killed")
 
 
 def _keep_sample(session: Path, module: str, n: int) -> int:
@@ -425,7 +480,10 @@ def report() -> None:
         if n and "sampled_from" in r:
             lo, hi = wilson(r["killed"], n)
             score += f" (sample of {r['mutants'] + r.get('not_counted', 0)} of {r['sampled_from']}; 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
-        lines.append(f"| `{r['module']}` | {r['commit'][:7]} | {r['mutants']} | {r['killed']} | {len(r['equivalent'])} | "
+        when = r["commit"][:7]
+        if "survivors_rechecked" in r:
+            when += f" (its {r['survivors_rechecked']['rerun']} survivors re-run at {r['survivors_rechecked']['commit'][:7]})"
+        lines.append(f"| `{r['module']}` | {when} | {r['mutants']} | {r['killed']} | {len(r['equivalent'])} | "
                      f"{score} | {r.get('not_counted', 0)} | {r['claims_reaching']} | {r['seconds']} |")
     if counted:
         sampled = sum("sampled_from" in r for r in rows)
@@ -466,6 +524,9 @@ def main(argv=None) -> int:
     r.add_argument("--timeout", type=float, default=120.0)
     r.add_argument("--map", type=Path, help="reuse this claim map (from an earlier run on the same commit)")
     r.add_argument("--commit", help="mutate this commit (default HEAD)")
+    r.add_argument("--survivors", action="store_true",
+                   help="re-run only the stored survivors of each module against the claims of --commit (the "
+                        "module's source must be unchanged since the stored run)")
     r.add_argument("--sample", type=int, default=None, metavar="N",
                    help="run a random sample of N mutants per module (seeded by the module's path), for a score "
                         "with a confidence interval where the whole module would take too long")
@@ -494,7 +555,7 @@ def main(argv=None) -> int:
     if args.root is not None:
         use_root(args.root.resolve())
     if args.cmd == "run":
-        run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample)
+        run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample, args.survivors)
     elif args.cmd == "report":
         report()
     elif args.cmd == "map":
