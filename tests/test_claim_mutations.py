@@ -1325,3 +1325,42 @@ def test_mem_line_fails_when_newton_stops_early(monkeypatch):
 
     monkeypatch.setattr(ed, "solve", approx)
     assert not kp.check_mem_infeasible()[0]
+
+
+# --- kernel.eq1.sequence-layer ----------------------------------------------------------------
+
+def test_sequence_layer_holds_as_registered():
+    assert _verdict("kernel.eq1.sequence-layer") == "holds"
+
+
+@pytest.mark.parametrize("fault", ["ridge", "positions", "mask_in_fit"])
+def test_sequence_layer_fails_under_a_faulty_layer(monkeypatch, fault):
+    """Library faults the claim must see: a ridge penalty off by 0.1%, keys placed at s/S instead of
+    s/(S-1) (the tables built for one more key), and masked keys kept in the ridge fit."""
+    import torch
+
+    from attnlab.numerics import continuous_layers as cl
+
+    real = cl.continuous_attention
+
+    def faulty(query, key, value, attn_mask=None, *a, **kw):
+        if fault == "ridge":
+            kw["ridge"] = kw.get("ridge", 0.1) * 1.001
+            return real(query, key, value, attn_mask, *a, **kw)
+        if fault == "positions":                       # an extra zero key at the end: t_s = s/S for the rest
+            pad = lambda x: torch.cat([x, torch.zeros_like(x[..., :1, :])], -2)   # noqa: E731
+            m = attn_mask
+            if m is not None:
+                m = torch.cat([m, torch.zeros_like(m[..., :1])], -1)
+            elif not kw.get("is_causal"):
+                m = torch.ones(query.shape[-2], key.shape[-2] + 1, dtype=torch.bool)
+                m[:, -1] = False
+            return real(query, pad(key), pad(value), m, *a, **kw)
+        kw.pop("is_causal", None)                     # mask_in_fit: scores masked by -inf, fit over every key
+        if attn_mask is None:
+            return real(query, key, value, None, *a, **kw)
+        add = torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, -1e30)
+        return real(query, key, value, add, *a, **kw)
+
+    monkeypatch.setattr(cl, "continuous_attention", faulty)
+    assert _verdict("kernel.eq1.sequence-layer") != "holds"
