@@ -49,13 +49,13 @@ class GaussianBasis(nn.Module):
     """N Gaussian RBF pdfs psi_n(t) = N(t; mu_n, sigma_n^2): N // len(sigmas) centres linspace(0, 1)
     for each width (as in Martins et al.'s and the kernel paper's code).  Fixed, not trained."""
 
-    def __init__(self, n_basis: int, sigmas=(0.1, 0.5)):
+    def __init__(self, n_basis: int, sigmas=(0.1, 0.5), dtype=None):
         super().__init__()
         if int(n_basis) < len(sigmas) or len(sigmas) == 0:
             raise ValueError(f"n_basis must be >= len(sigmas) = {len(sigmas)} >= 1; got {n_basis}")
         per = int(n_basis) // len(sigmas)
-        mu = torch.cat([torch.linspace(0.0, 1.0, per) for _ in sigmas])
-        sd = torch.cat([torch.full((per,), float(s)) for s in sigmas])
+        mu = torch.cat([torch.linspace(0.0, 1.0, per, dtype=dtype) for _ in sigmas])
+        sd = torch.cat([torch.full((per,), float(s), dtype=dtype) for s in sigmas])
         self.register_buffer("mu", mu)
         self.register_buffer("sigma", sd)
 
@@ -95,10 +95,13 @@ class ContinuousAttention(nn.Module):
       - kernel_softmax / kernel_sparsemax: gamma [b,H,I] kernel weights at inducing points
         linspace(0,1,I), plus mu, sigma2 when ``base`` is 'gaussian' or 'parabola' (learned base density q0).
     Returns r = E_p[psi_n], shape (b, H, N); :meth:`density` returns p on the grid, (b, H, G) (kernel/grid kinds).
+    ``dtype``: the dtype its grid, basis-on-grid and kernel tables are computed in (default torch's default,
+    float32; casting the module later keeps that rounding).
     """
 
     def __init__(self, kind: str, basis: GaussianBasis, grid_size: int = 100, n_inducing: int = 0,
-                 kernel: str = "gaussian", bandwidth: float = 0.05, alpha: float = 2.0, base: str = "none"):
+                 kernel: str = "gaussian", bandwidth: float = 0.05, alpha: float = 2.0, base: str = "none",
+                 dtype=None):
         super().__init__()
         _check_choice("kind", kind, ATTENTIONS[1:])
         _check_choice("kernel", kernel, KERNELS)
@@ -115,11 +118,13 @@ class ContinuousAttention(nn.Module):
         self.kind, self.kernel, self.base = kind, kernel, base
         self.alpha, self.bandwidth = float(alpha), float(bandwidth)
         self.basis = basis
-        grid = torch.linspace(0.0, 1.0, int(grid_size))
+        # the tables are computed in `dtype` (default: torch's default dtype, float32): casting the module
+        # afterwards (.double()) keeps their float32 rounding, so build a float64 module with dtype=float64
+        grid = torch.linspace(0.0, 1.0, int(grid_size), dtype=dtype)
         self.register_buffer("grid", grid)
         self.register_buffer("psi_grid", basis(grid))                    # [N, G]
         if kind.startswith("kernel"):
-            ind = torch.linspace(0.0, 1.0, int(n_inducing))
+            ind = torch.linspace(0.0, 1.0, int(n_inducing), dtype=dtype)
             self.register_buffer("K", nca.kernel_matrix(ind, grid, kernel, bandwidth))  # [I, G]
         else:
             self.register_buffer("K", torch.zeros(0))
@@ -532,7 +537,7 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         self.bandwidth = check_positive(bandwidth, "bandwidth")
         self.alpha = _check_alpha_deformed(alpha)
         self.ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
-        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2)).to(device=device)
+        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2), dtype=dtype).to(device=device)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):

@@ -1364,3 +1364,39 @@ def test_sequence_layer_fails_under_a_faulty_layer(monkeypatch, fault):
 
     monkeypatch.setattr(cl, "continuous_attention", faulty)
     assert _verdict("kernel.eq1.sequence-layer") != "holds"
+
+
+# --- kernel.alg1.attention-module ------------------------------------------------------------
+
+def test_attention_module_holds_as_registered():
+    assert _verdict("kernel.alg1.attention-module") == "holds"
+
+
+def test_attention_module_fails_with_a_left_riemann_sum(monkeypatch):
+    """Library fault: E_p[psi] by a left Riemann sum instead of Algorithm 1's trapezoid rule."""
+    import torch
+
+    from attnlab.numerics import kernel_layer_math as nca
+
+    def riemann(p, values, grid):
+        h = grid[1] - grid[0]
+        return (p[..., None, :-1] * values[..., :-1]).sum(-1) * h
+
+    monkeypatch.setattr(nca, "expectation_on_grid", riemann)
+    assert _verdict("kernel.alg1.attention-module") == "fails"
+
+
+def test_attention_module_tables_follow_the_dtype_given():
+    """Built then cast (.double()) the tables keep their float32 rounding (2e-7 here); dtype=float64 builds
+    them exactly: the claim's instances need the latter."""
+    import torch
+
+    from attnlab.numerics.continuous_layers import ContinuousAttention, GaussianBasis
+
+    b = GaussianBasis(6, dtype=torch.float64)
+    cast = ContinuousAttention("kernel_softmax", b, grid_size=41, n_inducing=5, bandwidth=0.15).double()
+    built = ContinuousAttention("kernel_softmax", b, grid_size=41, n_inducing=5, bandwidth=0.15, dtype=torch.float64)
+    exact = torch.linspace(0, 1, 41, dtype=torch.float64)
+    assert torch.equal(built.grid, exact) and not torch.equal(cast.grid, exact)
+    assert cast.K.dtype == built.K.dtype == torch.float64
+    assert ContinuousAttention("kernel_softmax", b, n_inducing=5).grid.dtype == torch.get_default_dtype()
