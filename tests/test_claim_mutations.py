@@ -1400,3 +1400,39 @@ def test_attention_module_tables_follow_the_dtype_given():
     assert torch.equal(built.grid, exact) and not torch.equal(cast.grid, exact)
     assert cast.K.dtype == built.K.dtype == torch.float64
     assert ContinuousAttention("kernel_softmax", b, n_inducing=5).grid.dtype == torch.get_default_dtype()
+
+
+# --- kernel.sec6.networks ----------------------------------------------------------------------
+
+def test_networks_hold_as_registered():
+    assert _verdict("kernel.sec6.networks") == "holds"
+
+
+@pytest.mark.parametrize("fault", ["states_not_normed", "moments_index", "time_warping_no_sigmoid"])
+def test_networks_fail_under_a_miswired_model(monkeypatch, fault):
+    """Model faults the claim must see: the LSTM states pooled without their LayerNorm, the discrete moments
+    over the other positions, mu of the time-warping heads without its sigmoid in our setup."""
+    import torch
+
+    from attnlab.experiments.models import kernel_models as km
+
+    if fault == "states_not_normed":
+        def states(self, x):
+            z = self.conv(x.unsqueeze(1)).transpose(1, 2)
+            z = torch.nn.functional.layer_norm(z, z.shape[-1:])
+            return self.lstm(z)[0]
+        monkeypatch.setattr(km.SeriesAttentionNet, "states", states)
+    elif fault == "moments_index":
+        real = km.moments_from_discrete
+        monkeypatch.setattr(km, "moments_from_discrete", lambda p, positions="linspace": real(
+            p, "index" if positions == "linspace" else "linspace"))
+    else:
+        real_params = km.TimeWarpingNet.params
+
+        def params(self, x):
+            out = real_params(self, x)
+            if self.setup == "ours":
+                out["mu"] = self.mu(self.encoder(x))
+            return out
+        monkeypatch.setattr(km.TimeWarpingNet, "params", params)
+    assert _verdict("kernel.sec6.networks") == "fails"

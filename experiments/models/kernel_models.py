@@ -54,7 +54,7 @@ class TimeWarpingNet(nn.Module):
         _check_kind(kind, ATTENTIONS[1:3] + ATTENTIONS[4:])
         if setup not in self.SETUPS:
             raise ValueError(f"setup must be one of {', '.join(self.SETUPS)}; got {setup!r}")
-        self.kind, self.heads, self.setup = kind, 2, setup
+        self.kind, self.heads, self.setup, self.ridge = kind, 2, setup, float(ridge)
         self.basis = GaussianBasis(n_basis, sigmas)
         if setup == "authors":
             t = (torch.arange(length, dtype=torch.get_default_dtype()) + 0.5) / length
