@@ -1436,3 +1436,32 @@ def test_networks_fail_under_a_miswired_model(monkeypatch, fault):
             return out
         monkeypatch.setattr(km.TimeWarpingNet, "params", params)
     assert _verdict("kernel.sec6.networks") == "fails"
+
+
+# --- fenchel.sec9.ot-vit-network ---------------------------------------------------------------
+
+def test_ot_vit_network_holds_as_registered():
+    assert _verdict("fenchel.sec9.ot-vit-network") == "holds"
+
+
+@pytest.mark.parametrize("fault", ["u_over_partner_templates", "no_template_scaling", "post_ln"])
+def test_ot_vit_network_fails_under_a_miswired_model(monkeypatch, fault):
+    """Model faults: u spread over the partner's templates too, the templates' Gram product <t_i, t> at
+    twice its scale, and a post-LN instead of a pre-LN layer."""
+    import torch
+
+    from attnlab.experiments.models import fenchel_vit as fv
+
+    if fault == "u_over_partner_templates":
+        real = fv.OTAttention.forward
+        monkeypatch.setattr(fv.OTAttention, "forward",
+                            lambda self, y, xa, a_mask, n_atoms: real(self, y, xa, a_mask, xa.shape[1]))
+    elif fault == "no_template_scaling":
+        real_w = fv.ot_attention_weights
+        monkeypatch.setattr(fv, "ot_attention_weights", lambda qk, G, a_mask, u, gamma: real_w(qk, G * 2.0, a_mask, u, gamma))
+    else:
+        def forward(self, x, **_):
+            x = self.n1(x + self.attn(x, x, x, need_weights=False)[0])
+            return self.n2(x + self.mlp(x))
+        monkeypatch.setattr(fv.Block, "forward", forward)
+    assert _verdict("fenchel.sec9.ot-vit-network") == "fails"

@@ -1,0 +1,173 @@
+"""Claim that the ViT and OT-ViT the Fenchel paper's Tables 1-2 train are the networks Sec 9 / App. D
+describe (experiments.models.fenchel_vit): a pre-LN ViT, and the same with the class token's attention in
+the last layer replaced by the OT-based attention (22) with cost M(a, b) = -a^T b + C.
+
+The oracle is a float64 numpy transcription written from the paper's description: patches cut by hand and
+embedded, the class token and positions, pre-LN layers whose attention is softmax(Q K^T / sqrt(d')) V per head,
+a GELU MLP, and in OT-ViT's last layer (22) as printed,
+
+    p*(t) = sum_i u_i exp((alpha <t, z> - M(t, t_i)) / gamma) / sum_{t' in A} exp((alpha <t', z> - M(t', t_i)) / gamma),
+
+with templates t = x / sqrt(d') (the LayerNorm'd token features), alpha <t, z> the attention logit of the
+class token (Sec 8's reparameterisation, Eq. 19), u uniform on the image's patch templates and C = 3.7 (it
+cancels: the check shows it), with and without the templates of a same-class partner image in A.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnlab.catalog import claim, holds_if
+
+VIT_TOL = 1e-10
+C_COST = 3.7
+
+
+def _np(p):
+    return p.detach().numpy().astype(np.float64)
+
+
+def _ln(x, mod):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + mod.eps) * _np(mod.weight) + _np(mod.bias)
+
+
+def _gelu(x):
+    from scipy.special import erf
+
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def _mlp(x, mlp):
+    h = _gelu(x @ _np(mlp[0].weight).T + _np(mlp[0].bias))
+    return h @ _np(mlp[3].weight).T + _np(mlp[3].bias)
+
+
+def _mha(y, attn):
+    """softmax(Q K^T / sqrt(d')) V per head, then the output projection (nn.MultiheadAttention's weights)."""
+    D, H = y.shape[-1], attn.num_heads
+    dh = D // H
+    W, b = _np(attn.in_proj_weight), _np(attn.in_proj_bias)
+    q, k, v = (y @ W[i * D:(i + 1) * D].T + b[i * D:(i + 1) * D] for i in range(3))
+    out = np.zeros_like(y)
+    for h in range(H):
+        sl = slice(h * dh, (h + 1) * dh)
+        s = q[:, sl] @ k[:, sl].T / math.sqrt(dh)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        out[:, sl] = p @ v[:, sl]
+    return out @ _np(attn.out_proj.weight).T + _np(attn.out_proj.bias)
+
+
+def _block(x, blk):
+    x = x + _mha(_ln(x, blk.n1), blk.attn)
+    return x + _mlp(_ln(x, blk.n2), blk.mlp)
+
+
+def _ot_block(x, blk, partner_tokens):
+    """OT-ViT's last layer for the class token: (22) per head over A = the image's patch templates (and the
+    partner image's, when given), u uniform on the image's."""
+    y = _ln(x, blk.n1)
+    cls, patches = y[0], y[1:]
+    A = patches if partner_tokens is None else np.concatenate([patches, _ln(partner_tokens, blk.n1)[1:]])
+    att = blk.attn
+    D, H, dh = att.dim, att.heads, att.dh
+    q = cls @ _np(att.q.weight).T + _np(att.q.bias)
+    k = A @ _np(att.k.weight).T + _np(att.k.bias)
+    v = A @ _np(att.v.weight).T + _np(att.v.bias)
+    n_atoms = patches.shape[0]
+    t = A / math.sqrt(dh)                                   # templates t = x / sqrt(d')
+    u = np.full(n_atoms, 1.0 / n_atoms)
+    out = np.zeros(D)
+    for h in range(H):
+        sl = slice(h * dh, (h + 1) * dh)
+        logit = k[:, sl] @ q[sl] / math.sqrt(dh)            # alpha <t, z> for every t in A (alpha = 1)
+        p = np.zeros(len(A))
+        for i in range(n_atoms):
+            M = -(t @ t[i]) + C_COST                         # M(t, t_i) = -<t, t_i> + C
+            e = (logit - M) / att.gamma
+            e = np.exp(e - e.max())
+            p += u[i] * e / e.sum()
+        out[sl] = p @ v[:, sl]
+    c = x[0] + out @ _np(att.o.weight).T + _np(att.o.bias)
+    return c + _mlp(_ln(c[None], blk.n2)[0], blk.mlp)
+
+
+def vit_reference(model, img, partner=None):
+    """Logits of ViT / OT-ViT for images (B, C, S, S) from the description above; partner (B,) as the
+    model's (an index of a same-class image in the batch, or -1)."""
+    B, Cn, S, _ = img.shape
+    P = model.embed.kernel_size[0]
+    Wc, bc = _np(model.embed.weight), _np(model.embed.bias)            # (D, C, P, P)
+    D = Wc.shape[0]
+    out = np.zeros((B, model.head.out_features))
+    tokens = []
+    for b in range(B):
+        patches = [img[b, :, r:r + P, c:c + P].reshape(-1) for r in range(0, S, P) for c in range(0, S, P)]
+        x = np.stack([Wc.reshape(D, -1) @ pt + bc for pt in patches])
+        x = np.concatenate([_np(model.cls)[0], x]) + _np(model.pos)[0]
+        for blk in model.blocks:
+            x = _block(x, blk)
+        tokens.append(x)
+    for b in range(B):
+        x = tokens[b]
+        if model.ot:
+            pt = None if partner is None or partner[b] < 0 else tokens[int(partner[b])]
+            c = _ot_block(x, model.last, pt)
+        else:
+            c = _block(x, model.last)[0]
+        out[b] = _ln(c, model.norm) @ _np(model.head.weight).T + _np(model.head.bias)
+    return out
+
+
+def check_vit():
+    import torch
+
+    from attnlab.experiments.models.fenchel_vit import ViT
+
+    rng = np.random.default_rng(41)
+    per = {}
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        img = rng.normal(size=(3, 1, 4, 4))
+        for ot in (False, True):
+            torch.manual_seed(5)
+            model = ViT(4, 2, 1, 3, dim=8, depth=3, heads=2, mlp_dim=16, dropout=0.0, ot=ot, gamma=1.3 if ot else None)
+            with torch.no_grad():
+                model.cls.normal_()
+                for name, prm in model.named_parameters():          # non-trivial LayerNorm affines and biases
+                    if "n1" in name or "n2" in name or "norm" in name or name.endswith("bias"):
+                        prm.add_(0.3 * torch.randn_like(prm))
+            model.eval()
+            for partner in ((None, np.array([2, -1, 0])) if ot else (None,)):
+                with torch.no_grad():
+                    got = model(torch.tensor(img), partner=None if partner is None else torch.tensor(partner)).numpy()
+                ref = vit_reference(model, img, partner)
+                label = ("OT-ViT" if ot else "ViT") + ("" if partner is None else " with same-class partners")
+                per[label] = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
+    finally:
+        torch.set_default_dtype(old)
+    worst = max(per.values())
+    return holds_if(worst <= VIT_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=VIT_TOL),
+                    explanation="ViT and OT-ViT (4x4 images, 2x2 patches, width 8, 2 heads, 3 layers, gamma 1.3; "
+                                "LayerNorm affines and biases perturbed so that they matter) in eval mode, float64, "
+                                "against a numpy transcription of the description (patches cut by hand, MHA per "
+                                "head, exact GELU, (22) as printed with C = 3.7); error relative to the largest logit",
+                    per_case=per)
+
+
+@claim("fenchel.sec9.ot-vit-network",
+       reference="Sec 9, Eq. (22)/(44), App. D; Sec 8 Eq. (19) (the reparameterisation); Tables 1-2's models",
+       statement="The ViT and OT-ViT the experiments train are the networks described: a pre-LN ViT on patch "
+                 "embeddings with a class token, and OT-ViT, whose last layer gives the class token the OT-based "
+                 "attention (22) with M(a, b) = -a^T b + C over the image's patch templates (and a same-class "
+                 "image's, when drawn), u uniform -- in float64 within 1e-10 of a transcription, with C cancelling.",
+       method="float64",
+       vouches_for=("experiments.models.fenchel_vit.ViT.forward", "experiments.models.fenchel_vit.Block.forward",
+                    "experiments.models.fenchel_vit.OTBlock.forward", "experiments.models.fenchel_vit.OTAttention.forward",
+                    "experiments.models.fenchel_vit.ot_attention_weights"))
+def _vit():
+    return check_vit()
