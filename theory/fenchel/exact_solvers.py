@@ -97,6 +97,10 @@ def check_solvers(cases=None) -> "Evidence":
             primal_value_3=_rel(ed.primal_objective(ref["p"], T, u, z, a), ref["P"]),
             log_mgf_8=_rel(ed.log_mgf(ref["lam"], T, u),
                            float(ref["lam"] @ (u @ T + z)) - float(ref["lam"] @ ref["lam"]) / (2 * a) - ref["D"]),
+            # the batched torch values, with log u shifted by 0.7 (unnormalised: (7) and (10) must not see it)
+            torch_dual_value_7=_rel(float(ed.dual_objective_torch(torch.tensor(ref["lam"]), Tt, lu + 0.7, zt, a)),
+                                    ref["D"]),
+            torch_mean_10=_rel(ed.h_of_lambda_torch(torch.tensor(ref["lam"]), Tt, lu + 0.7).numpy(), ref["h"]),
         )
         per[label] = dict({k: v / ref["tol"] for k, v in errs.items()}, tol=ref["tol"], max_logit=ref["max_logit"],
                           newton_converged=bool(sol["info"]["converged"]))
@@ -113,7 +117,8 @@ def check_solvers(cases=None) -> "Evidence":
                                 "logits up to 3.8e3): mpmath damped Newton on (7) at 50 digits (its duality gap "
                                 "certifies it) against numerics.entropic_dual's float64 Newton (solve_dual_newton, "
                                 "solve), the batched torch Newton in lambda and atom coordinates, and (9), (10), "
-                                "(7), (3), (8) evaluated at the oracle's lambda*, p*",
+                                "(7), (3), (8) evaluated at the oracle's lambda*, p* (and (7), (10) in their batched torch forms "
+                                "with log u unnormalised)",
                     per_instance=per)
 
 
@@ -128,7 +133,8 @@ def check_solvers(cases=None) -> "Evidence":
        vouches_for=("numerics.entropic_dual.solve_dual_newton", "numerics.entropic_dual.solve",
                     "numerics.entropic_dual.solve_dual_newton_torch", "numerics.entropic_dual.tilted",
                     "numerics.entropic_dual.h_of_lambda", "numerics.entropic_dual.dual_objective",
-                    "numerics.entropic_dual.primal_objective", "numerics.entropic_dual.log_mgf"))
+                    "numerics.entropic_dual.primal_objective", "numerics.entropic_dual.log_mgf",
+                    "numerics.entropic_dual.dual_objective_torch", "numerics.entropic_dual.h_of_lambda_torch"))
 def _thm1_mpmath():
     return check_solvers()
 
