@@ -1465,3 +1465,39 @@ def test_ot_vit_network_fails_under_a_miswired_model(monkeypatch, fault):
             return self.n2(x + self.mlp(x))
         monkeypatch.setattr(fv.Block, "forward", forward)
     assert _verdict("fenchel.sec9.ot-vit-network") == "fails"
+
+
+# --- fenchel.sec8.substitute-architectures -------------------------------------------------------
+
+def test_substitute_architectures_hold_as_registered():
+    assert _verdict("fenchel.sec8.substitute-architectures") == "holds"
+
+
+@pytest.mark.parametrize("fault", ["bert_pre_ln", "t5_scaled", "bucket_sign"])
+def test_substitute_architectures_fail_when_miswired(monkeypatch, fault):
+    """Model faults: BERT's layer pre-LN, T5's logits scaled by 1/sqrt(d'), the bucket of rel > 0 and
+    rel < 0 swapped."""
+    import math
+
+    import torch
+
+    from attnlab.experiments.models import fenchel_transformers as ft
+
+    if fault == "bert_pre_ln":
+        def forward(self, x, add):
+            y = self.ln1(x)
+            x = x + self.attn(y, y, add)
+            return x + self.ff(self.ln2(x))
+        monkeypatch.setattr(ft._BertLayer, "forward", forward)
+    elif fault == "t5_scaled":
+        real = ft.Attention.__init__
+
+        def init(self, d_model, n_heads, bias, scaled, dropout=0.0):
+            real(self, d_model, n_heads, bias, True, dropout)
+        monkeypatch.setattr(ft.Attention, "__init__", init)
+    else:
+        real_b = ft.relative_position_bucket
+        monkeypatch.setattr(ft, "relative_position_bucket",
+                            lambda rel, bidirectional, num_buckets=32, max_distance=128:
+                            real_b(-rel, bidirectional, num_buckets, max_distance))
+    assert _verdict("fenchel.sec8.substitute-architectures") == "fails"

@@ -273,6 +273,14 @@ LATEX = {
         r"length $N$, a finite $N \times N$ cost matrix $M$, a finite $z \in \mathbb{R}^d$ and finite "
         r"$\gamma, \alpha > 0$ ($N$ up to hundreds), and refuses anything else with a ValueError naming the argument.",
         of="d32d271b"),
+    "fenchel.sec8.substitute-architectures": Tex(
+        r"The BERT-like and T5-like substitutes the deviation study trains are the architectures the "
+        r"reparameterisation reads: BERT's post-LayerNorm encoder with biased projections and logits scaled by "
+        r"$1/\sqrt{d'}$; T5's pre-RMSNorm encoder-decoder with no biases or scaling and Raffel et al.'s bucketed "
+        r"relative-position bias (bidirectional in the encoder, causal in the decoder, none across) -- in float64 "
+        r"within $10^{-10}$ of transcriptions, and every head's weights are rebuilt exactly from what the study "
+        r"captures.",
+        of="e19b0402"),
     "fenchel.sec9.ot-vit-network": Tex(
         r"The ViT and OT-ViT the experiments train are the networks described: a pre-LN ViT on patch embeddings "
         r"with a class token, and OT-ViT, whose last layer gives the class token the OT-based attention (22) with "
