@@ -125,7 +125,9 @@ def library_calls(check: Callable[[], object]) -> tuple[object, set[str]]:
 
 
 def _perturb(value, rel: float):
-    """`value` with every floating-point number scaled by (1 + rel) (tensors, arrays, floats, containers)."""
+    """`value` with every floating-point number scaled by (1 + rel) (tensors, arrays, floats, containers);
+    an integer tensor or array (indices, buckets, counts), where a relative fault rounds away, gets its
+    first entry off by one instead."""
     try:
         import torch
     except ImportError:                               # pragma: no cover
@@ -133,9 +135,18 @@ def _perturb(value, rel: float):
     import numpy as np
 
     if torch is not None and isinstance(value, torch.Tensor):
-        return value * (1 + rel) if (value.is_floating_point() or value.is_complex()) else value
+        if value.is_floating_point() or value.is_complex():
+            return value * (1 + rel)
+        if value.dtype != torch.bool and value.numel():
+            value = value.clone()
+            value.view(-1)[0] += 1
+        return value
     if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact):
         return value * (1 + rel)
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer) and value.size:
+        value = value.copy()
+        value.flat[0] += 1
+        return value
     if isinstance(value, float):
         return value * (1 + rel)
     if isinstance(value, Fraction):                   # exact rationals stay exact: times 1 + rel as a Fraction

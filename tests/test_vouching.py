@@ -136,3 +136,16 @@ def test_fault_reaches_mpmath_numbers():
         faulty = de.mp_exp_beta(mp.mpf(1), 0.5)
     assert abs(faulty - mp.mpf("2.25") * (1 + mp.mpf(1e-3))) < 1e-14
     assert vouching._perturb(mp.mpc(1, 2), 1e-3) == mp.mpc(1, 2) * (1 + 1e-3)
+
+
+def test_fault_puts_integer_outputs_off_by_one():
+    """A relative fault rounds away on integers (indices, buckets): there the first entry is off by one."""
+    import numpy as np
+    import torch
+
+    t = torch.tensor([3, 5, 7])
+    assert vouching._perturb(t, 1e-3).tolist() == [4, 5, 7] and t.tolist() == [3, 5, 7]
+    a = np.array([[2, 4]])
+    assert vouching._perturb(a, 1e-3).tolist() == [[3, 4]] and a.tolist() == [[2, 4]]
+    assert vouching._perturb(torch.tensor([True]), 1e-3).tolist() == [True]
+    assert vouching._perturb(torch.zeros(0, dtype=torch.long), 1e-3).numel() == 0
