@@ -126,8 +126,8 @@ def library_calls(check: Callable[[], object]) -> tuple[object, set[str]]:
 
 def _perturb(value, rel: float):
     """`value` with every floating-point number scaled by (1 + rel) (tensors, arrays, floats, containers);
-    an integer tensor or array (indices, buckets, counts), where a relative fault rounds away, gets its
-    first entry off by one instead."""
+    an integer (a count, an index) or an integer tensor or array (indices, buckets), where a relative fault
+    rounds away, is off by one instead (a tensor or array in its first entry)."""
     try:
         import torch
     except ImportError:                               # pragma: no cover
@@ -149,6 +149,8 @@ def _perturb(value, rel: float):
         return value
     if isinstance(value, float):
         return value * (1 + rel)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return value + 1                              # a count or an index: off by one
     if isinstance(value, Fraction):                   # exact rationals stay exact: times 1 + rel as a Fraction
         return value * (1 + Fraction(rel))
     if type(value).__module__.startswith("mpmath") and type(value).__name__ in ("mpf", "mpc"):

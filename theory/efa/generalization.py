@@ -227,8 +227,10 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
         same_shapes = shapes == paper_shapes(*c)
         want = expected_live(*c, d)
         premise = premise_deviation(m, c[0], c[1], 1.5) if same_shapes else math.inf
-        ok &= same_shapes and numel == d and live == want and premise < PREMISE_TOL
+        lib_d = (parameter_count(c[0], c[1], c[2] + 1, c[5], c[4], c[2], c[3]), m.n_parameters())
+        ok &= same_shapes and numel == d and live == want and premise < PREMISE_TOL and lib_d == (d, d)
         per["L={},M={},K={},tau={},K'={},D'={}".format(*c)] = dict(d=d, numel=numel, live=live,
+                                                                  library_d=list(lib_d),
                                                                   expected_live=want,
                                                                   shapes_match_paper=same_shapes,
                                                                   module_vs_transcription=premise)
@@ -238,7 +240,8 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
                                 "case: parameter shapes vs the paper's (written from Sec 5.2, not read off the "
                                 "module), numel, and the entries the forward depends on (nonzero gradient of a "
                                 "random output projection at 4 random parameter points with a random batch "
-                                "each, clipping R = 1.5 so that every coordinate reaches the output); the premise "
+                                "each, clipping R = 1.5 so that every coordinate reaches the output); the library's "
+                                "d (parameter_count, BaiEFA.n_parameters) against the printed one; the premise "
                                 "that the module is the Sec 5.2 class: its predictions against the model "
                                 "transcribed one copy, column and head at a time (theory/efa/reference.py)",
                     sympy_identity=bool(sym_ok))
@@ -249,6 +252,8 @@ BAI_VOUCHES = ("experiments.models.efa_theory.BaiEFA.forward", "experiments.mode
                "experiments.models.efa_theory.BaiEFA.transformer", "experiments.models.efa_theory.BaiEFA.columns",
                "experiments.models.efa_theory.BaiEFA.embed", "experiments.models.efa_theory.BaiEFA._layer",
                "experiments.models.efa_theory.clip_norm")
+COUNT_VOUCHES = BAI_VOUCHES + ("experiments.models.efa_theory.parameter_count",
+                               "experiments.models.efa_theory.BaiEFA.n_parameters")
 
 
 @claim("efa.thm2.parameter-count",
@@ -259,7 +264,7 @@ BAI_VOUCHES = ("experiments.models.efa_theory.BaiEFA.forward", "experiments.mode
                  "depends on every one of them, for L = 1 on all but the M (K+1) entries of the last "
                  "column of each Q_m (they multiply the masked y_i = 0 of the only query column), so d "
                  "counts them and remains an upper bound.",
-       method="torch", vouches_for=BAI_VOUCHES)
+       method="torch", vouches_for=COUNT_VOUCHES)
 def _thm2_count():
     return check_parameter_count()
 
