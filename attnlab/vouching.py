@@ -124,10 +124,11 @@ def library_calls(check: Callable[[], object]) -> tuple[object, set[str]]:
     return result, seen
 
 
-def _perturb(value, rel: float):
+def _perturb(value, rel: float, top: bool = True):
     """`value` with every floating-point number scaled by (1 + rel) (tensors, arrays, floats, containers);
-    an integer (a count, an index) or an integer tensor or array (indices, buckets), where a relative fault
-    rounds away, is off by one instead (a tensor or array in its first entry)."""
+    an integer (a count, an index) or an integer tensor or array (indices, buckets) returned as such, where a
+    relative fault rounds away, is off by one instead (a tensor or array in its first entry); integers inside
+    containers and dataclasses (sizes, settings) are left alone."""
     try:
         import torch
     except ImportError:                               # pragma: no cover
@@ -137,19 +138,19 @@ def _perturb(value, rel: float):
     if torch is not None and isinstance(value, torch.Tensor):
         if value.is_floating_point() or value.is_complex():
             return value * (1 + rel)
-        if value.dtype != torch.bool and value.numel():
+        if top and value.dtype != torch.bool and value.numel():
             value = value.clone()
             value.view(-1)[0] += 1
         return value
     if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact):
         return value * (1 + rel)
-    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer) and value.size:
+    if top and isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer) and value.size:
         value = value.copy()
         value.flat[0] += 1
         return value
     if isinstance(value, float):
         return value * (1 + rel)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+    if top and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return value + 1                              # a count or an index: off by one
     if isinstance(value, Fraction):                   # exact rationals stay exact: times 1 + rel as a Fraction
         return value * (1 + Fraction(rel))
@@ -163,14 +164,14 @@ def _perturb(value, rel: float):
                     t.mul_(1 + rel)
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: _perturb(getattr(value, f.name), rel)
+        return dataclasses.replace(value, **{f.name: _perturb(getattr(value, f.name), rel, False)
                                              for f in dataclasses.fields(value) if f.init})
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_perturb(v, rel) for v in value)
+        return tuple(_perturb(v, rel, False) for v in value)
     if isinstance(value, list):
-        return [_perturb(v, rel) for v in value]
+        return [_perturb(v, rel, False) for v in value]
     if isinstance(value, dict):
-        return {k: _perturb(v, rel) for k, v in value.items()}
+        return {k: _perturb(v, rel, False) for k, v in value.items()}
     return value
 
 

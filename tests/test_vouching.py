@@ -150,3 +150,4 @@ def test_fault_puts_integer_outputs_off_by_one():
     assert vouching._perturb(torch.tensor([True]), 1e-3).tolist() == [True]
     assert vouching._perturb(torch.zeros(0, dtype=torch.long), 1e-3).numel() == 0
     assert vouching._perturb(406, 1e-3) == 407 and vouching._perturb(True, 1e-3) is True
+    assert vouching._perturb((2, 0.5), 1e-3) == (2, 0.5 * 1.001)          # sizes inside containers stay
