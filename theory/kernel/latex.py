@@ -155,9 +155,11 @@ LATEX = {
         r"logits are $B\,\mathbb{E}_{p_k}[\Psi]$ for two heads read from an MLP encoder, with $B$ the ridge fit of "
         r"the observed curve; the FordA/ECG network pools conv $\to$ LSTM states by each attention (discrete, "
         r"continuous softmax/sparsemax from the discrete moments, Gaussian mixture, kernel softmax/sparsemax with "
-        r"$\gamma_t = s_t$) through the ridge value function into a 3-layer head -- in float64 within "
-        r"$10^{-10}$ of transcriptions, for every kind and both setups.",
-        of="f58b078c"),
+        r"$\gamma_t = s_t$) through the ridge value function into a 3-layer head; the gesture network fits the "
+        r"value function at irregular observation times and reads its heads from a conv/dense encoder of it; the "
+        r"sentence network pools BiLSTM states with positions $(l + 1/2)/n$ -- in float64 within $10^{-10}$ of "
+        r"transcriptions, for every kind and both setups.",
+        of="b129a90f"),
     "kernel.eq1.sequence-layer": Tex(
         r"The library's continuous-attention layer computes the paper's context $c = B\,\mathbb{E}_p[\Psi]$ for "
         r"every query: scores $s_j = \text{scale}\,\langle q, k_j\rangle$ at positions $t_j = j/(S-1)$; the "

@@ -1,5 +1,6 @@
 """Claims that the networks the kernel paper's experiments train are wired as the paper describes them
-(Sec. 6.1 / App. B.3: time warping, Table 1; Fig. 11 / App. G and I: FordA and ECG, Table 2).
+(Sec. 6.1 / App. B.3: time warping, Table 1; Fig. 11 / App. G and I: FordA and ECG, Table 2; App. H.1:
+gestures, Table 3; Sec. 6.4: sentences, Table 4).
 
 Each network is held, on its own parameters, to a transcription written from the paper's description in
 float64: the encoder (MLP; or conv -> LayerNorm -> LSTM -> LayerNorm, the LSTM as its gate equations), the
@@ -176,10 +177,139 @@ def series_reference(net, x, positions="linspace"):
     return y @ _np(net.head[4].weight).T + _np(net.head[4].bias)
 
 
+def _base_q0(grid, base, mu, s2):
+    """The base density q0 on the grid as the modules take it: 'gaussian' exp(-(t - mu)^2 / (2 s2)) (max 1),
+    'parabola' the truncated parabola [(r^2 - (t - mu)^2) / (2 s2)]_+ with r^3 = 3 s2 / 2 (unit mass on R)."""
+    if base == "gaussian":
+        return np.exp(-(grid - mu) ** 2 / (2 * s2))
+    r = (1.5 * s2) ** (1 / 3)
+    return np.maximum((r * r - (grid - mu) ** 2) / (2 * s2), 0.0)
+
+
+def _kernel_base_r(kind, f, grid, alpha, base, mu, s2, centres, widths):
+    """E_p[psi] with a base density: kernel softmax p ~ q0 exp(f) (the shift cancels); kernel sparsemax
+    p ~ q0 exp_{2-alpha}(f - max f) with the maximum taken where q0 >= 1e-3 max q0 (the modules' convention:
+    where q0 vanishes the shifted deformed exponential could put all its mass)."""
+    q0 = _base_q0(grid, base, mu, s2)
+    if kind == "kernel_softmax":
+        g = f + np.log(q0) if base == "gaussian" else f
+        u = np.exp(g - g.max())
+    else:
+        m = f[q0 >= 1e-3 * q0.max()].max()
+        u = q0 * np.maximum(1 + (alpha - 1) * (f - m), 0.0) ** (1 / (alpha - 1))
+    return _trapezoid_r(u, grid, centres, widths)
+
+
+def gesture_reference(net, x, t, mask):
+    """GestureNet from App. H.1: the ridge value function fitted at the observed times, V on the reference
+    grid, conv(1->4, 5) ReLU max-pool(2) dense(hidden) ReLU, per head mu = sigmoid, sigma = softplus + 1e-2
+    (sigma^2 its square), gamma from the dense features; c_h = B E_{p_h}[Psi]; a linear classifier."""
+    import torch
+    import torch.nn.functional as F
+
+    centres, widths = _np(net.basis.mu), _np(net.basis.sigma)
+    R = net.psi_ref.shape[1]
+    ref = np.linspace(0.0, 1.0, R)
+    G = net.attn.grid.numel()
+    grid = np.linspace(0.0, 1.0, G)
+    I = net.gamma.out_features // net.heads if net.gamma is not None else 0
+    ind = np.linspace(0.0, 1.0, I) if I else None
+    out = []
+    for b in range(x.shape[0]):
+        keep = mask[b] > 0
+        B = _ridge_B(x[b][keep][None, :], t[b][keep], centres, widths, net.ridge)[0]      # (N,)
+        vref = B @ np.array([_psi(ref, c, s) for c, s in zip(centres, widths)])
+        z = F.conv1d(torch.tensor(vref)[None, None], net.conv.weight.detach(), net.conv.bias.detach())
+        z = F.max_pool1d(torch.relu(z), 2).flatten().numpy()
+        v = np.maximum(_np(net.dense.weight) @ z + _np(net.dense.bias), 0.0)
+        c = np.zeros(net.heads)
+        if net.kind == "gaussian_mixture":
+            raw = (_np(net.mix.weight) @ v + _np(net.mix.bias)).reshape(net.heads, 3, net.K)
+        else:
+            mu = 1 / (1 + np.exp(-(_np(net.mu.weight) @ v + _np(net.mu.bias))))
+            s2 = (_softplus(_np(net.sigma.weight) @ v + _np(net.sigma.bias)) + 1e-2) ** 2
+            gam = (_np(net.gamma.weight) @ v + _np(net.gamma.bias)).reshape(net.heads, I) if I else None
+        for h in range(net.heads):
+            if net.kind == "gaussian_mixture":
+                wl, m, sd = raw[h]
+                pi = np.exp(wl - wl.max())
+                pi /= pi.sum()
+                r = _mixture_r(pi, 1 / (1 + np.exp(-m)), (_softplus(sd) + 1e-2) ** 2, centres, widths)
+            elif net.kind.startswith("cts"):
+                r = np.array([float(u) for u in _unimodal_r(net.kind, mu[h], s2[h], centres, widths)])
+            else:
+                f = gam[h] @ _kern(ind, grid, net.attn.kernel, net.attn.bandwidth)
+                r = _kernel_base_r(net.kind, f, grid, net.attn.alpha, "gaussian", mu[h], s2[h], centres, widths)
+            c[h] = B @ r
+        out.append(_np(net.classifier.weight) @ c + _np(net.classifier.bias))
+    return np.stack(out)
+
+
+def _lstm_dir(z, Wih, Whh, bias):
+    Hd = Whh.shape[1]
+    sig = lambda v: 1 / (1 + np.exp(-v))                                              # noqa: E731
+    h, c, hs = np.zeros(Hd), np.zeros(Hd), []
+    for zt in z:
+        a = Wih @ zt + Whh @ h + bias
+        i, f, g, o = sig(a[:Hd]), sig(a[Hd:2 * Hd]), np.tanh(a[2 * Hd:3 * Hd]), sig(a[3 * Hd:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        hs.append(h)
+    return np.array(hs)
+
+
+def sentence_reference(net, tokens, lengths):
+    """SentenceNet from Sec. 6.4 (after Martins et al.): embeddings, a BiLSTM (each direction by its gate
+    equations, over the batch's padded length), additive scores masked to the tokens, p = softmax;
+    discrete: the pooled state; otherwise positions (l + 1/2)/n, the moments of p there, the ridge fit of the
+    states over the tokens, gamma from the pooled state with a base density (Gaussian for kernel softmax,
+    truncated parabola for kernel sparsemax); a linear output."""
+    Lmax = int(lengths.max())
+    tokens = tokens[:, :Lmax]
+    E = _np(net.embed.weight)
+    lstm = net.lstm
+    fw = [_np(getattr(lstm, n)) for n in ("weight_ih_l0", "weight_hh_l0")]
+    bw = [_np(getattr(lstm, n)) for n in ("weight_ih_l0_reverse", "weight_hh_l0_reverse")]
+    bfw = _np(lstm.bias_ih_l0) + _np(lstm.bias_hh_l0)
+    bbw = _np(lstm.bias_ih_l0_reverse) + _np(lstm.bias_hh_l0_reverse)
+    out = []
+    for b in range(tokens.shape[0]):
+        z = E[tokens[b]]
+        h = np.concatenate([_lstm_dir(z, *fw, bfw), _lstm_dir(z[::-1], *bw, bbw)[::-1]], -1)
+        keep = tokens[b] != 0
+        s = np.tanh(h @ _np(net.score[0].weight).T + _np(net.score[0].bias)) @ _np(net.score[2].weight)[0] \
+            + _np(net.score[2].bias)[0]
+        s = np.where(keep, s, -np.inf)
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        pooled = p @ h
+        if net.kind == "discrete_softmax":
+            out.append(_np(net.out.weight) @ pooled + _np(net.out.bias))
+            continue
+        n = float(lengths[b])
+        pos = (np.arange(Lmax) + 0.5) / n
+        mu = p @ pos
+        s2 = max(p @ pos ** 2 - mu ** 2, 1e-4)
+        centres, widths = _np(net.basis.mu), _np(net.basis.sigma)
+        B = _ridge_B(h[keep].T, np.minimum(pos, 1.0)[keep], centres, widths, net.ridge)          # (2h, N)
+        if net.kind.startswith("cts"):
+            r = np.array([float(u) for u in _unimodal_r(net.kind, mu, s2, centres, widths)])
+        else:
+            G = net.attn.grid.numel()
+            grid = np.linspace(0.0, 1.0, G)
+            I = net.gamma.out_features
+            gam = _np(net.gamma.weight) @ pooled + _np(net.gamma.bias)
+            f = gam @ _kern(np.linspace(0.0, 1.0, I), grid, "gaussian", net.attn.bandwidth)
+            base = "gaussian" if net.kind == "kernel_softmax" else "parabola"
+            r = _kernel_base_r(net.kind, f, grid, net.attn.alpha, base, mu, s2, centres, widths)
+        out.append(_np(net.out.weight) @ (B @ r) + _np(net.out.bias))
+    return np.stack(out)
+
+
 def check_networks():
     import torch
 
-    from attnlab.experiments.models.kernel_models import SeriesAttentionNet, TimeWarpingNet
+    from attnlab.experiments.models.kernel_models import GestureNet, SentenceNet, SeriesAttentionNet, TimeWarpingNet
 
     per = {}
     old = torch.get_default_dtype()
@@ -206,25 +336,49 @@ def check_networks():
                     got = net(torch.tensor(x)).numpy()
                 ref = series_reference(net, x, "index" if setup == "authors" else "linspace")
                 per[f"SeriesAttentionNet {kind} {setup}"] = _rel(got, ref)
+        for kind in ("cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax"):
+            torch.manual_seed(2)
+            net = GestureNet(kind, 3, heads=2, n_basis=6, n_inducing=5, grid_size=41, ref_points=24, hidden=5,
+                             bandwidth=0.15, ridge=0.05, sigmas=(0.1, 0.3), mixture_components=2)
+            t = np.sort(rng.uniform(0, 1, size=(2, 10)), -1)
+            x, mask = rng.normal(size=(2, 10)), (rng.random((2, 10)) > 0.2).astype(float)
+            with torch.no_grad():
+                got = net(torch.tensor(x), torch.tensor(t), torch.tensor(mask)).numpy()
+            per[f"GestureNet {kind}"] = _rel(got, gesture_reference(net, x, t, mask))
+        for kind in ("discrete_softmax", "cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"):
+            torch.manual_seed(3)
+            net = SentenceNet(kind, 9, embed=4, hidden=3, n_basis=6, n_inducing=4, grid_size=41, bandwidth=0.2)
+            tokens = rng.integers(1, 9, size=(2, 8))
+            lengths = np.array([6, 4])
+            for b, n in enumerate(lengths):
+                tokens[b, n:] = 0
+            with torch.no_grad():
+                got = net(torch.tensor(tokens), torch.tensor(lengths)).numpy()
+            per[f"SentenceNet {kind}"] = _rel(got, sentence_reference(net, tokens, lengths))
     finally:
         torch.set_default_dtype(old)
     worst = max(per.values())
     return holds_if(worst <= NET_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=NET_TOL),
-                    explanation="TimeWarpingNet (4 kinds x both setups; L = 16, N = 6, I = 5, G = 41) and "
+                    explanation="TimeWarpingNet (4 kinds x both setups; L = 16, N = 6, I = 5, G = 41), "
                                 "SeriesAttentionNet (6 kinds, the unimodal ones in both setups; L = 12, hidden 6, "
-                                "3 classes) on their own parameters, float64, against transcriptions of App. B.3 "
-                                "and Fig. 11 (an LSTM by its gate equations; densities by checked quadrature or "
-                                "the trapezoid rule); error relative to the largest logit",
+                                "3 classes), GestureNet (5 kinds, 2 heads, irregular times with missing points) and "
+                                "SentenceNet (5 kinds, padded sentences) on their own parameters, float64, against "
+                                "transcriptions of App. B.3, Fig. 11, App. H.1 and Sec. 6.4 (LSTMs by their gate "
+                                "equations; densities by checked quadrature or the trapezoid rule); error relative "
+                                "to the largest logit",
                     per_case=per)
 
 
 @claim("kernel.sec6.networks",
-       reference="Sec. 6.1 / App. B.3 (time warping, Table 1); Fig. 11, App. G and I (FordA, ECG; Table 2)",
+       reference="Sec. 6.1 / App. B.3 (time warping, Table 1); Fig. 11, App. G and I (FordA, ECG; Table 2); "
+                 "App. H.1 (uWave, Table 3); Sec. 6.4 (IMDB, Table 4)",
        statement="The networks the kernel experiments train compute what the paper describes: the time-warping "
                  "network's logits are B E_{p_k}[Psi] for two heads read from an MLP encoder, with B the ridge fit "
                  "of the observed curve; the FordA/ECG network pools conv -> LSTM states by each attention "
                  "(discrete, continuous softmax/sparsemax from the discrete moments, Gaussian mixture, kernel "
-                 "softmax/sparsemax with gamma_t = s_t) through the ridge value function into a 3-layer head -- "
+                 "softmax/sparsemax with gamma_t = s_t) through the ridge value function into a 3-layer head; the "
+                 "gesture network fits the value function at irregular observation times and reads its heads from a "
+                 "conv/dense encoder of it; the sentence network pools BiLSTM states with positions (l + 1/2)/n -- "
                  "in float64 within 1e-10 of transcriptions, for every kind and both setups.",
        method="float64",
        vouches_for=("experiments.models.kernel_models.TimeWarpingNet.forward",
@@ -233,6 +387,10 @@ def check_networks():
                     "experiments.models.kernel_models.SeriesAttentionNet.states",
                     "experiments.models.kernel_models.SeriesAttentionNet.attention_params",
                     "experiments.models.kernel_models.SeriesAttentionNet.context",
-                    "experiments.models.kernel_models.ridge_operator"))
+                    "experiments.models.kernel_models.ridge_operator",
+                    "experiments.models.kernel_models.GestureNet.forward",
+                    "experiments.models.kernel_models.GestureNet.params",
+                    "experiments.models.kernel_models.GestureNet.value_coefficients",
+                    "experiments.models.kernel_models.SentenceNet.forward"))
 def _networks():
     return check_networks()
