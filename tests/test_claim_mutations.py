@@ -1501,3 +1501,29 @@ def test_substitute_architectures_fail_when_miswired(monkeypatch, fault):
                             lambda rel, bidirectional, num_buckets=32, max_distance=128:
                             real_b(-rel, bidirectional, num_buckets, max_distance))
     assert _verdict("fenchel.sec8.substitute-architectures") == "fails"
+
+
+# the kernel_family.py mutants that survived the re-run at 8945f17 (docs/claims_mutations.md): each must now
+# change the verdict of kernel.sec4.kernel-expansion
+KERNEL_FAMILY_MUTANTS = [
+    ("    if t.ndim != 1 or s.ndim != 1:", "    if t.ndim > 1 or s.ndim != 1:"),
+    ("    if t.ndim != 1 or s.ndim != 1:", "    if t.ndim != 1 or s.ndim > 1:"),
+    ("    if gamma.shape[-1] != K.shape[0]:", "    if gamma.shape[-1] is not K.shape[0]:"),
+    ('''raise ValueError(f"gamma's last dim ({gamma.shape[-1]})''', '''raise ValueError(f"gamma's last dim ({gamma.shape[-0]})'''),
+    ('''f"points ({K.shape[0]})")''', '''f"points ({K.shape[1]})")'''),
+]
+
+
+@pytest.mark.parametrize("old,new", KERNEL_FAMILY_MUTANTS, ids=[str(k) for k in range(len(KERNEL_FAMILY_MUTANTS))])
+def test_kernel_family_mutants_change_the_expansion_claim(monkeypatch, old, new):
+    from pathlib import Path
+
+    from attnlab.numerics import kernel_family as kf
+
+    src = Path(kf.__file__).read_text()
+    assert old in src, old
+    ns: dict = {"__name__": "mutated_kernel_family"}
+    exec(compile(src.replace(old, new), "mutated_kernel_family", "exec"), ns)
+    for name in ("gaussian_kernel", "laplace_kernel", "kernel_expansion", "rkhs_norm"):
+        monkeypatch.setattr(kf, name, ns[name])
+    assert _verdict("kernel.sec4.kernel-expansion") != "holds"

@@ -241,7 +241,26 @@ def check_kernel_expansion():
            ("t 2-D (laplace)", lambda: laplace_kernel(t[None], s, 1.0)),
            ("inducing 2-D (laplace)", lambda: laplace_kernel(t, s[None], 1.0)),
            ("gamma too short", lambda: kernel_expansion(torch.ones(1, dtype=torch.float64), gaussian_kernel(t, s, 1.0))),
-           ("gamma too long", lambda: kernel_expansion(torch.ones(3, dtype=torch.float64), gaussian_kernel(t, s, 1.0)))]
+           ("gamma too long", lambda: kernel_expansion(torch.ones(3, dtype=torch.float64), gaussian_kernel(t, s, 1.0))),
+           ("t 0-D (gaussian)", lambda: gaussian_kernel(t[0], s, 1.0)),
+           ("inducing 0-D (gaussian)", lambda: gaussian_kernel(t, s[0], 1.0)),
+           ("t 0-D (laplace)", lambda: laplace_kernel(t[0], s, 1.0)),
+           ("inducing 0-D (laplace)", lambda: laplace_kernel(t, s[0], 1.0))]
+    # 300 inducing points (beyond the integers Python keeps unique): the sizes compare by value
+    s3 = torch.linspace(0, 1, 300, dtype=torch.float64)
+    try:
+        K3 = gaussian_kernel(t, s3, 2.0)
+        f3 = kernel_expansion(torch.ones(300, dtype=torch.float64), K3)
+        dev = max(dev, float((f3 - K3.sum(0)).abs().max() / K3.sum(0).abs().max()))
+    except Exception as exc:                                           # noqa: BLE001
+        wrong["I = 300"] = f"{type(exc).__name__}: {exc}"
+    # a batch of gamma with the wrong last size: the message names gamma's last size and the number of points
+    try:
+        kernel_expansion(torch.ones(2, 5, dtype=torch.float64), gaussian_kernel(torch.linspace(0, 1, 7), s3[:4], 1.0))
+        wrong["gamma (2, 5) against 4 points"] = "accepted"
+    except ValueError as exc:
+        if "(5)" not in str(exc) or "(4)" not in str(exc):
+            wrong["gamma (2, 5) against 4 points"] = f"message does not name 5 and 4: {exc}"
     for label, call in bad:
         try:
             call()
@@ -255,4 +274,6 @@ def check_kernel_expansion():
                     tolerance=f"relative {KERNEL_TOL:g} against numpy; every out-of-domain input a ValueError",
                     explanation="gaussian_kernel, laplace_kernel, kernel_expansion and rkhs_norm for (I, G) in "
                                 "{(1, 1), (1, 7), (5, 1), (6, 33)}, zeta^2 in {0.5, 40}, scale in {0.05, 1}, inputs "
-                                "as tensors, arrays and lists, against numpy; 12 inputs outside the domain")
+                                "as tensors, arrays and lists, against numpy, and 300 inducing points; 16 inputs "
+                                "outside the domain (0-D and 2-D positions among them), a batched gamma's refusal "
+                                "naming both sizes")
