@@ -1527,3 +1527,36 @@ def test_kernel_family_mutants_change_the_expansion_claim(monkeypatch, old, new)
     for name in ("gaussian_kernel", "laplace_kernel", "kernel_expansion", "rkhs_norm"):
         monkeypatch.setattr(kf, name, ns[name])
     assert _verdict("kernel.sec4.kernel-expansion") != "holds"
+
+
+# --- fenchel.thm1.implicit-gradients -------------------------------------------------------------
+
+def test_implicit_gradients_hold_as_registered():
+    assert _verdict("fenchel.thm1.implicit-gradients") == "holds"
+
+
+@pytest.mark.parametrize("fault", ["hessian_without_covariance", "layer_alpha_sign"])
+def test_implicit_gradients_fail_under_a_faulty_backward(monkeypatch, fault):
+    """Backward faults: the Hessian of (7) replaced by a multiple of the identity in fenchel_dual_lambda's
+    solve (its covariance structure lost), and the exact layer's alpha gradient with its sign flipped."""
+    import torch
+
+    from attnlab.numerics import fenchel_attention as fa
+
+    if fault == "hessian_without_covariance":
+        real = torch.linalg.solve
+
+        def solve(A, B, *a, **k):                    # H -> (mean of its diagonal) I
+            eye = torch.eye(A.shape[-1], dtype=A.dtype)
+            return real(eye * A.diagonal(dim1=-2, dim2=-1).mean(), B, *a, **k)
+        monkeypatch.setattr(fa.torch.linalg, "solve", solve)
+    else:
+        real_bwd = fa._ExactAttention.backward
+
+        def backward(ctx, g_out, g_p):
+            g = list(real_bwd(ctx, g_out, g_p))
+            if g[3] is not None:
+                g[3] = -g[3]
+            return tuple(g)
+        monkeypatch.setattr(fa._ExactAttention, "backward", staticmethod(backward))
+    assert _verdict("fenchel.thm1.implicit-gradients") == "fails"

@@ -208,6 +208,13 @@ LATEX = {
         r"optimal values are equal, and $\lambda^* = \alpha (b - \hat h)$ with $\hat h = T^\top p(\lambda^*)$ "
         r"(10); $p(\lambda^*)$ puts no mass outside $\operatorname{supp} u$.",
         of="fca66399"),
+    "fenchel.thm1.implicit-gradients": Tex(
+        r"The gradients the library's exact solvers give autograd (the implicit-function theorem on the "
+        r"first-order condition of (7), for $\lambda^*$ and for the exact attention layer's output) are the "
+        r"derivatives of the 50-digit solution with respect to the evidence $z$, the reliability $\alpha$, the "
+        r"templates and $\log u$ (and the layer's query, keys and values), within the float64 resolution of the "
+        r"problem.",
+        of="aeed828f"),
     "fenchel.thm1.instance-domain": Tex(
         r"The library's exact solvers take exactly Thm 1's instances: every one of them validates $(T, u, z, "
         r"\alpha)$ through one check that accepts a finite $n \times d$ matrix $T$, a probability vector $u$ of "
