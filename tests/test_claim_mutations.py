@@ -1560,3 +1560,19 @@ def test_implicit_gradients_fail_under_a_faulty_backward(monkeypatch, fault):
             return tuple(g)
         monkeypatch.setattr(fa._ExactAttention, "backward", staticmethod(backward))
     assert _verdict("fenchel.thm1.implicit-gradients") == "fails"
+
+
+# --- kernel.sec3.unimodal-densities ------------------------------------------------------------
+
+def test_unimodal_densities_hold_as_registered():
+    assert _verdict("kernel.sec3.unimodal-densities") == "holds"
+
+
+def test_unimodal_densities_fail_with_the_radius_on_R_used_on_a_domain(monkeypatch):
+    """Library fault: the radius of unit mass on R, (3 sigma^2 / 2)^(1/3), used on [a, b] too (mass lost to
+    the truncation)."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.truncated_parabola_radius
+    monkeypatch.setattr(ca, "truncated_parabola_radius", lambda mu, sigma2, domain=None, iters=200: real(mu, sigma2, None))
+    assert _verdict("kernel.sec3.unimodal-densities") == "fails"

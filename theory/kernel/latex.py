@@ -150,6 +150,12 @@ LATEX = {
         r"density), shifted by the maximum and integrated by the trapezoid rule as Algorithm 1 does -- in float64 "
         r"within $10^{-10}$ of a transcription, outputs and densities on the grid.",
         of="a77a6b26"),
+    "kernel.sec3.unimodal-densities": Tex(
+        r"The library's closed-form densities are the paper's: the continuous-sparsemax truncated parabola "
+        r"$[(r^2 - (t - \mu)^2)/(2\sigma^2)]_+$ with the radius $r$ that gives unit mass, on $\mathbb{R}$ and on a "
+        r"bounded domain, and the Gaussian mixture renormalised to the domain; and $V(t) = B\Psi(t)$ -- within "
+        r"$10^{-12}$ of an oracle that finds the radius and the masses itself.",
+        of="56be9c98"),
     "kernel.sec6.networks": Tex(
         r"The networks the kernel experiments train compute what the paper describes: the time-warping network's "
         r"logits are $B\,\mathbb{E}_{p_k}[\Psi]$ for two heads read from an MLP encoder, with $B$ the ridge fit of "
