@@ -173,8 +173,9 @@ LATEX = {
         r"positions, or the kernel exponential / deformed family $f(t) = \sum_j s_j\, k(t, t_j)$ shifted by its "
         r"maximum (App. E.1) with the trapezoid rule of Algorithm 1; the ridge value function of Eq. (6) over the "
         r"allowed keys -- in float64 within $10^{-10}$ of a transcription of those definitions, for every kind, "
-        r"both kernels, masks (a fully masked query gives 0), $S = 1, 2, 7$, and in the multi-head module.",
-        of="00a0f6e6"),
+        r"both kernels, masks (a fully masked query gives 0), $S = 1, 2, 7$ (no key or no query: 0, as SDPA), and "
+        r"in the multi-head module.",
+        of="22e24b7b"),
     "kernel.eq13.bregman-three-point": Tex(
         r"$B(p, p_g) = B(p, p_\theta) + B(p_\theta, p_g) - \langle p - p_\theta, \nabla\Omega(p_\theta) - "
         r"\nabla\Omega(p_g) \rangle$ for the Bregman divergence of the Tsallis negative entropy (footnote 7: an "

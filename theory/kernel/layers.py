@@ -165,7 +165,7 @@ KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
 
 def check_sequence_layer():
     """continuous_attention (each kind, both kernels for the kernel kinds, alpha 2 and 1.5, no mask / a bool
-    mask / causal, S = 1, 2, 7) and ContinuousMultiheadAttention (2 heads, identity projections) against
+    mask / causal, S = 1, 2, 7; no key, no query) and ContinuousMultiheadAttention (2 heads, identity projections) against
     oracle_attention; GaussianBasis, ridge_value_coefficients and moments_from_discrete on their own against
     their definitions."""
     import torch
@@ -229,6 +229,13 @@ def check_sequence_layer():
                                                scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
                                                grid_size=33) for h in range(2)], -1)
         note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding)", _rel(out[0].detach().numpy(), ref))
+    # no key (S = 0) or no query (L = 0): the output is 0 of shape (..., L, Ev), as scaled_dot_product_attention
+    for kind in KINDS:
+        for L0, S0 in ((3, 0), (0, 4)):
+            q0, k0, v0 = (torch.ones(1, 2, n, 4, dtype=torch.float64) for n in (L0, S0, S0))
+            out = continuous_attention(q0, k0, v0, kind=kind, basis=basis, grid_size=33)
+            note(f"continuous_attention / {kind} L={L0} S={S0}",
+                 0.0 if out.shape == (1, 2, L0, 4) and not bool(out.abs().sum()) else math.inf)
     # the pieces: the basis (normalised Gaussian pdfs), Eq. 6's ridge fit, the discrete moments
     mp = _mp()
     tt = torch.linspace(0, 1, 9, dtype=torch.float64)
@@ -275,7 +282,8 @@ def check_sequence_layer():
                  "family f(t) = sum_j s_j k(t, t_j) shifted by its maximum (App. E.1) with the trapezoid rule of "
                  "Algorithm 1; the ridge value function of Eq. (6) over the allowed keys -- in float64 within 1e-10 "
                  "of a transcription of those definitions, for every kind, both kernels, masks (a fully "
-                 "masked query gives 0), S = 1, 2, 7, and in the multi-head module.",
+                 "masked query gives 0), S = 1, 2, 7 (no key or no query: 0, as SDPA), and in the multi-head "
+                 "module.",
        method="mpmath",
        vouches_for=("numerics.continuous_layers.continuous_attention",
                     "numerics.continuous_layers.ContinuousMultiheadAttention.forward",
