@@ -520,6 +520,16 @@ def report() -> None:
     print(DOC)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
@@ -533,7 +543,7 @@ def main(argv=None) -> int:
     r.add_argument("--survivors", action="store_true",
                    help="re-run only the stored survivors of each module against the claims of --commit (the "
                         "module's source must be unchanged since the stored run)")
-    r.add_argument("--sample", type=int, default=None, metavar="N",
+    r.add_argument("--sample", type=_positive_int, default=None, metavar="N",
                    help="run a random sample of N mutants per module (seeded by the module's path), for a score "
                         "with a confidence interval where the whole module would take too long")
     sub.add_parser("report")

@@ -49,3 +49,12 @@ def test_wilson_interval(monkeypatch):
     assert lo == pytest.approx(0.7438, abs=1e-3) and hi == pytest.approx(0.9654, abs=1e-3)
     assert mod.wilson(30, 30)[1] == 1.0 and mod.wilson(0, 30)[0] == 0.0
     assert mod.wilson(0, 0) == (0.0, 1.0)
+
+
+def test_sample_must_be_a_positive_count(monkeypatch, capsys):
+    mod = _module(monkeypatch)
+    for bad in ("0", "-3", "x"):
+        with pytest.raises(SystemExit) as exc:
+            mod.main(["run", "numerics/exact.py", "--sample", bad])
+        assert exc.value.code == 2
+        assert "--sample: must be a whole number >= 1" in capsys.readouterr().err

@@ -272,6 +272,23 @@ def _instance_domain():
     return check_instance_domain()
 
 
+def refusal_problems(refuse, fns) -> dict:
+    """{"<label> (<fn>)": what went wrong} for each (name, label, args) of `refuse` and each fn of `fns` that
+    does not refuse fn(*args) with a ValueError whose message starts with the argument's name."""
+    wrong = {}
+    for name, label, args in refuse:
+        for fn in fns:
+            try:
+                fn(*args)
+                wrong[f"{label} ({fn.__name__})"] = "accepted"
+            except ValueError as exc:
+                if not str(exc).startswith(name + " "):
+                    wrong[f"{label} ({fn.__name__})"] = f"message does not name {name}: {exc}"
+            except Exception as exc:                                   # noqa: BLE001 (a crash is no refusal)
+                wrong[f"{label} ({fn.__name__})"] = f"{type(exc).__name__}: {exc}"
+    return wrong
+
+
 def check_instance_domain():
     """Boundary cases on both sides of each hypothesis, through check_instance and through solve (which
     validates before it solves): accepted ones must come back as float64 arrays equal to the input (and
@@ -310,16 +327,7 @@ def check_instance_domain():
                 wrong[label] = "accepted but changed"
         except Exception as exc:                                       # noqa: BLE001 (any refusal is wrong here)
             wrong[label] = f"refused: {type(exc).__name__}: {exc}"
-    for name, label, args in refuse:
-        for fn in (check_instance, solve):
-            try:
-                fn(*args)
-                wrong[f"{label} ({fn.__name__})"] = "accepted"
-            except ValueError as exc:
-                if not str(exc).startswith(name + " "):
-                    wrong[f"{label} ({fn.__name__})"] = f"message does not name {name}: {exc}"
-            except Exception as exc:                                   # noqa: BLE001 (a crash is no refusal)
-                wrong[f"{label} ({fn.__name__})"] = f"{type(exc).__name__}: {exc}"
+    wrong.update(refusal_problems(refuse, (check_instance, solve)))
     return holds_if(not wrong, measured=dict(accepted=len(accept), refused=2 * len(refuse), wrong=wrong or None),
                     tolerance="every accepted instance returned unchanged in float64; every refused one raises "
                               "ValueError naming its argument first",

@@ -9,8 +9,9 @@ with the moments of softmax(s) over the positions, normalised on R by root findi
 quadrature whose own error estimate is checked; or the kernel exponential / deformed family
 f(t) = sum_j s_j k(t, t_j) on the grid, shifted by its maximum as App. E.1 prescribes, by the trapezoid
 rule of Algorithm 1); the ridge value function B = H F^T (F F^T + lambda I)^{-1} of Eq. (6) over the
-allowed keys; and c = B E_p[Psi].  The sequence layer's oracle computes in float64 (written-out sums, one
-ridge solve per query); the per-head module's kernel densities in mpmath.
+allowed keys; and c = B E_p[Psi].  The sequence layer's and the networks' (kernel.networks) oracle pieces
+compute in float64 (written-out sums, one ridge solve per query); the per-head module's kernel densities
+in mpmath.
 """
 from __future__ import annotations
 
@@ -91,22 +92,60 @@ def _unimodal_r(kind, mu, var, centres, widths):
     return [_mp().mpf(x) for x in out]
 
 
-def _kernel_r(kind, f, grid, alpha, psi_grid):
-    """E_p[psi_n] by the trapezoid rule on the grid for p proportional to exp(f - max f) (kernel softmax)
-    or exp_{2-alpha}(f - max f) = [1 + (alpha-1)(f - max f)]_+^{1/(alpha-1)} (kernel deformed, App. E.1);
-    psi_grid[n][i] = psi_n(grid_i)."""
-    mp = _mp()
-    m = max(f)
+def _psi64(t, centres, widths):
+    """psi_n(t) = N(t; c_n, s_n^2) in float64, (N, len(t))."""
+    t, c, s = np.asarray(t, float), np.asarray(centres, float)[:, None], np.asarray(widths, float)[:, None]
+    return np.exp(-(t[None, :] - c) ** 2 / (2 * s * s)) / (s * math.sqrt(2 * math.pi))
+
+
+def _kern(a, b, kernel, bw):
+    """k(a_i, b_j) (len(a), len(b)): Gaussian exp(-(a-b)^2/(2 bw^2)) or Laplace exp(-|a-b|/bw)."""
+    d = np.asarray(a, float)[:, None] - np.asarray(b, float)[None, :]
+    return np.exp(-d ** 2 / (2 * bw * bw)) if kernel == "gaussian" else np.exp(-np.abs(d) / bw)
+
+
+def _base_q0(grid, base, mu, s2):
+    """The base density q0 on the grid as the modules take it: 'gaussian' exp(-(t - mu)^2 / (2 s2)) (max 1),
+    'parabola' the truncated parabola [(r^2 - (t - mu)^2) / (2 s2)]_+ with r^3 = 3 s2 / 2 (unit mass on R)."""
+    if base == "gaussian":
+        return np.exp(-(grid - mu) ** 2 / (2 * s2))
+    r = (1.5 * s2) ** (1 / 3)
+    return np.maximum((r * r - (grid - mu) ** 2) / (2 * s2), 0.0)
+
+
+def _kernel_u(kind, f, grid, alpha=2.0, base=None, mu=None, s2=None):
+    """The unnormalised density on the grid: kernel softmax q0 exp(f); kernel deformed (App. E.1)
+    q0 exp_{2-alpha}(f - max f) = q0 [1 + (alpha-1)(f - max f)]_+^{1/(alpha-1)}, with the maximum taken where
+    q0 >= 1e-3 max q0 (the modules' convention: where q0 vanishes the shifted deformed exponential could put
+    all its mass); q0 = 1 without a base."""
+    q0 = np.ones_like(f) if base is None else _base_q0(grid, base, mu, s2)
     if kind == "kernel_softmax":
-        u = [mp.exp(x - m) for x in f]
-    else:
-        a1 = mp.mpf(alpha) - 1
-        u = [max(1 + a1 * (x - m), 0) ** (1 / a1) for x in f]
+        g = f + np.log(q0) if base == "gaussian" else f
+        return np.exp(g - g.max())
+    m = f[q0 >= 1e-3 * q0.max()].max()
+    return q0 * np.maximum(1 + (alpha - 1) * (f - m), 0.0) ** (1 / (alpha - 1))
+
+
+def _trapezoid_r(u, grid, centres, widths):
+    """E_p[psi_n] for p proportional to u >= 0 on the grid, by the trapezoid rule (Algorithm 1)."""
     h = grid[1] - grid[0]
-    w = [h / 2 if i in (0, len(grid) - 1) else h for i in range(len(grid))]
-    Z = mp.fsum(wi * ui for wi, ui in zip(w, u))
-    wu = [wi * ui for wi, ui in zip(w, u)]
-    return [mp.fsum(x * y for x, y in zip(wu, row)) / Z for row in psi_grid]
+    w = np.full(len(grid), h)
+    w[[0, -1]] = h / 2
+    return _psi64(grid, centres, widths) @ (w * u) / (w @ u)
+
+
+def _mixture_r(pi, mu, s2, centres, widths):
+    """E_p[psi_n] for the Gaussian mixture sum_j pi_j N(mu_j, s2_j) on R, by checked quadrature."""
+    out = []
+    for c, s in zip(centres, widths):
+        tot = 0.0
+        for p_j, m, v in zip(pi, mu, s2):
+            sd = math.sqrt(v)
+            knots = sorted({m - 40 * sd, m, m + 40 * sd, *(x for x in (c - 8 * s, c, c + 8 * s) if abs(x - m) < 40 * sd)})
+            tot += p_j * _quad(lambda t, m=m, v=v, c=c, s=s: math.exp(-(t - m) ** 2 / (2 * v)) / math.sqrt(2 * math.pi * v)
+                               * math.exp(-(t - c) ** 2 / (2 * s * s)) / (s * math.sqrt(2 * math.pi)), knots)
+        out.append(tot)
+    return np.array(out)
 
 
 def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="gaussian", bandwidth=0.2,
@@ -118,14 +157,8 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
     t = np.arange(S) / (S - 1) if S > 1 else np.array([0.5])
     grid = np.arange(grid_size) / (grid_size - 1)
     cen, wid = np.asarray(centres, float), np.asarray(widths, float)
-
-    def psi(x):                                            # (N, len(x)): normalised Gaussian pdfs
-        return np.exp(-(x[None, :] - cen[:, None]) ** 2 / (2 * wid[:, None] ** 2)) / (wid[:, None] * math.sqrt(2 * math.pi))
-
-    psi_t = psi(t)
-    h = grid[1] - grid[0]
-    w = np.full(grid_size, h)
-    w[[0, -1]] = h / 2
+    psi_t = _psi64(t, cen, wid)
+    K = _kern(t, grid, kernel, bandwidth) if kind.startswith("kernel") else None     # k(t_j, grid)
     out = np.zeros((L, v.shape[1]))
     for l in range(L):
         A = [j for j in range(S) if allowed[l, j]]
@@ -140,15 +173,8 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
             var = max(sum(e[j] * t[j] ** 2 for j in A) / Zs - mu ** 2, 1e-4)
             r = np.array([float(x) for x in _unimodal_r(kind, mu, var, cen, wid)])
         else:
-            f = np.zeros(grid_size)
-            for j in A:                                    # f(t) = sum_j s_j k(t, t_j) on the grid
-                d = grid - t[j]
-                f += s[j] * (np.exp(-d ** 2 / (2 * bandwidth ** 2)) if kernel == "gaussian"
-                             else np.exp(-np.abs(d) / bandwidth))
-            m = f.max()                                    # App. E.1: shift by the maximum
-            u = np.exp(f - m) if kind == "kernel_softmax" else \
-                np.maximum(1 + (alpha - 1) * (f - m), 0.0) ** (1 / (alpha - 1))
-            r = psi(grid) @ (w * u) / (w @ u)              # Algorithm 1: the trapezoid rule
+            f = sum(s[j] * K[j] for j in A)               # f(t) = sum_j s_j k(t, t_j) on the grid
+            r = _trapezoid_r(_kernel_u(kind, f, grid, alpha), grid, cen, wid)
         F = psi_t[:, A]                                    # the allowed keys' basis values (N, |A|)
         x = np.linalg.solve(F @ F.T + ridge * np.eye(len(cen)), r)
         out[l] = (x @ F) @ v[A]                            # c = r (F F^T + lam I)^{-1} F V = B r
@@ -301,8 +327,6 @@ def check_attention_module():
     quadrature; kernel_softmax (with and without a Gaussian base density q0) and kernel_sparsemax (alpha 2
     and 1.5) from gamma at I inducing points linspace(0, 1, I), both kernels, by the trapezoid rule on the
     grid as Algorithm 1 does; and its density() on the grid (normalised by the same rule)."""
-    import math
-
     import torch
 
     from attnlab.numerics.continuous_layers import ContinuousAttention, GaussianBasis
@@ -329,19 +353,9 @@ def check_attention_module():
         logits, mu, s2 = rng.normal(size=(2, 4)), rng.uniform(0, 1, size=(2, 4)), rng.uniform(0.01, 0.1, size=(2, 4))
         r = mod(weights_logits=torch.tensor(logits)[:, None], mu=torch.tensor(mu)[:, None],
                 sigma2=torch.tensor(s2)[:, None])[:, 0].numpy()
-        ref = np.zeros((2, 6))
-        for b in range(2):
-            pi = np.exp(logits[b] - logits[b].max())
-            pi /= pi.sum()
-            for n, (c, s) in enumerate(zip(centres, widths)):
-                for j in range(4):
-                    sd = math.sqrt(s2[b, j])
-                    knots = sorted({mu[b, j] - 40 * sd, mu[b, j], mu[b, j] + 40 * sd,
-                                    *(x for x in (c - 8 * s, c, c + 8 * s) if abs(x - mu[b, j]) < 40 * sd)})
-                    ref[b, n] += pi[j] * _quad(lambda t, m=mu[b, j], v=s2[b, j], c=c, s=s:
-                                               math.exp(-(t - m) ** 2 / (2 * v)) / math.sqrt(2 * math.pi * v)
-                                               * math.exp(-(t - c) ** 2 / (2 * s * s)) / (s * math.sqrt(2 * math.pi)),
-                                               knots)
+        pi = np.exp(logits - logits.max(-1, keepdims=True))
+        pi /= pi.sum(-1, keepdims=True)
+        ref = np.stack([_mixture_r(pi[b], mu[b], s2[b], centres, widths) for b in range(2)])
         per["gaussian_mixture"] = _rel(r, ref)
         ind = [mp.mpf(i) / (I - 1) for i in range(I)]
         for kind, alpha, kernel, base in (("kernel_softmax", 2.0, "gaussian", "none"),

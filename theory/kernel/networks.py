@@ -11,58 +11,19 @@ fixed tables (grid, positions, kernel) are exact.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
-from attnlab.theory.kernel.layers import _quad, _rel, _unimodal_r
+from attnlab.theory.kernel.layers import (_kern, _kernel_u, _mixture_r, _psi64, _rel, _trapezoid_r,
+                                          _unimodal_r)
 
 NET_TOL = 1e-10
 
 
-def _psi(t, c, s):
-    return np.exp(-(t - c) ** 2 / (2 * s * s)) / (s * math.sqrt(2 * math.pi))
-
-
 def _ridge_B(H, t, centres, widths, lam):
     """B = H F^T (F F^T + lam I)^{-1} (Eq. 6) with F_{n l} = psi_n(t_l); H (D, L)."""
-    F = np.array([_psi(t, c, s) for c, s in zip(centres, widths)])            # (N, L)
+    F = _psi64(t, centres, widths)                                             # (N, L)
     return np.linalg.solve(F @ F.T + lam * np.eye(len(centres)), F @ H.T).T    # (D, N)
-
-
-def _trapezoid_r(u, grid, centres, widths):
-    """E_p[psi_n] for p proportional to u >= 0 on the grid, by the trapezoid rule (Algorithm 1)."""
-    h = grid[1] - grid[0]
-    w = np.full(len(grid), h)
-    w[[0, -1]] = h / 2
-    Z = float(w @ u)
-    return np.array([float(w @ (u * _psi(grid, c, s))) / Z for c, s in zip(centres, widths)])
-
-
-def _kernel_u(kind, f, alpha=2.0):
-    m = f.max()
-    if kind == "kernel_softmax":
-        return np.exp(f - m)
-    return np.maximum(1 + (alpha - 1) * (f - m), 0.0) ** (1 / (alpha - 1))
-
-
-def _kern(a, b, kernel, bw):
-    d = a[:, None] - b[None, :]
-    return np.exp(-d ** 2 / (2 * bw * bw)) if kernel == "gaussian" else np.exp(-np.abs(d) / bw)
-
-
-def _mixture_r(pi, mu, s2, centres, widths):
-    out = []
-    for c, s in zip(centres, widths):
-        tot = 0.0
-        for p_j, m, v in zip(pi, mu, s2):
-            sd = math.sqrt(v)
-            knots = sorted({m - 40 * sd, m, m + 40 * sd, *(x for x in (c - 8 * s, c, c + 8 * s) if abs(x - m) < 40 * sd)})
-            tot += p_j * _quad(lambda t, m=m, v=v: math.exp(-(t - m) ** 2 / (2 * v)) / math.sqrt(2 * math.pi * v)
-                               * _psi(t, c, s), knots)
-        out.append(tot)
-    return np.array(out)
 
 
 def _np(p):
@@ -104,7 +65,7 @@ def time_warping_reference(net, x):
                 f = gamma[k] @ _kern(ind, grid, net.attn.kernel, net.attn.bandwidth)
                 if net.kind == "kernel_softmax":                                     # base density N(mu, s2)
                     f = f - (grid - mu[k]) ** 2 / (2 * s2[k])
-                r = _trapezoid_r(_kernel_u(net.kind, f, net.attn.alpha), grid, centres, widths)
+                r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha), grid, centres, widths)
             out[b, k] = float(B[0] @ r)
     return out
 
@@ -169,35 +130,12 @@ def series_reference(net, x, positions="linspace"):
             G = net.attn.grid.numel()
             grid = np.linspace(0.0, 1.0, G)
             f = s[b] @ _kern(np.linspace(0.0, 1.0, L), grid, net.attn.kernel, net.attn.bandwidth)
-            r = _trapezoid_r(_kernel_u(net.kind, f, net.attn.alpha), grid, centres, widths)
+            r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha), grid, centres, widths)
         B = _ridge_B(hs[b].T, tmid, centres, widths, 0.5)                            # (hidden, N)
         ctx[b] = B @ r
     y = np.maximum(ctx @ _np(net.head[0].weight).T + _np(net.head[0].bias), 0.0)
     y = np.maximum(y @ _np(net.head[2].weight).T + _np(net.head[2].bias), 0.0)
     return y @ _np(net.head[4].weight).T + _np(net.head[4].bias)
-
-
-def _base_q0(grid, base, mu, s2):
-    """The base density q0 on the grid as the modules take it: 'gaussian' exp(-(t - mu)^2 / (2 s2)) (max 1),
-    'parabola' the truncated parabola [(r^2 - (t - mu)^2) / (2 s2)]_+ with r^3 = 3 s2 / 2 (unit mass on R)."""
-    if base == "gaussian":
-        return np.exp(-(grid - mu) ** 2 / (2 * s2))
-    r = (1.5 * s2) ** (1 / 3)
-    return np.maximum((r * r - (grid - mu) ** 2) / (2 * s2), 0.0)
-
-
-def _kernel_base_r(kind, f, grid, alpha, base, mu, s2, centres, widths):
-    """E_p[psi] with a base density: kernel softmax p ~ q0 exp(f) (the shift cancels); kernel sparsemax
-    p ~ q0 exp_{2-alpha}(f - max f) with the maximum taken where q0 >= 1e-3 max q0 (the modules' convention:
-    where q0 vanishes the shifted deformed exponential could put all its mass)."""
-    q0 = _base_q0(grid, base, mu, s2)
-    if kind == "kernel_softmax":
-        g = f + np.log(q0) if base == "gaussian" else f
-        u = np.exp(g - g.max())
-    else:
-        m = f[q0 >= 1e-3 * q0.max()].max()
-        u = q0 * np.maximum(1 + (alpha - 1) * (f - m), 0.0) ** (1 / (alpha - 1))
-    return _trapezoid_r(u, grid, centres, widths)
 
 
 def gesture_reference(net, x, t, mask):
@@ -218,7 +156,7 @@ def gesture_reference(net, x, t, mask):
     for b in range(x.shape[0]):
         keep = mask[b] > 0
         B = _ridge_B(x[b][keep][None, :], t[b][keep], centres, widths, net.ridge)[0]      # (N,)
-        vref = B @ np.array([_psi(ref, c, s) for c, s in zip(centres, widths)])
+        vref = B @ _psi64(ref, centres, widths)
         z = F.conv1d(torch.tensor(vref)[None, None], net.conv.weight.detach(), net.conv.bias.detach())
         z = F.max_pool1d(torch.relu(z), 2).flatten().numpy()
         v = np.maximum(_np(net.dense.weight) @ z + _np(net.dense.bias), 0.0)
@@ -239,7 +177,7 @@ def gesture_reference(net, x, t, mask):
                 r = np.array([float(u) for u in _unimodal_r(net.kind, mu[h], s2[h], centres, widths)])
             else:
                 f = gam[h] @ _kern(ind, grid, net.attn.kernel, net.attn.bandwidth)
-                r = _kernel_base_r(net.kind, f, grid, net.attn.alpha, "gaussian", mu[h], s2[h], centres, widths)
+                r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha, "gaussian", mu[h], s2[h]), grid, centres, widths)
             c[h] = B @ r
         out.append(_np(net.classifier.weight) @ c + _np(net.classifier.bias))
     return np.stack(out)
@@ -301,7 +239,7 @@ def sentence_reference(net, tokens, lengths):
             gam = _np(net.gamma.weight) @ pooled + _np(net.gamma.bias)
             f = gam @ _kern(np.linspace(0.0, 1.0, I), grid, "gaussian", net.attn.bandwidth)
             base = "gaussian" if net.kind == "kernel_softmax" else "parabola"
-            r = _kernel_base_r(net.kind, f, grid, net.attn.alpha, base, mu, s2, centres, widths)
+            r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha, base, mu, s2), grid, centres, widths)
         out.append(_np(net.out.weight) @ (B @ r) + _np(net.out.bias))
     return np.stack(out)
 
