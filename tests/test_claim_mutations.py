@@ -1425,6 +1425,71 @@ def test_networks_fail_under_a_miswired_model(monkeypatch, fault):
     assert _verdict("kernel.sec6.networks") == "fails"
 
 
+@pytest.mark.parametrize("fault", ["series_density_unsoftmaxed", "gesture_density_without_base",
+                                   "time_warping_density_params"])
+def test_networks_fail_under_a_miswired_density(monkeypatch, fault):
+    """The densities the networks report: FordA's discrete weights returned as raw scores' exp, the gesture
+    kernel density without its base, the time-warping density read at the other head's parameters."""
+    import torch
+
+    from attnlab.experiments.models import kernel_models as km
+
+    if fault == "series_density_unsoftmaxed":
+        real = km.SeriesAttentionNet.density
+
+        def density(self, x):
+            p = real(self, x)
+            return p * p.shape[-1] if self.kind == "discrete_softmax" else p
+        monkeypatch.setattr(km.SeriesAttentionNet, "density", density)
+    elif fault == "gesture_density_without_base":
+        def density(self, x, t, mask):
+            prm = self.params(self.value_coefficients(x, t, mask))
+            if "gamma" in prm:
+                return self.attn.density(gamma=prm["gamma"], mu=prm["mu"] * 0 + 0.5, sigma2=prm["sigma2"])
+            return self.attn.density(**prm)
+        monkeypatch.setattr(km.GestureNet, "density", density)
+    else:
+        def density(self, x):
+            prm = self.params(x)
+            return self.attn.density(**{k: (v.flip(1) if v is not None else v) for k, v in prm.items()})
+        monkeypatch.setattr(km.TimeWarpingNet, "density", density)
+    assert _verdict("kernel.sec6.networks") == "fails"
+
+
+# --- kernel.table2.baselines --------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["lstm_branch_dropped", "gap_max", "post_norm", "no_positions"])
+def test_baselines_fail_under_a_miswired_model(monkeypatch, fault):
+    """Baseline faults: LSTM-FCN without its LSTM branch (zeros in its place), its FCN branch max- instead of
+    average-pooled; the transformer's layers post-norm, its positional embedding dropped."""
+    import torch
+
+    from attnlab.experiments.models import kernel_models as km
+
+    if fault == "lstm_branch_dropped":
+        def forward(self, x):
+            a = self.drop(torch.zeros(x.shape[0], self.lstm.hidden_size, dtype=x.dtype))
+            return self.out(torch.cat([a, self.fcn(x.unsqueeze(1)).mean(-1)], -1))
+        monkeypatch.setattr(km.LSTMFCN, "forward", forward)
+    elif fault == "gap_max":
+        def forward(self, x):
+            a, _ = self.lstm(x.unsqueeze(1))
+            return self.out(torch.cat([self.drop(a[:, -1]), self.fcn(x.unsqueeze(1)).amax(-1)], -1))
+        monkeypatch.setattr(km.LSTMFCN, "forward", forward)
+    elif fault == "post_norm":
+        real = km.TransformerClassifier.__init__
+
+        def init(self, *a, **k):
+            real(self, *a, **k)
+            for layer in self.enc.layers:
+                layer.norm_first = False
+        monkeypatch.setattr(km.TransformerClassifier, "__init__", init)
+    else:
+        monkeypatch.setattr(km.TransformerClassifier, "forward",
+                            lambda self, x: self.out(self.enc(self.tokens(x)).mean(1)))
+    assert _verdict("kernel.table2.baselines") == "fails"
+
+
 # --- fenchel.sec9.ot-vit-network ---------------------------------------------------------------
 
 @pytest.mark.parametrize("fault", ["u_over_partner_templates", "no_template_scaling", "post_ln"])

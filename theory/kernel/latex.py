@@ -164,8 +164,16 @@ LATEX = {
         r"$\gamma_t = s_t$) through the ridge value function into a 3-layer head; the gesture network fits the "
         r"value function at irregular observation times and reads its heads from a conv/dense encoder of it; the "
         r"sentence network pools BiLSTM states with positions $(l + 1/2)/n$ -- in float64 within $10^{-10}$ of "
-        r"transcriptions, for every kind and both setups.",
-        of="b129a90f"),
+        r"transcriptions, for every kind and both setups, and so do the attention densities the networks report "
+        r"on the grid.",
+        of="1b923a97"),
+    "kernel.table2.baselines": Tex(
+        r"The baselines of Table 2 compute what their papers describe: LSTM-FCN (an LSTM over the "
+        r"dimension-shuffled series beside a conv 8/5/3 + batch-norm + ReLU branch with global average pooling, "
+        r"concatenated into a linear layer) and the time-series transformer (value or patch tokens, a learned "
+        r"positional embedding, pre-norm encoder layers, mean pooling, a linear classifier) -- in float64 within "
+        r"$10^{-10}$ of transcriptions.",
+        of="98b61b3a"),
     "kernel.eq1.sequence-layer": Tex(
         r"The library's continuous-attention layer computes the paper's context $c = B\,\mathbb{E}_p[\Psi]$ for "
         r"every query: scores $s_j = \text{scale}\,\langle q, k_j\rangle$ at positions $t_j = j/(S-1)$; the "

@@ -55,13 +55,27 @@ def _quad(fn, knots):
     return total
 
 
+def _parabola_tau(mu, var):
+    """tau < 0 of the truncated parabola [-(t - mu)^2 / (2 var) - tau]_+ on R, by root finding on its
+    normalisation (each mass by checked quadrature)."""
+    from scipy.optimize import brentq
+
+    mu, var = float(mu), float(var)
+
+    def mass(tau):                                            # int [-(t-mu)^2/(2 var) - tau]_+ dt - 1, tau < 0
+        a = math.sqrt(-2 * var * tau)
+        return _quad(lambda t: -(t - mu) ** 2 / (2 * var) - tau, [mu - a, mu, mu + a]) - 1
+    lo_tau = -1.0
+    while mass(lo_tau) < 0:
+        lo_tau *= 2
+    return brentq(mass, lo_tau, -1e-12, xtol=1e-300, rtol=1e-15, maxiter=500)
+
+
 def _unimodal_r(kind, mu, var, centres, widths):
     """E_p[psi_n] for the Gaussian N(mu, var) (continuous softmax) or the truncated parabola
     [-(t - mu)^2 / (2 var) - tau]_+ (continuous sparsemax), both on R: tau by root finding on the
     normalisation, every integral by adaptive quadrature with its error estimate checked."""
     import math
-
-    from scipy.optimize import brentq
 
     mu, var = float(mu), float(var)
     if kind == "cts_softmax":
@@ -70,14 +84,7 @@ def _unimodal_r(kind, mu, var, centres, widths):
         sd = math.sqrt(var)
         lo, hi = mu - 40 * sd, mu + 40 * sd                     # the mass beyond 40 sd is below 1e-300
     else:
-        def mass(tau):                                        # int [-(t-mu)^2/(2 var) - tau]_+ dt - 1, tau < 0
-            a = math.sqrt(-2 * var * tau)
-            return _quad(lambda t: -(t - mu) ** 2 / (2 * var) - tau, [mu - a, mu, mu + a]) - 1
-        hi_tau = -1e-12
-        lo_tau = -1.0
-        while mass(lo_tau) < 0:
-            lo_tau *= 2
-        tau = brentq(mass, lo_tau, hi_tau, xtol=1e-300, rtol=1e-15, maxiter=500)
+        tau = _parabola_tau(mu, var)
         a = math.sqrt(-2 * var * tau)
 
         def p(t):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
-from attnlab.theory.kernel.layers import (_kern, _kernel_u, _mixture_r, _psi64, _rel, _trapezoid_r,
-                                          _unimodal_r)
+from attnlab.theory.kernel.layers import (_kern, _kernel_u, _mixture_r, _parabola_tau, _psi64, _rel,
+                                          _trapezoid_r, _unimodal_r)
 
 NET_TOL = 1e-10
 
@@ -34,7 +34,28 @@ def _softplus(x):
     return np.logaddexp(0.0, x)
 
 
-def time_warping_reference(net, x):
+def _gauss(t, m, v):
+    return np.exp(-(t - m) ** 2 / (2 * v)) / np.sqrt(2 * np.pi * v)
+
+
+def density64(kind, grid, *, mu=None, s2=None, pi=None, u=None):
+    """The attention density on the grid, float64: N(mu, s2) (continuous softmax, on R); the truncated
+    parabola [-(t - mu)^2 / (2 s2) - tau]_+ with tau found by root finding on its mass over R (continuous
+    sparsemax); sum_j pi_j N(mu_j, s2_j) (the mixture); for the kernel families the unnormalised u divided by
+    its trapezoid mass on [0, 1] (Algorithm 1)."""
+    if kind == "cts_softmax":
+        return _gauss(grid, mu, s2)
+    if kind == "cts_sparsemax":
+        return np.maximum(-(grid - mu) ** 2 / (2 * s2) - _parabola_tau(mu, s2), 0.0)
+    if kind == "gaussian_mixture":
+        return sum(p * _gauss(grid, m, v) for p, m, v in zip(pi, mu, s2))
+    h = grid[1] - grid[0]
+    w = np.full(len(grid), h)
+    w[[0, -1]] = h / 2
+    return u / (w @ u)
+
+
+def time_warping_reference(net, x, dens=None):
     """logits (b, 2) of TimeWarpingNet transcribed from App. B.3: an MLP encoder (ReLU after both layers
     in our setup, after the first only in the authors'), per head mu (through a sigmoid in ours),
     sigma^2 = softplus + 1e-3, gamma at I inducing points; p_k of the chosen kind (kernel softmax with the
@@ -61,16 +82,21 @@ def time_warping_reference(net, x):
         for k in range(2):
             if net.kind.startswith("cts"):
                 r = np.array([float(v) for v in _unimodal_r(net.kind, mu[k], s2[k], centres, widths)])
+                if dens is not None:
+                    dens.append(density64(net.kind, grid, mu=mu[k], s2=s2[k]))
             else:
                 f = gamma[k] @ _kern(ind, grid, net.attn.kernel, net.attn.bandwidth)
                 if net.kind == "kernel_softmax":                                     # base density N(mu, s2)
                     f = f - (grid - mu[k]) ** 2 / (2 * s2[k])
-                r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha), grid, centres, widths)
+                u = _kernel_u(net.kind, f, grid, net.attn.alpha)
+                r = _trapezoid_r(u, grid, centres, widths)
+                if dens is not None:
+                    dens.append(density64(net.kind, grid, u=u))
             out[b, k] = float(B[0] @ r)
     return out
 
 
-def series_reference(net, x, positions="linspace"):
+def series_reference(net, x, positions="linspace", dens=None):
     """logits (b, C) of SeriesAttentionNet transcribed from Fig. 11: conv(1->24, 5) ReLU conv(24->24, 5)
     ReLU (zero padding 2: 'same'), LayerNorm over the 24 features (no affine), an LSTM (the gate equations
     i, f, g, o), LayerNorm over its states, scores s_t = w2 tanh(W1 h_t + b1) + b2, p = softmax(s); the
@@ -113,11 +139,15 @@ def series_reference(net, x, positions="linspace"):
         p /= p.sum()
         if net.kind == "discrete_softmax":
             ctx[b] = p @ hs[b]
+            if dens is not None:
+                dens.append(p)
             continue
+        grid = np.linspace(0.0, 1.0, net.attn.grid.numel())
         if net.kind in ("cts_softmax", "cts_sparsemax"):
             mu = p @ pos
             var = max(p @ pos ** 2 - mu ** 2, 1e-4)
             r = np.array([float(v) for v in _unimodal_r(net.kind, mu, var, centres, widths)])
+            d = dict(mu=mu, s2=var)
         elif net.kind == "gaussian_mixture":
             pooled = p @ hs[b]
             raw = _np(net.mix.weight) @ pooled + _np(net.mix.bias)
@@ -126,11 +156,14 @@ def series_reference(net, x, positions="linspace"):
             pi = np.exp(wl - wl.max())
             pi /= pi.sum()
             r = _mixture_r(pi, 1 / (1 + np.exp(-m)), _softplus(v) + 1e-3, centres, widths)
+            d = dict(pi=pi, mu=1 / (1 + np.exp(-m)), s2=_softplus(v) + 1e-3)
         else:
-            G = net.attn.grid.numel()
-            grid = np.linspace(0.0, 1.0, G)
             f = s[b] @ _kern(np.linspace(0.0, 1.0, L), grid, net.attn.kernel, net.attn.bandwidth)
-            r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha), grid, centres, widths)
+            u = _kernel_u(net.kind, f, grid, net.attn.alpha)
+            r = _trapezoid_r(u, grid, centres, widths)
+            d = dict(u=u)
+        if dens is not None:
+            dens.append(density64(net.kind, grid, **d))
         B = _ridge_B(hs[b].T, tmid, centres, widths, 0.5)                            # (hidden, N)
         ctx[b] = B @ r
     y = np.maximum(ctx @ _np(net.head[0].weight).T + _np(net.head[0].bias), 0.0)
@@ -138,7 +171,7 @@ def series_reference(net, x, positions="linspace"):
     return y @ _np(net.head[4].weight).T + _np(net.head[4].bias)
 
 
-def gesture_reference(net, x, t, mask):
+def gesture_reference(net, x, t, mask, dens=None):
     """GestureNet from App. H.1: the ridge value function fitted at the observed times, V on the reference
     grid, conv(1->4, 5) ReLU max-pool(2) dense(hidden) ReLU, per head mu = sigmoid, sigma = softplus + 1e-2
     (sigma^2 its square), gamma from the dense features; c_h = B E_{p_h}[Psi]; a linear classifier."""
@@ -173,11 +206,17 @@ def gesture_reference(net, x, t, mask):
                 pi = np.exp(wl - wl.max())
                 pi /= pi.sum()
                 r = _mixture_r(pi, 1 / (1 + np.exp(-m)), (_softplus(sd) + 1e-2) ** 2, centres, widths)
+                d = dict(pi=pi, mu=1 / (1 + np.exp(-m)), s2=(_softplus(sd) + 1e-2) ** 2)
             elif net.kind.startswith("cts"):
                 r = np.array([float(u) for u in _unimodal_r(net.kind, mu[h], s2[h], centres, widths)])
+                d = dict(mu=mu[h], s2=s2[h])
             else:
                 f = gam[h] @ _kern(ind, grid, net.attn.kernel, net.attn.bandwidth)
-                r = _trapezoid_r(_kernel_u(net.kind, f, grid, net.attn.alpha, "gaussian", mu[h], s2[h]), grid, centres, widths)
+                u = _kernel_u(net.kind, f, grid, net.attn.alpha, "gaussian", mu[h], s2[h])
+                r = _trapezoid_r(u, grid, centres, widths)
+                d = dict(u=u)
+            if dens is not None:
+                dens.append(density64(net.kind, grid, **d))
             c[h] = B @ r
         out.append(_np(net.classifier.weight) @ c + _np(net.classifier.bias))
     return np.stack(out)
@@ -244,6 +283,142 @@ def sentence_reference(net, tokens, lengths):
     return np.stack(out)
 
 
+def _conv1d(z, W, b, stride=1):
+    """z (C_in, T) -> (C_out, T'), cross-correlation as torch's Conv1d, no padding."""
+    k = W.shape[2]
+    T = (z.shape[1] - k) // stride + 1
+    return b[:, None] + sum(W[:, :, j] @ z[:, j:j + stride * (T - 1) + 1:stride] for j in range(k))
+
+
+def _batchnorm_eval(z, bn):
+    return ((z - _np(bn.running_mean)[:, None]) / np.sqrt(_np(bn.running_var)[:, None] + bn.eps)
+            * _np(bn.weight)[:, None] + _np(bn.bias)[:, None])
+
+
+def lstmfcn_reference(net, x):
+    """LSTM-FCN (Karim et al. 2017) in evaluation mode: the LSTM reads the dimension-shuffled series as one
+    step of L features (so c = i g, h = o tanh(c) from zero states); the FCN branch pads 3 left and 4 right,
+    then conv 8 / 5 / 3 ('same'), each with batch normalisation by its running statistics and a ReLU, and
+    averages over time; the two are concatenated into a linear layer.  Dropout is the identity."""
+    Wih, bias = _np(net.lstm.weight_ih_l0), _np(net.lstm.bias_ih_l0) + _np(net.lstm.bias_hh_l0)
+    Hd = net.lstm.hidden_size
+    sig = lambda v: 1 / (1 + np.exp(-v))                                              # noqa: E731
+    conv = [m for m in net.fcn if m.__class__.__name__ == "Conv1d"]
+    bns = [m for m in net.fcn if m.__class__.__name__ == "BatchNorm1d"]
+    out = []
+    for xb in x:
+        a = Wih @ xb + bias
+        h = sig(a[3 * Hd:]) * np.tanh(sig(a[:Hd]) * np.tanh(a[2 * Hd:3 * Hd]))
+        z = np.pad(xb, (3, 4))[None, :]
+        for c, bn, pad in zip(conv, bns, (0, 2, 1)):
+            z = np.maximum(_batchnorm_eval(_conv1d(np.pad(z, ((0, 0), (pad, pad))), _np(c.weight), _np(c.bias)), bn), 0.0)
+        out.append(_np(net.out.weight) @ np.concatenate([h, z.mean(1)]) + _np(net.out.bias))
+    return np.stack(out)
+
+
+def _layer_norm(z, ln):
+    return (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + ln.eps) * _np(ln.weight) + _np(ln.bias)
+
+
+def transformer_reference(net, x):
+    """The time-series transformer (TST, Zerveas et al. 2021) in evaluation mode: tokens (a linear map of
+    each value, or a strided convolution over windows of P points), a learned positional embedding, pre-norm
+    encoder layers z <- z + MHA(LN1 z), z <- z + W2 relu(W1 LN2 z + b1) + b2 (multi-head attention written
+    out: per head softmax(Q K^T / sqrt(d_head)) V, concatenated, then the output map), mean over tokens, a
+    linear classifier.  Dropout is the identity."""
+    out = []
+    for xb in x:
+        if net.patch == 1:
+            z = xb[:, None] * _np(net.proj.weight)[:, 0] + _np(net.proj.bias)
+        else:
+            z = _conv1d(xb[None, :], _np(net.proj.weight), _np(net.proj.bias), net.proj.stride[0]).T
+        z = z + _np(net.pos)[0]
+        for layer in net.enc.layers:
+            sa = layer.self_attn
+            d, H = sa.embed_dim, sa.num_heads
+            hd = d // H
+            y = _layer_norm(z, layer.norm1)
+            qkv = y @ _np(sa.in_proj_weight).T + _np(sa.in_proj_bias)
+            q, k, v = qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:]
+            heads = []
+            for i in range(H):
+                sl = slice(i * hd, (i + 1) * hd)
+                e = q[:, sl] @ k[:, sl].T / np.sqrt(hd)
+                w = np.exp(e - e.max(1, keepdims=True))
+                heads.append((w / w.sum(1, keepdims=True)) @ v[:, sl])
+            z = z + np.concatenate(heads, 1) @ _np(sa.out_proj.weight).T + _np(sa.out_proj.bias)
+            y = _layer_norm(z, layer.norm2)
+            z = z + np.maximum(y @ _np(layer.linear1.weight).T + _np(layer.linear1.bias), 0.0) @ \
+                _np(layer.linear2.weight).T + _np(layer.linear2.bias)
+        out.append(_np(net.out.weight) @ z.mean(0) + _np(net.out.bias))
+    return np.stack(out)
+
+
+def check_baselines():
+    import torch
+
+    from attnlab.experiments.models.kernel_models import LSTMFCN, TransformerClassifier
+
+    per = {}
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        rng = np.random.default_rng(37)
+        for L, filters in ((16, (5, 6, 4)), (9, (3, 2, 3))):
+            torch.manual_seed(4)
+            net = LSTMFCN(L, 3, lstm_units=4, filters=filters)
+            for bn in (m for m in net.fcn if isinstance(m, torch.nn.BatchNorm1d)):   # running statistics and
+                with torch.no_grad():                                                # affine maps away from 0/1
+                    bn.running_mean.normal_()
+                    bn.running_var.uniform_(0.5, 2.0)
+                    bn.weight.normal_()
+                    bn.bias.normal_()
+            net.eval()
+            x = rng.normal(size=(3, L))
+            with torch.no_grad():
+                got = net(torch.tensor(x)).numpy()
+            per[f"LSTMFCN L={L}"] = _rel(got, lstmfcn_reference(net, x))
+        for L, patch, heads, layers in ((12, 1, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2)):
+            torch.manual_seed(5)
+            net = TransformerClassifier(L, 3, d_model=8, heads=heads, layers=layers, ff=6, patch=patch).eval()
+            x = rng.normal(size=(2, L))
+            for fast in (True, False):        # torch's fused encoder path in eval mode, and the plain one
+                before = torch.backends.mha.get_fastpath_enabled()
+                torch.backends.mha.set_fastpath_enabled(fast)
+                try:
+                    with torch.no_grad():
+                        got = net(torch.tensor(x)).numpy()
+                finally:
+                    torch.backends.mha.set_fastpath_enabled(before)
+                per[f"TransformerClassifier L={L} patch={patch} heads={heads} fastpath={fast}"] = \
+                    _rel(got, transformer_reference(net, x))
+    finally:
+        torch.set_default_dtype(old)
+    worst = max(per.values())
+    return holds_if(worst <= NET_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=NET_TOL),
+                    explanation="LSTM-FCN (two lengths and filter sets, batch normalisation with random running "
+                                "statistics) and the time-series transformer (point tokens and patch tokens, 1-4 "
+                                "heads, 1-2 layers, torch's fused path on and off) in evaluation mode, float64, "
+                                "against numpy transcriptions of their architectures; error relative to the "
+                                "largest logit",
+                    per_case=per)
+
+
+@claim("kernel.table2.baselines",
+       reference="Table 2 and App. G (the LSTM-FCN [13] and TST [46] baselines, from tsai)",
+       statement="The baselines of Table 2 compute what their papers describe: LSTM-FCN (an LSTM over the "
+                 "dimension-shuffled series beside a conv 8/5/3 + batch-norm + ReLU branch with global average "
+                 "pooling, concatenated into a linear layer) and the time-series transformer (value or patch "
+                 "tokens, a learned positional embedding, pre-norm encoder layers, mean pooling, a linear "
+                 "classifier) -- in float64 within 1e-10 of transcriptions.",
+       method="float64",
+       vouches_for=("experiments.models.kernel_models.LSTMFCN.forward",
+                    "experiments.models.kernel_models.TransformerClassifier.forward",
+                    "experiments.models.kernel_models.TransformerClassifier.tokens"))
+def _baselines():
+    return check_baselines()
+
+
 def check_networks():
     import torch
 
@@ -261,8 +436,10 @@ def check_networks():
                                      bandwidth=0.15, ridge=0.05, setup=setup)
                 x = rng.normal(size=(2, 16))
                 with torch.no_grad():
-                    got = net(torch.tensor(x)).numpy()
-                per[f"TimeWarpingNet {kind} {setup}"] = _rel(got, time_warping_reference(net, x))
+                    got, p = net(torch.tensor(x)).numpy(), net.density(torch.tensor(x)).numpy()
+                dens = []
+                per[f"TimeWarpingNet {kind} {setup}"] = _rel(got, time_warping_reference(net, x, dens))
+                per[f"TimeWarpingNet.density {kind} {setup}"] = _rel(p, np.reshape(dens, p.shape))
         for kind in ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax",
                      "kernel_sparsemax"):
             for setup in (("ours", "authors") if kind.startswith("cts") else ("ours",)):
@@ -271,18 +448,23 @@ def check_networks():
                                          mixture_components=3, setup=setup)
                 x = rng.normal(size=(2, 12))
                 with torch.no_grad():
-                    got = net(torch.tensor(x)).numpy()
-                ref = series_reference(net, x, "index" if setup == "authors" else "linspace")
+                    got, p = net(torch.tensor(x)).numpy(), net.density(torch.tensor(x)).numpy()
+                dens = []
+                ref = series_reference(net, x, "index" if setup == "authors" else "linspace", dens)
                 per[f"SeriesAttentionNet {kind} {setup}"] = _rel(got, ref)
+                per[f"SeriesAttentionNet.density {kind} {setup}"] = _rel(p, np.reshape(dens, p.shape))
         for kind in ("cts_softmax", "cts_sparsemax", "gaussian_mixture", "kernel_softmax", "kernel_sparsemax"):
             torch.manual_seed(2)
             net = GestureNet(kind, 3, heads=2, n_basis=6, n_inducing=5, grid_size=41, ref_points=24, hidden=5,
                              bandwidth=0.15, ridge=0.05, sigmas=(0.1, 0.3), mixture_components=2)
             t = np.sort(rng.uniform(0, 1, size=(2, 10)), -1)
             x, mask = rng.normal(size=(2, 10)), (rng.random((2, 10)) > 0.2).astype(float)
+            args = (torch.tensor(x), torch.tensor(t), torch.tensor(mask))
             with torch.no_grad():
-                got = net(torch.tensor(x), torch.tensor(t), torch.tensor(mask)).numpy()
-            per[f"GestureNet {kind}"] = _rel(got, gesture_reference(net, x, t, mask))
+                got, p = net(*args).numpy(), net.density(*args).numpy()
+            dens = []
+            per[f"GestureNet {kind}"] = _rel(got, gesture_reference(net, x, t, mask, dens))
+            per[f"GestureNet.density {kind}"] = _rel(p, np.reshape(dens, p.shape))
         for kind in ("discrete_softmax", "cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"):
             torch.manual_seed(3)
             net = SentenceNet(kind, 9, embed=4, hidden=3, n_basis=6, n_inducing=4, grid_size=41, bandwidth=0.2)
@@ -303,7 +485,8 @@ def check_networks():
                                 "SentenceNet (5 kinds, padded sentences) on their own parameters, float64, against "
                                 "transcriptions of App. B.3, Fig. 11, App. H.1 and Sec. 6.4 (LSTMs by their gate "
                                 "equations; densities by checked quadrature or the trapezoid rule); error relative "
-                                "to the largest logit",
+                                "to the largest logit; the attention densities the networks plot (`density`, on "
+                                "the grid) against the same transcriptions, relative to the largest value",
                     per_case=per)
 
 
@@ -317,7 +500,8 @@ def check_networks():
                  "softmax/sparsemax with gamma_t = s_t) through the ridge value function into a 3-layer head; the "
                  "gesture network fits the value function at irregular observation times and reads its heads from a "
                  "conv/dense encoder of it; the sentence network pools BiLSTM states with positions (l + 1/2)/n -- "
-                 "in float64 within 1e-10 of transcriptions, for every kind and both setups.",
+                 "in float64 within 1e-10 of transcriptions, for every kind and both setups, and so do the "
+                 "attention densities the networks report on the grid.",
        method="float64",
        vouches_for=("experiments.models.kernel_models.TimeWarpingNet.forward",
                     "experiments.models.kernel_models.TimeWarpingNet.params",
@@ -329,6 +513,9 @@ def check_networks():
                     "experiments.models.kernel_models.GestureNet.forward",
                     "experiments.models.kernel_models.GestureNet.params",
                     "experiments.models.kernel_models.GestureNet.value_coefficients",
-                    "experiments.models.kernel_models.SentenceNet.forward"))
+                    "experiments.models.kernel_models.SentenceNet.forward",
+                    "experiments.models.kernel_models.TimeWarpingNet.density",
+                    "experiments.models.kernel_models.SeriesAttentionNet.density",
+                    "experiments.models.kernel_models.GestureNet.density"))
 def _networks():
     return check_networks()
