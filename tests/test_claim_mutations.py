@@ -1362,6 +1362,38 @@ def test_sequence_layer_fails_under_a_faulty_layer(monkeypatch, fault):
     assert _verdict("kernel.eq1.sequence-layer") != "holds"
 
 
+def test_sequence_layer_fails_when_the_deprecated_call_drops_the_padding(monkeypatch):
+    """The deprecated SequenceContinuousAttention must keep its old meaning: its key padding mask dropped."""
+    from attnlab.numerics import continuous_layers as cl
+
+    monkeypatch.setattr(cl.SequenceContinuousAttention, "forward",
+                        lambda self, query, key=None, value=None, key_padding_mask=None:
+                        cl.ContinuousMultiheadAttention.forward(self, query, query, query, None, need_weights=False)[0])
+    assert _verdict("kernel.eq1.sequence-layer") == "fails"
+
+
+def test_exact_layer_fails_when_the_deprecated_mask_is_read_as_torch_s(monkeypatch):
+    """The deprecated FenchelAttention reads attn_mask as True = attend; read as torch's (True = not allowed)
+    the claim must see it."""
+    from attnlab.numerics import fenchel_attention as fa
+
+    real = fa.FenchelAttention.forward
+    monkeypatch.setattr(fa.FenchelAttention, "forward",
+                        lambda self, x, context=None, log_u=None, attn_mask=None, alpha=None, return_weights=False:
+                        real(self, x, context, log_u, None if attn_mask is None else ~attn_mask, alpha, return_weights))
+    assert _verdict("fenchel.sec7.exact-attention-mpmath") == "fails"
+
+
+def test_torch_layer_fails_under_a_wrong_causal_mask(monkeypatch):
+    """is_causal without attn_mask builds the causal mask: built one diagonal too far, the claim must see it."""
+    import torch
+
+    from attnlab.numerics import multihead as mh
+
+    monkeypatch.setattr(mh, "causal_bool", lambda L, S, device: torch.ones(L, S, dtype=torch.bool, device=device).triu(2))
+    assert _verdict("efa.eq1.torch-layer") == "fails"
+
+
 # --- kernel.alg1.attention-module ------------------------------------------------------------
 
 def test_attention_module_fails_with_a_left_riemann_sum(monkeypatch):

@@ -524,6 +524,7 @@ def check_torch_layer(seed=24) -> "Evidence":
             for mask_name, kw, allowed in (
                     ("none", {}, torch.ones(N, L, L, dtype=torch.bool)),
                     ("causal", dict(attn_mask=causal_not_allowed), (~causal_not_allowed).expand(N, L, L)),
+                    ("is_causal", dict(is_causal=True), (~causal_not_allowed).expand(N, L, L)),   # mask built
                     ("padding", dict(key_padding_mask=kpm), (~kpm)[:, None, :].expand(N, L, L))):
                 with torch.no_grad():
                     out, w = mha(z, z, z, average_attn_weights=False, **kw)
@@ -559,7 +560,7 @@ def check_torch_layer(seed=24) -> "Evidence":
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
                                 "one head at a time (W^Q, W^K, W^V the head blocks of q_proj_weight, k_proj_weight, "
                                 "v_proj_weight; scale 1/E; heads summed; no biases), outputs and per-head weights, 1 "
-                                "and 2 heads, softmax and linear, no mask, the causal mask and key padding; efa_attention (scaled_dot_product_attention's convention) against a plain "
+                                "and 2 heads, softmax and linear, no mask, the causal mask (given, or built from is_causal) and key padding; efa_attention (scaled_dot_product_attention's convention) against a plain "
                                 "loop, with no mask, is_causal, a bool mask with a fully masked query and a float "
                                 "mask", per_case=per)
 
@@ -576,6 +577,7 @@ def check_torch_layer(seed=24) -> "Evidence":
                     "numerics.efa_attention.EFAMultiheadAttention._attend",
                     "numerics.efa_attention.EFAMultiheadAttention._project",
                     "numerics.efa_attention.EFAMultiheadAttention._combine_heads",
-                    "numerics.multihead.MultiheadAttentionBase.forward"))
+                    "numerics.multihead.MultiheadAttentionBase.forward",
+                    "numerics.multihead.causal_bool"))
 def _torch_layer():
     return check_torch_layer()

@@ -230,6 +230,12 @@ def check_exact_layer(cases=None) -> "Evidence":
         ref_out, ref_w, tol = _mha_reference(mha, x, 0.7, pad)
         note("FenchelMultiheadAttention (2 heads, learned alpha, key padding)",
              dict(mha_output=_rel(out.detach().numpy(), ref_out), mha_weights=_rel(w.detach().numpy(), ref_w)), tol)
+        # the deprecated FenchelAttention on the same weights, in its old convention (attn_mask True = attend)
+        old = fa.FenchelAttention(4, 2, alpha=0.7, alpha_mode="head").double()
+        old.load_state_dict(mha.state_dict())
+        out, w = old(x, attn_mask=torch.tensor(~pad)[:, None, None, :], return_weights=True)
+        note("FenchelAttention (deprecated convention, same weights)",
+             dict(mha_output=_rel(out.detach().numpy(), ref_out), mha_weights=_rel(w.detach().numpy(), ref_w)), tol)
         warned = sorted({str(wi.message).split(":")[0] for wi in caught if issubclass(wi.category, RuntimeWarning)})
     ok = all(v <= 1.0 for v in worst.values())
     return holds_if(ok, measured=dict(worst_error_over_tol=worst, solver_warnings=warned),
@@ -237,7 +243,8 @@ def check_exact_layer(cases=None) -> "Evidence":
                     explanation=f"{len(cases)} single-query instances (those of fenchel.thm1.mpmath-50-digits: t_i = "
                                 "k_i at scale 1, z = q, log u), 4 queries sharing 6 keys with a mask, per-query alpha "
                                 "and values != keys, and FenchelMultiheadAttention (2 heads, learned alpha 0.7, key "
-                                "padding) transcribed head by head: numerics.fenchel_attention's exact path "
+                                "padding; and the deprecated FenchelAttention on its weights) transcribed head by head: "
+                                "numerics.fenchel_attention's exact path "
                                 "(fenchel_attention, solve_dual_shared, fenchel_dual_lambda, the module) against "
                                 "the 50-digit oracle",
                     per_instance=per)
@@ -255,7 +262,8 @@ def check_exact_layer(cases=None) -> "Evidence":
        vouches_for=("numerics.fenchel_attention.fenchel_attention", "numerics.fenchel_attention.solve_dual_shared",
                     "numerics.fenchel_attention.fenchel_dual_lambda",
                     "numerics.fenchel_attention.FenchelMultiheadAttention.forward",
-                    "numerics.fenchel_attention.FenchelMultiheadAttention.alphas"))
+                    "numerics.fenchel_attention.FenchelMultiheadAttention.alphas",
+                    "numerics.fenchel_attention.FenchelAttention.forward"))
 def _exact_layer():
     return check_exact_layer()
 

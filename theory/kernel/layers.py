@@ -204,8 +204,8 @@ def check_sequence_layer():
     import torch
 
     from attnlab.numerics.continuous_layers import (ContinuousMultiheadAttention, GaussianBasis,
-                                                   continuous_attention, moments_from_discrete,
-                                                   ridge_value_coefficients)
+                                                   SequenceContinuousAttention, continuous_attention,
+                                                   moments_from_discrete, ridge_value_coefficients)
 
     rng = np.random.default_rng(11)
     basis = GaussianBasis(6, dtype=torch.float64)                   # widths 0.1 and 0.5, 3 centres each
@@ -262,6 +262,28 @@ def check_sequence_layer():
                                                scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
                                                grid_size=33) for h in range(2)], -1)
         note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding)", _rel(out[0].detach().numpy(), ref))
+    # the deprecated SequenceContinuousAttention: one head, the old call forward(query, key_padding_mask=...)
+    import warnings
+
+    for kind in KINDS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            seq = SequenceContinuousAttention(4, kind=kind, n_basis=6, grid_size=33, kernel="laplace", bandwidth=0.2,
+                                              ridge=0.1).double()
+        with torch.no_grad():
+            seq.in_proj_weight.copy_(torch.eye(4).repeat(3, 1))
+            seq.in_proj_bias.zero_()
+            seq.out_proj.weight.copy_(torch.eye(4))
+            seq.out_proj.bias.zero_()
+        x = rng.normal(size=(1, 5, 4))
+        pad = np.zeros((1, 5), bool)
+        pad[0, 1] = True
+        out = seq(torch.tensor(x), key_padding_mask=torch.tensor(pad))
+        allowed = np.ones((5, 5), bool)
+        allowed[:, 1] = False
+        ref = oracle_attention(x[0], x[0], x[0], allowed, kind, seq.basis.mu.tolist(), seq.basis.sigma.tolist(),
+                               scale=1 / 2.0, kernel="laplace", bandwidth=0.2, ridge=0.1, grid_size=33)
+        note(f"SequenceContinuousAttention / {kind} (deprecated call, key padding)", _rel(out[0].detach().numpy(), ref))
     # no key (S = 0) or no query (L = 0): the output is 0 of shape (..., L, Ev), as scaled_dot_product_attention
     for kind in KINDS:
         for L0, S0 in ((3, 0), (0, 4)):
@@ -299,7 +321,8 @@ def check_sequence_layer():
     return holds_if(ok, measured=dict(worst_relative_error=worst), tolerance=dict(relative=LAYER_TOL),
                     explanation=f"{len(cases)} functional cases (4 kinds; Gaussian and Laplace kernels; alpha 2 and "
                                 "1.5; no mask, a bool mask with a fully masked query, causal; S = 7, 2, 1), the "
-                                "multi-head module with identity projections and key padding, and the basis, ridge "
+                                "multi-head module with identity projections and key padding (and the deprecated "
+                                "SequenceContinuousAttention in its old call), and the basis, ridge "
                                 "fit and discrete moments, float64 against a transcription of the paper's "
                                 "definitions (written-out sums and trapezoid rule, the ridge system solved per query, "
                                 "the integrals on R by scipy quad with error estimates below 1e-13 + 1e-12 of the "
@@ -322,7 +345,8 @@ def check_sequence_layer():
                     "numerics.continuous_layers.ContinuousMultiheadAttention.forward",
                     "numerics.continuous_layers.GaussianBasis.forward",
                     "numerics.continuous_layers.ridge_value_coefficients",
-                    "numerics.continuous_layers.moments_from_discrete"))
+                    "numerics.continuous_layers.moments_from_discrete",
+                    "numerics.continuous_layers.SequenceContinuousAttention.forward"))
 def _sequence_layer():
     return check_sequence_layer()
 
