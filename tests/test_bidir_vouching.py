@@ -82,3 +82,47 @@ def test_table1_gain_claim_fails_on_a_table_with_the_corr_rows_swapped():
     swap = lambda t: {k.replace("0.1)", "X").replace("0.9)", "0.1)").replace("X", "0.9)"): v  # noqa: E731
                       for k, v in t.items()}
     assert check_table1_gain(swap(TABLE1_ACC), swap(TABLE1_MSE)).verdict == "fails"
+
+
+@pytest.mark.parametrize("fault", ["shared_seed", "mean_over_models", "target_shifted", "prediction_not_masked"])
+def test_atn_training_fails_under_a_faulty_trainer(monkeypatch, fault):
+    """Trainer faults: every lock-step model drawn from the first seed; the loss averaged over the models
+    (each model's gradient scaled by 1/M, which Adam's epsilon does not ignore); the MLM target read one
+    position off; the prediction made with the response slot holding class 0 instead of [MASK]."""
+    from attnlab.experiments.models import bidir_tabular as bt
+
+    real_train, real_copies, real_predict = bt.train_atn, bt.masked_copies, bt.predict_response
+    if fault == "shared_seed":
+        monkeypatch.setattr(bt, "train_atn", lambda rows, C, cfg=None, seed=0, **kw: real_train(
+            rows, C, cfg, seed=[seed[0]] * len(seed) if isinstance(seed, list) else seed, **kw))
+    elif fault == "mean_over_models":
+        def train(rows, C, cfg=None, seed=0, **kw):
+            import torch
+            M = len(rows) if isinstance(rows, list) else 1
+            real_ce = torch.nn.functional.cross_entropy
+            monkeypatch.setattr(torch.nn.functional, "cross_entropy", lambda *a, **k: real_ce(*a, **k) / M)
+            try:
+                return real_train(rows, C, cfg, seed, **kw)
+            finally:
+                monkeypatch.setattr(torch.nn.functional, "cross_entropy", real_ce)
+        monkeypatch.setattr(bt, "train_atn", train)
+    elif fault == "target_shifted":
+        def copies(rows, mask_id):
+            inp, pos, tgt = real_copies(rows, mask_id)
+            return inp, pos, (tgt + 1) % mask_id
+        monkeypatch.setattr(bt, "masked_copies", copies)
+    else:
+        def predict(model, x_rows, device="cpu", which=None):
+            import torch
+            sets = [x_rows] if which is not None or not isinstance(x_rows, list) else x_rows
+            out = []
+            for j, xr in enumerate(sets):
+                m = which if which is not None else j
+                tok = np.concatenate([xr, np.zeros((len(xr), 1), int)], 1)
+                full = torch.zeros((model.n_models, len(xr), model.seq_len), dtype=torch.long)
+                full[m] = torch.as_tensor(tok)
+                with torch.no_grad():
+                    out.append(model(full)[m, :, -1].argmax(-1).numpy())
+            return out[0] if which is not None or not isinstance(x_rows, list) else out
+        monkeypatch.setattr(bt, "predict_response", predict)
+    assert _verdict("bidir.sec3-1.atn-training") == "fails"

@@ -200,6 +200,13 @@ LATEX = {
         r"softmax head shared by the positions; the MLM copies mask each position once; $M$ models trained in "
         r"lock-step are $M$ separate models.",
         of="b179f692"),
+    "bidir.sec3-1.atn-training": Tex(
+        r"ATN is trained by masked-token prediction over the features: the loss of a model is the mean "
+        r"cross-entropy of the masked token over the $K+1$ copies of every row, each model starts from the weights "
+        r"its own seed draws and takes Adam steps on its own loss, so $M$ models trained in lock-step are $M$ models "
+        r"trained alone; a prediction is the most probable class at the masked response; a resumed run is the same "
+        r"run.",
+        of="f6806925"),
     "bidir.table1.gain-larger-at-corr-0.9": Tex(
         r"In Table 1 as printed, ATN's gain over the best competing method (accuracy and MSE) is larger at "
         r"$\text{corr} = 0.9$ than at $\text{corr} = 0.1$ for each of the six $(n_c, \text{noise})$ pairs, up to "

@@ -104,6 +104,159 @@ def _atn_block():
                                 "; masked_copies against a loop")
 
 
+# --------------------------------------------------------------------------- Sec. 3.1 / App. E: training
+class _ReferenceATN:
+    """One ATN trained alone: torch's post-LN encoder layer plus a token embedding, a position embedding and
+    a head, as leaf tensors, started from the weights a TabularATN draws from one seed; the MLM loss and
+    Adam written out."""
+
+    def __init__(self, one, C):
+        import torch
+
+        fwd_layer = _reference_block(one, 0).__closure__
+        self.layer = next(c.cell_contents for c in fwd_layer if hasattr(c.cell_contents, "self_attn"))
+        self.emb = {k: getattr(one, k)[0].detach().clone().requires_grad_(True) for k in ("tok", "pos", "w_h", "b_h")}
+        self.C = C
+        self.params = list(self.layer.parameters()) + list(self.emb.values())
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def logits(self, tokens):
+        x = self.emb["tok"][tokens] + self.emb["pos"][: tokens.shape[1]]
+        return self.layer(x) @ self.emb["w_h"] + self.emb["b_h"]
+
+    def mlm_loss(self, rows):
+        """Mean cross-entropy of the masked token over the K+1 copies of every row (copy j masks position j)."""
+        import torch
+
+        copies, where, target = [], [], []
+        for r in rows:
+            for j in range(len(r)):
+                copies.append([self.C if k == j else int(v) for k, v in enumerate(r)])
+                where.append(j)
+                target.append(int(r[j]))
+        lg = self.logits(torch.tensor(copies))[torch.arange(len(copies)), torch.tensor(where)]   # (copies, C)
+        return (torch.logsumexp(lg, 1) - lg[torch.arange(len(copies)), torch.tensor(target)]).mean()
+
+    def adam_step(self, loss, lr, eps, b1=0.9, b2=0.999):
+        import torch
+
+        grads = torch.autograd.grad(loss, self.params)
+        self.t += 1
+        with torch.no_grad():
+            for p, g, m, v in zip(self.params, grads, self.m, self.v):
+                m.mul_(b1).add_((1 - b1) * g)
+                v.mul_(b2).add_((1 - b2) * g * g)
+                p.sub_(lr * (m / (1 - b1 ** self.t)) / ((v / (1 - b2 ** self.t)).sqrt() + eps))
+
+    def as_library(self):
+        """(name, tensor) in TabularATN's layout (model j's slice)."""
+        L = self.layer
+        return dict(tok=self.emb["tok"], pos=self.emb["pos"], w_qkv=L.self_attn.in_proj_weight.T,
+                    b_qkv=L.self_attn.in_proj_bias, w_o=L.self_attn.out_proj.weight.T, b_o=L.self_attn.out_proj.bias,
+                    ln1_w=L.norm1.weight, ln1_b=L.norm1.bias, w_1=L.linear1.weight.T, b_1=L.linear1.bias,
+                    w_2=L.linear2.weight.T, b_2=L.linear2.bias, ln2_w=L.norm2.weight, ln2_b=L.norm2.bias,
+                    w_h=self.emb["w_h"], b_h=self.emb["b_h"])
+
+
+TRAIN_CASES = [  # (name, C, K+1, M, d, h, f, rows per model, epochs)
+    ("M = 3 models, C = 3, K = 3", 3, 4, 3, 6, 2, 3, 9, 3),
+    ("one model, C = 2, K = 1", 2, 2, 1, 4, 1, 2, 6, 2),
+]
+
+
+def check_atn_training():
+    import torch
+
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, TabularATN, predict_response, train_atn
+
+    per = {}
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        for i, (name, C, L, M, d, h, f, n, E) in enumerate(TRAIN_CASES):
+            rng = np.random.default_rng(400 + i)
+            sets = [rng.integers(0, C, size=(n, L)) for _ in range(M)]
+            seeds = [11 + 5 * j for j in range(M)]
+            cfg = ATNConfig(embed_dim=d, num_heads=h, ff_dim=f, dropout=0.0, batch_size=n * L, epochs=E, lr=0.05,
+                            adam_eps=1e-4)
+            model, losses = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0])
+            # resumed after its first epoch from the state on_epoch hands out: the same run
+            states = []
+            train_atn(sets if M > 1 else sets[0], C, ATNConfig(**dict(cfg.as_dict(), epochs=1)),
+                      seed=seeds if M > 1 else seeds[0], on_epoch=lambda e, l, st: states.append(st))
+            resumed, losses_r = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0],
+                                          state=states[-1])
+            same = losses_r == losses and all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(),
+                                                                                  model.state_dict().values()))
+            err_p, err_l, pred_ok = 0.0, 0.0, True
+            for j in range(M):
+                ref = _ReferenceATN(TabularATN(C, L, cfg, generator=torch.Generator().manual_seed(seeds[j]),
+                                               n_models=1), C)
+                ref.layer.train()
+                for e in range(E):
+                    loss = ref.mlm_loss(sets[j])
+                    err_l = max(err_l, abs(loss.item() - losses[e][j]) / loss.item())
+                    ref.adam_step(loss, cfg.lr, cfg.adam_eps)
+                for k, want in ref.as_library().items():
+                    got = getattr(model, k)[j].detach()
+                    err_p = max(err_p, float((got - want.detach()).abs().max()) / max(1.0, float(want.detach().abs().max())))
+            # predictions, on generic weights of the size training reaches (the trained toy models above are
+            # nearly constant): the argmax at the [MASK] response, for all models and with which=
+            g = torch.Generator().manual_seed(500 + i)
+            generic = TabularATN(C, L, cfg, generator=g, n_models=M)
+            with torch.no_grad():
+                for prm in generic.parameters():
+                    prm.copy_(torch.randn(prm.shape, generator=g))
+            generic.eval()
+            x_new = [rng.integers(0, C, size=(40, L - 1)) for _ in range(M)]
+            got_all = predict_response(generic, x_new if M > 1 else x_new[0])
+            for j in range(M):
+                tok = torch.as_tensor(np.concatenate([x_new[j], np.full((40, 1), C)], 1))
+                with torch.no_grad():
+                    want = _reference_block(generic, j)(tok)[:, -1].argmax(-1).numpy()
+                pred_ok &= bool(np.array_equal(got_all[j] if M > 1 else got_all, want)
+                                and np.array_equal(predict_response(generic, x_new[j], which=j), want))
+            per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same)
+    finally:
+        torch.set_default_dtype(old)
+    worst = max(max(v["parameters"], v["losses"]) for v in per.values())
+    ok = worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"] for v in per.values())
+    return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per), tolerance=dict(relative=TRAIN_TOL),
+                    explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
+                                "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
+                                "model trained alone from the weights its own seed draws: torch's post-LN encoder "
+                                "layer with the embeddings and head as leaf tensors, the MLM loss over the K+1 masked "
+                                "copies of every row written as a loop, Adam written out (beta 0.9, 0.999, the "
+                                "config's eps, 1e-4 here: Adam turns an absolute gradient rounding d near a zero "
+                                "gradient into lr d / eps, so at torch's 1e-7 the two trainings would part by 1e-11 "
+                                "for rounding alone); parameters after the last epoch and the per-epoch losses, relative to "
+                                "max(1, |value|); predict_response (on generic weights) against the argmax at the "
+                                "[MASK] response of torch's layer with model j's weights, for all models and with "
+                                "which=; a run resumed from its epoch-1 state "
+                                "equals the straight run bit for bit")
+
+
+TRAIN_TOL = 1e-12
+
+
+@claim("bidir.sec3-1.atn-training",
+       reference="Sec. 3.1 (ATN trained by the MLM objective over the features) and App. E (Adam, lr 1e-3; the "
+                 "Keras epsilon)",
+       statement="ATN is trained by masked-token prediction over the features: the loss of a model is the mean "
+                 "cross-entropy of the masked token over the K+1 copies of every row, each model starts from the "
+                 "weights its own seed draws and takes Adam steps on its own loss, so M models trained in "
+                 "lock-step are M models trained alone; a prediction is the most probable class at the masked "
+                 "response; a resumed run is the same run.",
+       method="torch",
+       vouches_for=("experiments.models.bidir_tabular.train_atn",
+                    "experiments.models.bidir_tabular.predict_response",
+                    "experiments.models.bidir_tabular.masked_copies"))
+def _atn_training():
+    return check_atn_training()
+
+
 # --------------------------------------------------------------------------- App. D: the data design
 APP_D_SETTINGS = [(1, 0.0, 0.1), (5, 1.5, 0.9), (1, 0.5, 0.9), (5, 0.5, 0.1)]   # (n_c, noise, corr)
 APP_D_N, APP_D_Z_MAX, K_FEATURES = 20_000, 5.0, 5
