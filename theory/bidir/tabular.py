@@ -251,8 +251,7 @@ TRAIN_TOL = 1e-12
                  "response; a resumed run is the same run.",
        method="torch",
        vouches_for=("experiments.models.bidir_tabular.train_atn",
-                    "experiments.models.bidir_tabular.predict_response",
-                    "experiments.models.bidir_tabular.masked_copies"))
+                    "experiments.models.bidir_tabular.predict_response"))
 def _atn_training():
     return check_atn_training()
 
