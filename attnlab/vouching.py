@@ -200,7 +200,7 @@ def inject_fault(name: str, rel: float = 1e-3) -> Iterator[int]:
                 replaced.append((vars(mod), key, val))
             elif isinstance(val, type) and val.__module__.startswith("attnlab"):
                 for k2, v2 in list(vars(val).items()):
-                    f2 = getattr(v2, "__func__", v2)
+                    f2 = v2.fget if isinstance(v2, property) else getattr(v2, "__func__", v2)
                     if f2 is original:
                         replaced.append((val, k2, v2))
     seen_ids = set()
@@ -210,7 +210,8 @@ def inject_fault(name: str, rel: float = 1e-3) -> Iterator[int]:
                 continue
             seen_ids.add((id(holder), key))
             new = staticmethod(faulty) if isinstance(val, staticmethod) else (
-                classmethod(faulty) if isinstance(val, classmethod) else faulty)
+                classmethod(faulty) if isinstance(val, classmethod) else (
+                    property(faulty, val.fset, val.fdel, val.__doc__) if isinstance(val, property) else faulty))
             if isinstance(holder, dict):
                 holder[key] = new
             else:

@@ -339,12 +339,6 @@ def moments(T, u):
     return mu, C.T @ (C * u[:, None])
 
 
-def lambda_first_order(z, alpha) -> np.ndarray:
-    """(14): lambda* ~ alpha z (alpha -> 0)."""
-    positive(alpha, "alpha")
-    return float(alpha) * as_vector(z, "z")
-
-
 def lambda_refined(T, u, z, alpha) -> np.ndarray:
     """(13): lambda* ~ alpha (I_d + alpha Sigma)^{-1} z, from the second-order cumulant expansion (12)."""
     T, u, z = check_instance(T, u, z, alpha)

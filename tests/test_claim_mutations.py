@@ -1524,6 +1524,27 @@ def test_baselines_fail_under_a_miswired_model(monkeypatch, fault):
 
 # --- fenchel.sec9.ot-vit-network ---------------------------------------------------------------
 
+@pytest.mark.parametrize("fault", ["any_label", "itself", "always"])
+def test_ot_vit_network_fails_under_a_faulty_partner_draw(monkeypatch, fault):
+    """The partner draw of OT-ViT training: a partner of any label, the image itself allowed, drawn whatever
+    the probability."""
+    import torch
+
+    from attnlab.experiments.models import fenchel_vit as fv
+
+    real = fv.same_class_partners
+    if fault == "any_label":
+        monkeypatch.setattr(fv, "same_class_partners", lambda labels, prob, g: real(torch.zeros_like(labels), prob, g))
+    elif fault == "itself":
+        def draw(labels, prob, g):
+            p = real(labels, prob, g)
+            return torch.where(p >= 0, torch.arange(len(labels)), p)
+        monkeypatch.setattr(fv, "same_class_partners", draw)
+    else:
+        monkeypatch.setattr(fv, "same_class_partners", lambda labels, prob, g: real(labels, 1.0, g))
+    assert _verdict("fenchel.sec9.ot-vit-network") == "fails"
+
+
 @pytest.mark.parametrize("fault", ["u_over_partner_templates", "no_template_scaling", "post_ln"])
 def test_ot_vit_network_fails_under_a_miswired_model(monkeypatch, fault):
     """Model faults: u spread over the partner's templates too, the templates' Gram product <t_i, t> at

@@ -552,7 +552,7 @@ def _cbow_special():
        method="torch",
        vouches_for=("experiments.models.bidir.AttentionCBOW.forward", "experiments.models.bidir.AttentionCBOW.loss",
                     "experiments.models.bidir.AttentionCBOW.gamma", "experiments.models.bidir.AttentionCBOW.log_tau",
-                    "experiments.models.bidir.AttentionCBOW.similarity",
+                    "experiments.models.bidir.AttentionCBOW.similarity", "experiments.models.bidir.AttentionCBOW.W_KQ",
                     "experiments.models.bidir.BidirAttentionMLM.forward", "experiments.models.bidir.moe_parameters"))
 def _eq1():
     import torch
@@ -574,7 +574,8 @@ def _eq1():
         return torch.stack(out), torch.stack(gam), log_tau
 
     worst = dict(eq1_vs_attention=0.0, attention_vs_app_b=0.0, logits_vs_printed=0.0, loss_vs_printed=0.0,
-                 gamma_vs_printed=0.0, log_tau_vs_printed=0.0, W_vs_app_c=0.0, similarity_vs_w_i_c_j=0.0)
+                 gamma_vs_printed=0.0, log_tau_vs_printed=0.0, W_vs_app_c=0.0, similarity_vs_w_i_c_j=0.0,
+                 W_KQ_vs_printed=0.0)
     for seed in range(3):
         model, x, m, b, _ = random_instance(seed=seed, positional=False, residual=False)
         q = moe_parameters(model)
@@ -594,6 +595,9 @@ def _eq1():
                         loss_vs_printed=float((cross_entropy_printed(printed, b) - att.loss(x, m, b, "none")).abs().max()),
                         gamma_vs_printed=float((gam - att.gamma(x, m)).abs().max()),
                         log_tau_vs_printed=float((log_tau - att.log_tau()).abs().max()),
+                        W_KQ_vs_printed=float((att.W_KQ - torch.tensor(
+                            [[sum(float(att.WK[r, i]) * float(att.WQ[r, j]) for r in range(D_W)) for j in range(P_DIM)]
+                             for i in range(P_DIM)], dtype=torch.float64)).abs().max()),
                         W_vs_app_c=float((W_printed - q.W_LOV[0]).abs().max()),
                         similarity_vs_w_i_c_j=float((att.similarity() - torch.tensor(
                             [[float(att.W[i] @ att.C[j]) for j in range(V)] for i in range(V)],
@@ -604,4 +608,5 @@ def _eq1():
                                 "AttentionCBOW (Eq. 1) with W = W''W'W^O^T W^V: max |logit or loss "
                                 "difference| over 3 instances x 40 sentences, float64; each against the paper as "
                                 "printed (App. B for the attention MLM, Eq. (1) sentence by sentence for "
-                                "AttentionCBOW: tau, gamma, logits, loss; W'' W' W^O^T W^V for the map)")
+                                "AttentionCBOW: tau, gamma, logits, loss; W'' W' W^O^T W^V for the map; the "
+                                "W_KQ the model reports against sum_r W^K_ri W^Q_rj)")

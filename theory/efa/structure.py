@@ -470,6 +470,10 @@ def check_eq3(seed=4) -> "Evidence":
             want = ref.logpdf_reference(fam, o, v)
             scale = _term_scale(fam, o, v)
             d_sum = max(d_sum, abs(summand - (want - _log_h_reference(fam, v))) / scale)
+            # the sufficient statistic the family reports, t(y) (one-hot for the categorical), paired with eta
+            # by a plain dot product: the same summand
+            by_t = float((eta * fam.sufficient(yt).to(eta.dtype)).sum() - fam.log_partition(eta))
+            d_sum = max(d_sum, abs(by_t - (want - _log_h_reference(fam, v))) / scale)
             # the Bernoulli log-likelihood is computed in an exact form: relative to itself, not to its terms
             d_lp = max(d_lp, abs(lp - want) / (abs(want) if isinstance(fam, expfam.Bernoulli) else scale))
         eta = fam.natural(out)
@@ -528,7 +532,7 @@ EQ3_VOUCHES = tuple(f"numerics.expfam.{c}.{f}" for c, fs in (
     ("PoissonV1", ("natural", "sufficient", "log_partition", "log_base")),
     ("PoissonV2", ("natural", "sufficient", "log_partition", "log_base")),
     ("Bernoulli", ("natural", "sufficient", "log_partition", "log_prob")),
-    ("Categorical", ("natural", "inner", "log_partition", "log_prob"))) for f in fs) + (
+    ("Categorical", ("natural", "sufficient", "inner", "log_partition", "log_prob"))) for f in fs) + (
     "numerics.exact.softplus", "numerics.exact.bernoulli_nll",
     "experiments.models.efa.EFAValue.loglik", "experiments.models.efa.EFAValue.forward",
     "experiments.models.efa.EFACategorical.loglik", "experiments.models.efa.EFACategorical.forward")

@@ -150,13 +150,51 @@ def check_vit():
                 per[label] = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
     finally:
         torch.set_default_dtype(old)
+    partners = check_partners()
     worst = max(per.values())
-    return holds_if(worst <= VIT_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=VIT_TOL),
+    return holds_if(worst <= VIT_TOL and partners["ok"], measured=dict(worst_relative_error=worst, partners=partners),
+                    tolerance=dict(relative=VIT_TOL, partners="same label, never itself, -1 without one; each "
+                                                             "frequency within 4.5 binomial standard deviations"),
                     explanation="ViT and OT-ViT (4x4 images, 2x2 patches, width 8, 2 heads, 3 layers, gamma 1.3; "
                                 "LayerNorm affines and biases perturbed so that they matter) in eval mode, float64, "
                                 "against a numpy transcription of the description (patches cut by hand, MHA per "
-                                "head, exact GELU, (22) as printed with C = 3.7); error relative to the largest logit",
+                                "head, exact GELU, (22) as printed with C = 3.7); error relative to the largest logit; "
+                                "the partner draw of OT-ViT training (same_class_partners) over 1,000 seeded draws on "
+                                "a batch with singleton classes: a partner has the image's label and is never the "
+                                "image, none without a same-class image or at prob 0, and the draw rate and the "
+                                "choice among same-class images are uniform",
                     per_case=per)
+
+
+def check_partners(n_draws: int = 1000) -> dict:
+    """same_class_partners on labels (0, 1, 0, 2, 1, 0, 3): every drawn partner has the label and is another
+    image; the singletons (classes 2, 3) never get one; at prob 0 nobody, at prob 1 everyone else; at prob 0.3
+    the draw rate, and for the class-0 triple the choice between the two others, within 4.5 binomial standard
+    deviations of 0.3 and 1/2."""
+    import torch
+
+    from attnlab.experiments.models.fenchel_vit import same_class_partners
+
+    labels = torch.tensor([0, 1, 0, 2, 1, 0, 3])
+    g = torch.Generator().manual_seed(19)
+    has = torch.tensor([True, True, True, False, True, True, False])
+    ok_label = True
+    for prob, want_all in ((0.0, False), (1.0, True)):
+        p = same_class_partners(labels, prob, g)
+        ok_label &= bool(((p >= 0) == (has if want_all else torch.zeros_like(has))).all())
+    P = torch.stack([same_class_partners(labels, 0.3, g) for _ in range(n_draws)])    # (draws, B)
+    got = P >= 0
+    safe = P.clamp(min=0)
+    ok_label &= bool((~got | ((labels[safe] == labels[None, :]) & (P != torch.arange(len(labels))[None, :])
+                               & has[None, :])).all())
+    drawn, n_eligible = int(got.sum()), n_draws * int(has.sum())
+    z_rate = (drawn - 0.3 * n_eligible) / math.sqrt(n_eligible * 0.3 * 0.7)
+    first = P[:, 0][got[:, 0]]                                   # image 0's partners: images 2 and 5
+    picks = {int(j): int((first == j).sum()) for j in first.unique()}
+    n0 = len(first)
+    z_pick = (picks.get(2, 0) - n0 / 2) / math.sqrt(n0 / 4) if n0 else math.inf
+    return dict(ok=bool(ok_label and abs(z_rate) <= 4.5 and abs(z_pick) <= 4.5 and set(picks) <= {2, 5}),
+                labels_and_singletons=bool(ok_label), rate_z=z_rate, choice_z=z_pick)
 
 
 @claim("fenchel.sec9.ot-vit-network",
@@ -168,6 +206,7 @@ def check_vit():
        method="float64",
        vouches_for=("experiments.models.fenchel_vit.ViT.forward", "experiments.models.fenchel_vit.Block.forward",
                     "experiments.models.fenchel_vit.OTBlock.forward", "experiments.models.fenchel_vit.OTAttention.forward",
-                    "experiments.models.fenchel_vit.ot_attention_weights"))
+                    "experiments.models.fenchel_vit.ot_attention_weights",
+                    "experiments.models.fenchel_vit.same_class_partners"))
 def _vit():
     return check_vit()
