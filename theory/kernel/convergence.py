@@ -619,8 +619,11 @@ def check_claim2(rhos=(1, 5, 10), betas=(0.0, 0.25, 0.4), fn=None):
                 # holomorphic inside: closed integral ~ 0 on a rectangle within 0.95 of the half-width;
                 # and not on one that straddles the singular line around the branch point
                 xr = mp.re(zb)
-                inside, size_in = _contour(e, xr - 6 / rb, xr + 6 / rb, -0.95 * half, 0.95 * half)
-                across, size_ac = _contour(e, xr - 2 / rb, xr + 2 / rb, 0.5 * half, 1.5 * half)
+                # the contours at 15 digits: tanh-sinh then stops at ~1e-15, three orders below the 1e-12
+                # that decides "inside"; "across" needs 1e-3
+                with mp.workdps(15):
+                    inside, size_in = _contour(e, xr - 6 / rb, xr + 6 / rb, -0.95 * half, 0.95 * half)
+                    across, size_ac = _contour(e, xr - 2 / rb, xr + 2 / rb, 0.5 * half, 1.5 * half)
                 printed_ok &= not (half <= mp.pi / 2 and resid < 1e-15)
                 integer_power = float(1 / (1 - beta)).is_integer()       # beta = 0: s^1, beta = 1/2: s^2
                 cut_ok = jump < 1e-10 if integer_power else jump > 1e-3
