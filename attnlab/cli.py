@@ -198,12 +198,17 @@ def cmd_verify(args) -> int:
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     jobs = _positive_int(args.jobs, "--jobs")
+    from attnlab import verdict_cache
+
     prog = ProgressLine(len(claims), stream=sys.stderr)
     records = []
+    before = verdict_cache.key()
     for rec in _run_claims(claims, jobs, prog.start):
         prog.done(rec)
         records.append(rec)
     prog.close()
+    if verdict_cache.key() == before:          # the tree did not change under the run: the test suite may reuse it
+        verdict_cache.store(records, before)
     from attnlab.tables import terminal_width
 
     print(records_table(records, None if to_stdout else terminal_width()), file=out)

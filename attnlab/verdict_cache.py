@@ -1,0 +1,118 @@
+"""The verdicts of the last ``attnlab verify`` of this very tree, for the test suite.
+
+``tests/test_claims.py`` runs every claim against its expected verdict, as ``attnlab verify`` does; run
+one after the other (CI's set-up ends with ``attnlab verify``, its test command is pytest) the claims
+would run twice.  ``attnlab verify`` therefore keeps each claim's record under a key that names
+everything a verdict can read, and the test takes a claim's record from there when the key matches --
+otherwise it runs the claim itself.  The key is a SHA-256 of:
+
+- the source of every attnlab module (the package and its sub-packages attnlab.theory, .numerics,
+  .experiments, .paper_figures), by relative path and content;
+- the results records the results claims read (:func:`attnlab.evidence.results_root`), by content;
+- the data bundle's files (relative path and size; their content is pinned by checksums in the source);
+- the installed distributions and their versions (numerical libraries, optional extras such as the
+  pretrained weights), the Python version and the machine;
+- the environment variables that choose a kernel or a location: ``ATTNLAB_*``, ``OPENBLAS_*``, ``MKL_*``,
+  ``OMP_*``, ``GOTO*``, ``VECLIB*``.
+
+A run under ``OPENBLAS_CORETYPE=Haswell`` has another key than one without it, so each BLAS kernel's
+verdicts come from a run on that kernel.  The store lives in ``$XDG_CACHE_HOME/attnlab/verdicts`` (else
+``~/.cache``), is written atomically, and is an optimisation only: a store that cannot be written or
+read is ignored.  ``ATTNLAB_RUN_CLAIMS=1`` makes the test suite run every claim regardless.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+_ENV_PREFIXES = ("ATTNLAB_", "OPENBLAS_", "MKL_", "OMP_", "GOTO", "VECLIB")
+_PACKAGES = ("attnlab", "attnlab.theory", "attnlab.numerics", "attnlab.experiments", "attnlab.paper_figures")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "attnlab" / "verdicts"
+
+
+def _source_roots() -> list[Path]:
+    import importlib
+
+    roots = []
+    for name in _PACKAGES:
+        for p in importlib.import_module(name).__path__:
+            roots.append(Path(p).resolve())
+    return sorted(set(roots))
+
+
+def _data_roots() -> list[Path]:
+    from attnlab.experiments.data import ENV_VAR, _PROJECT_ROOT
+
+    if os.environ.get(ENV_VAR):
+        return [Path(os.environ[ENV_VAR]).expanduser()]
+    return [base.parent / "shared" / "data" for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
+
+
+def key() -> str:
+    """The key of this tree and environment (see the module docstring)."""
+    from importlib import metadata
+
+    from attnlab.evidence import results_root
+
+    h = hashlib.sha256()
+
+    def add(label: str, data: bytes = b"") -> None:
+        h.update(len(label).to_bytes(4, "little") + label.encode() + len(data).to_bytes(8, "little") + data)
+
+    for root in _source_roots():
+        add(f"package {root.name}")
+        for f in sorted(root.rglob("*.py")):
+            add(str(f.relative_to(root)), f.read_bytes())
+    records = results_root()
+    add("records", str(records.is_dir()).encode())
+    if records.is_dir():
+        for f in sorted(records.rglob("*.json")):
+            add(str(f.relative_to(records)), f.read_bytes())
+    for root in _data_roots():
+        add(f"data {root}", str(root.is_dir()).encode())
+        if root.is_dir():
+            for f in sorted(p for p in root.rglob("*") if p.is_file()):
+                add(str(f.relative_to(root)), str(f.stat().st_size).encode())
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"])
+    add("distributions", "\n".join(dists).encode())
+    add("python", f"{sys.version} {platform.machine()} {platform.system()}".encode())
+    env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    add("environment", "\n".join(env).encode())
+    return h.hexdigest()
+
+
+def store(records, tree_key: str | None = None) -> None:
+    """Keep the records (attnlab.catalog.Record) of one verify run under the tree's key, merged with those
+    an earlier run of the same key kept.  Nothing happens when the store cannot be written."""
+    try:
+        tree_key = tree_key or key()
+        path = cache_dir() / f"{tree_key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kept = load(tree_key) or {}
+        kept.update({r.claim.id: r.to_json() for r in records})
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(kept), encoding="utf-8")
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        return
+
+
+def load(tree_key: str | None = None) -> dict[str, dict] | None:
+    """{claim id: record as JSON} kept for this tree's key, or None (no run of this tree, unreadable, or
+    ATTNLAB_RUN_CLAIMS set)."""
+    if os.environ.get("ATTNLAB_RUN_CLAIMS"):
+        return None
+    try:
+        path = cache_dir() / f"{tree_key or key()}.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

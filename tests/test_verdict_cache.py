@@ -1,0 +1,76 @@
+"""attnlab.verdict_cache: `attnlab verify` keeps its records under a key of the tree and environment, and
+tests/test_claims.py reuses them only under the same key."""
+from __future__ import annotations
+
+import pytest
+
+from attnlab import catalog, verdict_cache
+from attnlab.cli import main
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("ATTNLAB_RUN_CLAIMS", raising=False)
+    return tmp_path / "attnlab" / "verdicts"
+
+
+def test_verify_keeps_its_records_under_the_key_of_the_tree(store, capsys):
+    assert main(["verify", "--claim", "efa.thm2.erm-decomposition"]) == 0
+    kept = verdict_cache.load()
+    assert kept is not None and kept["efa.thm2.erm-decomposition"]["verdict"] == "holds"
+    assert [p.name for p in store.iterdir()] == [f"{verdict_cache.key()}.json"]
+    # a second run of another claim merges into the same store
+    assert main(["verify", "--claim", "bidir.app-f.question-counts"]) == 0
+    assert set(verdict_cache.load()) == {"efa.thm2.erm-decomposition", "bidir.app-f.question-counts"}
+
+
+def test_the_key_changes_with_the_blas_kernel_the_records_and_the_source(store, monkeypatch, tmp_path):
+    k = verdict_cache.key()
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    assert verdict_cache.key() != k
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert verdict_cache.key() == k
+    records = tmp_path / "records"
+    (records / "x").mkdir(parents=True)
+    (records / "x" / "r.json").write_text("{}")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(records))
+    k_records = verdict_cache.key()
+    assert k_records != k
+    (records / "x" / "r.json").write_text('{"seed": 1}')
+    assert verdict_cache.key() != k_records
+    monkeypatch.delenv("ATTNLAB_RESULTS")
+    src = tmp_path / "pkg"
+    src.mkdir()
+    (src / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(verdict_cache, "_source_roots", lambda: [src])
+    k_src = verdict_cache.key()
+    (src / "m.py").write_text("x = 2\n")
+    assert verdict_cache.key() != k_src
+
+
+def test_the_suite_judges_a_claim_on_the_kept_record(store):
+    """A kept record whose verdict is not the expected one fails the claim's test: the suite reads the kept
+    record, it does not take a kept record on trust."""
+    from tests.test_claims import judge
+
+    c = catalog.get_claim("efa.thm2.erm-decomposition")
+    rec = catalog.run_claim(c).to_json()
+    judge(c, rec)
+    with pytest.raises(AssertionError, match="last attnlab verify"):
+        judge(c, dict(rec, verdict="fails"))
+
+
+def test_attnlab_run_claims_ignores_the_store(store, monkeypatch):
+    verdict_cache.store([catalog.run_claim(catalog.get_claim("efa.thm2.erm-decomposition"))])
+    assert verdict_cache.load() is not None
+    monkeypatch.setenv("ATTNLAB_RUN_CLAIMS", "1")
+    assert verdict_cache.load() is None
+
+
+def test_an_unwritable_store_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))            # a file where the folder would go
+    verdict_cache.store([catalog.run_claim(catalog.get_claim("efa.thm2.erm-decomposition"))])
+    assert verdict_cache.load() is None
