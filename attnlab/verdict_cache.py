@@ -17,7 +17,7 @@ otherwise it runs the claim itself.  The key is a SHA-256 of:
 
 A run under ``OPENBLAS_CORETYPE=Haswell`` has another key than one without it, so each BLAS kernel's
 verdicts come from a run on that kernel.  The store lives in ``$XDG_CACHE_HOME/attnlab/verdicts`` (else
-``~/.cache``), is written atomically, and is an optimisation only: a store that cannot be written or
+``~/.cache``; the last eight trees), is written atomically, and is an optimisation only: a store that cannot be written or
 read is ignored.  ``ATTNLAB_RUN_CLAIMS=1`` makes the test suite run every claim regardless.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ import platform
 import sys
 from pathlib import Path
 
+KEEP = 8
 _ENV_PREFIXES = ("ATTNLAB_", "OPENBLAS_", "MKL_", "OMP_", "GOTO", "VECLIB")
 _PACKAGES = ("attnlab", "attnlab.theory", "attnlab.numerics", "attnlab.experiments", "attnlab.paper_figures")
 
@@ -101,6 +102,9 @@ def store(records, tree_key: str | None = None) -> None:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(kept), encoding="utf-8")
         os.replace(tmp, path)
+        others = sorted((p for p in path.parent.glob("*.json") if p != path), key=lambda p: p.stat().st_mtime_ns)
+        for old in others[:max(0, len(others) - (KEEP - 1))]:
+            old.unlink(missing_ok=True)             # the store keeps the last KEEP trees only
     except (OSError, TypeError, ValueError):
         return
 

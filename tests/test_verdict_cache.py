@@ -74,3 +74,11 @@ def test_an_unwritable_store_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))            # a file where the folder would go
     verdict_cache.store([catalog.run_claim(catalog.get_claim("efa.thm2.erm-decomposition"))])
     assert verdict_cache.load() is None
+
+
+def test_the_store_keeps_the_last_trees_only(store, monkeypatch):
+    rec = [catalog.run_claim(catalog.get_claim("efa.thm2.erm-decomposition"))]
+    for k in range(verdict_cache.KEEP + 3):
+        verdict_cache.store(rec, f"{k:064x}")
+    assert len(list(store.glob("*.json"))) == verdict_cache.KEEP
+    assert (store / f"{verdict_cache.KEEP + 2:064x}.json").exists()
