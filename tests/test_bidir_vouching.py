@@ -126,3 +126,25 @@ def test_atn_training_fails_under_a_faulty_trainer(monkeypatch, fault):
             return out[0] if which is not None or not isinstance(x_rows, list) else out
         monkeypatch.setattr(bt, "predict_response", predict)
     assert _verdict("bidir.sec3-1.atn-training") == "fails"
+
+
+@pytest.mark.parametrize("fault", ["answer_kept_in_case", "category_of_the_next", "windows_stride_2"])
+def test_analogy_protocol_fails_when_its_inputs_are_misread(monkeypatch, fault):
+    """read_questions keeping the answer's case or reading each question under the next header, windows at
+    stride 2 (read_questions returns words, which the numeric fault of test_vouching cannot touch)."""
+    from attnlab.experiments.models import bidir_analogy as ba
+
+    real_read, real_windows = ba.read_questions, ba.windows
+    if fault == "answer_kept_in_case":
+        def read(path):
+            raw = [ln.split() for ln in open(path, encoding="utf-8") if ln.strip() and not ln.startswith(":")]
+            return [(c, a, b, x, w[3]) for (c, a, b, x, _), w in zip(real_read(path), raw)]
+        monkeypatch.setattr(ba, "read_questions", read)
+    elif fault == "category_of_the_next":
+        def read(path):
+            qs = real_read(path)
+            return [(qs[min(k + 1, len(qs) - 1)][0], *q[1:]) for k, q in enumerate(qs)]
+        monkeypatch.setattr(ba, "read_questions", read)
+    else:
+        monkeypatch.setattr(ba, "windows", lambda docs, S: real_windows(docs, S)[::2])
+    assert _verdict("bidir.app-f.analogy-protocol") == "fails"

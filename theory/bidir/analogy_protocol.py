@@ -82,18 +82,51 @@ def check_analogy_protocol(seed: int = 41):
         sum_dev = max(sum_dev, abs(got["acc"] - sum(r["correct"] for r in rs) / len(rs)),
                       abs(got["cosine"] - sum(r["cosine"] for r in rs) / len(rs)))
     n_correct = sum(r["correct"] for r in lib)
+    inputs_ok = _inputs_round_trip(qs)
     ok = (flags == 0 and cos_dev <= COS_TOL and groups_ok and count_errors == 0 and sum_dev <= 1e-12
-          and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs))
+          and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs) and all(inputs_ok.values()))
     return holds_if(ok, measured=dict(questions=len(qs), judged_on_answer=len(judged), correct=n_correct,
                                       answer_mismatches=flags, max_cosine_dev=cos_dev, groups_ok=groups_ok,
-                                      summary_count_errors=count_errors, summary_dev=sum_dev),
+                                      summary_count_errors=count_errors, summary_dev=sum_dev, inputs=inputs_ok),
                     tolerance=dict(cosine=COS_TOL, summary=1e-12, answers="exact where the best two candidates "
                                    f"differ by more than {GAP_MIN}"),
                     explanation="120 float32 embeddings (a repeated word, a zero vector), 240 questions in two "
                                 "semantic and two syntactic categories (every 8th answer is a, so never found): "
                                 "the library's evaluate against App. F question by question in float64 (argmax of "
                                 "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "
-                                "plain counts and means of the records")
+                                "plain counts and means of the records; read_questions on the questions written in "
+                                "questions-words.txt's layout (': category' headers, mixed case, blank lines) gives "
+                                "them back; windows of the substitute MLM against the slices written out")
+
+
+def _inputs_round_trip(qs) -> dict:
+    """read_questions on `qs` written as questions-words.txt (a header per category run, words in mixed case, a
+    blank line) returns them, lower-cased, in order; windows(docs, S) are every length-S slice of every document
+    at stride 1, documents shorter than S giving none."""
+    import tempfile
+    from pathlib import Path
+
+    from attnlab.experiments.models.bidir_analogy import read_questions, windows
+
+    lines, cat = [], None
+    for k, (c, *w) in enumerate(qs):
+        if c != cat:
+            lines += ["", f": {c}"] if lines else [f": {c}"]
+            cat = c
+        lines.append(" ".join(x.upper() if (k + i) % 3 == 0 else x.capitalize() if (k + i) % 3 == 1 else x
+                              for i, x in enumerate(w)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "questions-words.txt"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        parsed = read_questions(path)
+    want = [(c, *(x.lower() for x in w)) for c, *w in qs]
+    docs = [[3, 1, 4, 1, 5, 9, 2], [6, 5], [3, 5, 8, 9, 7, 9]]
+    win_ok = True
+    for S in (2, 3, 6):
+        slices = [d[i:i + S] for d in docs for i in range(len(d) - S + 1)]
+        got = windows(docs, S)
+        win_ok &= got.shape == (len(slices), S) and [list(map(int, r)) for r in got] == slices
+    return dict(read_questions=parsed == want, windows=bool(win_ok))
 
 
 @claim("bidir.app-f.analogy-protocol",
@@ -104,6 +137,7 @@ def check_analogy_protocol(seed: int = 41):
                  "cosine between x_b + x_c - x_a and the correct answer, overall, per group (semantic; syntactic "
                  "= the 'gram' categories) and per category.",
        method="float64",
-       vouches_for=("experiments.models.bidir_analogy.evaluate", "experiments.models.bidir_analogy.summarize"))
+       vouches_for=("experiments.models.bidir_analogy.evaluate", "experiments.models.bidir_analogy.summarize",
+                    "experiments.models.bidir_analogy.windows"))
 def _analogy_protocol():
     return check_analogy_protocol()
