@@ -415,6 +415,18 @@ BY_INSPECTION = {
     ("numerics/validate.py", 'raise ValueError(f"{name} must have length {size}; got {a.shape[0]}")',
      'raise ValueError(f"{name} must have length {size}; got {a.shape[ -1]}")'):
         "a is 1-D here: the message is the same",
+    # the exact Fenchel solver's Newton phase: both change its path, not its answer (every returned lambda passes
+    # the same final residual test, or goes to the robust solver); performance only
+    ("numerics/fenchel_attention.py",
+     "done = done | ((a * g).abs().amax(-1, keepdim=True) <= tolr(p, h) * (1 + lam.abs().amax(-1, keepdim=True)))",
+     "done = done & ((a * g).abs().amax(-1, keepdim=True) <= tolr(p, h) * (1 + lam.abs().amax(-1, keepdim=True)))"):
+        "rows are never marked done early: Newton runs all its iterations; the final residual test decides the "
+        "answer (performance only)",
+    ("numerics/fenchel_attention.py",
+     "bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g * step).sum(-1, keepdim=True) < 0)",
+     "bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g * step).sum(-1, keepdim=True) < -1)"):
+        "a slightly non-ascent CG step is kept instead of the safe gradient step; the line search and the final "
+        "residual test decide the answer (performance only)",
 }
 
 

@@ -315,8 +315,10 @@ def _flat(K, logu, Z, alpha):
     a = alpha.unsqueeze(-1) if alpha.dim() else alpha
     batch = torch.broadcast_shapes(K.shape[:-2], Z.shape[:-2], logu.shape[:-2], a.shape[:-2] if a.dim() else ())
 
+    n = math.prod(batch)                 # explicit: reshape cannot infer -1 for an empty tensor (no query)
+
     def flat(x):
-        return x.expand(batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
+        return x.expand(batch + x.shape[-2:]).reshape((n,) + x.shape[-2:])
     af = float(a) if a.dim() == 0 else None
     return flat(K), flat(logu), flat(Z), (a if a.dim() == 0 else flat(a)), af, batch
 

@@ -18,6 +18,8 @@ float64's exp range (|s| up to 3.8e3).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
@@ -216,6 +218,21 @@ def check_exact_layer(cases=None) -> "Evidence":
             errs["batched_output"] = max(errs["batched_output"], _rel(out[j].numpy(), ref["p"] @ V))
             errs["batched_weights"] = max(errs["batched_weights"], _rel(p[j].numpy(), ref["p"]))
         note("4 queries sharing 6 keys, mask, per-query alpha", errs, tol)
+        # solve_dual_shared with preferences that carry a batch dimension the keys and queries do not (two masks
+        # over the same 6 keys and 4 queries), and with no query at all (lambda of shape (0, E))
+        keep2 = np.stack([keep, np.roll(keep, 1, axis=1)])
+        with np.errstate(divide="ignore"):
+            lu2 = torch.tensor(np.log(keep2 / keep2.sum(-1, keepdims=True)))
+        lam2 = fa.solve_dual_shared(torch.tensor(scale * K), lu2, torch.tensor(Q), torch.tensor(alphas))
+        errs, tol = dict(batched_logu=0.0, no_query=0.0), 0.0
+        for b in range(2):
+            for j in range(Lq):
+                ref = oracle(scale * K, keep2[b, j] / keep2[b, j].sum(), Q[j], alphas[j])
+                tol = max(tol, ref["tol"])
+                errs["batched_logu"] = max(errs["batched_logu"], _rel(lam2[b, j].numpy(), ref["lam"]))
+        lam0 = fa.solve_dual_shared(torch.tensor(scale * K), lu2[0, :1], torch.tensor(Q[:0]), torch.tensor(0.7))
+        errs["no_query"] = 0.0 if lam0.shape == (0, Q.shape[1]) else math.inf
+        note("solve_dual_shared: a batch of preferences over shared keys and queries; no query", errs, tol)
         # the multi-head module, with a learned alpha per head (softplus of its parameter) and key padding
         torch.manual_seed(3)
         mha = fa.FenchelMultiheadAttention(4, 2, batch_first=True, alpha=0.7, alpha_mode="head",

@@ -284,6 +284,37 @@ def check_sequence_layer():
         ref = oracle_attention(x[0], x[0], x[0], allowed, kind, seq.basis.mu.tolist(), seq.basis.sigma.tolist(),
                                scale=1 / 2.0, kernel="laplace", bandwidth=0.2, ridge=0.1, grid_size=33)
         note(f"SequenceContinuousAttention / {kind} (deprecated call, key padding)", _rel(out[0].detach().numpy(), ref))
+    # its defaults are the one-head module's; the functional form's deprecated key_padding_mask= is attn_mask=~kpm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.manual_seed(4)
+        seq = SequenceContinuousAttention(4).double()
+        torch.manual_seed(4)
+        one = ContinuousMultiheadAttention(4, 1, batch_first=True).double()
+        x = torch.tensor(rng.normal(size=(2, 6, 4)))
+        pad = torch.tensor([[False] * 6, [False, False, True, False, True, False]])
+        with torch.no_grad():
+            d_def = float((seq(x, key_padding_mask=pad) - one(x, x, x, key_padding_mask=pad)[0]).abs().max())
+        q4, k4, v4 = (torch.tensor(rng.normal(size=(2, 1, 5, 3))) for _ in range(3))
+        kw = dict(kind="kernel_softmax", basis=basis, grid_size=33, bandwidth=0.2)
+        d_kpm = float((continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], key_padding_mask=pad[:, :5], **kw)
+                       - continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=~pad[:, None, :5], **kw)).abs().max())
+    note("SequenceContinuousAttention() defaults = ContinuousMultiheadAttention(E, 1) defaults", d_def)
+    note("continuous_attention key_padding_mask= (deprecated) = attn_mask=~kpm", d_kpm)
+    # the functional form's defaults are the documented ones: kernel sparsemax (alpha 2), 32 basis functions,
+    # a 256-point grid, the Gaussian kernel of bandwidth 0.05, ridge 0.1
+    d_doc = float((continuous_attention(q4[0], k4[0], v4[0])
+                   - continuous_attention(q4[0], k4[0], v4[0], kind="kernel_sparsemax", basis=GaussianBasis(32, dtype=torch.float64),
+                                          grid_size=256, kernel="gaussian", bandwidth=0.05, alpha=2.0, ridge=0.1)).abs().max())
+    note("continuous_attention() defaults = the documented ones", d_doc)
+    # the deformed family's alpha outside (1, 2], or not a number, is refused with a ValueError naming it
+    refused = 0
+    for bad in (1.0, 2.5, "x", None, float("nan")):
+        try:
+            continuous_attention(q4[0], k4[0], v4[0], kind="kernel_sparsemax", basis=basis, grid_size=33, alpha=bad)
+        except ValueError as exc:
+            refused += "alpha" in str(exc)
+    note("continuous_attention refuses alpha outside (1, 2] (5 values)", 0.0 if refused == 5 else math.inf)
     # no key (S = 0) or no query (L = 0): the output is 0 of shape (..., L, Ev), as scaled_dot_product_attention
     for kind in KINDS:
         for L0, S0 in ((3, 0), (0, 4)):
@@ -458,8 +489,20 @@ def check_unimodal_densities():
 
     import torch
 
-    from attnlab.numerics.continuous_attention import (gaussian_mixture_density, truncated_parabola_density,
-                                                       value_function)
+    from attnlab.numerics.continuous_attention import (gaussian_mixture_density, gaussian_mixture_rbf_expectation,
+                                                       gaussian_rbf_expectation, truncated_parabola_density,
+                                                       truncated_parabola_rbf_expectation, value_function)
+
+    cen, wid = np.array([0.1, 0.5, 0.9]), np.array([0.05, 0.2, 0.5])
+    T = lambda x: torch.tensor(x, dtype=torch.float64)                                      # noqa: E731
+
+    def expect(p, lo, hi, knots):
+        """E_p[psi_n] for p on [lo, hi] (unnormalised), by checked quadrature: (N,)"""
+        ks = sorted({lo, hi, *(k for k in knots if lo < k < hi)})
+        Z = _quad(p, ks)
+        return np.array([_quad(lambda x, c=c, w=w: p(x) * math.exp(-(x - c) ** 2 / (2 * w * w)) / (w * math.sqrt(2 * math.pi)),
+                               sorted(set(ks) | {k for k in (c - 8 * w, c, c + 8 * w) if lo < k < hi})) / Z
+                         for c, w in zip(cen, wid)])
 
     rng = np.random.default_rng(7)
     t = np.linspace(-0.5, 1.5, 81)
@@ -484,6 +527,20 @@ def check_unimodal_densities():
             got = truncated_parabola_density(torch.tensor(t), torch.tensor(mu, dtype=torch.float64),
                                              torch.tensor(s2, dtype=torch.float64), domain).numpy()
             per[f"truncated parabola mu={mu} s2={s2} on {domain or 'R'}"] = _rel(got, ref)
+            a, b = max(lo, mu - r), min(hi, mu + r)
+            got = truncated_parabola_rbf_expectation(T(mu), T(s2), T(cen), T(wid), domain).numpy()
+            per[f"E[psi] truncated parabola mu={mu} s2={s2} on {domain or 'R'}"] = _rel(
+                got, expect(lambda x: max((r * r - (x - mu) ** 2) / (2 * s2), 0.0), a, b, [mu]))
+        # the Gaussian, E[psi] on R or renormalised to the domain: inside, near an edge, far in the tail (the mass of
+        # [0, 1] 13 standard deviations out) and wide against the domain (the interval mass integrated, not differenced)
+        for mu, s2 in ((0.4, 0.02), (0.95, 0.3), (-3.0, 0.05), (0.5, 25.0)):
+            sd = math.sqrt(s2)
+            lo, hi = domain if domain is not None else (mu - 40 * sd, mu + 40 * sd)
+            got = gaussian_rbf_expectation(T(mu), T(s2), T(cen), T(wid), domain).numpy()
+            per[f"E[psi] Gaussian mu={mu} s2={s2} on {domain or 'R'}"] = _rel(
+                got, expect(lambda x: math.exp(-(x - mu) ** 2 / (2 * s2) + (0.0 if domain is None else
+                                                                           ((lo - mu) ** 2 / (2 * s2) if mu < lo else 0.0))),
+                            lo, hi, [mu]))
         w = rng.dirichlet(np.ones(3))
         m, v = rng.uniform(-0.2, 1.2, 3), rng.uniform(0.01, 0.2, 3)
         comp = np.exp(-(t[:, None] - m) ** 2 / (2 * v)) / np.sqrt(2 * math.pi * v)
@@ -496,6 +553,11 @@ def check_unimodal_densities():
             ref = np.where((t >= lo) & (t <= hi), comp @ w / Z, 0.0)
         got = gaussian_mixture_density(torch.tensor(t), torch.tensor(w), torch.tensor(m), torch.tensor(v), domain).numpy()
         per[f"Gaussian mixture on {domain or 'R'}"] = _rel(got, ref)
+        lo, hi = domain if domain is not None else (-10.0, 11.0)
+        got = gaussian_mixture_rbf_expectation(T(w), T(m), T(v), T(cen), T(wid), domain).numpy()
+        per[f"E[psi] Gaussian mixture on {domain or 'R'}"] = _rel(got, expect(
+            lambda x: sum(wj * math.exp(-(x - mj) ** 2 / (2 * vj)) / math.sqrt(2 * math.pi * vj) for wj, mj, vj in zip(w, m, v)),
+            lo, hi, list(m)))
     B, Psi = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 9))
     ref = np.array([[[sum(B[b, d, n] * Psi[n, g] for n in range(4)) for g in range(9)] for d in range(3)] for b in range(2)])
     per["value_function"] = _rel(value_function(torch.tensor(B), torch.tensor(Psi)).numpy(), ref)
@@ -504,7 +566,9 @@ def check_unimodal_densities():
                     explanation="the truncated parabola at three (mu, sigma^2) (mu inside, near the edge and outside "
                                 "[0, 1]) and a 3-component mixture, on R and on [0, 1], at 81 points of [-0.5, 1.5], "
                                 "against the oracle's radius and masses (root finding and quadrature with checked "
-                                "error estimates); value_function against sums; error relative to the largest value",
+                                "error estimates); their E_p[psi_n] (and the Gaussian's: inside, near an edge, 13 sd "
+                                "out in the tail, wide against [0, 1]) against E_p[psi_n] by quadrature over the "
+                                "support; value_function against sums; error relative to the largest value",
                     per_case=per)
 
 
@@ -517,6 +581,9 @@ def check_unimodal_densities():
        method="float64",
        vouches_for=("numerics.continuous_attention.truncated_parabola_density",
                     "numerics.continuous_attention.gaussian_mixture_density",
-                    "numerics.continuous_attention.value_function"))
+                    "numerics.continuous_attention.value_function",
+                    "numerics.continuous_attention.gaussian_rbf_expectation",
+                    "numerics.continuous_attention.truncated_parabola_rbf_expectation",
+                    "numerics.continuous_attention.gaussian_mixture_rbf_expectation"))
 def _unimodal_densities():
     return check_unimodal_densities()
