@@ -443,8 +443,10 @@ def _sequence_tables(S: int, G: int, n_basis: int, centres, widths, kernel: str,
     slow every product down), the trapezoid weights w (G,) and WPsi = [w Psi_grid^T, w] (G, N + 1).  Computed
     once per key (the function is cached) and never written to."""
     with torch.no_grad():
-        basis = (GaussianBasis(n_basis) if centres is None else _fixed_basis(centres, widths)).to(device=device,
-                                                                                                   dtype=dtype)
+        # built in the computation's dtype (built in float32 and cast, a float64 call saw centres and widths
+        # rounded to float32: 1.4e-8 off the basis it documents)
+        basis = (GaussianBasis(n_basis, dtype=dtype) if centres is None
+                 else _fixed_basis(centres, widths)).to(device=device, dtype=dtype)
         tab = _Tables()
         t = (torch.linspace(0.0, 1.0, S, dtype=dtype, device=device) if S > 1
              else torch.full((1,), 0.5, dtype=dtype, device=device))

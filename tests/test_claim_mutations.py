@@ -1728,3 +1728,50 @@ def test_survivors_of_continuous_layers_are_killed(old, new):
     finally:
         cl.__dict__.clear()
         cl.__dict__.update(saved)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("M = eye / a.unsqueeze(-1) + p.unsqueeze(-1) * G - p.unsqueeze(-1) * pG",
+     "M = eye / a.unsqueeze(-1) + p.unsqueeze(-1) * G - p.unsqueeze(+1) * pG"),
+    ("gn = (mu + z - lam / a - h).norm(dim=-1)", "gn = (mu - z - lam / a - h).norm(dim=-1)"),
+])
+def test_survivors_of_entropic_dual_are_killed(old, new):
+    from attnlab.numerics import entropic_dual as ed
+
+    saved = _mutated_module(ed, old, new)
+    try:
+        assert _verdict("fenchel.thm1.mpmath-50-digits") != "holds"
+    finally:
+        ed.__dict__.clear()
+        ed.__dict__.update(saved)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("if m.dtype == torch.bool else shift_rows(m.to(dtype))", "if m.dtype != torch.bool else shift_rows(m.to(dtype))"),
+    ("out = add if out is None else out + add", "out = add if out is None else out // add"),
+    ("got {key.shape[-2]} and {value.shape[-2]}", "got {key.shape[0]} and {value.shape[-2]}"),
+    ("torch.broadcast_shapes(shape[:-2], tuple(batch)) != tuple(batch)",
+     "torch.broadcast_shapes(shape[:0], tuple(batch)) != tuple(batch)"),
+    ("if not bool((top != 0).any()):", "if not bool((top <= 0).any()):"),
+])
+def test_survivors_of_multihead_are_killed(old, new):
+    """Re-executing multihead rebinds its functions there only: the layer modules imported them by name, so the
+    mutated module is patched into efa_attention too."""
+    from attnlab.numerics import efa_attention as ea
+    from attnlab.numerics import multihead as mh
+
+    base = mh.MultiheadAttentionBase                 # the class the layers subclass, kept across the re-execution
+    merged = base.__dict__["_merged_mask"]
+    saved, saved_ea = _mutated_module(mh, old, new), dict(vars(ea))
+    for name in ("check_qkv", "sdpa_mask", "additive_mask", "shift_rows", "check_mask"):
+        if name in vars(ea):
+            setattr(ea, name, getattr(mh, name))
+    base._merged_mask = mh.MultiheadAttentionBase._merged_mask
+    try:
+        assert _verdict("efa.eq1.torch-layer") != "holds"
+    finally:
+        base._merged_mask = merged
+        mh.__dict__.clear()
+        mh.__dict__.update(saved)
+        ea.__dict__.clear()
+        ea.__dict__.update(saved_ea)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 
 # The default instance's sizes.
 V, S, P_DIM, D_DIM, D_W = 7, 5, 6, 4, 3
@@ -91,7 +92,7 @@ def build_case(case: dict):
 
 def _rel(a, b) -> float:
     """max |a - b| / max(1, max |a|)."""
-    return float((a - b).abs().max()) / max(1.0, float(a.abs().max()))
+    return _finite_or_inf(float((a - b).abs().max()) / max(1.0, float(a.abs().max())))
 
 
 # --------------------------------------------------------------------------- the oracles: the paper as printed

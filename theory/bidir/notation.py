@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.catalog import claim, erratum_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 from attnlab.theory.bidir.analogy import (R_, S_, T_, U_, _context_analogy, _symmetric_joint,
                                           exchangeable_joint, exact_factorization, paraphrase_terms)
 
@@ -42,7 +43,7 @@ def well_conditioned(r: int, c: int, rng) -> np.ndarray:
 
 
 def _rel(a, b) -> float:
-    return float(np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+    return _finite_or_inf(float(np.abs(a - b).max() / max(1.0, np.abs(b).max())))
 
 
 def rank_p_joint(n: int, p: int, rng):

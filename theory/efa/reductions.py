@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from attnlab.catalog import claim, erratum_if, holds_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 from attnlab.experiments.models.efa import EFACategorical, EFAValue, FMAttributes, FMCategorical, FMValue
 from attnlab.theory.efa import reference as ref
 
@@ -63,7 +64,7 @@ def prop1_models(rho, alpha, I: int, direction: str = "bidirectional"):
 
 
 def _rel(a, b):
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+    return _finite_or_inf(float((a - b).abs().max() / b.abs().max().clamp_min(1e-300)))
 
 
 def _rand_x(rng, D, I, F):

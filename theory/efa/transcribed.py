@@ -16,6 +16,7 @@ import types
 import torch
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 from attnlab.experiments.models.efa import EFACategorical, EFAValue
 from attnlab.numerics import expfam
 from attnlab.numerics.efa_attention import EFAMultiheadAttention, efa_attention
@@ -31,7 +32,7 @@ def _rel(a, b, mask=None):
         while mask.ndim < a.ndim:
             mask = mask[..., None]
         a, b = a * mask, b * mask
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+    return _finite_or_inf(float((a - b).abs().max() / b.abs().max().clamp_min(1e-300)))
 
 
 def _valid(B, I):
@@ -525,7 +526,15 @@ def check_torch_layer(seed=24) -> "Evidence":
                     ("none", {}, torch.ones(N, L, L, dtype=torch.bool)),
                     ("causal", dict(attn_mask=causal_not_allowed), (~causal_not_allowed).expand(N, L, L)),
                     ("is_causal", dict(is_causal=True), (~causal_not_allowed).expand(N, L, L)),   # mask built
-                    ("padding", dict(key_padding_mask=kpm), (~kpm)[:, None, :].expand(N, L, L))):
+                    ("padding", dict(key_padding_mask=kpm), (~kpm)[:, None, :].expand(N, L, L)),
+                    ("causal and padding", dict(attn_mask=causal_not_allowed, key_padding_mask=kpm),
+                     (~causal_not_allowed)[None] & (~kpm)[:, None, :]),
+                    # a float attn_mask (0 / -inf) with a bool key_padding_mask: the masks merged additively
+                    *((("float causal and padding",
+                        dict(attn_mask=torch.zeros(L, L, dtype=torch.float64).masked_fill(causal_not_allowed,
+                                                                                          float("-inf")),
+                             key_padding_mask=kpm),
+                        (~causal_not_allowed)[None] & (~kpm)[:, None, :]),) if att == "softmax" else ())):
                 with torch.no_grad():
                     out, w = mha(z, z, z, average_attn_weights=False, **kw)
                     pairs = [ref.layer_reference(lay, z[n], allowed[n], return_weights=True) for n in range(N)]
@@ -541,14 +550,19 @@ def check_torch_layer(seed=24) -> "Evidence":
     bool_mask = torch.rand(5, 6, generator=g) > 0.4
     bool_mask[2] = False                                    # a query with every key masked: output 0
     float_mask = torch.randn(5, 6, generator=g, dtype=torch.float64)
+    # the same float mask 1e9 higher: softmax does not see a constant per row, so the answer is float_mask's
+    # (the library shifts each row by its largest entry; unshifted, 1e9 would swallow the scores' digits)
+    high_mask = float_mask + 1e9
+    high_as_given = high_mask - 1e9                         # exact: what the 1e9-high mask holds (float_mask rounded)
     full = torch.ones(5, 6, dtype=torch.bool)
     for att in ("softmax", "linear"):
         for name, kw, allowed, fm, scale in (
                 ("none", {}, full, None, 0.5),
                 ("causal", dict(is_causal=True), torch.ones(5, 6, dtype=torch.bool).tril(), None, 0.25),
                 ("bool", dict(attn_mask=bool_mask), bool_mask, None, 0.5),
-                ("float", dict(attn_mask=float_mask), full, float_mask, 0.5)):
-            if att == "linear" and name == "float":
+                ("float", dict(attn_mask=float_mask), full, float_mask, 0.5),
+                ("float + 1e9", dict(attn_mask=high_mask), full, high_as_given, 0.5)):
+            if att == "linear" and name.startswith("float"):
                 continue                                     # a float mask is added to softmax scores only
             with torch.no_grad():
                 out, w = efa_attention(q, k, v, scale=scale, attention=att, return_weights=True, **kw)
@@ -556,13 +570,28 @@ def check_torch_layer(seed=24) -> "Evidence":
             d = _rel(out, want)
             per[f"efa_attention,{att},{name}"] = d
             worst = max(worst, d)
+    # refusals at the boundary: key and value of different lengths (both named), a mask that does not broadcast
+    # to the batch (named)
+    refused = 0
+    for kw, what in ((dict(key=k[..., :5, :]), "5"), (dict(attn_mask=torch.ones(2, 1, 1, 5, 6, dtype=torch.bool)),
+                                                       "attn_mask")):
+        args = dict(query=q, key=k, value=v)
+        args.update({n: x for n, x in kw.items() if n in args})
+        try:
+            efa_attention(args["query"], args["key"], args["value"], attn_mask=kw.get("attn_mask"))
+        except ValueError as exc:
+            refused += what in str(exc) and ("6" in str(exc) or what == "attn_mask")
+    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 2 else math.inf
+    worst = max(worst, per["refusals (key/value lengths, a mask of another batch)"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
                                 "one head at a time (W^Q, W^K, W^V the head blocks of q_proj_weight, k_proj_weight, "
                                 "v_proj_weight; scale 1/E; heads summed; no biases), outputs and per-head weights, 1 "
                                 "and 2 heads, softmax and linear, no mask, the causal mask (given, or built from is_causal) and key padding; efa_attention (scaled_dot_product_attention's convention) against a plain "
                                 "loop, with no mask, is_causal, a bool mask with a fully masked query and a float "
-                                "mask", per_case=per)
+                                "mask (also 1e9 higher: the same answer), the module also with both masks (bool and "
+                                "bool, float and bool), and the refusals of mismatched key/value lengths and of a "
+                                "mask of another batch", per_case=per)
 
 
 @claim("efa.eq1.torch-layer",

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 
 SUB_TOL = 1e-10
 
@@ -128,7 +129,7 @@ def t5_reference(model, src, smask, tgt, tmask):
 
 
 def _rel(a, b):
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+    return _finite_or_inf(float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)))
 
 
 def check_substitutes():

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 
 #: float64 layer against the transcription (relative to the largest entry of the output)
 LAYER_TOL = 1e-10
@@ -190,7 +191,7 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
 
 def _rel(a, b):
     scale = max(float(np.max(np.abs(b))), 1e-300)
-    return float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / scale
+    return _finite_or_inf(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / scale)
 
 
 KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
