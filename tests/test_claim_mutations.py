@@ -1775,3 +1775,23 @@ def test_survivors_of_multihead_are_killed(old, new):
         mh.__dict__.update(saved)
         ea.__dict__.clear()
         ea.__dict__.update(saved_ea)
+
+
+@pytest.mark.parametrize("module,old,new,claim_id", [
+    ("quadrature", "if not (0 < eps < 1):", "if not (0 != eps < 1):", "kernel.appE.trapezoid-rule"),
+    ("convergence", "jumps, x0: float = 0.0,", "jumps, x0: float = -1.0,", "kernel.E3.euler-maclaurin-kink"),
+    ("convergence", "increasing = bool(np.all(np.diff(tail) > 0))", "increasing = bool(np.all(np.diff(tail) != 0))",
+     "kernel.ref.super-exponential-rate"),
+    ("entropic_ot", "cp.log_sum_exp((A @ lam - (M[:, j] - s)) / gamma)", "cp.log_sum_exp((A @ lam - (M[:, j] - s)) * gamma)",
+     "fenchel.sec9.ot-duality"),
+])
+def test_survivors_of_quadrature_convergence_and_ot_are_killed(module, old, new, claim_id):
+    import importlib
+
+    mod = importlib.import_module(f"attnlab.numerics.{module}")
+    saved = _mutated_module(mod, old, new)
+    try:
+        assert _verdict(claim_id) != "holds"
+    finally:
+        mod.__dict__.clear()
+        mod.__dict__.update(saved)

@@ -448,7 +448,8 @@ def _em_formula_deviation(cases=()):
                      for x, j in zip(xk, J)]
             if ends is not None:
                 terms.append(hm ** 2 / 12 * (mp.mpf(ends[1]) - mp.mpf(ends[0])))
-            lib = euler_maclaurin_kink_error(h, xk, J, x0=x0, endpoint_derivatives=ends)
+            lib = (euler_maclaurin_kink_error(h, xk, J, endpoint_derivatives=ends) if x0 == 0.0   # x0's default: 0
+                   else euler_maclaurin_kink_error(h, xk, J, x0=x0, endpoint_derivatives=ends))
             allow = EM_FORMULA_ULP * (4 + max(abs(x - x0) for x in xk) / h)
             worst = max(worst, float(abs(lib - mp.fsum(terms)) / mp.fsum(abs(x) for x in terms)) / allow)
         thetas = [0.0, 1e-17, 0.25, 0.5, 0.999999, 1.0, -0.25, 2.75, -3.0, 7.125]

@@ -126,6 +126,9 @@ def check_rate_labels():
                                "h=0.125", None),
         "at floor": (h[:4], np.full(4, 1e-17), 1e-14, "at floor", "h=1", None),
         "one point above": (h[:4], np.array([1e-3, 1e-17, 1e-17, 1e-17]), 1e-14, "at floor", "h=0.5", None),
+        # local orders 10, 9, 8: above the threshold but falling, so no faster than a power (both rules)
+        "orders 10, 9, 8 falling": (h[:4], 2.0 ** -np.array([0.0, 10.0, 19.0, 27.0]), 1e-300, "algebraic", None,
+                                    "algebraic"),
     }
     rows, ok, worst = {}, True, 0.0
     with mp.workdps(40):

@@ -116,6 +116,13 @@ def check_trapezoid_rule():
             lib = q.normal_tail_half_width(eps, scale)
             note("normal_tail_half_width", 0 if lib == float(L) * scale else math.inf)
             rows[f"tail eps={eps:g},scale={scale:g}"] = lib
+    refused = 0
+    for eps in (0.0, 1.0, -1e-3, 2.0, float("nan")):                 # eps outside (0, 1): refused, naming eps
+        try:
+            q.normal_tail_half_width(eps)
+        except ValueError as exc:
+            refused += "eps" in str(exc)
+    note("normal_tail_half_width", 0 if refused == 5 else math.inf)
     # (f) the piecewise Gauss-Legendre reference on integrands with kinks, against mpmath (30 digits, split)
     cases = [(lambda x: np.maximum(0.0, x - 0.3) * np.cos(5 * x) + np.exp(-x * x),
               lambda x: mp.mpf(max(0, x - 0.3)) * mp.cos(5 * x) + mp.exp(-x * x), [-2.0, 0.3, 3.0]),
