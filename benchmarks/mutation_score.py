@@ -505,6 +505,8 @@ KILLED_SINCE = {
         "kernel.ref.wide-domain",
     ("numerics/mp_reference.py", "width = 1.0 / math.sqrt(float(bw))", "width = 1.0 % math.sqrt(float(bw))"):
         "kernel.ref.narrow-kernel",
+    ("experiments/models/bidir.py", "if int(m.min()) < 0 or int(m.max()) >= x.shape[1]:",
+     "if int(m.min()) != 0 or int(m.max()) >= x.shape[1]:"): "bidir.sec4.eq1-is-lemma1",
     ("numerics/entropic_dual.py", "gn = (mu + z - lam / a - h).norm(dim=-1)",
      "gn = (mu | z - lam / a - h).norm(dim=-1)"): "fenchel.thm1.mpmath-50-digits",
 }
@@ -535,38 +537,46 @@ def why_equivalent(module: str, commit: str, survivor: dict) -> str | None:
 
 
 def equivalent(module: str, commit: str, survivor: dict) -> bool:
-    """A surviving mutant that cannot change behaviour: an operator swapped inside a type annotation of a
-    `def` line (`int | None` -> `int & None`) in a module with ``from __future__ import annotations``,
-    where annotations are never evaluated.  Read from the module's source at the run's commit."""
+    """A surviving mutant that cannot change behaviour: an operator swapped inside type annotations
+    (`int | None` -> `int & None`) in a module with ``from __future__ import annotations``, where annotations
+    are never evaluated -- every `|` of the mutated line lies inside an annotation (of a parameter, a return
+    or an annotated assignment, on one line or spread over several), as ast reads the module's source at
+    the run's commit."""
     if not survivor["operator"].startswith("core/ReplaceBinaryOperator_BitOr_"):
         return False
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{module}"], capture_output=True,
-                         text=True).stdout.splitlines()
+    text = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{module}"], capture_output=True,
+                          text=True).stdout
+    src = text.splitlines()
     if "from __future__ import annotations" not in src or not 0 < survivor["line"] <= len(src):
         return False
-    line = src[survivor["line"] - 1].strip()
-    return line.startswith("def ") and "|" in line and all(_in_annotation(line, k) for k, ch in enumerate(line)
-                                                           if ch == "|")
+    n = survivor["line"]
+    line = src[n - 1]
+    bars = [k for k, ch in enumerate(line) if ch == "|"]
+    spans = _annotation_spans(text)
+    return bool(bars) and all(any(_inside(span, n, k) for span in spans) for k in bars)
 
 
-def _in_annotation(line: str, k: int) -> bool:
-    """Whether position k of a one-line `def` lies in a parameter's or the return's annotation: after a
-    ':' of the parameter list (bracket depth 1) or after '->', and before that parameter's '=', ',' or ')'."""
-    depth, ann = 0, False
-    for i, ch in enumerate(line[:k]):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                ann = False
-        elif depth == 1 and ch == ":":
-            ann = True
-        elif depth == 1 and ch in ",=":
-            ann = False
-        elif depth == 0 and line.startswith("->", i):
-            ann = True
-    return ann
+def _annotation_spans(text: str) -> list[tuple[int, int, int, int]]:
+    """(line, col, end line, end col) of every annotation in the module (parameters, returns, annotated
+    assignments)."""
+    import ast
+
+    nodes = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]
+            nodes += [p.annotation for p in params if p.annotation is not None]
+            if node.returns is not None:
+                nodes.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            nodes.append(node.annotation)
+    return [(x.lineno, x.col_offset, x.end_lineno, x.end_col_offset) for x in nodes]
+
+
+def _inside(span: tuple[int, int, int, int], line: int, col: int) -> bool:
+    l0, c0, l1, c1 = span
+    return (l0 < line or (l0 == line and col >= c0)) and (line < l1 or (line == l1 and col < c1))
 
 
 def report() -> None:

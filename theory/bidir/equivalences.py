@@ -576,9 +576,9 @@ def _eq1():
 
     worst = dict(eq1_vs_attention=0.0, attention_vs_app_b=0.0, logits_vs_printed=0.0, loss_vs_printed=0.0,
                  gamma_vs_printed=0.0, log_tau_vs_printed=0.0, W_vs_app_c=0.0, similarity_vs_w_i_c_j=0.0,
-                 W_KQ_vs_printed=0.0)
+                 W_KQ_vs_printed=0.0, no_position_0_masked=0.0)
     for seed in range(3):
-        model, x, m, b, _ = random_instance(seed=seed, positional=False, residual=False)
+        model, x, m, b, tokens = random_instance(seed=seed, positional=False, residual=False)
         q = moe_parameters(model)
         att = AttentionCBOW(V, P_DIM, d_w=D_W)
         with torch.no_grad():
@@ -603,7 +603,13 @@ def _eq1():
                         similarity_vs_w_i_c_j=float((att.similarity() - torch.tensor(
                             [[float(att.W[i] @ att.C[j]) for j in range(V)] for i in range(V)],
                             dtype=torch.float64)).abs().max()))
-        worst = {k: max(worst[k], devs[k]) for k in worst}
+        # a batch in which no sentence is masked at position 0 (the positions' range is checked, not assumed)
+        m1 = m % (S - 1) + 1
+        x1 = tokens.clone()
+        x1[torch.arange(len(m1)), m1] = V
+        with torch.no_grad():
+            devs["no_position_0_masked"] = float((model(x1, m1) - app_b_forward(model, x1, m1)["logits"]).abs().max())
+        worst = {k: max(worst[k], devs.get(k, 0.0)) for k in worst}
     return holds_if(max(worst.values()) < TOL, measured=worst, tolerance=TOL,
                     explanation="attention MLM with positional=False, residual=False against "
                                 "AttentionCBOW (Eq. 1) with W = W''W'W^O^T W^V: max |logit or loss "
