@@ -507,6 +507,23 @@ KILLED_SINCE = {
         "kernel.ref.narrow-kernel",
     ("experiments/models/bidir.py", "if int(m.min()) < 0 or int(m.max()) >= x.shape[1]:",
      "if int(m.min()) != 0 or int(m.max()) >= x.shape[1]:"): "bidir.sec4.eq1-is-lemma1",
+    ("experiments/models/kernel_models.py", "stride = max(1, patch // 2)", "stride = max( 2, patch // 2)"):
+        "kernel.table2.baselines",
+    ("experiments/models/kernel_models.py", "_check_kind(kind, ATTENTIONS[1:3] + ATTENTIONS[4:])",
+     "_check_kind(kind, ATTENTIONS[1:3] + ATTENTIONS[ 3:])"): "kernel.sec6.networks",
+    ("experiments/models/kernel_models.py", "if not isinstance(patch, int) or not 1 <= patch <= length:",
+     "if not isinstance(patch, int) or not 1 <= patch is length:"): "kernel.table2.baselines",
+    ("experiments/models/kernel_models.py", "a = self.drop(a[:, -1])", "a = self.drop(a[:, +1])"):
+        "kernel.table2.baselines",
+    ("experiments/models/fenchel_transformers.py", 'out[f"cross/layer{i + 1}"] = layer.cross_attn',
+     'out[f"cross/layer{i ^ 1}"] = layer.cross_attn'): "fenchel.sec8.substitute-architectures",
+    ("experiments/models/fenchel_vit.py", "if depth < 1:", "if depth < 2:"): "fenchel.sec9.ot-vit-network",
+    ("experiments/models/fenchel_vit.py",
+     "same = (labels[:, None] == labels[None, :]) & ~torch.eye(B, dtype=torch.bool)",
+     "same = (labels[:, None] == labels[None, :]) % ~torch.eye(B, dtype=torch.bool)"): "fenchel.sec9.ot-vit-network",
+    ("experiments/models/fenchel_vit.py",
+     "score = torch.rand(B, B, generator=generator).masked_fill(~same, -1.0)",
+     "score = torch.rand(B, B, generator=generator).masked_fill(not same, -1.0)"): "fenchel.sec9.ot-vit-network",
     ("numerics/entropic_dual.py", "gn = (mu + z - lam / a - h).norm(dim=-1)",
      "gn = (mu | z - lam / a - h).norm(dim=-1)"): "fenchel.thm1.mpmath-50-digits",
 }

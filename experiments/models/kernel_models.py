@@ -23,7 +23,7 @@ from attnlab.numerics.continuous_layers import (ATTENTIONS, ContinuousAttention,
 
 def _check_kind(kind: str, allowed=ATTENTIONS) -> None:
     if kind not in allowed:
-        raise ValueError(f"attention must be one of {', '.join(allowed)}; got {kind!r}")
+        raise ValueError(f"kind must be one of {', '.join(allowed)}; got {kind!r}")
 
 
 def _positive(x: torch.Tensor, floor: float = 1e-4) -> torch.Tensor:

@@ -166,6 +166,13 @@ def check_substitutes():
                 m.capture = []
             got = t5(torch.tensor(src), torch.tensor(smask), torch.tensor(tgt), torch.tensor(tmask)).numpy()
         per["T5Like logits"] = _rel(got, t5_reference(t5, src, smask, tgt, tmask))
+        # the settings the deviation study records: every layer's attention under its own name
+        names = {**{f"enc-self/layer{i + 1}": L.attn for i, L in enumerate(t5.enc)},
+                 **{f"dec-self/layer{i + 1}": L.self_attn for i, L in enumerate(t5.dec)},
+                 **{f"cross/layer{i + 1}": L.cross_attn for i, L in enumerate(t5.dec)}}
+        got_names = t5.attentions()
+        per["T5Like attention names (mismatches)"] = float(
+            sum(got_names.get(k) is not v for k, v in names.items()) + len(set(got_names) - set(names)))
         per["T5Like captured logits"] = _captured(t5, False)
         rel = torch.arange(-300, 301)
         wrong = sum(int(relative_position_bucket(rel, bi)[k]) != t5_bucket(int(rel[k]), bi)

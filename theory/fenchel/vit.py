@@ -133,9 +133,10 @@ def check_vit():
     torch.set_default_dtype(torch.float64)
     try:
         img = rng.normal(size=(3, 1, 4, 4))
-        for ot in (False, True):
+        for ot, depth in ((False, 3), (True, 3), (False, 1), (True, 1)):      # depth 1: the last layer alone
             torch.manual_seed(5)
-            model = ViT(4, 2, 1, 3, dim=8, depth=3, heads=2, mlp_dim=16, dropout=0.0, ot=ot, gamma=1.3 if ot else None)
+            model = ViT(4, 2, 1, 3, dim=8, depth=depth, heads=2, mlp_dim=16, dropout=0.0, ot=ot,
+                        gamma=1.3 if ot else None)
             with torch.no_grad():
                 model.cls.normal_()
                 for name, prm in model.named_parameters():          # non-trivial LayerNorm affines and biases
@@ -146,7 +147,8 @@ def check_vit():
                 with torch.no_grad():
                     got = model(torch.tensor(img), partner=None if partner is None else torch.tensor(partner)).numpy()
                 ref = vit_reference(model, img, partner)
-                label = ("OT-ViT" if ot else "ViT") + ("" if partner is None else " with same-class partners")
+                label = (("OT-ViT" if ot else "ViT") + f" depth {depth}"
+                         + ("" if partner is None else " with same-class partners"))
                 per[label] = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
     finally:
         torch.set_default_dtype(old)

@@ -11,6 +11,8 @@ fixed tables (grid, positions, kernel) are exact.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
@@ -378,7 +380,7 @@ def check_baselines():
             with torch.no_grad():
                 got = net(torch.tensor(x)).numpy()
             per[f"LSTMFCN L={L}"] = _rel(got, lstmfcn_reference(net, x))
-        for L, patch, heads, layers in ((12, 1, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2)):
+        for L, patch, heads, layers in ((12, 1, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2), (10, 3, 2, 1)):
             torch.manual_seed(5)
             net = TransformerClassifier(L, 3, d_model=8, heads=heads, layers=layers, ff=6, patch=patch).eval()
             x = rng.normal(size=(2, L))
@@ -397,7 +399,8 @@ def check_baselines():
     worst = max(per.values())
     return holds_if(worst <= NET_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=NET_TOL),
                     explanation="LSTM-FCN (two lengths and filter sets, batch normalisation with random running "
-                                "statistics) and the time-series transformer (point tokens and patch tokens, 1-4 "
+                                "statistics) and the time-series transformer (point tokens and patch tokens of 3, 5 "
+                                "and 6 points (strides 1, 2, 3), 1-4 "
                                 "heads, 1-2 layers, torch's fused path on and off) in evaluation mode, float64, "
                                 "against numpy transcriptions of their architectures; error relative to the "
                                 "largest logit",
@@ -475,6 +478,14 @@ def check_networks():
             with torch.no_grad():
                 got = net(torch.tensor(tokens), torch.tensor(lengths)).numpy()
             per[f"SentenceNet {kind}"] = _rel(got, sentence_reference(net, tokens, lengths))
+        # the time-warping network has no heads for the discrete or the mixture density (App. B.3): refused
+        refused = 0
+        for kind in ("discrete_softmax", "gaussian_mixture"):
+            try:
+                TimeWarpingNet(kind, length=16, n_basis=6, n_inducing=5, grid_size=41, hidden=8)
+            except ValueError as exc:
+                refused += "kind" in str(exc)
+        per["TimeWarpingNet refuses discrete_softmax and gaussian_mixture"] = 0.0 if refused == 2 else math.inf
     finally:
         torch.set_default_dtype(old)
     worst = max(per.values())
