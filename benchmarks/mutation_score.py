@@ -524,6 +524,21 @@ KILLED_SINCE = {
     ("experiments/models/fenchel_vit.py",
      "score = torch.rand(B, B, generator=generator).masked_fill(~same, -1.0)",
      "score = torch.rand(B, B, generator=generator).masked_fill(not same, -1.0)"): "fenchel.sec9.ot-vit-network",
+    ("experiments/models/efa_theory.py",
+     "return pred if self.B_y is None else pred.clamp(-self.B_y, self.B_y)",
+     "return pred if self.B_y is None else pred.clamp(not self.B_y, self.B_y)"): "efa.thm2.parameter-count",
+    ("experiments/models/bidir_tabular.py", "per = nn.functional.cross_entropy(lg.reshape(M * b, -1), T[mi, idx].reshape(-1),",
+     "per = nn.functional.cross_entropy(lg.reshape(M % b, -1), T[mi, idx].reshape(-1),"): "bidir.sec3-1.atn-training",
+    ("experiments/models/bidir_tabular.py", "on_epoch(epoch + 1, float(np.mean(losses[-1])),",
+     "on_epoch(epoch - 1, float(np.mean(losses[-1])),"): "bidir.sec3-1.atn-training",
+    ("experiments/models/bidir_tabular.py",
+     'raise ValueError(f"tokens must lie in 0..{mask_id - 1} (mask_id={mask_id}); got range "',
+     'raise ValueError(f"tokens must lie in 0..{mask_id / 1} (mask_id={mask_id}); got range "'):
+        "bidir.sec3-1.atn-training",
+    ("experiments/models/bidir_tabular.py",
+     "bound = math.sqrt(6.0 / (w.shape[-2] + w.shape[-1]))          # glorot_uniform (Keras)",
+     "bound = math.sqrt(6.0 / (w.shape[-2] + w.shape[1]))          # glorot_uniform (Keras)"):
+        "bidir.sec3-1.tabular-atn-block",
     ("numerics/entropic_dual.py", "gn = (mu + z - lam / a - h).norm(dim=-1)",
      "gn = (mu | z - lam / a - h).norm(dim=-1)"): "fenchel.thm1.mpmath-50-digits",
 }

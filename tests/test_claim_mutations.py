@@ -1678,6 +1678,20 @@ def _killed_since():
     return sorted(ms.KILLED_SINCE.items())
 
 
+def _stored_line(path: str, old_line: str, new_line: str) -> int | None:
+    """The line the stored sweep result gives this survivor (to pick the right one of repeated lines)."""
+    import json
+
+    res = ROOT / "benchmarks" / "mutation_results" / (path.replace("/", "_") + ".json")
+    if not res.is_file():
+        return None
+    for sv in json.loads(res.read_text())["survivors"]:
+        diff = [ln for ln in sv.get("diff", "").splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+        if [ln[1:].strip() for ln in diff] == [old_line, new_line]:
+            return sv["line"]
+    return None
+
+
 def _apply_mutant(path: str, old_line: str, new_line: str):
     """Re-execute the module at `path` (numerics/..., experiments/models/...) with the line whose text is
     `old_line` replaced by `new_line`, and put its functions wherever the originals are referenced in attnlab
@@ -1691,8 +1705,10 @@ def _apply_mutant(path: str, old_line: str, new_line: str):
     mod = importlib.import_module("attnlab." + path[:-3].replace("/", "."))
     lines = inspect.getsource(mod).splitlines(keepends=True)
     hits = [i for i, ln in enumerate(lines) if ln.strip() == old_line]
-    assert len(hits) == 1, f"{path}: {old_line!r} is not one line of the module now"
-    i = hits[0]
+    assert hits, f"{path}: {old_line!r} is no line of the module now"
+    near = _stored_line(path, old_line, new_line)
+    assert len(hits) == 1 or near is not None, f"{path}: {old_line!r} is repeated and the sweep gives no line"
+    i = min(hits, key=lambda j: abs(j + 1 - near)) if near is not None else hits[0]
     lines[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + new_line + "\n"
     ns = {"__name__": mod.__name__, "__file__": mod.__file__, "__package__": mod.__package__,
           "CosmicRayTestingException": type("CosmicRayTestingException", (Exception,), {})}

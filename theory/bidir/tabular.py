@@ -8,6 +8,8 @@ transcription of App. D's steps, numpy's Cholesky factor and the printed covaria
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
@@ -79,7 +81,16 @@ def atn_deviations(name, C, L, M, d, h, f, seed) -> dict:
         out = model(tokens)                                                          # (M, B, L, C)
         ref = torch.stack([_reference_block(model, j)(tokens[j]) for j in range(M)])
     scale = max(1.0, float(ref.abs().max()))
-    return dict(logits=float((out - ref).abs().max()) / scale, masked_copies_equal_loops=copies_ok)
+    # the initialisation App. E's Keras layers give: glorot_uniform U(+-sqrt(6 / (fan_in + fan_out))) for the
+    # position embedding and every weight matrix, U(+-0.05) for the token embedding; drawn to fill the bound
+    fresh = TabularATN(C, L, cfg, generator=torch.Generator().manual_seed(seed), n_models=M)
+    init_ok = True
+    for w in (fresh.pos, fresh.w_qkv, fresh.w_o, fresh.w_1, fresh.w_2, fresh.w_h):
+        bound = math.sqrt(6.0 / (w.shape[1] + w.shape[2]))
+        init_ok &= 0.8 * bound < float(w.detach().abs().max()) <= bound
+    init_ok &= 0.04 < float(fresh.tok.detach().abs().max()) <= 0.05
+    return dict(logits=float((out - ref).abs().max()) / scale, masked_copies_equal_loops=copies_ok,
+                keras_initialisation=bool(init_ok))
 
 
 @claim("bidir.sec3-1.tabular-atn-block",
@@ -95,13 +106,14 @@ def atn_deviations(name, C, L, M, d, h, f, seed) -> dict:
 def _atn_block():
     per = {n: atn_deviations(n, C, L, M, d, h, f, seed=300 + i) for i, (n, C, L, M, d, h, f) in enumerate(ATN_CASES)}
     worst = max(v["logits"] for v in per.values())
-    ok = worst <= REL_TOL and all(v["masked_copies_equal_loops"] for v in per.values())
+    ok = worst <= REL_TOL and all(v["masked_copies_equal_loops"] and v["keras_initialisation"] for v in per.values())
     return holds_if(ok, measured=dict(worst_logits=worst, per_case=per), tolerance=REL_TOL,
                     explanation="TabularATN in float64 (generic biases and LayerNorm parameters, eval mode) against "
                                 "torch.nn.TransformerEncoderLayer (post-LN, ReLU, no dropout) with model j's weights "
                                 "and its head, model by model, on different rows per model: max |logit difference| / "
                                 "max(1, max |logit|) over " + ", ".join(n for n, *_ in ATN_CASES) +
-                                "; masked_copies against a loop")
+                                "; masked_copies against a loop; a fresh model's weights inside and filling Keras' "
+                                "glorot_uniform bounds (U(+-0.05) for the token embedding)")
 
 
 # --------------------------------------------------------------------------- Sec. 3.1 / App. E: training
@@ -167,9 +179,12 @@ TRAIN_CASES = [  # (name, C, K+1, M, d, h, f, rows per model, epochs)
 
 
 def check_atn_training():
+    import copy
+
     import torch
 
-    from attnlab.experiments.models.bidir_tabular import ATNConfig, TabularATN, predict_response, train_atn
+    from attnlab.experiments.models.bidir_tabular import (ATNConfig, TabularATN, masked_copies, predict_response,
+                                                          train_atn)
 
     per = {}
     old = torch.get_default_dtype()
@@ -183,9 +198,11 @@ def check_atn_training():
                             adam_eps=1e-4)
             model, losses = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0])
             # resumed after its first epoch from the state on_epoch hands out: the same run
-            states = []
-            train_atn(sets if M > 1 else sets[0], C, ATNConfig(**dict(cfg.as_dict(), epochs=1)),
-                      seed=seeds if M > 1 else seeds[0], on_epoch=lambda e, l, st: states.append(st))
+            states, told = [], []
+            train_atn(sets if M > 1 else sets[0], C, ATNConfig(**dict(cfg.as_dict(), epochs=2)),
+                      seed=seeds if M > 1 else seeds[0],
+                      on_epoch=lambda e, l, st: (states.append(copy.deepcopy(st)), told.append(e)))   # as saved
+            states = states[:1]
             resumed, losses_r = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0],
                                           state=states[-1])
             same = losses_r == losses and all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(),
@@ -218,11 +235,19 @@ def check_atn_training():
                     want = _reference_block(generic, j)(tok)[:, -1].argmax(-1).numpy()
                 pred_ok &= bool(np.array_equal(got_all[j] if M > 1 else got_all, want)
                                 and np.array_equal(predict_response(generic, x_new[j], which=j), want))
-            per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same)
+            # the copies refuse a token outside 0..C-1 (C is [MASK]), naming that range
+            try:
+                masked_copies(np.full((2, L), C), C)
+                refused = False
+            except ValueError as exc:
+                refused = f"0..{C - 1}" in str(exc)
+            per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same,
+                             epochs_reported=told == [1, 2], bad_token_refused=refused)
     finally:
         torch.set_default_dtype(old)
     worst = max(max(v["parameters"], v["losses"]) for v in per.values())
-    ok = worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"] for v in per.values())
+    ok = worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"] and v["epochs_reported"]
+                                    and v["bad_token_refused"] for v in per.values())
     return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per), tolerance=dict(relative=TRAIN_TOL),
                     explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
                                 "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
@@ -235,7 +260,8 @@ def check_atn_training():
                                 "max(1, |value|); predict_response (on generic weights) against the argmax at the "
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
-                                "equals the straight run bit for bit")
+                                "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
+                                "outside 0..C-1 is refused")
 
 
 TRAIN_TOL = 1e-12

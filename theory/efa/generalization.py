@@ -227,6 +227,10 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
         same_shapes = shapes == paper_shapes(*c)
         want = expected_live(*c, d)
         premise = premise_deviation(m, c[0], c[1], 1.5) if same_shapes else math.inf
+        if same_shapes:                          # and with the output clip B_y (both signs of it reached)
+            m.B_y = 0.3
+            premise = max(premise, premise_deviation(m, c[0], c[1], 1.5, By=0.3))
+            m.B_y = None
         lib_d = (parameter_count(c[0], c[1], c[2] + 1, c[5], c[4], c[2], c[3]), m.n_parameters())
         ok &= same_shapes and numel == d and live == want and premise < PREMISE_TOL and lib_d == (d, d)
         per["L={},M={},K={},tau={},K'={},D'={}".format(*c)] = dict(d=d, numel=numel, live=live,
