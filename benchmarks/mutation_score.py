@@ -539,6 +539,32 @@ KILLED_SINCE = {
      "bound = math.sqrt(6.0 / (w.shape[-2] + w.shape[-1]))          # glorot_uniform (Keras)",
      "bound = math.sqrt(6.0 / (w.shape[-2] + w.shape[1]))          # glorot_uniform (Keras)"):
         "bidir.sec3-1.tabular-atn-block",
+    ("numerics/kernel_family.py", "if t.ndim != 1 or s.ndim != 1:", "if t.ndim > 1 or s.ndim != 1:"):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py", "if t.ndim != 1 or s.ndim != 1:", "if t.ndim != 1 or s.ndim > 1:"):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py", "if gamma.shape[-1] != K.shape[0]:", "if gamma.shape[-1] is not K.shape[0]:"):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py",
+     'raise ValueError(f"gamma\'s last dim ({gamma.shape[-1]}) must equal the number of inducing "',
+     'raise ValueError(f"gamma\'s last dim ({gamma.shape[not 1]}) must equal the number of inducing "'):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py",
+     'raise ValueError(f"gamma\'s last dim ({gamma.shape[-1]}) must equal the number of inducing "',
+     'raise ValueError(f"gamma\'s last dim ({gamma.shape[- 0]}) must equal the number of inducing "'):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py", 'f"points ({K.shape[0]})")', 'f"points ({K.shape[ 1]})")'):
+        "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py", 'f"points ({K.shape[0]})")', 'f"points ({K.shape[ -1]})")'):
+        "kernel.sec4.kernel-expansion",
+    ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",
+     "if not isinstance(S, int) or S != 2:"): "bidir.app-f.analogy-protocol",
+    ("experiments/models/bidir_analogy.py", "if len(w) != 4 or cat is None:", "if len(w) == 4 or cat is None:"):
+        "bidir.app-f.analogy-protocol",
+    ("experiments/models/bidir_analogy.py", "sims[np.arange(len(qs)), arr] = -np.inf               # exclude a, b, c",
+     "sims[np.arange(len(qs)), arr] = not np.inf               # exclude a, b, c"): "bidir.app-f.analogy-protocol",
+    ("experiments/models/bidir_analogy.py", "self.unit = vectors / np.maximum(norms, 1e-12)",
+     "self.unit = vectors / np.maximum(norms, 1.000000000001)"): "bidir.app-f.analogy-protocol",
     ("numerics/entropic_dual.py", "gn = (mu + z - lam / a - h).norm(dim=-1)",
      "gn = (mu | z - lam / a - h).norm(dim=-1)"): "fenchel.thm1.mpmath-50-digits",
 }
@@ -550,8 +576,18 @@ def killed_since(module: str, survivor: dict) -> str | None:
     return KILLED_SINCE.get((module, *lines)) if lines is not None else None
 
 
+def removed_since(module: str, survivor: dict) -> bool:
+    """Whether the line a stored survivor mutated is gone from the module's present source (the code was
+    deleted since the run): such a mutant cannot be tested any more and is counted apart."""
+    lines = _changed_lines(survivor)
+    path = REPO / module
+    return (lines is not None and path.is_file()
+            and all(ln.strip() != lines[0] for ln in path.read_text(encoding="utf-8").splitlines()))
+
+
 def _changed_lines(survivor: dict) -> tuple[str, str] | None:
-    diff = [ln for ln in survivor.get("diff", "").splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    diff = [ln for ln in survivor.get("diff", "").splitlines()
+            if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]     # blank lines carry nothing
     removed = [ln[1:].strip() for ln in diff if ln.startswith("-")]
     added = [ln[1:].strip() for ln in diff if ln.startswith("+")]
     return (removed[0], added[0]) if len(removed) == len(added) == 1 else None
@@ -620,9 +656,11 @@ def report() -> None:
     killed = counted = since = 0
     for r in rows:
         r["equivalent"] = [sv for sv in r["survivors"] if why_equivalent(r["module"], r["commit"], sv)]
-        n = r["mutants"] - len(r["equivalent"])
+        r["removed"] = [sv for sv in r["survivors"] if sv not in r["equivalent"] and removed_since(r["module"], sv)]
+        n = r["mutants"] - len(r["equivalent"]) - len(r["removed"])
         killed, counted = killed + r["killed"], counted + n
-        since += sum(killed_since(r["module"], sv) is not None for sv in r["survivors"] if sv not in r["equivalent"])
+        since += sum(killed_since(r["module"], sv) is not None for sv in r["survivors"]
+                     if sv not in r["equivalent"] and sv not in r["removed"])
         score = f"{100 * r['killed'] / n:.1f}%" if n else "-"
         if n and "sampled_from" in r:
             lo, hi = wilson(r["killed"], n)
@@ -639,8 +677,12 @@ def report() -> None:
                       f"({100 * killed / counted:.1f}%) at the commits in the table; with the {since} survivors that "
                       f"claims added since kill (below, each re-applied by tests/test_claim_mutations.py), "
                       f"{killed + since} of {counted} ({100 * (killed + since) / counted:.1f}%)."]
+    removed = [(r["module"], sv) for r in rows for sv in r["removed"]]
+    if removed:
+        lines += ["", "Survivors whose code was deleted since (not counted):", ""]
+        lines += [f"- `{m}` line {sv['line']}: `{_changed_lines(sv)[0]}`" for m, sv in removed]
     gone = [(r["module"], sv, killed_since(r["module"], sv)) for r in rows for sv in r["survivors"]
-            if sv not in r["equivalent"] and killed_since(r["module"], sv)]
+            if sv not in r["equivalent"] and sv not in r["removed"] and killed_since(r["module"], sv)]
     if gone:
         lines += ["", "Survivors of those runs that claims added since kill (KILLED_SINCE in the script; a test applies "
                       "each mutant to the module and asserts the claim's verdict changes):", ""]
@@ -651,7 +693,7 @@ def report() -> None:
                   "loose claim:", ""]
     for r in rows:
         for sv in r["survivors"]:
-            if sv not in r["equivalent"] and not killed_since(r["module"], sv):
+            if sv not in r["equivalent"] and sv not in r["removed"] and not killed_since(r["module"], sv):
                 ch = _changed_lines(sv)
                 lines.append(f"- `{r['module']}` line {sv['line']}: {sv['operator']} ({sv['occurrence']})"
                              + (f": `{ch[0]}` -> `{ch[1]}`" if ch else ""))

@@ -1678,21 +1678,23 @@ def _killed_since():
     return sorted(ms.KILLED_SINCE.items())
 
 
-def _stored_line(path: str, old_line: str, new_line: str) -> int | None:
-    """The line the stored sweep result gives this survivor (to pick the right one of repeated lines)."""
+def _stored_lines(path: str, old_line: str, new_line: str) -> list[int]:
+    """The lines the stored sweep result gives the survivors with this change (one per occurrence)."""
     import json
 
     res = ROOT / "benchmarks" / "mutation_results" / (path.replace("/", "_") + ".json")
     if not res.is_file():
-        return None
+        return []
+    out = []
     for sv in json.loads(res.read_text())["survivors"]:
-        diff = [ln for ln in sv.get("diff", "").splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
-        if [ln[1:].strip() for ln in diff] == [old_line, new_line]:
-            return sv["line"]
-    return None
+        diff = [ln[1:].strip() for ln in sv.get("diff", "").splitlines()
+                if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]
+        if diff == [old_line, new_line]:
+            out.append(sv["line"])
+    return out
 
 
-def _apply_mutant(path: str, old_line: str, new_line: str):
+def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = None):
     """Re-execute the module at `path` (numerics/..., experiments/models/...) with the line whose text is
     `old_line` replaced by `new_line`, and put its functions wherever the originals are referenced in attnlab
     (module globals) and its methods on the original classes (their subclasses elsewhere see them).  Returns
@@ -1706,8 +1708,7 @@ def _apply_mutant(path: str, old_line: str, new_line: str):
     lines = inspect.getsource(mod).splitlines(keepends=True)
     hits = [i for i, ln in enumerate(lines) if ln.strip() == old_line]
     assert hits, f"{path}: {old_line!r} is no line of the module now"
-    near = _stored_line(path, old_line, new_line)
-    assert len(hits) == 1 or near is not None, f"{path}: {old_line!r} is repeated and the sweep gives no line"
+    assert len(hits) == 1 or near is not None, f"{path}: {old_line!r} is repeated and no line is given"
     i = min(hits, key=lambda j: abs(j + 1 - near)) if near is not None else hits[0]
     lines[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + new_line + "\n"
     ns = {"__name__": mod.__name__, "__file__": mod.__file__, "__package__": mod.__package__,
@@ -1744,8 +1745,11 @@ def test_survivors_killed_since_the_sweep(where, claim_id):
     """Each survivor that KILLED_SINCE (benchmarks/mutation_score.py) says a claim now kills: applied to the
     module as cosmic-ray did, the claim's verdict changes."""
     path, old_line, new_line = where
-    restore = _apply_mutant(path, old_line, new_line)
-    try:
-        assert _verdict(claim_id) != catalog.get_claim(claim_id).expected
-    finally:
-        restore()
+    lines = _stored_lines(path, old_line, new_line)
+    assert lines, f"no stored survivor of {path} changes {old_line!r} to {new_line!r}"
+    for near in lines:                                   # every occurrence the sweep left alive
+        restore = _apply_mutant(path, old_line, new_line, near)
+        try:
+            assert _verdict(claim_id) != catalog.get_claim(claim_id).expected, f"line {near}"
+        finally:
+            restore()

@@ -82,6 +82,14 @@ def check_analogy_protocol(seed: int = 41):
         sum_dev = max(sum_dev, abs(got["acc"] - sum(r["correct"] for r in rs) / len(rs)),
                       abs(got["cosine"] - sum(r["cosine"] for r in rs) / len(rs)))
     n_correct = sum(r["correct"] for r in lib)
+    # every candidate points away from x_b + x_c - x_a (the best cosine is negative, so the excluded a, b, c must
+    # be out of the running, not at 0), and the vectors are shorter than 1 (cosines need the norms divided out)
+    tw = ["w0", "w1", "w2", "w3", "w4"]
+    TX = np.array([[0.8, 0.0], [0.2, 0.0], [0.2, 0.0], [0.06, 0.3], [0.5, 0.05]], dtype=np.float32)
+    tq = [("capital-common-countries", "w0", "w1", "w2", "w3"), ("gram1-adjective-to-adverb", "w0", "w1", "w2", "w4")]
+    t_lib, t_ref = evaluate(Embeddings(tw, TX), tq), app_f_printed(tw, TX, tq)
+    flags += sum(r["correct"] != q[0] for r, q in zip(t_lib, t_ref))
+    cos_dev = max([cos_dev] + [abs(r["cosine"] - q[1]) for r, q in zip(t_lib, t_ref)])
     inputs_ok = _inputs_round_trip(qs)
     ok = (flags == 0 and cos_dev <= COS_TOL and groups_ok and count_errors == 0 and sum_dev <= 1e-12
           and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs) and all(inputs_ok.values()))
@@ -96,7 +104,9 @@ def check_analogy_protocol(seed: int = 41):
                                 "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "
                                 "plain counts and means of the records; read_questions on the questions written in "
                                 "questions-words.txt's layout (': category' headers, mixed case, blank lines) gives "
-                                "them back; windows of the substitute MLM against the slices written out")
+                                "them back; windows of the substitute MLM against the slices written out; and a "
+                                "5-word instance whose every candidate points away from the offset (the best cosine "
+                                "negative) with vectors shorter than 1")
 
 
 def _inputs_round_trip(qs) -> dict:
