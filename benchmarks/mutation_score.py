@@ -581,8 +581,10 @@ def removed_since(module: str, survivor: dict) -> bool:
     deleted since the run): such a mutant cannot be tested any more and is counted apart."""
     lines = _changed_lines(survivor)
     path = REPO / module
-    return (lines is not None and path.is_file()
-            and all(ln.strip() != lines[0] for ln in path.read_text(encoding="utf-8").splitlines()))
+    if lines is None or not path.is_file():
+        return False
+    core = lines[0].rstrip("):,")                   # a line extended since (a new parameter) is not deleted
+    return all(core not in ln for ln in path.read_text(encoding="utf-8").splitlines())
 
 
 def _changed_lines(survivor: dict) -> tuple[str, str] | None:
