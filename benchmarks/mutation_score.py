@@ -233,7 +233,7 @@ def _scratch(work: Path, commit: str) -> Path:
 
 
 def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None = None,
-        commit: str | None = None, sample: int | None = None, survivors: bool = False) -> None:
+        commit: str | None = None, sample: int | None = None, survivors: bool = False, round_: int = 1) -> None:
     for m in modules:
         if not m.startswith(MUTABLE) or not (REPO / m).is_file():
             raise SystemExit(f"mutation_score: module {m!r}: give a file under {' or '.join(MUTABLE)}")
@@ -262,7 +262,7 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
             raise SystemExit("mutation_score: the fork server did not start")
         time.sleep(0.5)
     try:
-        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample, survivors)
+        _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample, survivors, round_)
     finally:
         import socket
 
@@ -272,7 +272,8 @@ def run(modules: list[str], work: Path, timeout: float, reuse_map: Path | None =
         server.wait()
 
 
-def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample=None, survivors=False) -> None:
+def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sample=None, survivors=False,
+                 round_: int = 1) -> None:
     for m in modules:
         session = work / (m.replace("/", "_") + ".sqlite")
         session.unlink(missing_ok=True)
@@ -285,7 +286,7 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sampl
         stored = _stored_for_recheck(m, commit) if survivors else None
         if stored is not None:
             _keep_survivors(session, stored["survivors"])
-        population = _keep_sample(session, m, sample) if sample else None
+        population = _keep_sample(session, m, sample, round_) if sample else None
         marker = failure_marker(sock)
         marker.unlink(missing_ok=True)
         t0 = time.time()
@@ -297,7 +298,7 @@ def _run_modules(modules, work, tree, me, map_file, sock, commit, timeout, sampl
             _store_recheck(m, session, commit, stored)
         else:
             _store(m, session, commit, time.time() - t0, json.loads(map_file.read_text())["reach"].get(m, []),
-                   population)
+                   population, round_)
         subprocess.run(["git", "-C", str(tree), "checkout", "--", "."], check=True)
 
 
@@ -350,9 +351,9 @@ def _store_recheck(module: str, session: Path, commit: str, stored: dict) -> Non
           f"{len(stored['survivors'])} killed now; {out['killed']}/{out['mutants']} killed")
 
 
-def _keep_sample(session: Path, module: str, n: int) -> int:
-    """Keep a random sample of n of the session's mutants (seeded by the module's path, so a re-run draws
-    the same ones); returns how many there were."""
+def _keep_sample(session: Path, module: str, n: int, round_: int = 1) -> int:
+    """Keep a random sample of n of the session's mutants (seeded by the module's path and the round, so a
+    re-run draws the same ones and a later round others); returns how many there were."""
     import random
 
     from cosmic_ray.work_db import use_db
@@ -360,7 +361,7 @@ def _keep_sample(session: Path, module: str, n: int) -> int:
     with use_db(str(session)) as db:
         items = list(db.work_items)
         if len(items) > n:
-            keep = random.Random(module).sample(items, n)
+            keep = random.Random(module if round_ == 1 else f"{module}#{round_}").sample(items, n)
             db.clear()
             db.add_work_items(keep)
     return len(items)
@@ -376,7 +377,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def _store(module: str, session: Path, commit: str, seconds: float, claims: list[str],
-           population: int | None = None) -> None:
+           population: int | None = None, round_: int = 1) -> None:
     from cosmic_ray.work_db import use_db  # noqa: I001
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -398,9 +399,12 @@ def _store(module: str, session: Path, commit: str, seconds: float, claims: list
            "survivors": survivors}
     if population is not None:
         out["sampled_from"] = population          # a random sample of the module's mutants, not all of them
-    tmp = RESULTS / (module.replace("/", "_") + ".json.tmp")
+    if round_ > 1:
+        out["round"] = round_
+    stem = module.replace("/", "_") + ("" if round_ == 1 else f".round{round_}")
+    tmp = RESULTS / (stem + ".json.tmp")
     tmp.write_text(json.dumps(out, indent=1))
-    os.replace(tmp, RESULTS / (module.replace("/", "_") + ".json"))
+    os.replace(tmp, RESULTS / (stem + ".json"))
     print(f"{module}: {out['killed']}/{out['mutants']} killed")
 
 
@@ -667,7 +671,7 @@ def report() -> None:
         if n and "sampled_from" in r:
             lo, hi = wilson(r["killed"], n)
             score += f" (sample of {r['mutants'] + r.get('not_counted', 0)} of {r['sampled_from']}; 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
-        when = r["commit"][:7]
+        when = r["commit"][:7] + (f" (sample round {r['round']})" if r.get("round", 1) > 1 else "")
         if "survivors_rechecked" in r:
             when += f" (its {r['survivors_rechecked']['rerun']} survivors re-run at {r['survivors_rechecked']['commit'][:7]})"
         lines.append(f"| `{r['module']}` | {when} | {r['mutants']} | {r['killed']} | {len(r['equivalent'])} | "
@@ -738,6 +742,9 @@ def main(argv=None) -> int:
     r.add_argument("--survivors", action="store_true",
                    help="re-run only the stored survivors of each module against the claims of --commit (the "
                         "module's source must be unchanged since the stored run)")
+    r.add_argument("--round", dest="round_", type=_positive_int, default=1, metavar="K",
+                   help="with --sample: round K draws another sample (seeded by the path and K), stored beside "
+                        "the others as <module>.roundK.json")
     r.add_argument("--sample", type=_positive_int, default=None, metavar="N",
                    help="run a random sample of N mutants per module (seeded by the module's path), for a score "
                         "with a confidence interval where the whole module would take too long")
@@ -766,7 +773,7 @@ def main(argv=None) -> int:
     if args.root is not None:
         use_root(args.root.resolve())
     if args.cmd == "run":
-        run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample, args.survivors)
+        run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample, args.survivors, args.round_)
     elif args.cmd == "report":
         report()
     elif args.cmd == "map":
