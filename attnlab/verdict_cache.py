@@ -82,7 +82,8 @@ def key() -> str:
         if root.is_dir():
             for f in sorted(p for p in root.rglob("*") if p.is_file()):
                 add(str(f.relative_to(root)), str(f.stat().st_size).encode())
-    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"])
+    # a set: run from the repository (pytest puts its root on sys.path), attnlab.egg-info there lists attnlab twice
+    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
     add("distributions", "\n".join(dists).encode())
     add("python", f"{sys.version} {platform.machine()} {platform.system()}".encode())
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))

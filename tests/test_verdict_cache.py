@@ -82,3 +82,19 @@ def test_the_store_keeps_the_last_trees_only(store, monkeypatch):
         verdict_cache.store(rec, f"{k:064x}")
     assert len(list(store.glob("*.json"))) == verdict_cache.KEEP
     assert (store / f"{verdict_cache.KEEP + 2:064x}.json").exists()
+
+
+def test_the_suite_computes_the_key_verify_computes(monkeypatch):
+    """pytest puts the repository root on sys.path (so attnlab.egg-info there lists attnlab a second time):
+    the key must not see it, or the suite never finds the records of the verify just run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    monkeypatch.delenv("ATTNLAB_RUN_CLAIMS", raising=False)
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-I", "-c", "from attnlab import verdict_cache; print(verdict_cache.key())"],
+                         cwd=root, capture_output=True, text=True, check=True,
+                         env={k: v for k, v in __import__("os").environ.items() if not k.startswith("PYTEST")})
+    monkeypatch.chdir(root)
+    assert out.stdout.strip() == verdict_cache.key()
