@@ -1740,7 +1740,8 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
     return restore
 
 
-@pytest.mark.parametrize("where,claim_id", _killed_since(), ids=lambda x: x[0] if isinstance(x, tuple) else "")
+@pytest.mark.parametrize("where,claim_id", _killed_since(),
+                         ids=[f"{w[0]}:{k}:{c}" for k, (w, c) in enumerate(_killed_since())])
 def test_survivors_killed_since_the_sweep(where, claim_id):
     """Each survivor that KILLED_SINCE (benchmarks/mutation_score.py) says a claim now kills: applied to the
     module as cosmic-ray did, the claim's verdict changes."""
