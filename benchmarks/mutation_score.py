@@ -528,6 +528,8 @@ KILLED_SINCE = {
     ("experiments/models/fenchel_vit.py",
      "score = torch.rand(B, B, generator=generator).masked_fill(~same, -1.0)",
      "score = torch.rand(B, B, generator=generator).masked_fill(not same, -1.0)"): "fenchel.sec9.ot-vit-network",
+    ("experiments/models/efa.py", 'raise ValueError(f"{name} must be an integer tensor of ids in [0, {n - 1}]")',
+     'raise ValueError(f"{name} must be an integer tensor of ids in [0, {n | 1}]")'): "efa.eq3.expfam-loglik",
     ("experiments/models/efa_theory.py",
      "return pred if self.B_y is None else pred.clamp(-self.B_y, self.B_y)",
      "return pred if self.B_y is None else pred.clamp(not self.B_y, self.B_y)"): "efa.thm2.parameter-count",

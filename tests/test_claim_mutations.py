@@ -1695,48 +1695,52 @@ def _stored_lines(path: str, old_line: str, new_line: str) -> list[int]:
 
 
 def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = None):
-    """Re-execute the module at `path` (numerics/..., experiments/models/...) with the line whose text is
-    `old_line` replaced by `new_line`, and put its functions wherever the originals are referenced in attnlab
-    (module globals) and its methods on the original classes (their subclasses elsewhere see them).  Returns
-    an undo function."""
+    """Put the mutant into the running library as cosmic-ray put it into the file: the line whose text is
+    `old_line` (the occurrence nearest `near`) becomes `new_line`; the module-level function or method that
+    holds it gets the code (and the defaults) compiled from the mutated source, swapped into the existing
+    function object in place -- so every reference to it (imports by name, subclasses, decorators' wrappers)
+    runs the mutant and nothing else of the module changes.  Returns an undo function."""
+    import ast
     import importlib
     import inspect
-    import sys
-    import types
 
     mod = importlib.import_module("attnlab." + path[:-3].replace("/", "."))
-    lines = inspect.getsource(mod).splitlines(keepends=True)
+    src = inspect.getsource(mod)
+    lines = src.splitlines(keepends=True)
     hits = [i for i, ln in enumerate(lines) if ln.strip() == old_line]
     assert hits, f"{path}: {old_line!r} is no line of the module now"
     assert len(hits) == 1 or near is not None, f"{path}: {old_line!r} is repeated and no line is given"
     i = min(hits, key=lambda j: abs(j + 1 - near)) if near is not None else hits[0]
+    # the def that holds the line: a module-level function, or a method of a module-level class
+    owner = None
+    for node in ast.parse(src).body:
+        for cand, cls in ([(node, None)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                          [(n, node.name) for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                          if isinstance(node, ast.ClassDef) else []):
+            first = min([cand.lineno] + [d.lineno for d in cand.decorator_list])
+            if first <= i + 1 <= cand.end_lineno:
+                owner = (cls, cand.name)
+    assert owner is not None, f"{path}: line {i + 1} lies in no function or method"
     lines[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + new_line + "\n"
     ns = {"__name__": mod.__name__, "__file__": mod.__file__, "__package__": mod.__package__,
           "CosmicRayTestingException": type("CosmicRayTestingException", (Exception,), {})}
     exec(compile("".join(lines), mod.__file__, "exec"), ns)
-    undo = []
-    for name, new in ns.items():
-        old = vars(mod).get(name)
-        if isinstance(new, types.FunctionType) and isinstance(old, types.FunctionType):
-            for m in [m for n, m in sys.modules.items() if n.startswith("attnlab") and m is not None]:
-                for k, v in list(vars(m).items()):
-                    if v is old:
-                        undo.append((vars(m), k, v))
-                        vars(m)[k] = new
-        elif isinstance(new, type) and isinstance(old, type) and new is not old:
-            for k, v in vars(new).items():
-                if isinstance(v, (types.FunctionType, property, staticmethod, classmethod)):
-                    undo.append((old, k, vars(old).get(k)))
-                    setattr(old, k, v)
+
+    def function(holder, name):
+        f = vars(holder)[name] if isinstance(holder, type) else holder[name]
+        f = f.fget if isinstance(f, property) else getattr(f, "__func__", f)
+        while hasattr(f, "__wrapped__"):
+            f = f.__wrapped__
+        return f
+
+    cls, name = owner
+    old = function(getattr(mod, cls) if cls else vars(mod), name)
+    new = function(ns[cls] if cls else ns, name)
+    saved = (old.__code__, old.__defaults__, old.__kwdefaults__)
+    old.__code__, old.__defaults__, old.__kwdefaults__ = new.__code__, new.__defaults__, new.__kwdefaults__
 
     def restore():
-        for holder, k, v in reversed(undo):
-            if isinstance(holder, dict):
-                holder[k] = v
-            elif v is None:
-                delattr(holder, k)
-            else:
-                setattr(holder, k, v)
+        old.__code__, old.__defaults__, old.__kwdefaults__ = saved
     return restore
 
 
@@ -1748,9 +1752,15 @@ def test_survivors_killed_since_the_sweep(where, claim_id):
     path, old_line, new_line = where
     lines = _stored_lines(path, old_line, new_line)
     assert lines, f"no stored survivor of {path} changes {old_line!r} to {new_line!r}"
+    expected = catalog.get_claim(claim_id).expected
     for near in lines:                                   # every occurrence the sweep left alive
+        restore = _apply_mutant(path, old_line, old_line, near)      # the harness alone changes nothing
+        try:
+            assert _verdict(claim_id) == expected, f"line {near}: the unmutated swap changed the verdict"
+        finally:
+            restore()
         restore = _apply_mutant(path, old_line, new_line, near)
         try:
-            assert _verdict(claim_id) != catalog.get_claim(claim_id).expected, f"line {near}"
+            assert _verdict(claim_id) != expected, f"line {near}"
         finally:
             restore()

@@ -515,6 +515,14 @@ def check_eq3(seed=4) -> "Evidence":
     cat = expfam.Categorical(4)
     per["module categorical"] = max(abs(float(ll[b, i]) - ref.logpdf_reference(cat, logits[b, i].tolist(), int(x[b, i])))
                                     / _term_scale(cat, logits[b, i].tolist(), 0) for b in range(6) for i in range(5))
+    # items given as floats, or outside 0..n_items-1, are refused, naming the range [0, n_items - 1]
+    refused = 0
+    for bad in (x.double(), torch.full_like(x, 4), torch.full_like(x, -1)):
+        try:
+            xm.loglik(bad)
+        except ValueError as exc:
+            refused += "[0, 3]" in str(exc)
+    per["module categorical refuses items outside [0, 3]"] = 0.0 if refused == 3 else math.inf
     worst = max(max(v.values()) if isinstance(v, dict) else v for v in per.values())
     return holds_if(worst < TOL, measured=worst,
                     tolerance=f"{TOL:g} relative to the largest term of eta t(y) - A(eta) + log h(y) (to log p "

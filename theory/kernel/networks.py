@@ -333,7 +333,7 @@ def transformer_reference(net, x):
         if net.patch == 1:
             z = xb[:, None] * _np(net.proj.weight)[:, 0] + _np(net.proj.bias)
         else:
-            z = _conv1d(xb[None, :], _np(net.proj.weight), _np(net.proj.bias), net.proj.stride[0]).T
+            z = _conv1d(xb[None, :], _np(net.proj.weight), _np(net.proj.bias), max(1, net.patch // 2)).T  # TST: P // 2
         z = z + _np(net.pos)[0]
         for layer in net.enc.layers:
             sa = layer.self_attn
