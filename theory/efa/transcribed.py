@@ -606,7 +606,6 @@ def check_torch_layer(seed=24) -> "Evidence":
                     "numerics.efa_attention.EFAMultiheadAttention._attend",
                     "numerics.efa_attention.EFAMultiheadAttention._project",
                     "numerics.efa_attention.EFAMultiheadAttention._combine_heads",
-                    "numerics.multihead.MultiheadAttentionBase.forward",
-                    "numerics.multihead.causal_bool"))
+                    "numerics.multihead.MultiheadAttentionBase.forward"))
 def _torch_layer():
     return check_torch_layer()
