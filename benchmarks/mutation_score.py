@@ -563,6 +563,8 @@ KILLED_SINCE = {
         "kernel.sec4.kernel-expansion",
     ("numerics/kernel_family.py", 'f"points ({K.shape[0]})")', 'f"points ({K.shape[ -1]})")'):
         "kernel.sec4.kernel-expansion",
+    ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
+     "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",
      "if not isinstance(S, int) or S != 2:"): "bidir.app-f.analogy-protocol",
     ("experiments/models/bidir_analogy.py", "if len(w) != 4 or cat is None:", "if len(w) == 4 or cat is None:"):

@@ -261,6 +261,22 @@ def check_kernel_expansion():
     except ValueError as exc:
         if "(5)" not in str(exc) or "(4)" not in str(exc):
             wrong["gamma (2, 5) against 4 points"] = f"message does not name 5 and 4: {exc}"
+    # a combination in the kernel matrix's near-null space (three inducing points 1e-8 apart): the quadratic
+    # form rounds to -1.7e-18 here; the norm must stay finite and within the rounding bound sqrt(16 eps) |g|_1 of
+    # the 50-digit norm
+    import mpmath as mp
+
+    rng0 = np.random.default_rng(3)
+    sn = 0.5 + 1e-8 * rng0.normal(size=3)
+    gn = rng0.normal(size=3)
+    gn = gn - gn.mean()
+    with mp.workdps(50):
+        q = mp.fsum(mp.mpf(gn[i]) * mp.mpf(gn[j]) * mp.exp(-(mp.mpf(sn[i]) - mp.mpf(sn[j])) ** 2)
+                    for i in range(3) for j in range(3))
+        exact = float(mp.sqrt(max(q, 0)))
+    got = float(rkhs_norm(torch.tensor(gn), torch.tensor(sn), 1.0))
+    if not (math.isfinite(got) and got >= 0 and abs(got - exact) <= math.sqrt(16 * 2.0 ** -52) * np.abs(gn).sum()):
+        wrong["rkhs_norm in the near-null space"] = f"{got!r} against {exact!r}"
     for label, call in bad:
         try:
             call()
@@ -276,4 +292,4 @@ def check_kernel_expansion():
                                 "{(1, 1), (1, 7), (5, 1), (6, 33)}, zeta^2 in {0.5, 40}, scale in {0.05, 1}, inputs "
                                 "as tensors, arrays and lists, against numpy, and 300 inducing points; 16 inputs "
                                 "outside the domain (0-D and 2-D positions among them), a batched gamma's refusal "
-                                "naming both sizes")
+                                "naming both sizes; rkhs_norm where its quadratic form rounds below 0")
