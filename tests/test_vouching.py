@@ -151,3 +151,15 @@ def test_fault_puts_integer_outputs_off_by_one():
     assert vouching._perturb(torch.zeros(0, dtype=torch.long), 1e-3).numel() == 0
     assert vouching._perturb(406, 1e-3) == 407 and vouching._perturb(True, 1e-3) is True
     assert vouching._perturb((2, 0.5), 1e-3) == (2, 0.5 * 1.001)          # sizes inside containers stay
+
+
+def test_a_nan_error_is_the_worst_error():
+    """max(0.1, nan) is 0.1 in Python: a claim whose library output turned NaN would keep the error of the
+    cases before it.  The claims' error measures go through theory._errors instead."""
+    import math
+
+    from attnlab.theory._errors import finite_or_inf, worse
+
+    assert max(0.1, math.nan) == 0.1                       # the trap
+    assert worse(0.1, math.nan) == math.inf and worse(math.nan, 0.1) == math.inf
+    assert worse(0.1, 0.3, 0.2) == 0.3 and finite_or_inf(2.0) == 2.0

@@ -10,3 +10,8 @@ import math
 def finite_or_inf(x: float) -> float:
     """x, or inf where x is NaN."""
     return math.inf if math.isnan(x) else x
+
+
+def worse(*xs: float) -> float:
+    """max(xs), with a NaN counting as the worst (inf) wherever it stands."""
+    return max(finite_or_inf(float(x)) for x in xs)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import worse as _worse
 from attnlab.experiments.models.efa import EFA, EFACategorical, EFAValue
 from attnlab.numerics import expfam
 from attnlab.theory.efa import reference as ref
@@ -261,7 +262,7 @@ def _future_sensitivity(direction: str):
                 dy = max(dy, float((k2 - k1).abs().max()))
                 bitwise &= torch.equal(e2, e1) and torch.equal(k2, k1)
                 for a, b in zip((e1, e2, k1, k2), r_e + r_k):
-                    dev = max(dev, float((a - b).abs().max() / b.abs().max()))
+                    dev = _worse(dev, float((a - b).abs().max() / b.abs().max()))
         res[conv] = dict(eta=dx, kappa=dy, bitwise_equal=bool(bitwise), library_vs_transcription=dev)
     return res
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from attnlab.catalog import claim, holds_if
 from attnlab.theory._errors import finite_or_inf as _finite_or_inf
+from attnlab.theory._errors import worse as _worse
 from attnlab.theory.fenchel.duality import instance_i_rand
 
 EPS = float(np.finfo(float).eps)
@@ -464,7 +465,7 @@ def check_gradients(cases=None, h: float = 1e-4):
         })
         errs = {k: abs(g - r) / max(1.0, abs(r)) / tol for k, (g, r) in checks.items()}
         per[label] = dict(errs, tol=tol)
-        worst = max(worst, float(max(errs.values())))
+        worst = _worse(worst, float(max(errs.values())))
     return holds_if(worst <= 1.0, measured=dict(worst_error_over_tol=worst),
                     tolerance="100 x the instance's float64 resolution (as fenchel.thm1.mpmath-50-digits), relative "
                               "to max(1, |derivative|)",

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, erratum_if, holds_if
+from attnlab.theory._errors import worse as _worse
 
 H_PHI = (2.0, 1.5, 1.0, 0.75, 0.5)
 
@@ -451,12 +452,12 @@ def _em_formula_deviation(cases=()):
             lib = (euler_maclaurin_kink_error(h, xk, J, endpoint_derivatives=ends) if x0 == 0.0   # x0's default: 0
                    else euler_maclaurin_kink_error(h, xk, J, x0=x0, endpoint_derivatives=ends))
             allow = EM_FORMULA_ULP * (4 + max(abs(x - x0) for x in xk) / h)
-            worst = max(worst, float(abs(lib - mp.fsum(terms)) / mp.fsum(abs(x) for x in terms)) / allow)
+            worst = _worse(worst, float(abs(lib - mp.fsum(terms)) / mp.fsum(abs(x) for x in terms)) / allow)
         thetas = [0.0, 1e-17, 0.25, 0.5, 0.999999, 1.0, -0.25, 2.75, -3.0, 7.125]
         lib_b2 = bernoulli2_periodic(np.array(thetas))
         for th, b in zip(thetas, lib_b2):
             ref = mp.bernpoly(2, mp.frac(mp.mpf(th)))
-            worst = max(worst, float(abs(b - ref) / abs(ref)) / (4 * EM_FORMULA_ULP))
+            worst = _worse(worst, float(abs(b - ref) / abs(ref)) / (4 * EM_FORMULA_ULP))
     return worst
 
 

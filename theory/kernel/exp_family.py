@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import worse as _worse
 
 # ------------------------------------------------------------------ Eq. 3 / Eq. 8 and App. E.1
 LOGNORM_H = 1.0 / 32                  # trapezoid step on R (Cor E.3: exponentially small error)
@@ -231,7 +232,7 @@ def check_kernel_expansion():
                     if not (isinstance(got, torch.Tensor) and got.dtype == torch.float64 and got.shape == ref.shape):
                         wrong[f"{name} I={I} G={G}"] = f"type/shape {type(got).__name__} {getattr(got, 'shape', None)}"
                         continue
-                    dev = max(dev, float(np.abs(got.numpy() - ref).max() / max(np.abs(ref).max(), 1e-300)))
+                    dev = _worse(dev, float(np.abs(got.numpy() - ref).max() / max(np.abs(ref).max(), 1e-300)))
     t, s = torch.linspace(0, 1, 5, dtype=torch.float64), torch.tensor([0.2, 0.7], dtype=torch.float64)
     bad = [("zeta2 0", lambda: gaussian_kernel(t, s, 0.0)), ("zeta2 < 0", lambda: gaussian_kernel(t, s, -1.0)),
            ("zeta2 inf", lambda: gaussian_kernel(t, s, math.inf)), ("zeta2 NaN", lambda: gaussian_kernel(t, s, math.nan)),
@@ -251,7 +252,7 @@ def check_kernel_expansion():
     try:
         K3 = gaussian_kernel(t, s3, 2.0)
         f3 = kernel_expansion(torch.ones(300, dtype=torch.float64), K3)
-        dev = max(dev, float((f3 - K3.sum(0)).abs().max() / K3.sum(0).abs().max()))
+        dev = _worse(dev, float((f3 - K3.sum(0)).abs().max() / K3.sum(0).abs().max()))
     except Exception as exc:                                           # noqa: BLE001
         wrong["I = 300"] = f"{type(exc).__name__}: {exc}"
     # a batch of gamma with the wrong last size: the message names gamma's last size and the number of points

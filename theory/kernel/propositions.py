@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, erratum_if, holds_if
+from attnlab.theory._errors import worse as _worse
 
 
 # ------------------------------------------------------------------------------- Sec. 4: time warping
@@ -244,7 +245,7 @@ def _cor52():
         norm_dev = max(norm_dev, abs(nrm - nrm_ref) / nrm_ref)
         bound = math.exp(nrm)
         bounded_ok &= float(val) <= bound
-        worst = max(worst, float(val) / bound)
+        worst = _worse(worst, float(val) / bound)
     bounded_ok &= norm_dev <= 1e-13
     corrected_ok = (g_half == sp.oo and lap_c1 == sp.oo and lap_c2 == sp.oo and g_quarter == sp.sqrt(2)
                     and lap_half == 1 and mp.isfinite(light4) and mp.isfinite(light2) and bounded_ok)
@@ -376,7 +377,7 @@ def _cor55():
             Z_quad = mp.quad(lambda x: e(ft_ref(x)), [mp.mpf(0)] + list(kinks) + [mp.mpf(1)])
             logZ = (Z ** (1 - am) - 1) / (1 - am)
             total = mp_integrate(lambda x: e(ft(x) / Z ** (am - 1) - logZ), 0, 1, kinks, 35)
-            worst = max(worst, float(abs(total - 1)), float(abs(Z - Z_quad) / Z_quad))
+            worst = _worse(worst, float(abs(total - 1)), float(abs(Z - Z_quad) / Z_quad))
             rows[alpha] = dict(Z=mp.nstr(Z, 15), Z_vs_quad=float(abs(Z - Z_quad) / Z_quad),
                                kinks=[float(k) for k in kinks], integral_minus_1=float(total - 1))
     return holds_if(worst < 1e-25, measured=dict(max_abs_dev=worst, kernel_expansion_vs_transcription=float(f_dev)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._errors import worse as _worse
 
 G, S, B, C = [1.5, -2.0, 1.0], [0.2, 0.5, 0.8], [[1.0, -0.5]], [0.3, 0.7]
 
@@ -176,16 +177,16 @@ def check_rate_labels():
             if len(run) >= 2:
                 ref_slope = _mp_lsq_slope(hh[run], e[run])
                 for s_ in (parts["slope"], slope, cv.loglog_slope(hh[run], e[run])):
-                    worst = max(worst, float(abs(s_ - ref_slope) / abs(ref_slope)))
+                    worst = _worse(worst, float(abs(s_ - ref_slope) / abs(ref_slope)))
                 orders = cv.local_orders(hh[run], e[run])
                 for k, o in enumerate(orders):
                     ref = (mp.log(mp.mpf(e[run][k])) - mp.log(mp.mpf(e[run][k + 1]))) / \
                           (mp.log(mp.mpf(hh[run][k])) - mp.log(mp.mpf(hh[run][k + 1])))
-                    worst = max(worst, float(abs(o - ref) / abs(ref)))
+                    worst = _worse(worst, float(abs(o - ref) / abs(ref)))
                 ratios = cv.successive_ratios(e[run])
                 for k, r in enumerate(ratios):
                     ref = mp.mpf(e[run][k + 1]) / mp.mpf(e[run][k])
-                    worst = max(worst, float(abs(r - ref) / ref))
+                    worst = _worse(worst, float(abs(r - ref) / ref))
             else:
                 ok &= parts["slope"] is None and slope is None
             if classified is not None:
