@@ -446,9 +446,9 @@ BY_INSPECTION = {
 
 
 # Survivors of a stored run that claims added since kill: (module, the line, the mutated line) -> the claim
-# whose verdict the mutant now changes.  tests/test_claim_mutations.py applies each mutant (the line replaced in
-# the module's source, re-executed) and asserts the verdict changes, so an entry cannot stay wrong; a re-run
-# of the module at a later commit supersedes them.
+# whose verdict the mutant now changes.  tests/test_claim_mutations.py (slow tier) swaps each mutant into the
+# function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
+# stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
     ("numerics/continuous_attention.py", "narrow = 2 * r * (m.abs() + 1) <= 0.5",
      "narrow = 2 - r * (m.abs() + 1) <= 0.5"): "kernel.sec3.unimodal-densities",

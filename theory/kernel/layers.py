@@ -189,6 +189,19 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
     return out
 
 
+def _identity_projections(module) -> None:
+    """In, key, value and out projections of a multi-head module set to the identity, biases to 0 (so that each
+    head sees its slice of the input itself)."""
+    import torch
+
+    E = module.out_proj.weight.shape[0]
+    with torch.no_grad():
+        module.in_proj_weight.copy_(torch.eye(E).repeat(3, 1))
+        module.in_proj_bias.zero_()
+        module.out_proj.weight.copy_(torch.eye(E))
+        module.out_proj.bias.zero_()
+
+
 def _rel(a, b):
     scale = max(float(np.max(np.abs(b))), 1e-300)
     return _finite_or_inf(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / scale)
@@ -246,11 +259,7 @@ def check_sequence_layer():
         torch.manual_seed(0)
         mha = ContinuousMultiheadAttention(4, 2, batch_first=True, kind=kind, n_basis=6, grid_size=33,
                                            kernel="laplace", bandwidth=0.2, ridge=0.1, dtype=torch.float64)
-        with torch.no_grad():
-            mha.in_proj_weight.copy_(torch.eye(4).repeat(3, 1))
-            mha.in_proj_bias.zero_()
-            mha.out_proj.weight.copy_(torch.eye(4))
-            mha.out_proj.bias.zero_()
+        _identity_projections(mha)
         x = rng.normal(size=(1, 5, 4))
         pad = np.zeros((1, 5), bool)
         pad[0, 4] = True
@@ -271,11 +280,7 @@ def check_sequence_layer():
             warnings.simplefilter("ignore", DeprecationWarning)
             seq = SequenceContinuousAttention(4, kind=kind, n_basis=6, grid_size=33, kernel="laplace", bandwidth=0.2,
                                               ridge=0.1).double()
-        with torch.no_grad():
-            seq.in_proj_weight.copy_(torch.eye(4).repeat(3, 1))
-            seq.in_proj_bias.zero_()
-            seq.out_proj.weight.copy_(torch.eye(4))
-            seq.out_proj.bias.zero_()
+        _identity_projections(seq)
         x = rng.normal(size=(1, 5, 4))
         pad = np.zeros((1, 5), bool)
         pad[0, 1] = True
