@@ -438,6 +438,8 @@ BY_INSPECTION = {
         "mp_integrate's working precision: dps | 10 is 58 at the default 50 digits (60 before), still 8 guard "
         "digits; every piece's error estimate is checked against 10^-(dps-10) all the same (equivalent at the "
         "stated precision)",
+    ("numerics/multihead.py", "if all(m.dtype == torch.bool for m in masks):",
+     "if all(m.dtype is torch.bool for m in masks):"): "torch dtypes are singletons: == and is agree",
     ("numerics/entropic_ot.py", "g = sinkhorn(p, u, M, gamma, max_iter=100, _potentials=True)   # warm start",
      "g = sinkhorn(p, u, M, gamma, max_iter= 99, _potentials=True)   # warm start"):
         "one Sinkhorn sweep fewer in the warm start of a Newton solve that runs to its own tolerance "
@@ -665,6 +667,7 @@ def report() -> None:
              "claims reaching it | seconds |", "|---|---|---|---|---|---|---|---|---|"]
     killed = counted = since = 0
     s_killed = s_counted = s_since = 0                 # the sampled modules' first rounds alone
+    f_killed = f_counted = 0                           # later rounds: fresh samples at a later commit
     for r in rows:
         r["equivalent"] = [sv for sv in r["survivors"] if why_equivalent(r["module"], r["commit"], sv)]
         r["removed"] = [sv for sv in r["survivors"] if sv not in r["equivalent"] and removed_since(r["module"], sv)]
@@ -675,6 +678,8 @@ def report() -> None:
         since += k_since
         if "sampled_from" in r and r.get("round", 1) == 1:
             s_killed, s_counted, s_since = s_killed + r["killed"], s_counted + n, s_since + k_since
+        elif r.get("round", 1) > 1:
+            f_killed, f_counted = f_killed + r["killed"], f_counted + n
         score = f"{100 * r['killed'] / n:.1f}%" if n else "-"
         if n and "sampled_from" in r:
             lo, hi = wilson(r["killed"], n)
@@ -699,6 +704,10 @@ def report() -> None:
                           f"survivors killed since -- but those claims were written against these very mutants, so "
                           f"only a fresh sample at a later commit (`--round 2`) measures the catalog without that "
                           f"bias."]
+        if f_counted:
+            lo, hi = wilson(f_killed, f_counted)
+            lines += ["", f"Fresh samples so far (later rounds): {f_killed} of {f_counted} non-equivalent mutants killed "
+                          f"({100 * f_killed / f_counted:.1f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)."]
     removed = [(r["module"], sv) for r in rows for sv in r["removed"]]
     if removed:
         lines += ["", "Survivors whose code was deleted since (not counted):", ""]
