@@ -565,6 +565,13 @@ KILLED_SINCE = {
         "kernel.sec4.kernel-expansion",
     ("numerics/kernel_family.py", 'f"points ({K.shape[0]})")', 'f"points ({K.shape[ -1]})")'):
         "kernel.sec4.kernel-expansion",
+    ("numerics/multihead.py",
+     "if key_padding_mask is not None and tuple(key_padding_mask.shape) != (N, S):",
+     "if key_padding_mask is not None and tuple(key_padding_mask.shape) > (N, S):"): "efa.eq1.torch-layer",
+    ("numerics/multihead.py",
+     "if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:     # vdim=3.5 was read as 3",
+     "if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:     # vdim=3.5 was read as 3"):
+        "efa.eq1.torch-layer",
     ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
      "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",

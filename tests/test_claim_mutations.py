@@ -1682,16 +1682,15 @@ def _stored_lines(path: str, old_line: str, new_line: str) -> list[int]:
     """The lines the stored sweep result gives the survivors with this change (one per occurrence)."""
     import json
 
-    res = ROOT / "benchmarks" / "mutation_results" / (path.replace("/", "_") + ".json")
-    if not res.is_file():
-        return []
+    stem = path.replace("/", "_")
     out = []
-    for sv in json.loads(res.read_text())["survivors"]:
-        diff = [ln[1:].strip() for ln in sv.get("diff", "").splitlines()
-                if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]
-        if diff == [old_line, new_line]:
-            out.append(sv["line"])
-    return out
+    for res in sorted((ROOT / "benchmarks" / "mutation_results").glob(stem + "*.json")):   # every round
+        for sv in json.loads(res.read_text())["survivors"]:
+            diff = [ln[1:].strip() for ln in sv.get("diff", "").splitlines()
+                    if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]
+            if diff == [old_line, new_line]:
+                out.append(sv["line"])
+    return sorted(set(out))
 
 
 _HARNESS_CHECKED: set = set()

@@ -581,7 +581,18 @@ def check_torch_layer(seed=24) -> "Evidence":
             efa_attention(args["query"], args["key"], args["value"], attn_mask=kw.get("attn_mask"))
         except ValueError as exc:
             refused += what in str(exc) and ("6" in str(exc) or what == "attn_mask")
-    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 2 else math.inf
+    # the module: a key_padding_mask shorter or longer than (N, S), kdim or vdim 0 -- each refused, named
+    mod = EFAMultiheadAttention(4, 2, batch_first=True, convention="paper").double()
+    z = torch.randn(2, 5, 4, generator=g, dtype=torch.float64)
+    for call, what in ((lambda: mod(z, z, z, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool)), "key_padding_mask"),
+                       (lambda: mod(z, z, z, key_padding_mask=torch.zeros(2, 6, dtype=torch.bool)), "key_padding_mask"),
+                       (lambda: EFAMultiheadAttention(4, 2, kdim=0), "kdim"),
+                       (lambda: EFAMultiheadAttention(4, 2, vdim=0), "vdim")):
+        try:
+            call()
+        except ValueError as exc:
+            refused += what in str(exc)
+    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 6 else math.inf
     worst = max(worst, per["refusals (key/value lengths, a mask of another batch)"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
@@ -590,8 +601,9 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "and 2 heads, softmax and linear, no mask, the causal mask (given, or built from is_causal) and key padding; efa_attention (scaled_dot_product_attention's convention) against a plain "
                                 "loop, with no mask, is_causal, a bool mask with a fully masked query and a float "
                                 "mask (also 1e9 higher: the same answer), the module also with both masks (bool and "
-                                "bool, float and bool), and the refusals of mismatched key/value lengths and of a "
-                                "mask of another batch", per_case=per)
+                                "bool, float and bool), and the refusals of mismatched key/value lengths, of a "
+                                "mask of another batch, of a key_padding_mask of the wrong length and of kdim or vdim "
+                                "0", per_case=per)
 
 
 @claim("efa.eq1.torch-layer",
