@@ -572,6 +572,10 @@ KILLED_SINCE = {
      "if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:     # vdim=3.5 was read as 3",
      "if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:     # vdim=3.5 was read as 3"):
         "efa.eq1.torch-layer",
+    ("numerics/continuous_layers.py", "gx = gu @ y.transpose(-1, -2) if ctx.needs_input_grad[0] else None",
+     "gx = gu @ y.transpose(1, -2) if ctx.needs_input_grad[0] else None"): "kernel.eq1.sequence-layer",
+    ("numerics/continuous_layers.py", "gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[1] else None",
+     "gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[ 0] else None"): "kernel.eq1.sequence-layer",
     ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
      "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",

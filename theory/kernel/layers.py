@@ -354,8 +354,34 @@ def check_sequence_layer():
         mref = P @ pos
         vref = np.maximum(P @ pos ** 2 - mref ** 2, 1e-4)
         note(f"moments_from_discrete / {positions}", max(_rel(mu.numpy(), mref), _rel(s2.numpy(), vref)))
-    ok = all(v <= LAYER_TOL for v in worst.values())
-    return holds_if(ok, measured=dict(worst_relative_error=worst), tolerance=dict(relative=LAYER_TOL),
+    # the layer's own backward passes (kernel sparsemax's fused moments, the deformed family's shifted relu) and
+    # autograd's for the others, against central differences (h = 1e-6) of a weighted sum of the outputs
+    grad_err = {}
+    for kind, alpha, wrt in (("kernel_sparsemax", 2.0, (0, 1, 2)), ("kernel_sparsemax", 2.0, (1, 2)),
+                             ("kernel_sparsemax", 1.5, (0, 1, 2)), ("kernel_softmax", 2.0, (0, 1, 2)),
+                             ("cts_sparsemax", 2.0, (0, 1, 2))):     # (1, 2): the query without a gradient
+        gen = torch.Generator().manual_seed(21)
+        qkv = [torch.randn(1, 3, 3, generator=gen, dtype=torch.float64) for _ in range(3)]
+        wout = torch.randn(1, 3, 3, generator=gen, dtype=torch.float64)
+
+        def loss(q, k, v):
+            return float((continuous_attention(q, k, v, kind=kind, basis=basis, grid_size=33, alpha=alpha) * wout).sum())
+        leaves = [x.clone().requires_grad_(a in wrt) for a, x in enumerate(qkv)]
+        grads = torch.autograd.grad((continuous_attention(*leaves, kind=kind, basis=basis, grid_size=33, alpha=alpha)
+                                     * wout).sum(), [leaves[a] for a in wrt])
+        grads = dict(zip(wrt, grads))
+        err, h = 0.0, 1e-6
+        for a in wrt:
+            for j in range(qkv[a].numel()):
+                up, dn = [x.clone() for x in qkv], [x.clone() for x in qkv]
+                up[a].view(-1)[j] += h
+                dn[a].view(-1)[j] -= h
+                err = max(err, _finite_or_inf(abs(float(grads[a].reshape(-1)[j]) - (loss(*up) - loss(*dn)) / (2 * h))))
+        grad_err[f"{kind} alpha={alpha:g} d/d{''.join('qkv'[a] for a in wrt)}"] = \
+            err / max(1.0, max(float(g.abs().max()) for g in grads.values()))
+    ok = all(v <= LAYER_TOL for v in worst.values()) and all(v <= GRAD_TOL for v in grad_err.values())
+    return holds_if(ok, measured=dict(worst_relative_error=worst, gradient_vs_central_differences=grad_err),
+                    tolerance=dict(relative=LAYER_TOL, gradients=GRAD_TOL),
                     explanation=f"{len(cases)} functional cases (4 kinds; Gaussian and Laplace kernels; alpha 2 and "
                                 "1.5; no mask, a bool mask with a fully masked query, causal; S = 7, 2, 1), the "
                                 "multi-head module with identity projections and key padding (and the deprecated "
@@ -363,8 +389,13 @@ def check_sequence_layer():
                                 "fit and discrete moments, float64 against a transcription of the paper's "
                                 "definitions (written-out sums and trapezoid rule, the ridge system solved per query, "
                                 "the integrals on R by scipy quad with error estimates below 1e-13 + 1e-12 of the "
-                                "value); error relative to the largest output entry",
+                                "value); error relative to the largest output entry; the gradients with respect to "
+                                "query, key and value against central differences (h = 1e-6; truncation ~h^2 and "
+                                "rounding ~eps/h give ~1e-10), relative to max(1, |gradient|)",
                     per_case=per)
+
+
+GRAD_TOL = 1e-7
 
 
 @claim("kernel.eq1.sequence-layer",
