@@ -576,6 +576,10 @@ KILLED_SINCE = {
      "gx = gu @ y.transpose(1, -2) if ctx.needs_input_grad[0] else None"): "kernel.eq1.sequence-layer",
     ("numerics/continuous_layers.py", "gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[1] else None",
      "gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[ 0] else None"): "kernel.eq1.sequence-layer",
+    ("numerics/entropic_dual.py", "g = bt - x - q[:m] / q.item(0)", "g = bt - x ** q[:m] / q.item(0)"):
+        "fenchel.thm1.mpmath-50-digits",
+    ("numerics/entropic_dual.py", "g = bt - x - q[:m] / q.item(0)", "g = bt ** x - q[:m] / q.item(0)"):
+        "fenchel.thm1.mpmath-50-digits",
     ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
      "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",
