@@ -138,7 +138,13 @@ def check(module: str, map_file: Path) -> int:
 
     data = json.loads(map_file.read_text())
     ids = sorted(data["reach"].get(module, []), key=lambda i: data["seconds"].get(i, 0))
-    catalog.discover()
+    try:
+        catalog.discover()
+    except Exception as exc:                                           # noqa: BLE001
+        # the unmutated tree loaded (the map was traced on it): under this mutant the catalog itself does not
+        # import, so `attnlab verify` fails outright -- a kill, not a harness failure
+        print(f"killed: the catalog does not load ({type(exc).__name__}: {exc})")
+        return 1
     for cid in ids:
         rec = catalog.run_claim(catalog.get_claim(cid))
         if rec.evidence.verdict != data["verdicts"][cid]:
