@@ -586,6 +586,8 @@ KILLED_SINCE = {
         "fenchel.thm1.mpmath-50-digits",
     ("numerics/entropic_dual.py", "g = bt - x - q[:m] / q.item(0)", "g = bt ** x - q[:m] / q.item(0)"):
         "fenchel.thm1.mpmath-50-digits",
+    ("experiments/models/bidir_tabular.py", "adam_eps: float = 1e-7          # Keras Adam default",
+     "adam_eps: float = 1.0000001          # Keras Adam default"): "bidir.sec3-1.atn-training",
     ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
      "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",

@@ -1740,7 +1740,11 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
             first = min([cand.lineno] + [d.lineno for d in cand.decorator_list])
             if first <= i + 1 <= cand.end_lineno:
                 owner = (cls, cand.name)
-    assert owner is not None, f"{path}: line {i + 1} lies in no function or method"
+    body_of = None                        # or a class body's own line (a dataclass field's default)
+    if owner is None:
+        body_of = next((n.name for n in ast.parse(src).body
+                        if isinstance(n, ast.ClassDef) and n.lineno <= i + 1 <= n.end_lineno), None)
+    assert owner is not None or body_of is not None, f"{path}: line {i + 1} lies in no function or class"
     lines[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + new_line + "\n"
     ns = {"__name__": mod.__name__, "__file__": mod.__file__, "__package__": mod.__package__,
           "CosmicRayTestingException": type("CosmicRayTestingException", (Exception,), {})}
@@ -1753,6 +1757,19 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
             f = f.__wrapped__
         return f
 
+    if body_of is not None:               # class attributes and the generated __init__'s defaults
+        orig, mutated = getattr(mod, body_of), ns[body_of]
+        undo = [(k, v) for k, v in vars(orig).items() if not callable(v) and not k.startswith("__")]
+        for k, v in undo:
+            setattr(orig, k, vars(mutated).get(k, v))
+        init, saved_defaults = orig.__init__, (orig.__init__.__defaults__, orig.__init__.__kwdefaults__)
+        init.__defaults__, init.__kwdefaults__ = mutated.__init__.__defaults__, mutated.__init__.__kwdefaults__
+
+        def restore_class():
+            for k, v in undo:
+                setattr(orig, k, v)
+            init.__defaults__, init.__kwdefaults__ = saved_defaults
+        return restore_class
     cls, name = owner
     old = function(getattr(mod, cls) if cls else vars(mod), name)
     new = function(ns[cls] if cls else ns, name)

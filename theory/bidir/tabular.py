@@ -245,10 +245,17 @@ def check_atn_training():
                              epochs_reported=told == [1, 2], bad_token_refused=refused)
     finally:
         torch.set_default_dtype(old)
+    # the defaults are App. E's: one layer of width 20 with 5 heads and a feed-forward of 5, Adam at lr 1e-3 with
+    # the Keras epsilon 1e-7, batches of 128, 200 epochs
+    d = ATNConfig()
+    app_e = dict(embed_dim=20, num_heads=5, ff_dim=5, lr=1e-3, adam_eps=1e-7, batch_size=128, epochs=200)
+    defaults_ok = all(getattr(d, k) == v for k, v in app_e.items())
     worst = max(max(v["parameters"], v["losses"]) for v in per.values())
-    ok = worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"] and v["epochs_reported"]
-                                    and v["bad_token_refused"] for v in per.values())
-    return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per), tolerance=dict(relative=TRAIN_TOL),
+    ok = defaults_ok and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
+                                                    and v["epochs_reported"] and v["bad_token_refused"]
+                                                    for v in per.values())
+    return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per, app_e_defaults=defaults_ok),
+                    tolerance=dict(relative=TRAIN_TOL),
                     explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
                                 "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
                                 "model trained alone from the weights its own seed draws: torch's post-LN encoder "
@@ -261,7 +268,7 @@ def check_atn_training():
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
                                 "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
-                                "outside 0..C-1 is refused")
+                                "outside 0..C-1 is refused; ATNConfig's defaults are App. E's")
 
 
 TRAIN_TOL = 1e-12
