@@ -140,6 +140,8 @@ def check(module: str, map_file: Path) -> int:
     ids = sorted(data["reach"].get(module, []), key=lambda i: data["seconds"].get(i, 0))
     try:
         catalog.discover()
+    except SyntaxError:
+        raise                       # not a valid program: no verdict (the harness reports it; nothing is stored)
     except Exception as exc:                                           # noqa: BLE001
         # the unmutated tree loaded (the map was traced on it): under this mutant the catalog itself does not
         # import, so `attnlab verify` fails outright -- a kill, not a harness failure
