@@ -590,6 +590,12 @@ KILLED_SINCE = {
         "fenchel.thm1.mpmath-50-digits",
     ("experiments/models/bidir_tabular.py", "adam_eps: float = 1e-7          # Keras Adam default",
      "adam_eps: float = 1.0000001          # Keras Adam default"): "bidir.sec3-1.atn-training",
+    ("numerics/mp_reference.py", "return [lo, hi, v, abs(v) * mp.mpf(10) ** (-(dps + 8))]",
+     "return [lo, hi, v, abs(v) * mp.mpf(10) * (-(dps + 8))]"): "kernel.ref.wide-domain",
+    ("numerics/mp_reference.py",
+     "cut = mp.mpf((dps + 20) * math.log(10)) + mp.log(max(mp.fsum(abs(gi) for gi in gm), 1) * max(len(gm), 1))",
+     "cut = mp.mpf((dps + 20) + math.log(10)) + mp.log(max(mp.fsum(abs(gi) for gi in gm), 1) * max(len(gm), 1))"):
+        "kernel.ref.wide-domain",
     ("numerics/kernel_family.py", "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))",
      "return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min= -1.0))"): "kernel.sec4.kernel-expansion",
     ("experiments/models/bidir_analogy.py", "if not isinstance(S, int) or S < 2:",
