@@ -9,7 +9,8 @@ otherwise it runs the claim itself.  The key is a SHA-256 of:
 - the source of every attnlab module (the package and its sub-packages attnlab.theory, .numerics,
   .experiments, .paper_figures), by relative path and content;
 - the results records the results claims read (:func:`attnlab.evidence.results_root`), by content;
-- the data bundle's files (relative path and size; their content is pinned by checksums in the source);
+- the files of every folder the data layer would read a data set from (relative path and size; their
+  content is pinned by checksums in the source);
 - the installed distributions and their versions (numerical libraries, optional extras such as the
   pretrained weights), the Python version and the machine;
 - the environment variables that choose a kernel or a location: ``ATTNLAB_*``, ``OPENBLAS_*``, ``MKL_*``,
@@ -50,11 +51,10 @@ def _source_roots() -> list[Path]:
 
 
 def _data_roots() -> list[Path]:
-    from attnlab.experiments.data import ENV_VAR, _PROJECT_ROOT
+    """Every folder the data layer would look in for a data set (its own search order, experiments.data)."""
+    from attnlab.experiments.data import DATASETS, _candidates
 
-    if os.environ.get(ENV_VAR):
-        return [Path(os.environ[ENV_VAR]).expanduser()]
-    return [base.parent / "shared" / "data" for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
+    return list(dict.fromkeys(folder for ds in DATASETS.values() for _, folder in _candidates(ds, None)))
 
 
 def key() -> str:

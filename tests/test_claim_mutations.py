@@ -1696,30 +1696,13 @@ def _stored_lines(path: str, old_line: str, new_line: str) -> list[int]:
 _HARNESS_CHECKED: set = set()
 
 
-def _owner(path: str, near: int) -> tuple:
-    """(class or None, def name) of the function or method around line `near` of the module's present source."""
-    import ast
-    import importlib
-    import inspect
-
-    src = inspect.getsource(importlib.import_module("attnlab." + path[:-3].replace("/", ".")))
-    best = (None, None)
-    for node in ast.parse(src).body:
-        defs = ([(node, None)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else
-                [(n, node.name) for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                if isinstance(node, ast.ClassDef) else [])
-        for cand, cls in defs:
-            if cand.lineno - 3 <= near <= cand.end_lineno + 3:
-                best = (cls, cand.name)
-    return best
-
-
 def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = None):
     """Put the mutant into the running library as cosmic-ray put it into the file: the line whose text is
     `old_line` (the occurrence nearest `near`) becomes `new_line`; the module-level function or method that
     holds it gets the code (and the defaults) compiled from the mutated source, swapped into the existing
     function object in place -- so every reference to it (imports by name, subclasses, decorators' wrappers)
-    runs the mutant and nothing else of the module changes.  Returns an undo function."""
+    runs the mutant and nothing else of the module changes.  Returns an undo function, whose `owner` names
+    the (class, def) it changed."""
     import ast
     import importlib
     import inspect
@@ -1769,6 +1752,7 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
             for k, v in undo:
                 setattr(orig, k, v)
             init.__defaults__, init.__kwdefaults__ = saved_defaults
+        restore_class.owner = (body_of, None)
         return restore_class
     cls, name = owner
     old = function(getattr(mod, cls) if cls else vars(mod), name)
@@ -1778,12 +1762,16 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
 
     def restore():
         old.__code__, old.__defaults__, old.__kwdefaults__ = saved
+    restore.owner = owner
     return restore
 
 
+_KILLED_SINCE = _killed_since()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("where,claim_id", _killed_since(),
-                         ids=[f"{w[0]}:{k}:{c}" for k, (w, c) in enumerate(_killed_since())])
+@pytest.mark.parametrize("where,claim_id", _KILLED_SINCE,
+                         ids=[f"{w[0]}:{k}:{c}" for k, (w, c) in enumerate(_KILLED_SINCE)])
 def test_survivors_killed_since_the_sweep(where, claim_id):
     """Each survivor that KILLED_SINCE (benchmarks/mutation_score.py) says a claim now kills: applied to the
     module as cosmic-ray did, the claim's verdict changes."""
@@ -1792,14 +1780,13 @@ def test_survivors_killed_since_the_sweep(where, claim_id):
     assert lines, f"no stored survivor of {path} changes {old_line!r} to {new_line!r}"
     expected = catalog.get_claim(claim_id).expected
     for near in lines:                                   # every occurrence the sweep left alive
-        owner = _owner(path, near)
-        if (path, owner, claim_id) not in _HARNESS_CHECKED:   # the harness alone changes nothing (once per def)
-            restore = _apply_mutant(path, old_line, old_line, near)
-            try:
+        restore = _apply_mutant(path, old_line, old_line, near)   # the harness alone changes nothing (once a def)
+        try:
+            if (path, restore.owner, claim_id) not in _HARNESS_CHECKED:
                 assert _verdict(claim_id) == expected, f"line {near}: the unmutated swap changed the verdict"
-            finally:
-                restore()
-            _HARNESS_CHECKED.add((path, owner, claim_id))
+                _HARNESS_CHECKED.add((path, restore.owner, claim_id))
+        finally:
+            restore()
         restore = _apply_mutant(path, old_line, new_line, near)
         try:
             assert _verdict(claim_id) != expected, f"line {near}"

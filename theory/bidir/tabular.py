@@ -26,8 +26,8 @@ ATN_CASES = [  # (name, n_classes C, seq_len K+1, n_models M, embed, heads, ff):
 ]
 
 
-def _reference_block(model, j: int):
-    """Model j of a TabularATN as torch's post-LN encoder layer (ReLU, no dropout) plus its head."""
+def _reference_layer(model, j: int):
+    """Model j's block of a TabularATN as torch's post-LN encoder layer (ReLU, no dropout), its own parameters."""
     import torch
     from torch import nn
 
@@ -49,6 +49,12 @@ def _reference_block(model, j: int):
         layer.norm2.weight.copy_(model.ln2_w[j])
         layer.norm2.bias.copy_(model.ln2_b[j])
     layer.train()                   # training mode with dropout 0: torch's fused inference path is not taken
+    return layer
+
+
+def _reference_block(model, j: int):
+    """Model j of a TabularATN as torch's post-LN encoder layer plus its embeddings and head."""
+    layer = _reference_layer(model, j)
 
     def forward(tokens):
         x = model.tok[j][tokens] + model.pos[j][: tokens.shape[1]]
@@ -125,8 +131,7 @@ class _ReferenceATN:
     def __init__(self, one, C):
         import torch
 
-        fwd_layer = _reference_block(one, 0).__closure__
-        self.layer = next(c.cell_contents for c in fwd_layer if hasattr(c.cell_contents, "self_attn"))
+        self.layer = _reference_layer(one, 0)
         self.emb = {k: getattr(one, k)[0].detach().clone().requires_grad_(True) for k in ("tok", "pos", "w_h", "b_h")}
         self.C = C
         self.params = list(self.layer.parameters()) + list(self.emb.values())
@@ -196,22 +201,23 @@ def check_atn_training():
             seeds = [11 + 5 * j for j in range(M)]
             cfg = ATNConfig(embed_dim=d, num_heads=h, ff_dim=f, dropout=0.0, batch_size=n * L, epochs=E, lr=0.05,
                             adam_eps=1e-4)
-            model, losses = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0])
-            # resumed after its first epoch from the state on_epoch hands out: the same run
-            states, told = [], []
-            train_atn(sets if M > 1 else sets[0], C, ATNConfig(**dict(cfg.as_dict(), epochs=2)),
-                      seed=seeds if M > 1 else seeds[0],
-                      on_epoch=lambda e, l, st: (states.append(copy.deepcopy(st)), told.append(e)))   # as saved
-            states = states[:1]
-            resumed, losses_r = train_atn(sets if M > 1 else sets[0], C, cfg, seed=seeds if M > 1 else seeds[0],
-                                          state=states[-1])
+            rows_in, seed_in = (sets, seeds) if M > 1 else (sets[0], seeds[0])
+            # the straight run; on_epoch keeps the state after epoch 1 (as a checkpoint saves it) and the epochs
+            # it is told, and a run resumed from that state must be the same run
+            kept, told = {}, []
+
+            def on_epoch(e, mean_loss, st):
+                told.append(e)
+                if e == 1:
+                    kept["state"] = copy.deepcopy(st)
+            model, losses = train_atn(rows_in, C, cfg, seed=seed_in, on_epoch=on_epoch)
+            resumed, losses_r = train_atn(rows_in, C, cfg, seed=seed_in, state=kept["state"])
             same = losses_r == losses and all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(),
                                                                                   model.state_dict().values()))
             err_p, err_l, pred_ok = 0.0, 0.0, True
             for j in range(M):
                 ref = _ReferenceATN(TabularATN(C, L, cfg, generator=torch.Generator().manual_seed(seeds[j]),
                                                n_models=1), C)
-                ref.layer.train()
                 for e in range(E):
                     loss = ref.mlm_loss(sets[j])
                     err_l = max(err_l, abs(loss.item() - losses[e][j]) / loss.item())
@@ -242,7 +248,7 @@ def check_atn_training():
             except ValueError as exc:
                 refused = f"0..{C - 1}" in str(exc)
             per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same,
-                             epochs_reported=told == [1, 2], bad_token_refused=refused)
+                             epochs_reported=told == list(range(1, E + 1)), bad_token_refused=refused)
     finally:
         torch.set_default_dtype(old)
     # the defaults are App. E's: one layer of width 20 with 5 heads and a feed-forward of 5, Adam at lr 1e-3 with
