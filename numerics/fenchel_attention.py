@@ -341,17 +341,17 @@ def _anderson(g, g1, r, r1, rr, rr1, out):
     return torch.lerp(g, g1, torch.where(ok, num / den, 0), out=out)
 
 
-def _gram_phase(K, logw, Z, a, af, tol, evals):
+def _gram_phase(K, logw, Z, a, af, tol, evals, G=None):
     """The fixed point in the Gram space (S <= E): q -> p(q) = softmax(s_0 - alpha q G), from q = pi (that
     is lambda = alpha z, (14)), with Anderson(1) per query.  The first-order residual is
     alpha F(lambda) = alpha (q - p) K, so |alpha F|_inf <= alpha |q - p|_2 max_j |K_{:, j}|_2: the phase ends
     when that bound is below tol for every query, or, once it is within reach of it, when the residual
     itself (two products) passes |alpha F|_inf <= tol (1 + |lambda|_inf) for every query.  Returns
     (lam, p, None) (h = p K is not needed here), or (None, lam, None) at the last iterate when the residual
-    stops shrinking or after `evals` steps."""
+    stops shrinking or after `evals` steps.  G: the Gram matrix K K^T where the caller has it."""
     B = Z.shape[0]
     Kt = K.transpose(-1, -2)
-    G = torch.bmm(K, Kt)
+    G = torch.bmm(K, Kt) if G is None else G
     pi = logw.exp()
     mu = torch.bmm(pi, K)
     s = torch.bmm(Z if af == 1 else a * Z, Kt)                         # the logits at lambda = alpha z
@@ -435,15 +435,18 @@ def _direct_phase(K, logw, Z, a, af, tol, evals):
     return None, LAM[cur], None
 
 
-def _solve_flat(K, logu, Z, a, af, tol, evals: int = 12, max_iter: int = 30, cg_iters: int = 20):
+def _solve_flat(K, logu, Z, a, af, tol, evals: int = 12, max_iter: int = 30, cg_iters: int = 20, G=None):
     """(lambda*, p, h) for the 3-D forms of _flat (h = p K, or None where not at hand): the fast phase (Gram
-    or direct), and where it does not converge, the robust solver (_robust_solve)."""
+    or direct), and where it does not converge, the robust solver (_robust_solve).  G: K K^T where the
+    caller has it (S <= E)."""
     B, L, E = Z.shape
     if B * L == 0:                                                     # nothing to solve
         return a * Z, Z.new_zeros(B, L, K.shape[-2]), torch.zeros_like(Z)
     logw = logu - torch.logsumexp(logu, -1, keepdim=True)
-    phase = _gram_phase if K.shape[-2] <= E else _direct_phase
-    lam, p, h = phase(K, logw, Z, a, af, tol, evals)
+    if K.shape[-2] <= E:
+        lam, p, h = _gram_phase(K, logw, Z, a, af, tol, evals, G)
+    else:
+        lam, p, h = _direct_phase(K, logw, Z, a, af, tol, evals)
     if lam is None:                                                    # (from lambda = alpha z again)
         return _robust_solve(K, logu, Z, a.squeeze(-1) if a.dim() else a, tol, max_iter, cg_iters, evals)
     return lam, p, h                                                   # (h None from the Gram phase)
@@ -653,6 +656,13 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
         return (lam, p, h) if return_weights else lam
 
 
+def _all_finite(x: torch.Tensor) -> bool:
+    """Whether every entry of x is finite: one pass (aminmax; NaN propagates into both, inf into one),
+    where isfinite(x).all() takes several."""
+    lo, hi = torch.aminmax(x.detach())
+    return math.isfinite(float(lo)) and math.isfinite(float(hi))
+
+
 def _warn_backward(n_bad: int, n: int, tol: float, iters: int):
     if n_bad:
         warnings.warn(f"fenchel_attention backward: for {n_bad} of {n} queries the implicit-function solve did not "
@@ -682,17 +692,18 @@ class _ExactAttention(torch.autograd.Function):
     def forward(ctx, K, logu, Z, alpha, V):
         tol = 1e-12 if Z.dtype == torch.float64 else 1e-5
         K3, lu3, Z3, a, af, batch = _flat(K, logu, Z, alpha)
-        lam, p, _ = _solve_flat(K3, lu3, Z3, a, af, tol)
+        G = torch.bmm(K3, K3.transpose(-1, -2)) if K3.shape[-2] <= K3.shape[-1] else None   # (the backward's too)
+        lam, p, _ = _solve_flat(K3, lu3, Z3, a, af, tol, G=G)
         V3 = V.expand(batch + V.shape[-2:]).reshape((-1,) + V.shape[-2:])
         ctx.set_materialize_grads(False)
         ctx.shapes = (K.shape, logu.shape, Z.shape, alpha.shape, V.shape, batch)
         ctx.af = af
-        ctx.save_for_backward(K3, lu3, Z3, a, V3, lam, p)
+        ctx.save_for_backward(K3, lu3, Z3, a, V3, lam, p, G)
         return torch.bmm(p, V3).reshape(batch + (p.shape[-2], V.shape[-1])), p.reshape(batch + p.shape[-2:])
 
     @staticmethod
     def backward(ctx, g_out, g_p):
-        K, logu, Z, a, V, lam, p = ctx.saved_tensors
+        K, logu, Z, a, V, lam, p, G = ctx.saved_tensors
         K_shape, lu_shape, Z_shape, alpha_shape, V_shape, batch = ctx.shapes
         need_K, need_lu, need_Z, need_a, need_V = ctx.needs_input_grad
         if g_out is None and g_p is None:
@@ -716,9 +727,9 @@ class _ExactAttention(torch.autograd.Function):
         logw = logu - torch.logsumexp(logu, -1, keepdim=True)
         pi = logw.exp()
         shared = pi.shape[-2] == 1                                         # one log u for all queries
-        if S <= K.shape[-1]:
+        if G is not None:                                                  # S <= E
             # u = C y solves (I + alpha C G) u = C x; it is ds below, w = alpha u K, and w K^T = alpha u G = x - r - y
-            y, r, n_bad, buf = _cg_gram(x, p, torch.bmm(K, K.transpose(-1, -2)), a, af, tol, iters, keep_x=need_lu)
+            y, r, n_bad, buf = _cg_gram(x, p, G, a, af, tol, iters, keep_x=need_lu)
             ds = _cjvp(y, p, out=buf)
             w = torch.bmm(ds, K)
             if af != 1:
@@ -733,7 +744,7 @@ class _ExactAttention(torch.autograd.Function):
         gK = gLu = gA = None
         gZ = w if need_Z else None
         if need_K:                                                         # ds^T lambda - p^T w + pi^T w
-            piw = (torch.bmm(pi.transpose(-1, -2), w.sum(-2, keepdim=True)) if shared
+            piw = (pi.transpose(-1, -2) * w.sum(-2, keepdim=True) if shared        # (an outer product)
                    else torch.bmm(pi.transpose(-1, -2), w))
             gK = piw.baddbmm_(ds.transpose(-1, -2), lam).baddbmm_(p.transpose(-1, -2), w, alpha=-1)
         if need_lu:                                                        # ds + C_pi(w K^T)
@@ -844,7 +855,7 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         out, p = empty_attention(query, key, value, odt, batch, (S,))
         return (out, p) if return_weights else out
     K = scale * key                                                   # templates, (..., S, E)
-    if not bool(torch.isfinite(K).all()):      # an inf template (or scale * key overflowing) stalled the solver
+    if not _all_finite(K):                     # an inf template (or scale * key overflowing) stalled the solver
         raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
                          f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
     lu = torch.zeros(1, S, dtype=cdt, device=query.device) if log_u is None else log_u
