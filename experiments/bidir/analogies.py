@@ -68,8 +68,9 @@ CONFIGS = {
 
 
 def word2vec_label(n_words: int) -> str:
-    """The model name of a word2vec GoogleNews file: ``CBOW`` (the paper's) for the full 3M-word file, else
-    a labelled substitute naming its size in thousands of words."""
+    """The model name of a word2vec GoogleNews file of n_words words (the file's, before the candidate
+    filter): ``CBOW`` (the paper's) for the full 3M-word file, else a labelled substitute naming its size in
+    thousands of words."""
     return "CBOW" if n_words >= 1_000_000 else f"word2vec-GoogleNews-{round(n_words / 1000)}k [substitute for word2vec]"
 
 
@@ -99,9 +100,10 @@ def load_glove_package(max_words: int | None = None):
     return Embeddings(words[:n], np.asarray(E[:n]))
 
 
-def load_keyed_vectors(path: str, binary: bool):
+def load_keyed_vectors(path: str, binary: bool, with_size: bool = False):
     """GloVe text (no header) or word2vec binary through gensim's KeyedVectors; candidates are
-    lower-case tokens without '_' (as the authors filter)."""
+    lower-case tokens without '_' (as the authors filter).  with_size: also the file's number of words
+    (before that filter)."""
     from gensim.models import KeyedVectors
 
     from attnlab.experiments.models.bidir_analogy import Embeddings
@@ -111,7 +113,8 @@ def load_keyed_vectors(path: str, binary: bool):
     else:
         kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=True)
     keep = [i for i, w in enumerate(kv.index_to_key) if w == w.lower() and "_" not in w]
-    return Embeddings([kv.index_to_key[i] for i in keep], kv.vectors[keep])
+    emb = Embeddings([kv.index_to_key[i] for i in keep], kv.vectors[keep])
+    return (emb, len(kv.index_to_key)) if with_size else emb
 
 
 def load_bert(path: str):
@@ -123,6 +126,9 @@ def load_bert(path: str):
         raise SystemExit("error: --bert needs transformers: pip install 'attnlab[nlp]'") from None
     from attnlab.experiments.models.bidir_analogy import Embeddings
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()                         # (--quiet runs print nothing; progress is ours)
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModel.from_pretrained(path, local_files_only=True)
     W = model.embeddings.word_embeddings.weight.detach().numpy()
@@ -155,8 +161,8 @@ def _run_pretrained(args, cfg: dict, questions) -> int:
     glove = load_glove_package(cfg["glove_words"])
     if glove is None:
         raise UsageError(NEED_NLP)
-    w2v = load_keyed_vectors(args.word2vec_bin, binary=True)
-    models = {MINILM_SUB: load_bert(str(packaged_model("minilm"))), word2vec_label(len(w2v.words)): (w2v, None),
+    w2v, w2v_size = load_keyed_vectors(args.word2vec_bin, binary=True, with_size=True)
+    models = {MINILM_SUB: load_bert(str(packaged_model("minilm"))), word2vec_label(w2v_size): (w2v, None),
               GLOVE_SUB: (glove, None)}
 
     def covered(m, q):
@@ -177,7 +183,7 @@ def _run_pretrained(args, cfg: dict, questions) -> int:
                     rows += [metric_row(setting, m, "acc", r[g]["acc"]),
                              metric_row(setting, m, "cosine", r[g]["cosine"])]
     eval_s = time.perf_counter() - t0
-    cfg.update(n_questions_total=len(questions), word2vec_words=len(w2v.words),
+    cfg.update(n_questions_total=len(questions), word2vec_words=w2v_size, word2vec_candidates=len(w2v.words),
                word2vec_sha256=_sha256(args.word2vec_bin), exact_models=[m for m in models if "substitute" not in m])
     for ctx in run_contexts(args, EXPERIMENT, cfg, substitute=PRETRAINED):
         if ctx.done():
