@@ -270,6 +270,20 @@ def test_analogies_without_nlp_extra(monkeypatch, capsys):
     assert "attnlab[nlp]" in capsys.readouterr().err
 
 
+def test_analogies_pretrained_needs_word2vec_and_names_what_is_registered(capsys):
+    from attnlab.experiments.bidir import analogies
+    from attnlab.theory.preregistration import REGISTRY
+
+    assert call(analogies.main, ["--config", "pretrained", "--seed", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--word2vec-bin" in err
+    # the file's size names the model: the 26,423-word subset is the registered substitute, the full file CBOW
+    part = REGISTRY["bidir.results.analogies-pretrained"].parts[0]
+    assert (part.a, part.b) == (analogies.MINILM_SUB, analogies.word2vec_label(26_423))
+    assert analogies.word2vec_label(3_000_000) == "CBOW"
+    assert analogies.word2vec_label(13_013) == "word2vec-GoogleNews-13k [substitute for word2vec]"
+
+
 # --------------------------------------------------------------------------- runner smoke test
 def test_tabular_sim_quick_run(tmp_path, monkeypatch):
     from attnlab.errors import UsageError

