@@ -106,6 +106,8 @@ def mp_exp_beta(t, beta):
     beta = mp.mpf(beta)
     if beta == 1:
         return mp.exp(t)
+    if beta > 1:                       # as exp_beta: the fat-tailed branch is not the paper's
+        raise ValueError(f"beta must be <= 1 here (fat-tailed beta > 1 is not used by the paper); got {beta}")
     base = 1 + (1 - beta) * t
     return mp.mpf(0) if base <= 0 else base ** (1 / (1 - beta))
 

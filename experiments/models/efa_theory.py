@@ -40,7 +40,9 @@ def clip_norm(h: torch.Tensor, R: Optional[float]) -> torch.Tensor:
 class BaiEFA(nn.Module):
     """The Sec 5.2 EFA model; see the module docstring.  ``K`` embedding width (token width
     D = K + 1), ``tau_dim``, ``Kp`` = K' (hidden width of g), ``layers`` L, ``heads`` M,
-    ``mlp_hidden`` D', ``R`` clipping radius (None: no clipping), ``B_y`` output clip (None: none)."""
+    ``mlp_hidden`` D', ``R`` clipping radius (None: no clipping), ``B_y`` output clip (None: none).
+    Initialisation (from torch's global generator): every weight matrix N(0, init_scale^2 / fan_in), fan_in the
+    width it multiplies (tau for G_1, K' for G_2, D for Q, K, V and W_1, D' for W_2)."""
 
     def __init__(self, K: int = 4, tau_dim: int = 2, Kp: int = 16, layers: int = 1, heads: int = 2,
                  mlp_hidden: int = 16, R: Optional[float] = None, B_y: Optional[float] = None,

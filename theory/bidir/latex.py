@@ -207,6 +207,21 @@ LATEX = {
         r"trained alone; a prediction is the most probable class at the masked response; a resumed run is the same "
         r"run.",
         of="f6806925"),
+    "bidir.sec2-1.mlm-domain": Tex(
+        r"The MLM is defined for integer sizes ($|V| \ge 2$; $S, p, d, d_w, H$ and the number of layers $\ge 1$) and "
+        r"token ids in $[0, |V|-1]$ with [MASK] $= |V|$ at the masked position $m \in [0, S-1]$; the library refuses "
+        r"anything else (a bool or float size, a target or token out of range, a position out of range, a batch "
+        r"without [MASK] at $m$) in one line naming the argument and the allowed range; the masked sentence is the "
+        r"sentence with [MASK] at $m$, and the loss the cross-entropy $-\log \operatorname{softmax}(W'' Z''_m)_b$ of "
+        r"the masked token.",
+        of="f6c3dead"),
+    "bidir.sec5.mlm-training": Tex(
+        r"train\_mlm trains the linear bidirectional attention of Sec. 2.1 ($H$ heads of size $p/H$, one layer) by "
+        r"masked-token prediction: each epoch a random order of the windows and one uniformly drawn masked position "
+        r"per window, batches of 256, one Adam step (lr $3\cdot 10^{-3}$) on the mean cross-entropy of the masked "
+        r"token per batch; an epoch's loss is the mean over windows; a run resumed from a saved epoch is the same "
+        r"run.",
+        of="c39d9499"),
     "bidir.table1.gain-larger-at-corr-0.9": Tex(
         r"In Table 1 as printed, ATN's gain over the best competing method (accuracy and MSE) is larger at "
         r"$\text{corr} = 0.9$ than at $\text{corr} = 0.1$ for each of the six $(n_c, \text{noise})$ pairs, up to "

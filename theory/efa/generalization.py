@@ -239,8 +239,11 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
                                                                   expected_live=want,
                                                                   shapes_match_paper=same_shapes,
                                                                   module_vs_transcription=premise)
-    return holds_if(ok, measured=per,
-                    tolerance=f"exact equality (integers); the module against the transcription: relative {PREMISE_TOL:g}",
+    init_z = initialisation_z(build)
+    ok &= init_z <= INIT_Z_MAX
+    return holds_if(ok, measured=dict(per, initialisation_worst_z=init_z),
+                    tolerance=f"exact equality (integers); the module against the transcription: relative {PREMISE_TOL:g}; "
+                              f"the initial weights' sample mean and sd within {INIT_Z_MAX:g} standard errors",
                     explanation="sympy: the sizes of the paper's matrices sum to the printed d identically; per "
                                 "case: parameter shapes vs the paper's (written from Sec 5.2, not read off the "
                                 "module), numel, and the entries the forward depends on (nonzero gradient of a "
@@ -248,8 +251,35 @@ def check_parameter_count(build=BaiEFA, cases=PARAM_COUNT_CASES) -> "Evidence":
                                 "each, clipping R = 1.5 so that every coordinate reaches the output); the library's "
                                 "d (parameter_count, BaiEFA.n_parameters) against the printed one; the premise "
                                 "that the module is the Sec 5.2 class: its predictions against the model "
-                                "transcribed one copy, column and head at a time (theory/efa/reference.py)",
+                                "transcribed one copy, column and head at a time (theory/efa/reference.py); the "
+                                "documented initialisation N(0, s^2/fan_in) of every matrix at s = 0.5 and 2 (mean "
+                                "and sd in standard errors, K = 39, tau = 8, K' = 64, D' = 96, M = 4)",
                     sympy_identity=bool(sym_ok))
+
+
+INIT_Z_MAX = 6.0
+
+
+def initialisation_z(build=BaiEFA) -> float:
+    """The largest |z| of the initial weights against the documented N(0, s^2/fan_in): per matrix the sample
+    mean (standard error sigma/sqrt(n)) and sample sd (standard error sigma/sqrt(2n))."""
+    fan = {"G1": "tau", "G2": "Kp", "Q": "D", "Kw": "D", "V": "D", "W1": "D", "W2": "Dp"}
+    worst = 0.0
+    with torch.random.fork_rng():
+        torch.manual_seed(11)
+        for s in (0.5, 2.0):
+            m = build(39, 8, 64, 1, 4, 96, init_scale=s)
+            width = dict(tau=8, Kp=64, D=40, Dp=96)
+            for name, p in m.named_parameters():
+                if name.split(".")[0] not in fan:                # a parameter the documentation does not have
+                    return math.inf
+                w = p.detach().double().flatten()
+                sigma = s / math.sqrt(width[fan[name.split(".")[0]]])
+                n = w.numel()
+                z_mean = float(w.mean()) / (sigma / math.sqrt(n))
+                z_sd = (float(w.std()) - sigma) / (sigma / math.sqrt(2 * n))
+                worst = max(worst, abs(z_mean), abs(z_sd)) if math.isfinite(z_mean + z_sd) else math.inf
+    return worst
 
 
 PREMISE_TOL = 1e-12
@@ -268,7 +298,8 @@ COUNT_VOUCHES = BAI_VOUCHES + ("experiments.models.efa_theory.parameter_count",
                  "layer M heads of Q, K, V and the MLP W_1, W_2) sum to d; for L >= 2 the prediction "
                  "depends on every one of them, for L = 1 on all but the M (K+1) entries of the last "
                  "column of each Q_m (they multiply the masked y_i = 0 of the only query column), so d "
-                 "counts them and remains an upper bound.",
+                 "counts them and remains an upper bound; its weights start N(0, init_scale^2 / fan_in), as "
+                 "documented.",
        method="torch", vouches_for=COUNT_VOUCHES)
 def _thm2_count():
     return check_parameter_count()

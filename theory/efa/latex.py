@@ -179,8 +179,9 @@ LATEX = {
         r"token width $D = K + 1$: the sizes of its matrices ($G_1$, $G_2$, and per layer $M$ heads of $Q$, $K$, "
         r"$V$ and the MLP $W_1$, $W_2$) sum to $d$; for $L \ge 2$ the prediction depends on every one of them, for "
         r"$L = 1$ on all but the $M (K+1)$ entries of the last column of each $Q_m$ (they multiply the masked "
-        r"$y_i = 0$ of the only query column), so $d$ counts them and remains an upper bound.",
-        of="5718566a"),
+        r"$y_i = 0$ of the only query column), so $d$ counts them and remains an upper bound; its weights start "
+        r"$\mathcal N(0, s^2 / \text{fan}_\text{in})$ ($s$ = init\_scale), as documented.",
+        of="64728f15"),
     "efa.thm2.transformer-lipschitz": Tex(
         r"For $|||\theta|||, |||\tilde\theta||| \le B$ and clipping radius $R$, "
         r"$\|\mathrm{TF}^R_\theta(\mathrm{Exp}^R_\theta(Z)) - \mathrm{TF}^R_{\tilde\theta}"

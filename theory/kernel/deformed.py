@@ -19,7 +19,7 @@ import numpy as np
 from attnlab.catalog import claim, holds_if
 
 EPS = float(np.finfo(float).eps)
-BETAS = (1.0, 0.75, 0.5, 1.0 / 3.0, 0.0)          # beta = 2 - alpha for alpha = 1, 1.25, 1.5, 5/3, 2
+BETAS = (1.0, 0.75, 0.5, 1.0 / 3.0, 0.0, -1.0)    # beta = 2 - alpha for alpha = 1, 1.25, 1.5, 5/3, 2; and beta < 0
 ALPHAS = (1.25, 1.5, 5.0 / 3.0, 2.0)
 
 
@@ -77,7 +77,7 @@ def check_deformed_exp():
             else:
                 edge = -1.0 / (1.0 - beta)
                 ts = np.array([edge * 0.999, edge * 0.5, -0.3, 0.0, 1e-12, 0.7, 5.0, 1e3, 1e8])
-                outside = np.array([edge * 1.001, edge * 10, -1e8] + ([edge] if beta in (0.0, 0.5, 0.75) else []))
+                outside = np.array([edge * 1.001, edge * 10, -1e8] + ([edge] if beta in (0.0, 0.5, 0.75, -1.0) else []))
             lib = exp_beta(torch.as_tensor(ts), beta).numpy()
             for t, v in zip(ts, lib):
                 ref = _mp_exp_beta(mp.mpf(float(t)), bm)
@@ -92,7 +92,8 @@ def check_deformed_exp():
             # log_beta on (0, oo), including t = 1 (log 1 = 0) and both extremes
             ys = np.array([1e-300, 1e-8, 0.3, 1.0 - 1e-9, 1.0, 1.5, 7.0, 1e8, 1e300])
             if beta != 1.0:
-                ys = ys[(ys ** (1 - beta) < 1e300)]
+                with np.errstate(over="ignore"):
+                    ys = ys[(ys ** (1 - beta) < 1e300)]
             lv = log_beta(torch.as_tensor(ys), beta).numpy()
             for y, v in zip(ys, lv):
                 ref = _mp_log_beta(mp.mpf(float(y)), bm)
@@ -140,7 +141,7 @@ def check_deformed_exp():
                                    mp_twins="relative 1e-35 (40 digits)", escort="relative 1e-13",
                                    support="exactly 0 outside the support (<= 1e-300)",
                                    round_trip="log_beta(exp_beta(t)) = t within 64 eps x 30"),
-                    explanation="numerics.deformed_exp (exp_beta for beta in {1, 3/4, 1/2, 1/3, 0}, exp_2ma and "
+                    explanation="numerics.deformed_exp (exp_beta for beta in {1, 3/4, 1/2, 1/3, 0, -1}, exp_2ma and "
                                 "log_alpha for alpha in {1.25, 1.5, 5/3, 2}, log_beta, the mpmath twins mp_exp_beta "
                                 "and mp_log_beta) and numerics.continuous_attention.escort_weights against Eq. 5 "
                                 "transcribed in mpmath at 40 digits, t from the edge of the support (at it, just "
