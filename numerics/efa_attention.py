@@ -120,8 +120,14 @@ class AttentionLayer(nn.Module):
             out = out + b.reshape(H * d)
         return out.reshape(*Z.shape[:-1], H, d).transpose(-3, -2)
 
+    def _check_z(self, Z) -> None:
+        if not isinstance(Z, torch.Tensor) or Z.dim() != 3 or Z.shape[-1] != self.width:
+            got = tuple(Z.shape) if isinstance(Z, torch.Tensor) else type(Z).__name__
+            raise ValueError(f"Z must be a tensor of shape (N, I, width = {self.width}); got {got}")
+
     def scores(self, Z: torch.Tensor) -> torch.Tensor:
         """Scaled scores s[n, h, i, j] of context j for output i, before the mask."""
+        self._check_z(Z)
         q = self._proj(Z, self.W_Q, self.b_Q if self.use_bias else None)
         k = self._proj(Z, self.W_K, self.b_K if self.use_bias else None)
         if self.orientation == "row":      # s[i, j] = q_i . k_j
@@ -132,7 +138,13 @@ class AttentionLayer(nn.Module):
 
     def weights(self, Z: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
         """Attention weights w[n, h, i, j] (rows: outputs i; columns: contexts j)."""
-        return self._normalize(self.scores(Z), allowed[:, None])
+        s = self.scores(Z)
+        N, I = Z.shape[0], Z.shape[1]
+        if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool or tuple(allowed.shape) != (N, I, I):
+            got = (f"{allowed.dtype} {tuple(allowed.shape)}" if isinstance(allowed, torch.Tensor)
+                   else type(allowed).__name__)
+            raise ValueError(f"allowed must be a bool tensor of shape (N, I, I) = ({N}, {I}, {I}); got {got}")
+        return self._normalize(s, allowed[:, None])
 
     def _normalize(self, s, allowed):
         if self.attention == "softmax":

@@ -487,6 +487,14 @@ def check_attention_module():
                 dref[b] = [float(ui / Z) for ui in u]
                 rref[b] = [float(mp.fsum(wi * ui * pg for wi, ui, pg in zip(w, u, row)) / Z) for row in psi_g]
             per[f"{kind} alpha={alpha} {kernel} base={base}"] = max(_rel(r, rref), _rel(dens, dref))
+        # the family named by a string built at run time (as read from a config file), not the interned literal
+        from attnlab.numerics.kernel_layer_math import kernel_density_on_grid
+
+        f = torch.tensor(rng.normal(size=(2, mod.grid.shape[-1])))
+        for fam in ("softmax", "sparsemax"):
+            built = "".join([fam[:4], fam[4:]])
+            per[f"family {fam} named at run time"] = _rel(kernel_density_on_grid(f, mod.grid, built).numpy(),
+                                                          kernel_density_on_grid(f, mod.grid, fam).numpy())
     worst = max(per.values())
     return holds_if(worst <= LAYER_TOL, measured=dict(worst_relative_error=worst),
                     tolerance=dict(relative=LAYER_TOL),
