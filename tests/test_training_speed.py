@@ -165,6 +165,15 @@ def test_sequence_step_size():
 TIMING = ("wall_seconds", "finished", "train_seconds", "command")
 
 
+def _no_seconds(x):
+    """x without the timings a record keeps per epoch (keys 'seconds' / '*_seconds', at any depth)."""
+    if isinstance(x, dict):
+        return {k: _no_seconds(v) for k, v in x.items() if not (k == "seconds" or k.endswith("_seconds"))}
+    if isinstance(x, list):
+        return [_no_seconds(v) for v in x]
+    return x
+
+
 def _records(root):
     out = {}
     for p in sorted(root.rglob("*.json")):
@@ -172,7 +181,8 @@ def _records(root):
         for k in TIMING:
             rec.pop(k, None)
             rec.get("extra", {}).pop(k, None)
-        out[p.relative_to(root).as_posix()] = rec
+        rec["metrics"] = [m for m in rec.get("metrics", []) if not str(m.get("metric")).endswith("_seconds")]
+        out[p.relative_to(root).as_posix()] = _no_seconds(rec)
     return out
 
 
@@ -211,6 +221,24 @@ def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
         assert call(movielens_sequences.main, ["--quick", "--quiet", *flags]) == 2
         err = capsys.readouterr().err
         assert name in err and len(err.strip().splitlines()) == 1
+
+
+def test_kernel_runner_jobs_give_the_same_records(tmp_path, monkeypatch):
+    """A kernel runner fans its (seed, model) runs out with --jobs 2 (common.run_tasks): the records are those
+    of --jobs 1 except for timings, and a re-issued command re-runs nothing."""
+    from attnlab.cli import main
+    from attnlab.experiments.kernel import time_warping
+
+    monkeypatch.setitem(time_warping.CONFIGS, "quick", dict(time_warping.CONFIGS["quick"], n=120, epochs=1))
+    for jobs in ("1", "2"):
+        assert main(["run", "kernel-time-warping", "--quick", "--seeds", "2", "--models", "cts_softmax,kernel_softmax",
+                     "--quiet", "--jobs", jobs, "--results-dir", str(tmp_path / jobs)]) == 0
+    one, two = _records(tmp_path / "1"), _records(tmp_path / "2")
+    assert len(one) == 4 and one == two
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
+    assert main(["run", "kernel-time-warping", "--quick", "--seeds", "2", "--models", "cts_softmax,kernel_softmax",
+                 "--quiet", "--jobs", "2", "--results-dir", str(tmp_path / "2")]) == 0
+    assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
 
 
 @pytest.mark.slow

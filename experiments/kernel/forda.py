@@ -89,19 +89,22 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     seeds = seeds_of(args)
     C.announce(experiment, substitute, name, cfg, seeds)
     length = train[0].shape[1]
-    for seed in seeds:
-        for m in sel:
-            ctx = C.make_context(args, experiment, name, cfg, m, seed, substitute)
-            if ctx.done():
-                continue
-            torch.manual_seed(seed)
-            model = build(m, length, k, cfg, args.setup)
-            res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                        weight_decay=cfg["weight_decay"], clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
-            C.record(ctx, "test", m, res)
-            if not args.quiet:
-                print(f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}  F1 {res['f1']:.2f}",
-                      file=sys.stderr)
+
+    def one(task):
+        """One run (seed, model): trains, writes its record, returns its line (None when it was done)."""
+        seed, m = task
+        ctx = C.make_context(args, experiment, name, cfg, m, seed, substitute)
+        if ctx.done():
+            return None
+        torch.manual_seed(seed)
+        model = build(m, length, k, cfg, args.setup)
+        res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                    weight_decay=cfg["weight_decay"], clip=1.0, val_fraction=cfg.get("val_fraction", 0.0),
+                    patience=cfg.get("patience"))
+        C.record(ctx, "test", m, res)
+        return f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}  F1 {res['f1']:.2f}"
+
+    C.run_tasks(args, one, [(seed, m) for seed in seeds for m in sel])       # --jobs / --backend ray fan out
     print("\n".join(C.summary_lines(experiment, name, args)))
     return 0
 

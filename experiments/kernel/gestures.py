@@ -135,23 +135,24 @@ def main(argv: list[str]) -> int:
         tr, ytr, te, yte = tr[:cfg["subset"]], ytr[:cfg["subset"]], te[:cfg["subset"]], yte[:cfg["subset"]]
     seeds = seeds_of(args)
     C.announce(EXPERIMENT, substitute, name, cfg, seeds)
-    for seed in seeds:
+    def one(task):
+        """One run (seed, N, model): trains, writes its record, returns its line (None when it was done)."""
+        seed, N, m = task
+        ctx = C.make_context(args, EXPERIMENT, name, cfg, f"N{N}-{m}", seed, substitute)
+        if ctx.done():
+            return None
         # the irregular sample is part of the data: fixed per seed, the same for every model
         train = [*irregular_sample(tr, cfg["sample_fraction"], seed), torch.as_tensor(ytr)]
         test = [*irregular_sample(te, cfg["sample_fraction"], 50_000 + seed), torch.as_tensor(yte)]
-        for N in cfg["basis"]:
-            for m in models:
-                ctx = C.make_context(args, EXPERIMENT, name, cfg, f"N{N}-{m}", seed, substitute)
-                if ctx.done():
-                    continue
-                torch.manual_seed(seed)
-                model = GestureNet(m, k, heads=cfg["heads"], n_basis=N, n_inducing=cfg["n_inducing"],
-                                   grid_size=cfg["grid"], ref_points=cfg["ref_points"], hidden=cfg["hidden"],
-                                   mixture_components=cfg["mixture_components"])
-                res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                            clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
-                C.record(ctx, f"N={N}", m, res, metrics=("accuracy", "f1"))
-                if not args.quiet:
-                    print(f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)
+        torch.manual_seed(seed)
+        model = GestureNet(m, k, heads=cfg["heads"], n_basis=N, n_inducing=cfg["n_inducing"],
+                           grid_size=cfg["grid"], ref_points=cfg["ref_points"], hidden=cfg["hidden"],
+                           mixture_components=cfg["mixture_components"])
+        res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                    clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
+        C.record(ctx, f"N={N}", m, res, metrics=("accuracy", "f1"))
+        return f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}"
+
+    C.run_tasks(args, one, [(seed, N, m) for seed in seeds for N in cfg["basis"] for m in models])
     print("\n".join(C.summary_lines(EXPERIMENT, name, args)))
     return 0

@@ -127,20 +127,21 @@ def main(argv: list[str]) -> int:
     test = [*encode(te, vocab, cfg["max_len"]), torch.as_tensor(yte)]
     seeds = seeds_of(args)
     C.announce(EXPERIMENT, substitute, name, cfg, seeds)
-    for seed in seeds:
-        for N in cfg["basis"]:
-            for m in models:
-                ctx = C.make_context(args, EXPERIMENT, name, cfg, f"N{N}-{m}", seed, substitute)
-                if ctx.done():
-                    continue
-                torch.manual_seed(seed)
-                model = SentenceNet(m, len(vocab) + 2, 2, embed=cfg["embed"], hidden=cfg["hidden"], n_basis=N,
-                                    n_inducing=cfg["n_inducing"], grid_size=cfg["grid"],
-                                    bandwidth=float(np.sqrt(cfg["kernel_variance"])))
-                res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                            clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
-                C.record(ctx, f"N={N}", m, res, metrics=("accuracy",), extra={"vocab_size": len(vocab)})
-                if not args.quiet:
-                    print(f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)
+    def one(task):
+        """One run (seed, N, model): trains, writes its record, returns its line (None when it was done)."""
+        seed, N, m = task
+        ctx = C.make_context(args, EXPERIMENT, name, cfg, f"N{N}-{m}", seed, substitute)
+        if ctx.done():
+            return None
+        torch.manual_seed(seed)
+        model = SentenceNet(m, len(vocab) + 2, 2, embed=cfg["embed"], hidden=cfg["hidden"], n_basis=N,
+                            n_inducing=cfg["n_inducing"], grid_size=cfg["grid"],
+                            bandwidth=float(np.sqrt(cfg["kernel_variance"])))
+        res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                    clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
+        C.record(ctx, f"N={N}", m, res, metrics=("accuracy",), extra={"vocab_size": len(vocab)})
+        return f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}"
+
+    C.run_tasks(args, one, [(seed, N, m) for seed in seeds for N in cfg["basis"] for m in models])
     print("\n".join(C.summary_lines(EXPERIMENT, name, args)))
     return 0

@@ -47,24 +47,26 @@ def main(argv: list[str]) -> int:
     C.torch_setup()
     seeds = seeds_of(args)
     C.announce(EXPERIMENT, None, name, cfg, seeds)
-    for seed in seeds:
+    def one(task):
+        """One run (seed, model): trains, writes its record, returns its line (None when it was done)."""
+        seed, m = task
+        ctx = C.make_context(args, EXPERIMENT, folder, cfg, f"N{cfg['n_basis']}-{m}", seed, None)
+        if ctx.done():
+            return None
         X, y, _, _ = C.time_warping_data(cfg["n"], cfg["length"], cfg["lam_max"], seed=seed)
         n_test = int(round(cfg["test_fraction"] * cfg["n"]))
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
         train, test = [Xt[n_test:], yt[n_test:]], [Xt[:n_test], yt[:n_test]]
-        for m in models:
-            ctx = C.make_context(args, EXPERIMENT, folder, cfg, f"N{cfg['n_basis']}-{m}", seed, None)
-            if ctx.done():
-                continue
-            torch.manual_seed(seed)             # parameter initialisation (the data order has its own generator)
-            model = TimeWarpingNet(m, cfg["length"], cfg["n_basis"], cfg["n_inducing"], cfg["grid"], cfg["hidden"],
-                                   setup=args.setup)
-            res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
-                        clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
-            C.record(ctx, f"N={cfg['n_basis']}", m, res, metrics=("accuracy",),
-                     extra={"test_class_balance": float(y[:n_test].mean())})
-            if not args.quiet:
-                print(f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}", file=sys.stderr)
+        torch.manual_seed(seed)             # parameter initialisation (the data order has its own generator)
+        model = TimeWarpingNet(m, cfg["length"], cfg["n_basis"], cfg["n_inducing"], cfg["grid"], cfg["hidden"],
+                               setup=args.setup)
+        res = C.fit(ctx, model, train, test, epochs=cfg["epochs"], batch_size=cfg["batch"], lr=cfg["lr"],
+                    clip=1.0, val_fraction=cfg.get("val_fraction", 0.0), patience=cfg.get("patience"))
+        C.record(ctx, f"N={cfg['n_basis']}", m, res, metrics=("accuracy",),
+                 extra={"test_class_balance": float(y[:n_test].mean())})
+        return f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}"
+
+    C.run_tasks(args, one, [(seed, m) for seed in seeds for m in models])
     print("\n".join(C.summary_lines(EXPERIMENT, folder, args)))
     return 0
 
