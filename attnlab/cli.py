@@ -5,6 +5,7 @@ import argparse
 import difflib
 import fnmatch
 import json
+import math
 import sys
 
 from attnlab import __version__
@@ -228,6 +229,11 @@ def _positive_int(value: str, name: str) -> int:
     return n
 
 
+def _run_one_claim_at(i: int, claim_id: str):
+    """(i, evidence, seconds) of _run_one_claim: the position travels with the result."""
+    return (i, *_run_one_claim(claim_id))
+
+
 def _run_one_claim(claim_id: str):
     """A claim run in a worker process: found by id (the worker imports the catalog itself); torch limited
     to one thread so that N workers use N cores."""
@@ -258,14 +264,25 @@ def _run_claims(claims, jobs: int, started):
         return
     from joblib import Parallel, delayed
 
-    for c in claims[:1]:
-        started(c.id)
-    results = Parallel(n_jobs=min(jobs, len(claims)), return_as="generator")(
-        delayed(_run_one_claim)(c.id) for c in claims)
-    for i, (c, (evidence, seconds)) in enumerate(zip(claims, results)):
-        if i:
-            started(c.id)
-        yield catalog.Record(c, evidence, seconds)
+    from attnlab import verdict_cache
+
+    # the costliest first (by each claim's last kept run; unknown ones count as costly), one claim per task,
+    # so that a long claim does not start last and leave the other processes idle; yielded in catalog order
+    cost = verdict_cache.last_seconds()
+    order = sorted(range(len(claims)), key=lambda i: -cost.get(claims[i].id, math.inf))
+    results = Parallel(n_jobs=min(jobs, len(claims)), return_as="generator_unordered", batch_size=1)(
+        delayed(_run_one_claim_at)(i, claims[i].id) for i in order)
+    done: dict[int, tuple] = {}
+    nxt = 0
+    started(claims[0].id)
+    for i, evidence, seconds in results:
+        done[i] = (evidence, seconds)
+        while nxt in done:
+            evidence, seconds = done.pop(nxt)
+            if nxt:
+                started(claims[nxt].id)
+            yield catalog.Record(claims[nxt], evidence, seconds)
+            nxt += 1
 
 
 def _dispatch(table: dict, target: str | None, rest: list[str], what: str) -> int:

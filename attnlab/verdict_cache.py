@@ -110,6 +110,25 @@ def store(records, tree_key: str | None = None) -> None:
         return
 
 
+def last_seconds() -> dict[str, float]:
+    """{claim id: seconds} of each claim's latest kept run, over every kept tree: an estimate of what a claim
+    costs, for scheduling only (`verify --jobs` starts the costly ones first); verdicts never read it."""
+    out: dict[str, float] = {}
+    try:
+        files = sorted(cache_dir().glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+    except OSError:
+        return out
+    for path in files:                                  # oldest first: a later run overwrites
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out.update({cid: float(r["seconds"]) for cid, r in data.items()
+                        if isinstance(r, dict) and isinstance(r.get("seconds"), (int, float))})
+    return out
+
+
 def load(tree_key: str | None = None) -> dict[str, dict] | None:
     """{claim id: record as JSON} kept for this tree's key, or None (no run of this tree, unreadable, or
     ATTNLAB_RUN_CLAIMS set)."""
