@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
-import sys
-
-import numpy as np
 import torch
 
 from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of

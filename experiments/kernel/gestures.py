@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
-import sys
 from pathlib import Path
 
 import numpy as np

@@ -17,7 +17,6 @@ from __future__ import annotations
 from attnlab.errors import UsageError
 
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 

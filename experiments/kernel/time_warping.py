@@ -5,9 +5,7 @@ functions; continuous softmax / sparsemax vs kernel softmax / sparsemax; accurac
 """
 from __future__ import annotations
 
-import sys
 
-import numpy as np
 import torch
 
 from attnlab.experiment import experiment_parser, seeds_of
