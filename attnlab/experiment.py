@@ -361,6 +361,7 @@ MAX_JOBS = 512                # processes of one command (as verify --jobs): --j
 # their runs one after another and refuse --jobs N > 1 / --backend ray rather than ignore them (a test
 # keeps this in step with the runners' code).
 FANS_OUT = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens-ratings", "efa-instacart",
+                      "efa-temperature",
                       "bidir-tabular-sim", "bidir-auto-mpg", "kernel-time-warping", "kernel-forda",
                       "kernel-gestures", "kernel-sentiment", "kernel-ecg"})
 

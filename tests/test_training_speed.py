@@ -242,6 +242,19 @@ def test_kernel_runner_jobs_give_the_same_records(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_efa_temperature_jobs_give_the_same_records(tmp_path):
+    """efa-temperature fans its (model, seed) runs out: --jobs 2 writes the records of --jobs 1 (timings
+    aside).  Slow tier: the quick config trains five models twice (about 3 minutes)."""
+    from attnlab.cli import main
+
+    for jobs in ("1", "2"):
+        assert main(["run", "efa-temperature", "--quick", "--seeds", "2", "--quiet", "--jobs", jobs,
+                     "--results-dir", str(tmp_path / jobs)]) == 0
+    one, two = _records(tmp_path / "1"), _records(tmp_path / "2")
+    assert len(one) == 10 and one == two
+
+
+@pytest.mark.slow
 def test_baseline_grid_search_n_jobs_same_choice():
     """bidir baselines: GridSearchCV over 2 processes chooses and scores exactly as over one."""
     from attnlab.experiments.bidir.baselines import run_baselines

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.experiment import contexts, experiment_parser, metric_row, parse_list
+from attnlab.experiment import context, experiment_parser, fan_out, metric_row, parse_list, seeds_of
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 
@@ -121,36 +121,44 @@ def main(argv: list[str]) -> int:
               + f"; {I} sites", file=sys.stderr)
     from attnlab.experiments.efa import nets
 
-    jobs = [(f"FM(k={k})", "FM", k) for k in cfg["ks"]] + [(EFA_VARIANTS[v][0], "EFA", v) for v in cfg["efa"]]
-    summary = {}
-    for name, kind, arg in jobs:
+    runs = [(f"FM(k={k})", "FM", k) for k in cfg["ks"]] + [(EFA_VARIANTS[v][0], "EFA", v) for v in cfg["efa"]]
+
+    def one(task):
+        """One run (model, seed): trains, writes its record, returns (name, test MSE) (None when it was done)."""
+        name, kind, arg, seed = task
         if kind == "FM":
             nbr = D.nearest_neighbours(grid.coords, arg)
-            build = (lambda nbr=nbr: nets.Spatial("FM", coords_std, neighbours=nbr))
+            build = (lambda: nets.Spatial("FM", coords_std, neighbours=nbr))
             tc = C.TrainConfig(cfg["lr"], cfg["epochs"], cfg["patience"], cfg["batch_size"])
         else:
             _, layers, lags = EFA_VARIANTS[arg]
-            build = (lambda layers=layers, lags=lags: nets.Spatial("EFA", coords_std, layers=layers, n_lags=lags))
+            build = (lambda: nets.Spatial("EFA", coords_std, layers=layers, n_lags=lags))
             tc = C.TrainConfig(cfg["lr"], cfg["lag_epochs"] if lags else cfg["epochs"],
                                cfg["lag_patience"] if lags else cfg["patience"],
                                cfg["lag_batch_size"] if lags else cfg["batch_size"])
         tag = f"FM-k{arg}" if kind == "FM" else f"EFA-{arg}"
-        for ctx in contexts(args, EXPERIMENT, cfg, tag=tag, substitute=grid.substitute):
-            if ctx.done():
-                continue
-            d = data[kind]
-            net = C.init_model(build, ctx.seed)
-            res = C.fit(ctx, net, mse_loss, d["train"], d["val"], tc, name=name)
-            mse = C.evaluate(net, mse_loss, d["test"], ctx.device) * s * s
-            ctx.write_record([metric_row(setting, name, "test MSE", mse)],
-                             extra={"data": grid.description, "scale": s, "epochs_run": res.epochs_run,
-                                    "best_epoch": res.best_epoch, "train_seconds": res.train_seconds,
-                                    "history": res.history, "n_test_targets": C.n_examples(d["test"])},
-                             training=res.training(), trivial=trivial(d))
-            summary.setdefault(name, []).append(mse)
-            if not args.quiet:
-                print(f"{EXPERIMENT} {name} seed {ctx.seed}: test MSE {mse:.3f} (epochs {res.epochs_run}, "
-                      f"{res.train_seconds:.0f}s)", file=sys.stderr)
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=tag, substitute=grid.substitute)
+        if ctx.done():
+            return None
+        d = data[kind]
+        net = C.init_model(build, ctx.seed)
+        res = C.fit(ctx, net, mse_loss, d["train"], d["val"], tc, name=name)
+        mse = C.evaluate(net, mse_loss, d["test"], ctx.device) * s * s
+        ctx.write_record([metric_row(setting, name, "test MSE", mse)],
+                         extra={"data": grid.description, "scale": s, "epochs_run": res.epochs_run,
+                                "best_epoch": res.best_epoch, "train_seconds": res.train_seconds,
+                                "history": res.history, "n_test_targets": C.n_examples(d["test"])},
+                         training=res.training(), trivial=trivial(d))
+        if not args.quiet:
+            print(f"{EXPERIMENT} {name} seed {ctx.seed}: test MSE {mse:.3f} (epochs {res.epochs_run}, "
+                  f"{res.train_seconds:.0f}s)", file=sys.stderr)
+        return name, mse
+
+    summary = {}
+    # each (model, seed) run is independent: --jobs N / --backend ray run them side by side (the same records)
+    for out in fan_out(args, one, [(*r, seed) for r in runs for seed in seeds_of(args)]):
+        if out is not None:
+            summary.setdefault(out[0], []).append(out[1])
     for name, v in summary.items():
         m, ci = C.mean_ci(v)
         print(f"{setting}: {name:22s} test MSE {m:.3f}" + ("" if ci is None else f" ± {ci:.3f}") + f"  (n={len(v)})")
