@@ -1669,26 +1669,32 @@ def test_unimodal_densities_fail_with_the_radius_on_R_used_on_a_domain(monkeypat
 
 # --- survivors of the sampled cosmic-ray sweep (issue 43), killed by claims added since -----------------
 
-def _killed_since():
+def _mutation_score():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("mutation_score", ROOT / "benchmarks" / "mutation_score.py")
     ms = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ms)
-    return sorted(ms.KILLED_SINCE.items())
+    return ms
+
+
+_MS = _mutation_score()
+
+
+def _killed_since():
+    return sorted(_MS.KILLED_SINCE.items())
 
 
 def _stored_lines(path: str, old_line: str, new_line: str) -> list[int]:
-    """The lines the stored sweep result gives the survivors with this change (one per occurrence)."""
+    """The lines the stored sweep result gives the survivors with this change (one per occurrence), read
+    with the tool's own diff reader."""
     import json
 
     stem = path.replace("/", "_")
     out = []
     for res in sorted((ROOT / "benchmarks" / "mutation_results").glob(stem + "*.json")):   # every round
         for sv in json.loads(res.read_text())["survivors"]:
-            diff = [ln[1:].strip() for ln in sv.get("diff", "").splitlines()
-                    if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]
-            if diff == [old_line, new_line]:
+            if _MS._changed_lines(sv) == (old_line, new_line):
                 out.append(sv["line"])
     return sorted(set(out))
 

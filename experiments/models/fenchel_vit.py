@@ -115,7 +115,8 @@ class OTBlock(nn.Module):
 
 class ViT(nn.Module):
     """A ViT (Dosovitskiy et al. 2021): patch embedding, class token, learned positions, pre-LN
-    layers, classifier on the class token.  ``ot=True`` makes the last layer an :class:`OTBlock`."""
+    layers, classifier on the class token.  ``ot=True`` makes the last layer an :class:`OTBlock`.
+    Dropout 0.2 by default (the paper's, Sec 9); the positions start N(0, 0.02^2), the class token 0."""
 
     def __init__(self, image_size: int, patch: int, channels: int, n_classes: int, dim: int = 64,
                  depth: int = 4, heads: int = 4, mlp_dim: int = 128, dropout: float = 0.2,

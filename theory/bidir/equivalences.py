@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.theory._errors import worse as _worse
 from attnlab.catalog import claim, holds_if
 from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 
@@ -304,7 +305,7 @@ def check_over_sizes(deviations, cases: list[dict], tol: float = REL_TOL):
         per_case[_sizes(c)] = d
         for k, v in d.items():
             worst[k] = max(worst.get(k, 0.0), v)
-    return holds_if(max(worst.values()) <= tol, measured=worst, tolerance=tol,
+    return holds_if(_worse(*worst.values()) <= tol, measured=worst, tolerance=tol,
                     explanation=f"{len(cases)} instances in float64 (S = 1, S = 2 with p = d = d_w = 1, "
                                 "|V| = 120, S = 100, exact ties, near ties, saturated gates, random sizes), "
                                 "every masked position: worst |deviation| / max(1, max |value|); each library "
@@ -610,7 +611,7 @@ def _eq1():
         with torch.no_grad():
             devs["no_position_0_masked"] = float((model(x1, m1) - app_b_forward(model, x1, m1)["logits"]).abs().max())
         worst = {k: max(worst[k], devs.get(k, 0.0)) for k in worst}
-    return holds_if(max(worst.values()) < TOL, measured=worst, tolerance=TOL,
+    return holds_if(_worse(*worst.values()) < TOL, measured=worst, tolerance=TOL,
                     explanation="attention MLM with positional=False, residual=False against "
                                 "AttentionCBOW (Eq. 1) with W = W''W'W^O^T W^V: max |logit or loss "
                                 "difference| over 3 instances x 40 sentences, float64; each against the paper as "

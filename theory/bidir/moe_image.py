@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.theory._errors import worse as _worse
 from attnlab.catalog import claim, holds_if
 
 REL_TOL = 1e-12
@@ -93,7 +94,7 @@ def check_image_constraints(seed: int = 4) -> object:
                and generic["p < |V|"]["outside_any_p_dim_space"] > BINDING_MIN
                and generic["p < S+1"]["g_D_on_null_K"] > BINDING_MIN
                and all(v["refused"] for v in generic.values()))
-    ok = max(worst.values()) <= REL_TOL and binding
+    ok = _worse(*worst.values()) <= REL_TOL and binding
     return holds_if(ok, measured=dict(image=worst, generic=generic),
                     tolerance=dict(image=REL_TOL, generic_violation_min=BINDING_MIN),
                     explanation=f"{len(cases)} attention models (sizes of bidir.lemma1.explicit-loss, H in 1..3), "
@@ -166,7 +167,7 @@ def check_inverse_map(seed: int = 5, n_random: int = 4):
     per = {f"|V|={V},S={S},p={p},d_w={d_w}": inverse_deviations(V, S, p, d_w, rng) for V, S, p, d_w in sizes}
     worst = {k: max(v[k] for v in per.values())
              for k in ("logits", "round_trip", "attention_vs_printed", "moe_vs_printed", "round_trip_printed")}
-    return holds_if(max(worst.values()) <= REL_TOL, measured=worst, tolerance=REL_TOL,
+    return holds_if(_worse(*worst.values()) <= REL_TOL, measured=worst, tolerance=REL_TOL,
                     explanation=f"{len(sizes)} random MoEs in the image (p >= |V|, p >= S+1, rank W^KQ <= d_w; "
                                 "edges p = |V| = S+1, S = 1, |V| = 100), float64: attention_from_moe, then max "
                                 "|attention logits - MoE logits| / max(1, max |logit|) over every masked "

@@ -241,12 +241,19 @@ def check_atn_training():
                     want = _reference_block(generic, j)(tok)[:, -1].argmax(-1).numpy()
                 pred_ok &= bool(np.array_equal(got_all[j] if M > 1 else got_all, want)
                                 and np.array_equal(predict_response(generic, x_new[j], which=j), want))
-            # the copies refuse a token outside 0..C-1 (C is [MASK]), naming that range
+            # the copies refuse a token outside 0..C-1 (C is [MASK]), naming that range; predict_response rows of
+            # one feature too few or too many, naming the width it takes
             try:
                 masked_copies(np.full((2, L), C), C)
                 refused = False
             except ValueError as exc:
                 refused = f"0..{C - 1}" in str(exc)
+            for width in (L - 2, L):
+                try:
+                    predict_response(generic, rng.integers(0, C, size=(3, width)), which=0)
+                    refused = False
+                except ValueError as exc:
+                    refused &= f"(N, {L - 1})" in str(exc)
             per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same,
                              epochs_reported=told == list(range(1, E + 1)), bad_token_refused=refused)
     finally:

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from attnlab.theory._errors import worse as _worse
 from attnlab.catalog import claim, holds_if
 from attnlab.theory.kernel.layers import (_kern, _kernel_u, _mixture_r, _parabola_tau, _psi64, _rel,
                                           _trapezoid_r, _unimodal_r)
@@ -396,8 +397,17 @@ def check_baselines():
                     _rel(got, transformer_reference(net, x))
     finally:
         torch.set_default_dtype(old)
-    worst = max(per.values())
-    return holds_if(worst <= NET_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=NET_TOL),
+    # a patch that is not an integer in 1..length is refused in one line naming patch (0, length + 1, 2.0, True)
+    refused = {}
+    for bad in (0, 13, 2.0, "3"):
+        try:
+            TransformerClassifier(12, 3, d_model=8, heads=2, layers=1, ff=6, patch=bad)
+            refused[repr(bad)] = False
+        except ValueError as exc:
+            refused[repr(bad)] = "patch must be an integer in 1..length (12)" in str(exc)
+    worst = _worse(*per.values())
+    return holds_if(worst <= NET_TOL and all(refused.values()),
+                    measured=dict(worst_relative_error=worst, patch_refused=refused), tolerance=dict(relative=NET_TOL),
                     explanation="LSTM-FCN (two lengths and filter sets, batch normalisation with random running "
                                 "statistics) and the time-series transformer (point tokens and patch tokens of 3, 5 "
                                 "and 6 points (strides 1, 2, 3), 1-4 "
@@ -488,7 +498,7 @@ def check_networks():
         per["TimeWarpingNet refuses discrete_softmax and gaussian_mixture"] = 0.0 if refused == 2 else math.inf
     finally:
         torch.set_default_dtype(old)
-    worst = max(per.values())
+    worst = _worse(*per.values())
     return holds_if(worst <= NET_TOL, measured=dict(worst_relative_error=worst), tolerance=dict(relative=NET_TOL),
                     explanation="TimeWarpingNet (4 kinds x both setups; L = 16, N = 6, I = 5, G = 41), "
                                 "SeriesAttentionNet (6 kinds, the unimodal ones in both setups; L = 12, hidden 6, "
