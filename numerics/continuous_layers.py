@@ -225,8 +225,9 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         key: (..., S, E).
         value: (..., S, Ev).
         attn_mask: broadcastable to (..., L, S), as in ``scaled_dot_product_attention``: bool True where
-            the query may attend; a float mask is added to the scores (``-inf`` leaves the key out).
-            Other dtypes raise ValueError.
+            the query may attend; a float mask is added to the scores (``-inf`` leaves the key out), as
+            given: for the kernel kinds a constant added to a row changes the density (f sums the scores
+            against the kernel), for the ``cts_*`` kinds it does not.  Other dtypes raise ValueError.
         dropout_p: dropout probability on the weights w (applied whenever > 0, as in SDPA).
         is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
         scale: score scale, default $1/\sqrt{E}$.
@@ -315,6 +316,10 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         keep = mask
     else:
         add = additive_mask(mask, cdt)
+        if kind.startswith("kernel"):
+            # the entries as given: f = sum_j (s_j + m_j) k(t, t_j) sees a constant added to a row (it adds c sum_j
+            # k(t, t_j), not a constant in t), so the per-row shift that softmax ignores would change the density
+            add = torch.where(torch.isneginf(add), add, mask.to(cdt))
         keep = ~torch.isneginf(add)
     dens = None
     if kind.startswith("kernel") and keep is None:
@@ -535,6 +540,8 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         _check_choice("kind", kind, SEQUENCE_KINDS)
         _check_choice("kernel", kernel, KERNELS)
         self.kind, self.kernel = kind, kernel
+        # kernel attention's f = sum_j s_j k(t, t_j) sees a constant added to a row of scores: float masks as given
+        self._shift_float_masks = not kind.startswith("kernel")
         self.grid_size = _check_int(grid_size, "grid_size", 2)
         self.bandwidth = check_positive(bandwidth, "bandwidth")
         self.alpha = _check_alpha_deformed(alpha)

@@ -289,8 +289,14 @@ class MultiheadAttentionBase(nn.Module):
         for m in masks:
             add = torch.zeros(m.shape, dtype=dtype, device=device).masked_fill(m, float("-inf")) \
                 if m.dtype == torch.bool else shift_rows(m.to(dtype))
+            if m.dtype != torch.bool and not self._shift_float_masks:
+                add = m.to(dtype)                       # as given (see _shift_float_masks)
             out = add if out is None else out + add
         return out
+
+    #: whether the attention ignores a constant added to a row of scores (softmax does), so that a float mask
+    #: may be shifted by its largest finite entry per row before the masks are added (digits kept)
+    _shift_float_masks = True
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False, **kwargs):

@@ -19,7 +19,7 @@ from attnlab.catalog import claim, holds_if
 from attnlab.theory._errors import finite_or_inf as _finite_or_inf
 from attnlab.experiments.models.efa import EFACategorical, EFAValue
 from attnlab.numerics import expfam
-from attnlab.numerics.efa_attention import EFAMultiheadAttention, efa_attention
+from attnlab.numerics.efa_attention import AttentionLayer, EFAMultiheadAttention, efa_attention
 from attnlab.theory.efa import reference as ref
 from attnlab.theory.efa.structure import _randomize, _seeded, scale_unembedding
 
@@ -561,11 +561,13 @@ def check_torch_layer(seed=24) -> "Evidence":
                 ("causal", dict(is_causal=True), torch.ones(5, 6, dtype=torch.bool).tril(), None, 0.25),
                 ("bool", dict(attn_mask=bool_mask), bool_mask, None, 0.5),
                 ("float", dict(attn_mask=float_mask), full, float_mask, 0.5),
-                ("float + 1e9", dict(attn_mask=high_mask), full, high_as_given, 0.5)):
+                ("float + 1e9", dict(attn_mask=high_mask), full, high_as_given, 0.5),
+                ("default scale 1/sqrt(E)", dict(scale=None), full, None, 0.5)):       # (E = 4; L = 5, heads 3)
             if att == "linear" and name.startswith("float"):
                 continue                                     # a float mask is added to softmax scores only
+            kw = {"scale": scale, **kw}
             with torch.no_grad():
-                out, w = efa_attention(q, k, v, scale=scale, attention=att, return_weights=True, **kw)
+                out, w = efa_attention(q, k, v, attention=att, return_weights=True, **kw)
                 want = sdpa_reference(q, k, v, allowed, scale, att, fm)
             d = _rel(out, want)
             per[f"efa_attention,{att},{name}"] = d
@@ -592,7 +594,25 @@ def check_torch_layer(seed=24) -> "Evidence":
             call()
         except ValueError as exc:
             refused += what in str(exc)
-    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 6 else math.inf
+    # a key with a feature too few, and AttentionLayer's mask of the wrong shape or dtype: refused, named
+    for call, what in ((lambda: mod(z, z[..., :3], z), "key must have 4 features"),
+                       (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 6, dtype=torch.bool)),
+                        "allowed must be a bool tensor of shape (N, I, I) = (2, 5, 5)"),
+                       (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 5)), "allowed must be a bool")):
+        try:
+            call()
+        except ValueError as exc:
+            refused += what in str(exc)
+    # batch_first=False, cross-attention (N = 2, L = 5, S = 6): the batch_first module on the transposed inputs
+    mod_t = EFAMultiheadAttention(4, 2, batch_first=False, convention="paper").double()
+    mod_t.load_state_dict(mod.state_dict())
+    kx, vx = torch.randn(2, 6, 4, generator=g, dtype=torch.float64), torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        want_t, w_t = mod(z, kx, vx)
+        got_t, gw_t = mod_t(z.transpose(0, 1), kx.transpose(0, 1), vx.transpose(0, 1))
+    per["batch_first=False, S != L"] = max(_rel(got_t.transpose(0, 1), want_t), _rel(gw_t, w_t))
+    worst = max(worst, per["batch_first=False, S != L"])
+    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 9 else math.inf
     worst = max(worst, per["refusals (key/value lengths, a mask of another batch)"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
@@ -603,7 +623,10 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "mask (also 1e9 higher: the same answer), the module also with both masks (bool and "
                                 "bool, float and bool), and the refusals of mismatched key/value lengths, of a "
                                 "mask of another batch, of a key_padding_mask of the wrong length and of kdim or vdim "
-                                "0", per_case=per)
+                                "0, of a key with a feature too few and of AttentionLayer masks of the wrong shape or "
+                                "dtype; efa_attention's default scale 1/sqrt(E) (E != L); the module with "
+                                "batch_first=False in cross-attention (S != L) against the batch-first one",
+                    per_case=per)
 
 
 @claim("efa.eq1.torch-layer",

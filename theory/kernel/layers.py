@@ -158,10 +158,11 @@ def _mixture_r(pi, mu, s2, centres, widths):
 
 
 def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="gaussian", bandwidth=0.2,
-                     alpha=2.0, ridge=0.1, grid_size=33):
+                     alpha=2.0, ridge=0.1, grid_size=33, add=None):
     """The context of every query (L, Ev) for one head: q (L, E), k (S, E), v (S, Ev), allowed (L, S) bool,
     in float64 from the paper's definitions (module docstring): loops over queries and keys, the integrals
-    on R by checked quadrature, the trapezoid rule written out, the ridge system solved per query."""
+    on R by checked quadrature, the trapezoid rule written out, the ridge system solved per query.  add (L, S):
+    a float mask's finite entries, added to the scores (SDPA's convention)."""
     L, S = q.shape[0], k.shape[0]
     t = np.arange(S) / (S - 1) if S > 1 else np.array([0.5])
     grid = np.arange(grid_size) / (grid_size - 1)
@@ -173,7 +174,8 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
         A = [j for j in range(S) if allowed[l, j]]
         if not A:
             continue                                       # every key masked: output 0 (as SDPA)
-        s = {j: scale * sum(float(a) * float(b) for a, b in zip(q[l], k[j])) for j in A}
+        s = {j: scale * sum(float(a) * float(b) for a, b in zip(q[l], k[j])) + (0.0 if add is None else float(add[l, j]))
+             for j in A}
         if kind.startswith("cts"):
             smax = max(s.values())
             e = {j: math.exp(s[j] - smax) for j in A}
@@ -235,7 +237,7 @@ def check_sequence_layer():
     for kind in KINDS:
         for kernel in (("gaussian", "laplace") if kind.startswith("kernel") else ("gaussian",)):
             for alpha in ((2.0, 1.5) if kind == "kernel_sparsemax" else (2.0,)):
-                for S, masking in ((7, "none"), (7, "bool"), (7, "causal"), (2, "none"), (1, "none")):
+                for S, masking in ((7, "none"), (7, "bool"), (7, "causal"), (7, "float"), (2, "none"), (1, "none")):
                     cases.append((kind, kernel, alpha, S, masking))
     L, E, Ev = 3, 4, 2
     for kind, kernel, alpha, S, masking in cases:
@@ -248,12 +250,19 @@ def check_sequence_layer():
             allowed = np.tril(np.ones((L, S), bool))
         else:
             allowed = np.ones((L, S), bool)
+        add = None
+        if masking == "float":                                       # finite entries added to the scores, -inf masks
+            add = rng.normal(size=(L, S))
+            allowed = rng.random((L, S)) > 0.3
+            allowed[:, 0] = True
+            mask = torch.tensor(np.where(allowed, add, -np.inf))
+        else:
+            mask = None if masking in ("none", "causal") else torch.tensor(allowed)
         kw = dict(kind=kind, basis=basis, grid_size=33, kernel=kernel, bandwidth=0.2, alpha=alpha, ridge=0.1)
         tq, tk, tv = (torch.tensor(x)[None, None] for x in (q, k, v))
-        out = continuous_attention(tq, tk, tv, attn_mask=None if masking in ("none", "causal") else torch.tensor(allowed),
-                                   is_causal=masking == "causal", **kw)[0, 0].numpy()
+        out = continuous_attention(tq, tk, tv, attn_mask=mask, is_causal=masking == "causal", **kw)[0, 0].numpy()
         ref = oracle_attention(q, k, v, allowed, kind, centres, widths, scale=1 / np.sqrt(E), kernel=kernel,
-                               bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33)
+                               bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add)
         note(f"continuous_attention / {kind} {kernel} alpha={alpha} S={S} mask={masking}", _rel(out, ref))
     # the multi-head module, identity projections, 2 heads of width 2, batch_first, key padding
     for kind in KINDS:
@@ -273,6 +282,16 @@ def check_sequence_layer():
                                                scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
                                                grid_size=33) for h in range(2)], -1)
         note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding)", _rel(out[0].detach().numpy(), ref))
+        # a float attn_mask with the key padding: its finite entries added to the scores as given
+        fm = rng.normal(size=(5, 5)) * 2
+        out, _ = mha(torch.tensor(x), torch.tensor(x), torch.tensor(x), key_padding_mask=torch.tensor(pad),
+                     attn_mask=torch.tensor(fm))
+        ref = np.concatenate([oracle_attention(x[0][:, 2 * h:2 * h + 2], x[0][:, 2 * h:2 * h + 2],
+                                               x[0][:, 2 * h:2 * h + 2], allowed, kind, mc, mw,
+                                               scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
+                                               grid_size=33, add=fm) for h in range(2)], -1)
+        note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding and a float mask)",
+             _rel(out[0].detach().numpy(), ref))
     # the deprecated SequenceContinuousAttention: one head, the old call forward(query, key_padding_mask=...)
     import warnings
 
@@ -496,6 +515,17 @@ def check_attention_module():
             built = "".join([fam[:4], fam[4:]])
             per[f"family {fam} named at run time"] = _rel(kernel_density_on_grid(f, mod.grid, built).numpy(),
                                                           kernel_density_on_grid(f, mod.grid, fam).numpy())
+        # scores or a density on a grid of another size (one point short or over) are refused, naming G
+        from attnlab.numerics.continuous_attention import expected_basis
+
+        psi = torch.ones(6, G, dtype=torch.float64)
+        refused = 0
+        for n in (G - 1, G + 1):
+            try:
+                expected_basis(torch.ones(2, n, dtype=torch.float64), mod.grid, psi)
+            except ValueError as exc:
+                refused += f"last dim G={G}" in str(exc)
+        per["a density of G - 1 or G + 1 points refused"] = 0.0 if refused == 2 else math.inf
     worst = _worse(*per.values())
     return holds_if(worst <= LAYER_TOL, measured=dict(worst_relative_error=worst),
                     tolerance=dict(relative=LAYER_TOL),

@@ -183,6 +183,9 @@ def check_rate_labels():
         "exp(-2 pi/h)": (hx, np.exp(-2 * np.pi / hx), 1e-300, "exponential", None, None),
         "2 exp(-2 pi^2/h^2)": (hs, 2 * np.exp(-2 * np.pi ** 2 / hs ** 2), 1e-300, "super-exponential", None, None),
         "exp(-1/h), h halving": (h[:5], np.exp(-1 / h[:5]), 1e-300, "exponential", None, "exponential"),
+        # a point above the floor again after it (noise): the fit takes the run before the first floor point only
+        "above the floor again after it": (h[:6], np.array([1e-2, 2.5e-3, 6.25e-4, 1e-17, 1e-3, 1e-17]), 1e-14,
+                                           "algebraic", "h=0.125", None),
         "floor from the 4th": (h[:6], np.array([1e-2, 2.5e-3, 6.25e-4, 1e-17, 2e-17, 1e-17]), 1e-14, "algebraic",
                                "h=0.125", None),
         "at floor": (h[:4], np.full(4, 1e-17), 1e-14, "at floor", "h=1", None),
