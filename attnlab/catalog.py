@@ -80,10 +80,46 @@ class Evidence:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
 
+def _nan_at(x: Any, path: str = "") -> str | None:
+    """The path of the first NaN among the numbers in x (dicts, lists, tuples, floats, numpy scalars and
+    arrays), or None."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            hit = _nan_at(v, f"{path}/{k}")
+            if hit is not None:
+                return hit
+        return None
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            hit = _nan_at(v, f"{path}[{i}]")
+            if hit is not None:
+                return hit
+        return None
+    if isinstance(x, float) or type(x).__module__ == "numpy":
+        try:
+            import numpy as np
+
+            return path or "/" if bool(np.isnan(np.asarray(x, dtype=float)).any()) else None
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _no_nan(verdict: str, measured, data: dict) -> tuple[str, str]:
+    """A NaN among a check's numbers is the largest error, not a missing one (max(worst, nan) keeps worst):
+    no `holds` or `erratum` stands on it.  Returns (verdict, note)."""
+    where = _nan_at(measured, "measured") or _nan_at(data, "data")
+    if where is None or verdict not in ("holds", "erratum"):
+        return verdict, ""
+    return "fails", f" [a NaN among the measured numbers ({where}): no verdict stands on it]"
+
+
 def holds_if(ok: bool, measured: Any = None, tolerance: Any = None, explanation: str = "",
              **data) -> Evidence:
-    """Evidence for a claim expected to hold: verdict `holds` if `ok` else `fails`."""
-    return Evidence("holds" if bool(ok) else "fails", measured, tolerance, explanation, data)
+    """Evidence for a claim expected to hold: verdict `holds` if `ok` else `fails` (and `fails` where a NaN
+    is among the measured numbers, see _no_nan)."""
+    verdict, note = _no_nan("holds" if bool(ok) else "fails", measured, data)
+    return Evidence(verdict, measured, tolerance, explanation + note, data)
 
 
 def erratum_if(printed_holds: bool, corrected_holds: bool, measured: Any = None,
@@ -101,7 +137,8 @@ def erratum_if(printed_holds: bool, corrected_holds: bool, measured: Any = None,
     else:
         verdict = "fails"
     data = dict(data, printed_holds=bool(printed_holds), corrected_holds=bool(corrected_holds))
-    return Evidence(verdict, measured, tolerance, explanation, data)
+    verdict, note = _no_nan(verdict, measured, data)
+    return Evidence(verdict, measured, tolerance, explanation + note, data)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -111,3 +111,22 @@ def test_cli_paper_list_matches_catalog():
     from attnlab import cli
 
     assert tuple(cli.PAPERS) == tuple(catalog.PAPERS)
+
+
+def test_no_verdict_stands_on_a_nan():
+    """A NaN among a check's numbers (measured or data, at any depth) turns holds and erratum into fails: a
+    NaN is the largest error, and max(worst, nan) would have dropped it."""
+    import math
+
+    import numpy as np
+
+    from attnlab.catalog import erratum_if, holds_if
+
+    assert holds_if(True, measured=1e-16, per_case={"a": 1e-16}).verdict == "holds"
+    for measured, data in ((math.nan, {}), (1e-16, {"per_case": {"a": 1e-16, "b": math.nan}}),
+                           ({"x": [0.0, np.float64("nan")]}, {}), (np.array([1.0, np.nan]), {})):
+        ev = holds_if(True, measured=measured, **data)
+        assert ev.verdict == "fails" and "NaN" in ev.explanation
+        assert erratum_if(False, True, measured=measured, **data).verdict == "fails"
+    assert holds_if(False, measured=math.nan).verdict == "fails"
+    assert holds_if(True, measured={"slope": None, "label": "at floor"}).verdict == "holds"

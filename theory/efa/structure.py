@@ -524,7 +524,16 @@ def check_eq3(seed=4) -> "Evidence":
         except ValueError as exc:
             refused += "[0, 3]" in str(exc)
     per["module categorical refuses items outside [0, 3]"] = 0.0 if refused == 3 else math.inf
-    worst = max(max(v.values()) if isinstance(v, dict) else v for v in per.values())
+    # count families: a count that is not a whole number (below or above the half) or below the support, refused
+    refused = 0
+    for fam, bad in ((expfam.PoissonV1(), [2.3]), (expfam.PoissonV1(), [2.7]), (expfam.PoissonV1(), [0]),
+                     (expfam.PoissonV2(), [1.2]), (expfam.PoissonV2(), [-1])):
+        try:
+            fam.validate_y(torch.tensor(bad, dtype=torch.float64))
+        except ValueError as exc:
+            refused += "must hold integers" in str(exc)
+    per["count families refuse non-integers and counts below their support"] = 0.0 if refused == 5 else math.inf
+    worst = _worse(*[_worse(*v.values()) if isinstance(v, dict) else v for v in per.values()])
     return holds_if(worst < TOL, measured=worst,
                     tolerance=f"{TOL:g} relative to the largest term of eta t(y) - A(eta) + log h(y) (to log p "
                               "itself for the exact Bernoulli form); torch.distributions: absolute",

@@ -366,7 +366,7 @@ def check_sequence_layer():
             G = Fk * Fk.T + mp.mpf("0.1") * mp.eye(6)
             Bref = mp.matrix(H[b][:, keep].tolist()) * Fk.T * mp.inverse(G)
             note(f"ridge_value_coefficients / mask={masked} series {b}", _rel(B[b], np.array(Bref.tolist(), float)))
-    p = torch.softmax(torch.tensor(rng.normal(size=(3, 9))), -1)
+    p = torch.softmax(torch.tensor(rng.normal(size=(2, 3, 9))), -1)            # [..., L]: leading dims 2 x 3
     for positions in ("linspace", "index"):
         mu, s2 = moments_from_discrete(p, positions)
         pos = np.linspace(0, 1, 9) if positions == "linspace" else np.arange(1, 10) / 9
@@ -511,6 +511,13 @@ def check_attention_module():
         from attnlab.numerics.kernel_layer_math import kernel_density_on_grid
 
         f = torch.tensor(rng.normal(size=(2, mod.grid.shape[-1])))
+        from attnlab.numerics.kernel_layer_math import kernel_matrix
+
+        ind = torch.linspace(0, 1, 5, dtype=torch.float64)
+        for kname in ("gaussian", "laplace"):
+            per[f"kernel {kname} named at run time"] = _rel(
+                kernel_matrix(ind, mod.grid, "".join([kname[:3], kname[3:]]), 0.2).numpy(),
+                kernel_matrix(ind, mod.grid, kname, 0.2).numpy())
         for fam in ("softmax", "sparsemax"):
             built = "".join([fam[:4], fam[4:]])
             per[f"family {fam} named at run time"] = _rel(kernel_density_on_grid(f, mod.grid, built).numpy(),
