@@ -81,13 +81,14 @@ _CACHE: dict[tuple, tuple] = {}   # (experiment, root) -> (the files' (path, mti
 def _rows(experiment: str, root: Path) -> list:
     """(record, metric row) pairs of one experiment, each (config, setting, model, metric, seed) once
     (attnlab.results.unique_rows); read again only when a file of the experiment changed."""
-    from attnlab.results import load_records, unique_rows
+    from attnlab.results import read_records, unique_rows
 
     files = sorted(root.glob(f"{experiment}/*/*.json"))
     key, stamp = (experiment, str(root)), tuple((str(f), *_stat(f)) for f in files)
     if _CACHE.get(key, (None,))[0] != stamp:
-        paper = experiment.split("-", 1)[0]
-        recs = [r for r in load_records(root, paper, warn=lambda m: None) if r.get("experiment") == experiment]
+        # only this experiment's files (each read once per process): a record filed under another
+        # experiment's folder is refused by read_records as misplaced
+        recs = [r for r in read_records(files, warn=lambda m: None) if r.get("experiment") == experiment]
         _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None)))
     return _CACHE[key][1]
 
