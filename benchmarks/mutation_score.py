@@ -514,6 +514,50 @@ BY_INSPECTION = {
      "g = sinkhorn(p, u, M, gamma, max_iter= 99, _potentials=True)   # warm start"):
         "one Sinkhorn sweep fewer in the warm start of a Newton solve that runs to its own tolerance "
         "(performance only)",
+    # round 4 (a fresh sample at 9ef2a00)
+    ('numerics/fenchel_attention.py',
+     'half = torch.finfo(cdt).min / 2',
+     'half = torch.finfo(cdt).min / 1'):
+        'log u and the mask are each shifted to a largest entry of 0 before they are added, so no row overflows '
+        'entirely; an entry whose sum overflows to -inf has weight exp(-inf) = 0, and the floored finite sum (below '
+        '-1e308 in float64, -1.7e38 in float32) has weight 0 as well: the weights, the output and the gradients '
+        'are the same',
+    ('experiments/models/efa.py',
+     'if method == "fast" and stack.direction == "bidirectional" and T > 1 and all_targets_exact(stack):',
+     'if method == "fast" and stack.direction == "bidirectional" and T > 2 and all_targets_exact(stack):'):
+        "for T = 2 targets the fast bidirectional path is left for the generic one (every target's masked copy through the stack), which computes the same logits: performance only",
+    ('experiments/models/fenchel_transformers.py',
+     'is_small = n < max_exact',
+     'is_small = n <= max_exact'):
+        'at n = max_exact both branches give max_exact: the logarithmic bucket is max_exact + floor(log(n / max_exact) ...) = max_exact there',
+    ('experiments/models/fenchel_vit.py',
+     'qk = (q @ k.transpose(-1, -2)).squeeze(2) / math.sqrt(self.dh)        # alpha <t, z>, alpha = 1',
+     'qk = (q @ k.transpose(-1, 2)).squeeze(2) / math.sqrt(self.dh)        # alpha <t, z>, alpha = 1'):
+        'k is (B, H, NA, dh), four dimensions: dimension 2 is dimension -2',
+    ('numerics/entropic_dual.py',
+     'floor = max(tol, 64 * _EPS * math.sqrt(1.0 + alpha) * max(1.0, float(np.abs(bt).max())) * tmax)',
+     'floor = max(tol, 63 * _EPS * math.sqrt(1.0 + alpha) * max(1.0, float(np.abs(bt).max())) * tmax)'):
+        "a safety factor on the floating-point floor of the stopping test (64 or 63 times eps x the problem's scale): it moves the stop only when the residual lies in a 1.6 % band at the rounding floor, where either answer is within rounding of lambda*",
+    ('numerics/fenchel_attention.py',
+     'if K.shape[-2] <= E:',
+     'if K.shape[- 1] <= E:'):
+        "which of the two fast phases solves the first-order condition (Gram space or direct): both solve it to the same tolerance, and the backward chooses its own path from the forward's saved Gram matrix; performance only",
+    ('numerics/mp_reference.py',
+     'break',
+     'continue'):
+        "both `break`s of mp_integrate's refinement loop stop it once the total estimate meets the target or no piece is above its share; with `continue` the loop goes on bisecting pieces above their share (their values change within mpmath's error estimates) or idles to max_bisections: performance only",
+    ('numerics/mp_reference.py',
+     'if base != "normal":',
+     'if base > "normal":'):
+        "mp_context_reference refuses every base but 'normal' and 'uniform' (since round 4): for those two, base > 'normal' is base != 'normal'",
+    ('numerics/quadrature.py',
+     'while math.erfc(L / math.sqrt(2)) >= eps and L < 60:',
+     'while math.erfc(L / math.sqrt(2)) >= eps and L < 59:'):
+        'L starts at 1 and grows by 0.25; for any eps in (0, 1), erfc(L / sqrt 2) falls below eps (it underflows to 0 below 5e-324) before L reaches 39, so neither L < 60 nor L < 59 ever stops the loop',
+    ('numerics/quadrature.py',
+     'while math.erfc(L / math.sqrt(2)) >= eps and L < 60:',
+     'while math.erfc(L / math.sqrt(2)) >= eps and L != 60:'):
+        'L starts at 1 and grows by 0.25 exactly (binary fractions): L != 60 and L < 60 differ only from L = 60 on, which the loop never reaches (erfc(L / sqrt 2) < eps before L = 39 for any eps in (0, 1))',
 }
 
 
@@ -745,6 +789,99 @@ KILLED_SINCE = {
      "if not torch.all(torch.isfinite(yy.double())) or not torch.all(yy == torch.round(yy)) or \\",
      "if not torch.all(torch.isfinite(yy.double())) or not torch.all(yy >= torch.round(yy)) or \\"):
         "efa.eq3.expfam-loglik",
+    # round 4 (a fresh sample at 9ef2a00)
+    ('experiments/models/bidir_analogy.py',
+     'if vectors.ndim != 2 or len(words) != vectors.shape[0]:',
+     'if vectors.ndim > 2 or len(words) != vectors.shape[0]:'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/bidir_analogy.py',
+     'if len(w) != 4 or cat is None:',
+     'if len(w) < 4 or cat is None:'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/bidir_tabular.py',
+     'if not 0.0 <= self.dropout < 1.0:',
+     'if not 0.0 <= self.dropout <= 1.0:'):
+        'bidir.sec3-1.atn-training',
+    ('experiments/models/efa.py',
+     '_INPUT_CHECKS[0] = bool(enabled)',
+     '_INPUT_CHECKS[ 1] = bool(enabled)'):
+        'efa.sec5.model-setup',
+    ('experiments/models/efa.py',
+     'nn.init.uniform_(self.delta, -bound, bound)',
+     'nn.init.uniform_(self.delta, not bound, bound)'):
+        'efa.sec5.model-setup',
+    ('experiments/models/fenchel_transformers.py',
+     'd_ff: int = 256, dropout: float = 0.1):',
+     'd_ff: int = 256, dropout: float = 1.1):'):
+        'fenchel.sec8.substitute-architectures',
+    ('experiments/models/fenchel_vit.py',
+     'best, idx = score.max(1)',
+     'best, idx = score.max( 0)'):
+        'fenchel.sec9.ot-vit-network',
+    ('experiments/models/kernel_models.py',
+     'ridge: float = 0.5, sigmas=(0.025, 0.1, 0.5), mixture_components: int = 10, setup: str = "ours"):',
+     'ridge: float = 0.5, sigmas=(0.025, -0.9, 0.5), mixture_components: int = 10, setup: str = "ours"):'):
+        'kernel.sec6.networks',
+    ('experiments/models/kernel_models.py',
+     'n_basis: int = 32, n_inducing: int = 10, grid_size: int = 100, bandwidth: float = 0.1,',
+     'n_basis: int = 32, n_inducing: int = 11, grid_size: int = 100, bandwidth: float = 0.1,'):
+        'kernel.sec6.networks',
+    ('numerics/deformed_exp.py',
+     'if not (math.isfinite(a) and 1.0 < a <= 2.0):',
+     'if not (math.isfinite(a) and 0.0 < a <= 2.0):'):
+        'kernel.eq5.deformed-exp-log',
+    ('numerics/efa_attention.py',
+     'if scale == "width":',
+     'if scale is "width":'):
+        'efa.sec5.model-setup',
+    ('numerics/efa_attention.py',
+     'bound = math.sqrt(6.0 / (W.shape[1] + W.shape[2]))',
+     'bound = math.sqrt(6.0 / (W.shape[1] + W.shape[ 1]))'):
+        'efa.sec5.model-setup',
+    ('numerics/entropic_dual.py',
+     'if space == "atoms" or (space == "auto" and T.shape[-2] < T.shape[-1]):',
+     'if space == "atoms" or (space is "auto" and T.shape[-2] < T.shape[-1]):'):
+        'fenchel.thm1.mpmath-50-digits',
+    ('numerics/entropic_ot.py',
+     'rows = np.exp(logsumexp((f[:, None] + g[None, :] - Mr) / gamma, axis=1))',
+     'rows = np.exp(logsumexp((f[:, None] + g[None, :] - Mr) ** gamma, axis=1))'):
+        'fenchel.sec9.ot-duality',
+    ('numerics/entropic_ot.py',
+     'if np.max(np.abs(rows - p[r])) < tol:',
+     'if np.max(np.abs(rows + p[r])) < tol:'):
+        'fenchel.sec9.ot-duality',
+    ('numerics/fenchel_attention.py',
+     'if x.dim() == 0:',
+     'if x.dim() == 1:'):
+        'fenchel.thm1.implicit-gradients',
+    ('numerics/fenchel_attention.py',
+     'if af != 1:',
+     'if af < 1:'):
+        'fenchel.thm1.implicit-gradients',
+    ('numerics/fenchel_attention.py',
+     'kn2 = (K * K).sum(-1).unsqueeze(-2)                                 # ||t_i||^2, (..., 1, S)',
+     'kn2 = (K / K).sum(-1).unsqueeze(-2)                                 # ||t_i||^2, (..., 1, S)'):
+        'fenchel.sec7.exact-attention-mpmath',
+    ('numerics/kernel_layer_math.py',
+     'if base == "parabola":',
+     'if base is "parabola":'):
+        'kernel.alg1.attention-module',
+    ('numerics/mp_reference.py',
+     'r = (lo + hi) / 2',
+     'r = (lo & hi) / 2'):
+        'kernel.ref.wide-domain',
+    ('numerics/mp_reference.py',
+     'if a < x < b and (not out or x - out[-1] >= width / 4):',
+     'if a < x != b and (not out or x - out[-1] >= width / 4):'):
+        'kernel.ref.wide-domain',
+    ('numerics/mp_reference.py',
+     'except (ValueError, ZeroDivisionError):',
+     'except (CosmicRayTestingException, ZeroDivisionError):'):
+        'kernel.ref.wide-domain',
+    ('numerics/multihead.py',
+     'if key.shape[:2] != value.shape[:2] or key.shape[0] != N:',
+     'if key.shape[:2] != value.shape[:2] and key.shape[0] != N:'):
+        'efa.eq1.torch-layer',
 }
 
 
@@ -840,6 +977,7 @@ def report() -> None:
     killed = counted = since = 0
     s_killed = s_counted = s_since = 0                 # the sampled modules' first rounds alone
     f_killed = f_counted = 0                           # later rounds: fresh samples at a later commit
+    by_round: dict[int, list[int]] = {}                # round -> [killed, counted] of the later rounds
     for r in rows:
         r["equivalent"] = [sv for sv in r["survivors"] if why_equivalent(r["module"], r["commit"], sv)]
         r["removed"] = [sv for sv in r["survivors"] if sv not in r["equivalent"] and removed_since(r["module"], sv)]
@@ -852,6 +990,8 @@ def report() -> None:
             s_killed, s_counted, s_since = s_killed + r["killed"], s_counted + n, s_since + k_since
         elif r.get("round", 1) > 1:
             f_killed, f_counted = f_killed + r["killed"], f_counted + n
+            kc = by_round.setdefault(r["round"], [0, 0])
+            kc[0], kc[1] = kc[0] + r["killed"], kc[1] + n
         score = f"{100 * r['killed'] / n:.1f}%" if n else "-"
         if n and "sampled_from" in r:
             lo, hi = wilson(r["killed"], n)
@@ -878,8 +1018,12 @@ def report() -> None:
                           f"bias."]
         if f_counted:
             lo, hi = wilson(f_killed, f_counted)
+            per_round = "; ".join(f"round {k} at {next(r['commit'][:7] for r in rows if r.get('round') == k)}: "
+                                  f"{kk} of {nn} ({100 * kk / nn:.1f}%)" for k, (kk, nn) in sorted(by_round.items()) if nn)
             lines += ["", f"Fresh samples so far (later rounds): {f_killed} of {f_counted} non-equivalent mutants killed "
-                          f"({100 * f_killed / f_counted:.1f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)."]
+                          f"({100 * f_killed / f_counted:.1f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%); {per_round}.  "
+                          f"Each round measures the catalog as it stood at its commit, before the claims written "
+                          f"against its survivors."]
     removed = [(r["module"], sv) for r in rows for sv in r["removed"]]
     if removed:
         lines += ["", "Survivors whose code was deleted since (not counted):", ""]

@@ -231,7 +231,8 @@ ACCEPT = ("optimal", "optimal_inaccurate")
 
 
 class SolverError(RuntimeError):
-    """cvxpy gave no answer whose KKT residual meets the tolerance; the message says why."""
+    """A solver gave no answer that meets its tolerance (cvxpy's KKT residual, the entropic OT iterations'
+    marginals); the message says why."""
 
 
 def primal_kkt_residual(p, T, u, z, alpha) -> float:

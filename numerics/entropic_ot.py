@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp, softmax
 
+from attnlab.numerics.entropic_dual import SolverError
 from attnlab.numerics.validate import as_matrix, as_vector, positive, probability_vector
 
 
@@ -75,7 +76,9 @@ def conjugate_grad(g, u, M, gamma) -> np.ndarray:
 def sinkhorn(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 20000, _potentials=False):
     """W_gamma(p, u; M) of (20) by log-domain Sinkhorn (Cuturi 2013).  Returns (W, X).
 
-    Zero-mass atoms of p or u are dropped (their rows/columns of X are 0)."""
+    Zero-mass atoms of p or u are dropped (their rows/columns of X are 0).  The columns are exact after each
+    g-update; the iteration stops when the row marginal is met to `tol` (max abs), and raises SolverError
+    when it is not within max_iter iterations."""
     p = np.asarray(p, float)
     u = np.asarray(u, float)
     r, c = p > 0, u > 0
@@ -90,6 +93,12 @@ def sinkhorn(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 20000, _potenti
         rows = np.exp(logsumexp((f[:, None] + g[None, :] - Mr) / gamma, axis=1))
         if np.max(np.abs(rows - p[r])) < tol:
             break
+    else:
+        if not _potentials:                          # (a warm start may stop short; an answer may not)
+            err = float(np.max(np.abs(rows - p[r])))
+            raise SolverError(f"sinkhorn: the row marginal is still off by {err:.3g} (tol = {tol:g}) after max_iter = "
+                              f"{max_iter} iterations; Sinkhorn slows like exp(-max M / gamma) (gamma = {gamma:g}): "
+                              f"use entropic_ot_newton")
     if _potentials:
         return g
     logX = (f[:, None] + g[None, :] - Mr) / gamma
@@ -105,7 +114,8 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
         W = max_g <g, u> - gamma sum_i p_i log sum_j exp((g_j - M_ij)/gamma) + gamma sum_i p_i log p_i
 
     (concave; invariant to g + c, fixed by g_0 = 0).  Quadratic convergence where Sinkhorn is slow
-    (small gamma: its rate degrades like exp(-max M / gamma)).  Returns (W, X)."""
+    (small gamma: its rate degrades like exp(-max M / gamma)).  Stops when the column marginal u is met to
+    `tol` (max abs); raises SolverError when it is not within max_iter steps.  Returns (W, X)."""
     p = np.asarray(p, float)
     u = np.asarray(u, float)
     r, c = p > 0, u > 0
@@ -136,6 +146,11 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
         g, f0 = g + t * step, fn
         if np.max(np.abs(grad)) < tol:
             break
+    else:
+        grad = uc - pr @ softmax((g[None, :] - Mr) / gamma, axis=1)
+        if not np.max(np.abs(grad)) < tol:
+            raise SolverError(f"entropic_ot_newton: the column marginal is still off by {np.max(np.abs(grad)):.3g} "
+                              f"(tol = {tol:g}) after max_iter = {max_iter} Newton steps")
     P = softmax((g[None, :] - Mr) / gamma, axis=1)
     X = np.zeros_like(M, dtype=float)
     X[np.ix_(r, c)] = P * pr[:, None]

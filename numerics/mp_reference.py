@@ -228,6 +228,16 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
     piece of every integral (reference_breakpoints gives the pieces of one integral before any work)."""
     import mpmath as mp
 
+    from attnlab.numerics.deformed_exp import check_alpha
+
+    if base not in ("normal", "uniform"):
+        raise ValueError(f"base must be 'normal' or 'uniform'; got {base!r}")
+    if family not in ("kernel-softmax", "kernel-deformed"):
+        raise ValueError(f"family must be 'kernel-softmax' or 'kernel-deformed'; got {family!r}")
+    if family == "kernel-deformed":
+        if alpha is None or isinstance(alpha, (str, bool)):
+            raise ValueError(f"alpha must lie in (1, 2] for kernel-deformed; got {alpha!r}")
+        check_alpha(alpha)
     g = np.asarray(gamma, float)
     s = np.asarray(inducing, float)
     Bm = np.asarray(B, float)

@@ -150,7 +150,10 @@ class ViT(nn.Module):
 
 def same_class_partners(labels: torch.Tensor, prob: float, generator: torch.Generator) -> torch.Tensor:
     """For each sample, with probability `prob`, a random other sample of the batch with the same
-    label (-1 when not drawn or when none exists)."""
+    label (-1 when not drawn or when none exists).
+
+    The draw, in this order from `generator`: U = rand(B, B), and sample i's candidate is the j != i with
+    labels[j] == labels[i] that maximises U[i, j] (uniform among them); then rand(B) < prob keeps it."""
     B = labels.shape[0]
     same = (labels[:, None] == labels[None, :]) & ~torch.eye(B, dtype=torch.bool)
     score = torch.rand(B, B, generator=generator).masked_fill(~same, -1.0)

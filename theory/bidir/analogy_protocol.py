@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._inputs import refused
 
 COS_TOL = 1e-5          # the library works in float32: a cosine carries ~1e-7 relative rounding
 GAP_MIN = 1e-4          # a question whose best two candidates are closer than this is not judged on its answer
@@ -104,7 +105,8 @@ def check_analogy_protocol(seed: int = 41):
                                 "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "
                                 "plain counts and means of the records; read_questions on the questions written in "
                                 "questions-words.txt's layout (': category' headers, mixed case, blank lines) gives "
-                                "them back; windows of the substitute MLM against the slices written out; and a "
+                                "them back and refuses lines of 3 or 5 words or before a header; Embeddings refuses "
+                                "vectors that are not (len(words), dim); windows of the substitute MLM against the slices written out; and a "
                                 "5-word instance whose every candidate points away from the offset (the best cosine "
                                 "negative) with vectors shorter than 1")
 
@@ -129,6 +131,17 @@ def _inputs_round_trip(qs) -> dict:
         path = Path(tmp) / "questions-words.txt"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         parsed = read_questions(path)
+        # a question line of 3 or 5 words, and one before any ': category' header, is refused in one line
+        bad = {}
+        for name, text in (("3 words", ": family\nboy girl king\n"), ("5 words", ": family\nboy girl king queen x\n"),
+                           ("no header", "boy girl king queen\n")):
+            path.write_text(text, encoding="utf-8")
+            bad[name] = refused(lambda: read_questions(path), "malformed analogy line")
+    from attnlab.experiments.models.bidir_analogy import Embeddings
+
+    # vectors that are not (len(words), dim): a 1-D array of len(words), a 3-D one, a row short
+    vec_refused = all(refused(lambda X=X: Embeddings(["a", "b", "c"], X), "vectors must be (len(words), dim)")
+                      for X in (np.ones(3), np.ones((3, 2, 2)), np.ones((2, 4))))
     want = [(c, *(x.lower() for x in w)) for c, *w in qs]
     docs = [[3, 1, 4, 1, 5, 9, 2], [6, 5], [3, 5, 8, 9, 7, 9]]
     win_ok = True
@@ -136,7 +149,8 @@ def _inputs_round_trip(qs) -> dict:
         slices = [d[i:i + S] for d in docs for i in range(len(d) - S + 1)]
         got = windows(docs, S)
         win_ok &= got.shape == (len(slices), S) and [list(map(int, r)) for r in got] == slices
-    return dict(read_questions=parsed == want, windows=bool(win_ok))
+    return dict(read_questions=parsed == want, windows=bool(win_ok), malformed_lines_refused=all(bad.values()),
+                embeddings_shape_refused=vec_refused)
 
 
 @claim("bidir.app-f.analogy-protocol",

@@ -12,17 +12,8 @@ import copy
 import numpy as np
 
 from attnlab.theory._errors import worse as _worse
+from attnlab.theory._inputs import refused as _refusal
 from attnlab.catalog import claim, holds_if
-
-
-def _refusal(fn, *fragments) -> bool:
-    """Whether fn() raises ValueError with a one-line message holding every fragment."""
-    try:
-        fn()
-    except ValueError as e:
-        msg = str(e)
-        return "\n" not in msg and all(f in msg for f in fragments)
-    return False
 
 
 def check_mlm_domain():

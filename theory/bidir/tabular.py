@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._inputs import refused as _refused
 
 REL_TOL = 1e-12
 
@@ -265,11 +266,16 @@ def check_atn_training():
     d = ATNConfig()
     app_e = dict(embed_dim=20, num_heads=5, ff_dim=5, lr=1e-3, adam_eps=1e-7, batch_size=128, epochs=200)
     defaults_ok = all(getattr(d, k) == v for k, v in app_e.items())
+    # dropout is a probability of dropping, in [0, 1): 1 (every unit dropped) and -0.1 are refused, 0 is allowed
+    dropout_domain = (_refused(lambda: ATNConfig(dropout=1.0).validate(), "dropout", "[0, 1)")
+                      and _refused(lambda: ATNConfig(dropout=-0.1).validate(), "dropout", "[0, 1)")
+                      and ATNConfig(dropout=0.0).validate().dropout == 0.0)
     worst = max(max(v["parameters"], v["losses"]) for v in per.values())
-    ok = defaults_ok and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
+    ok = defaults_ok and dropout_domain and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
                                                     and v["epochs_reported"] and v["bad_token_refused"]
                                                     for v in per.values())
-    return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per, app_e_defaults=defaults_ok),
+    return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per, app_e_defaults=defaults_ok,
+                                      dropout_domain=dropout_domain),
                     tolerance=dict(relative=TRAIN_TOL),
                     explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
                                 "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
@@ -283,7 +289,8 @@ def check_atn_training():
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
                                 "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
-                                "outside 0..C-1 is refused; ATNConfig's defaults are App. E's")
+                                "outside 0..C-1 is refused; ATNConfig's defaults are App. E's, and its dropout is refused outside "
+                                "[0, 1)")
 
 
 TRAIN_TOL = 1e-12

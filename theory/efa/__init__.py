@@ -1,1 +1,1 @@
-"""Claims of "Exponential Family Attention" (`efa.*`), one module per part of the paper: compare, generalization, identifiability, reductions, reductions_sympy, results, structure, synthetic, table2, thm2_proof."""
+"""Claims of "Exponential Family Attention" (`efa.*`), one module per part of the paper: compare, generalization, identifiability, reductions, reductions_sympy, results, setup, structure, synthetic, table2, thm2_proof."""

@@ -595,7 +595,10 @@ def check_torch_layer(seed=24) -> "Evidence":
         except ValueError as exc:
             refused += what in str(exc)
     # a key with a feature too few, and AttentionLayer's mask of the wrong shape or dtype: refused, named
+    z6, z3 = torch.randn(2, 6, 4, generator=g, dtype=torch.float64), torch.randn(3, 5, 4, generator=g, dtype=torch.float64)
     for call, what in ((lambda: mod(z, z[..., :3], z), "key must have 4 features"),
+                       (lambda: mod(z, z, z6), "key and value must have the same batch size and length"),
+                       (lambda: mod(z, z3, z3), "the same batch size as query"),
                        (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 6, dtype=torch.bool)),
                         "allowed must be a bool tensor of shape (N, I, I) = (2, 5, 5)"),
                        (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 5)), "allowed must be a bool")):
@@ -612,7 +615,7 @@ def check_torch_layer(seed=24) -> "Evidence":
         got_t, gw_t = mod_t(z.transpose(0, 1), kx.transpose(0, 1), vx.transpose(0, 1))
     per["batch_first=False, S != L"] = max(_rel(got_t.transpose(0, 1), want_t), _rel(gw_t, w_t))
     worst = max(worst, per["batch_first=False, S != L"])
-    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 9 else math.inf
+    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 11 else math.inf
     worst = max(worst, per["refusals (key/value lengths, a mask of another batch)"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
@@ -621,7 +624,8 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "and 2 heads, softmax and linear, no mask, the causal mask (given, or built from is_causal) and key padding; efa_attention (scaled_dot_product_attention's convention) against a plain "
                                 "loop, with no mask, is_causal, a bool mask with a fully masked query and a float "
                                 "mask (also 1e9 higher: the same answer), the module also with both masks (bool and "
-                                "bool, float and bool), and the refusals of mismatched key/value lengths, of a "
+                                "bool, float and bool), and the refusals of mismatched key/value lengths (in the "
+                                "function and in the module, and of a key batch other than the query's), of a "
                                 "mask of another batch, of a key_padding_mask of the wrong length and of kdim or vdim "
                                 "0, of a key with a feature too few and of AttentionLayer masks of the wrong shape or "
                                 "dtype; efa_attention's default scale 1/sqrt(E) (E != L); the module with "

@@ -178,6 +178,10 @@ def check_substitutes():
         wrong = sum(int(relative_position_bucket(rel, bi)[k]) != t5_bucket(int(rel[k]), bi)
                     for bi in (True, False) for k in range(len(rel)))
         per["relative_position_bucket mismatches (-300..300)"] = float(wrong)
+        # built with their defaults, both drop with BERT's and T5's rate 0.1 (every nn.Dropout they hold)
+        rates = [m.p for net in (BertLike(vocab=11), T5Like(vocab=13)) for m in net.modules()
+                 if isinstance(m, torch.nn.Dropout)]
+        per["default dropout rates other than 0.1"] = float(sum(r != 0.1 for r in rates) + (len(rates) < 10))
     finally:
         torch.set_default_dtype(old)
     ok = all(v <= SUB_TOL for v in per.values())
@@ -185,7 +189,8 @@ def check_substitutes():
                     explanation="BertLike (2 layers, width 8, 2 heads, padding) and T5Like (2+2 layers, parameters "
                                 "perturbed off their initial values, padding in both streams) in eval mode, float64, "
                                 "against numpy transcriptions; every head's logits rebuilt from the captured inputs "
-                                "and head_weights(); T5 buckets for relative positions -300..300 both ways",
+                                "and head_weights(); T5 buckets for relative positions -300..300 both ways; built "
+                                "with their defaults, every dropout at BERT's and T5's 0.1",
                     per_case=per)
 
 

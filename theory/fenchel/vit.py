@@ -182,7 +182,8 @@ def check_vit():
                                 "the partner draw of OT-ViT training (same_class_partners) over 1,000 seeded draws on "
                                 "a batch with singleton classes: a partner has the image's label and is never the "
                                 "image, none without a same-class image or at prob 0, and the draw rate and the "
-                                "choice among same-class images are uniform",
+                                "choice among same-class images are uniform; and over 20 seeds it equals the documented draw "
+                                "written out (rand(B, B), each row's argmax over its class, then rand(B) < prob)",
                     per_case=per)
 
 
@@ -190,7 +191,7 @@ def check_partners(n_draws: int = 1000) -> dict:
     """same_class_partners on labels (0, 1, 0, 2, 1, 0, 3): every drawn partner has the label and is another
     image; the singletons (classes 2, 3) never get one; at prob 0 nobody, at prob 1 everyone else; at prob 0.3
     the draw rate, and for the class-0 triple the choice between the two others, within 4.5 binomial standard
-    deviations of 0.3 and 1/2."""
+    deviations of 0.3 and 1/2; and over 20 seeds the partners equal the documented draw written out."""
     import torch
 
     from attnlab.experiments.models.fenchel_vit import same_class_partners
@@ -213,8 +214,24 @@ def check_partners(n_draws: int = 1000) -> dict:
     picks = {int(j): int((first == j).sum()) for j in first.unique()}
     n0 = len(first)
     z_pick = (picks.get(2, 0) - n0 / 2) / math.sqrt(n0 / 4) if n0 else math.inf
-    return dict(ok=bool(ok_label and abs(z_rate) <= 4.5 and abs(z_pick) <= 4.5 and set(picks) <= {2, 5}),
-                labels_and_singletons=bool(ok_label), rate_z=z_rate, choice_z=z_pick)
+    # the documented draw written out (U = rand(B, B); row i's argmax over its own class; then rand(B) < prob),
+    # from the same seed: the same partners, so a run's records do not depend on how the library draws
+    same_as_written = True
+    for seed in range(20):
+        got_p = same_class_partners(labels, 0.6, torch.Generator().manual_seed(seed))
+        gt = torch.Generator().manual_seed(seed)
+        U = torch.rand(len(labels), len(labels), generator=gt)
+        keep = torch.rand(len(labels), generator=gt) < 0.6
+        want = []
+        for i in range(len(labels)):
+            cands = [j for j in range(len(labels)) if j != i and labels[j] == labels[i]]
+            best = max(cands, key=lambda j: float(U[i, j])) if cands else -1
+            want.append(best if (cands and bool(keep[i])) else -1)
+        same_as_written &= got_p.tolist() == want
+    return dict(ok=bool(ok_label and abs(z_rate) <= 4.5 and abs(z_pick) <= 4.5 and set(picks) <= {2, 5}
+                        and same_as_written),
+                labels_and_singletons=bool(ok_label), rate_z=z_rate, choice_z=z_pick,
+                draw_as_documented=bool(same_as_written))
 
 
 @claim("fenchel.sec9.ot-vit-network",

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
+from attnlab.theory._inputs import refused
 
 EPS = float(np.finfo(float).eps)
 BETAS = (1.0, 0.75, 0.5, 1.0 / 3.0, 0.0, -1.0)    # beta = 2 - alpha for alpha = 1, 1.25, 1.5, 5/3, 2; and beta < 0
@@ -133,8 +134,18 @@ def check_deformed_exp():
                 worst["escort"] = max(worst["escort"], float(abs(v - ref) / ref) / 1e-13)
             off = escort_weights(torch.as_tensor([edge - 1.0 + tau, edge * 3 + tau]), tau, alpha)   # outside: 0
             worst["escort"] = max(worst["escort"], float(off.abs().max()) / 1e-300)
-    ok = all(v <= 1 for v in worst.values())
-    return holds_if(ok, measured=dict(deviation_in_allowances=worst), rows=rows,
+    # the index domain 1 < alpha <= 2 the paper assumes throughout: alpha = 1 (the limit, not an index here), 0.5,
+    # 2.5, nan and inf are refused in one line naming (1, 2]; 1 + 1e-9 and 2 are accepted
+    from attnlab.numerics.deformed_exp import alpha_division
+
+    one = torch.ones(1, dtype=torch.float64)
+    domain = {f"{fn.__name__}({a!r}) refused": refused(lambda fn=fn, a=a: fn(one, a), "alpha", "(1, 2]")
+              for fn in (exp_2ma, log_alpha) for a in (1.0, 0.5, 2.5, math.nan, math.inf)}
+    domain["alpha_division(alpha=1) refused"] = refused(lambda: alpha_division(one, one, 1.0), "alpha", "(1, 2]")
+    domain["1 + 1e-9 and 2 accepted"] = bool(torch.isfinite(exp_2ma(one, 1 + 1e-9)).all()
+                                             and torch.isfinite(log_alpha(one, 2.0)).all())
+    ok = all(v <= 1 for v in worst.values()) and all(domain.values())
+    return holds_if(ok, measured=dict(deviation_in_allowances=worst, alpha_domain=all(domain.values())), rows=rows,
                     tolerance=dict(float64="relative 4 eps x the condition number, the exponent's rounding included "
                                            "(exp_beta, exp_2ma); absolute 4 eps (1 + t^{1-beta}(1 + |ln t (1-beta)|))"
                                            "/|1-beta| (log_beta, log_alpha)",
@@ -147,7 +158,7 @@ def check_deformed_exp():
                                 "transcribed in mpmath at 40 digits, t from the edge of the support (at it, just "
                                 "inside, just outside) to 1e8, log from 1e-300 to 1e300; the escort weights against "
                                 "mpmath's derivative of the transcribed exp_{2-alpha}; deviations in units of "
-                                "their allowance (<= 1 passes)")
+                                "their allowance (<= 1 passes); an index outside (1, 2] refused in one line")
 
 
 @claim("kernel.eq5.deformed-exp-log",

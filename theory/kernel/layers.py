@@ -22,6 +22,7 @@ import numpy as np
 from attnlab.theory._errors import worse as _worse
 from attnlab.catalog import claim, holds_if
 from attnlab.theory._errors import finite_or_inf as _finite_or_inf
+from attnlab.theory._inputs import at_run_time
 
 #: float64 layer against the transcription (relative to the largest entry of the output)
 LAYER_TOL = 1e-10
@@ -516,12 +517,18 @@ def check_attention_module():
         ind = torch.linspace(0, 1, 5, dtype=torch.float64)
         for kname in ("gaussian", "laplace"):
             per[f"kernel {kname} named at run time"] = _rel(
-                kernel_matrix(ind, mod.grid, "".join([kname[:3], kname[3:]]), 0.2).numpy(),
+                kernel_matrix(ind, mod.grid, at_run_time(kname), 0.2).numpy(),
                 kernel_matrix(ind, mod.grid, kname, 0.2).numpy())
         for fam in ("softmax", "sparsemax"):
-            built = "".join([fam[:4], fam[4:]])
-            per[f"family {fam} named at run time"] = _rel(kernel_density_on_grid(f, mod.grid, built).numpy(),
-                                                          kernel_density_on_grid(f, mod.grid, fam).numpy())
+            per[f"family {fam} named at run time"] = _rel(
+                kernel_density_on_grid(f, mod.grid, at_run_time(fam)).numpy(),
+                kernel_density_on_grid(f, mod.grid, fam).numpy())
+        from attnlab.numerics.kernel_layer_math import base_density
+
+        mu, s2 = torch.tensor([0.3, 0.6], dtype=torch.float64), torch.tensor([0.01, 0.05], dtype=torch.float64)
+        for bname in ("gaussian", "parabola"):
+            per[f"base {bname} named at run time"] = _rel(
+                base_density(mod.grid, mu, s2, at_run_time(bname)).numpy(), base_density(mod.grid, mu, s2, bname).numpy())
         # scores or a density on a grid of another size (one point short or over) are refused, naming G
         from attnlab.numerics.continuous_attention import expected_basis
 

@@ -105,7 +105,8 @@ def _():
        statement="On [-100, 100] with the uniform base, the verified mpmath Z and context agree with scipy "
                  "to 1e-12 (a reference split only at the kinks was off by 3e-4 in Z here).",
        method="mpmath",
-       vouches_for=("numerics.mp_reference.mp_context_reference", "numerics.mp_reference.mp_integrate"))
+       vouches_for=("numerics.mp_reference.mp_context_reference", "numerics.mp_reference.mp_integrate",
+                    "numerics.mp_reference.mp_roots", "numerics.mp_reference.reference_breakpoints"))
 def _():
     dev = {}
     # kernel softmax on [-100, 100]; kernel sparsemax (alpha = 2) with gamma doubled, so that 1 + f changes
@@ -139,6 +140,37 @@ def _():
         # a closed-form piece states its own rounding as its error: positive, below 10^-(dps+5) of its value
         v, e = mp_integrate(lambda t: mp.mpf(1), 0, 3, dps=30, closed=lambda lo, hi: hi - lo, return_error=True)
         dev["closed-form piece error stated"] = 0.0 if (v == 3 and 0 < e <= 3 * mp.mpf(10) ** -35) else math.inf
+    # the reference's own pieces: every breakpoint of the deformed instance on [-2, 3] lies inside (a, b) and is
+    # a kink or centre +- k width (k in the ladder) of an inducing point, a basis centre or 0, as written out
+    from attnlab.numerics.mp_reference import WIDTH_LADDER, mp_roots, reference_breakpoints
+
+    w = 1 / math.sqrt(10.0)
+    brk = reference_breakpoints(S, 10.0, C, 10.0, "normal", -0.5, 1.2, kinks=[0.1])
+    written = {round(c + sg * k * wi, 12) for cs, wi in ((S, w), (C, w), ([0.0], 1.0)) for c in cs
+               for k in WIDTH_LADDER for sg in (-1, 1)} | {0.1}
+    dev["breakpoints inside (a, b), as written out"] = 0.0 if (
+        brk and all(-0.5 < x < 1.2 for x in brk) and {round(float(x), 12) for x in brk} <= written
+        and 0.1 in brk) else math.inf
+    # a sign change that is no smooth root (a jump at 1/3): the secant polish fails, and the root is the middle of
+    # the 40-step bisection bracket, within 2^-40 of 1/3; and where the polish runs off to a root outside the
+    # bisection's bracket (g = -1 left of 1/3, 1 - 1e6 (t - 1/3) right of it, on [0, 1]: its root 1/3 + 1e-6 is
+    # far from the bracket the bisection ends in, at 1), the middle of that bracket is returned, not that root
+    third = mp.mpf(1) / 3
+    r = mp_roots(lambda t: mp.mpf(-1) if t < third else mp.mpf(1), [(0.0, 1.0)], 30)
+    r2 = mp_roots(lambda t: mp.mpf(-1) if t < third else 1 - 10 ** 6 * (t - third), [(0.0, 1.0)], 30)
+    dev["root of a jump within 2^-40"] = 0.0 if (len(r) == 1 and abs(r[0] - third) <= mp.mpf(2) ** -40) else math.inf
+    dev["a polish that leaves the bracket is not returned"] = 0.0 if (
+        len(r2) == 1 and 1 - mp.mpf(2) ** -40 <= r2[0] <= 1) else math.inf
+    # a base, family or index it does not know is refused in one line, not read as another one
+    from attnlab.theory._inputs import refused
+
+    args = (G, S, 10.0, B, C, 10.0)
+    dev["unknown base, family, alpha refused"] = 0.0 if all((
+        refused(lambda: mp_context_reference(*args, base="gaussian", dps=20), "base", "'normal' or 'uniform'"),
+        refused(lambda: mp_context_reference(*args, family="kernel-sparsemax", dps=20), "family"),
+        refused(lambda: mp_context_reference(*args, family="kernel-deformed", dps=20), "alpha", "(1, 2]"),
+        refused(lambda: mp_context_reference(*args, family="kernel-deformed", alpha=2.5, dps=20), "alpha", "(1, 2]"),
+    )) else math.inf
     fifty = {k: dev.pop(k) for k in [k for k in dev if k.startswith("50 digits")]}
     ok = _worse(*dev.values()) <= 1e-12 and _worse(*fifty.values()) <= 1.0
     return holds_if(ok, measured=dict(dev, **fifty),
@@ -148,7 +180,11 @@ def _():
                                 "its error estimate checked) from scipy quad (float64), for kernel softmax and, with "
                                 "kinks, kernel sparsemax (the reference finds the kinks itself; scipy is split at its "
                                 "own brentq roots); at dps = 50 on R (normal base) against mpmath quad at 62 digits, within "
-                                "1e-45; a closed-form piece's stated error positive and at its rounding")
+                                "1e-45; a closed-form piece's stated error positive and at its rounding; the "
+                                "reference's breakpoints inside (a, b) and as written out (kinks, centres +- the "
+                                "width ladder); a jump's root (no smooth root: the polish fails) at the middle of "
+                                "the bisection bracket, and a polish that runs off to a root outside the bracket "
+                                "not returned; an unknown base or family, or an index outside (1, 2], refused")
 
 
 def _mp_lsq_slope(x, y):
