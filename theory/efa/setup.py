@@ -116,6 +116,6 @@ def check_model_setup():
                  "W^O glorot, biases 0 -- accept their option names from any string equal to them, and check their "
                  "inputs except inside input_checks(False).",
        method="torch",
-       vouches_for=("experiments.models.efa.EFACategorical.forward", "numerics.efa_attention.AttentionLayer.forward"))
+       vouches_for=("experiments.models.efa.EFACategorical.forward",))
 def _model_setup():
     return check_model_setup()
