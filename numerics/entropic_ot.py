@@ -174,7 +174,8 @@ def dual_objective(lam, A, u, M, z, gamma, alpha) -> float:
 def solve_ot_dual_newton(A, u, M, z, gamma, alpha, tol: float = 1e-14, max_iter: int = 100):
     """lambda* of (36) by damped Newton (float64).  Gradient mu~ + z - lambda/alpha - A^T p(lambda),
     p = (34) at A lambda; negative Hessian I/alpha + (1/gamma) sum_t' u(t') Cov_{q_t'(lambda)}(a).
-    Returns (lambda*, iterations)."""
+    Stops when a step is below tol relative to max(1, |lambda|) (max_iter steps at most: the step that meets
+    the test counts); raises SolverError when none does.  Returns (lambda*, iterations)."""
     A, u, M, z = check_ot_instance(A, u, M, z, gamma, alpha)
     alpha, gamma = float(alpha), float(gamma)
     b = prop1_mean(A, u, M, gamma) + z
@@ -202,7 +203,8 @@ def solve_ot_dual_newton(A, u, M, z, gamma, alpha, tol: float = 1e-14, max_iter:
         lam, f = new, fn
         if np.linalg.norm(t * step) <= tol * max(1.0, np.linalg.norm(lam)):
             return lam, it
-    return lam, max_iter
+    raise SolverError(f"solve_ot_dual_newton: the last step was still {np.linalg.norm(t * step):.3g} > tol = {tol:g} "
+                      f"(relative to max(1, |lambda|)) after max_iter = {max_iter} Newton steps")
 
 
 def ot_attention(A, u, M, z, gamma, alpha):

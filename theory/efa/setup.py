@@ -76,6 +76,15 @@ def check_model_setup():
             got, want64 = b(x), categorical_reference(b, x)
         dev = max(dev, float((got - want64).abs().max() / want64.abs().max().clamp_min(1e-300)))
     per["logits vs Sec 2.1 transcription <= 1e-12"] = dev <= 1e-12
+    # the factor-model baseline of Sec 4 likewise (the authors' 'code' normalisation, both directions)
+    from attnlab.experiments.models.efa import FMCategorical
+
+    for direction in ("unidirectional", "bidirectional"):
+        fm = []
+        for names in (lambda s_: s_, at_run_time):
+            torch.manual_seed(5)
+            fm.append(FMCategorical(300, 8, direction=names(direction), normalization=names("code"))(x))
+        per[f"FMCategorical code/{direction}: names read at run time"] = bool(torch.equal(*fm))
     for scale, want in (("width", 1 / 40), ("sqrt_head", 1 / math.sqrt(10))):
         lay = AttentionLayer(40, 4, "softmax", "standard", scale=at_run_time(scale))
         per[f"scale {scale!r} read at run time"] = lay.scale == want
@@ -102,7 +111,8 @@ def check_model_setup():
                     explanation="seeded EFACategorical (300 items, width 40, 4 heads, 2 layers, standard and paper "
                                 "conventions) and EFAValue (item rows and a value table): every weight tensor against "
                                 "its documented U(-b, b) -- inside the bound, reaching it, and z-tests of the mean and "
-                                "mean square; biases 0; the convention, direction, attention and scale names as equal "
+                                "mean square; biases 0; the convention, direction, attention and scale names (and the "
+                                "factor model's direction and normalisation) as equal "
                                 "strings built at run time give bit-equal logits, and Sec 2.1's logits (float64, against the transcription in theory.efa.reference, relative 1e-12); ids and target positions out of "
                                 "range refused in one line, not checked inside input_checks(False), refused again "
                                 "after it")

@@ -57,6 +57,16 @@ def _s12_duality():
         per[f"gamma={gamma},alpha={alpha}"] = dict(m, P_cvx=P_cvx, D_newton=D)
         for k in m:
             worst[k] = max(worst[k], m[k])
+    # the iteration budget: given as many steps as it reported, Newton returns the same lambda; one fewer, it refuses
+    from attnlab.numerics.entropic_dual import SolverError
+    from attnlab.theory._inputs import refused
+
+    lam, n_it = eo.solve_ot_dual_newton(A, u, M, z, 0.3, 1.0)
+    lam_n, n_n = eo.solve_ot_dual_newton(A, u, M, z, 0.3, 1.0, max_iter=n_it)
+    budget_ok = (n_it >= 2 and n_n == n_it and np.array_equal(lam, lam_n)
+                 and refused(lambda: eo.solve_ot_dual_newton(A, u, M, z, 0.3, 1.0, max_iter=n_it - 1),
+                             "solve_ot_dual_newton", "max_iter", error=SolverError))
+    per["Newton's iteration budget (as many steps as reported: same lambda; one fewer: refused)"] = budget_ok
     # W_gamma at gamma = 2 (where Sinkhorn converges in a few iterations) by the two algorithms, at p* of gamma = 1
     lam, _ = eo.solve_ot_dual_newton(A, u, M, z, 1.0, 1.0)
     p = eo.conjugate_grad(A @ lam, u, M, 1.0)
@@ -64,11 +74,14 @@ def _s12_duality():
                                                                   - eo.entropic_ot_newton(p, u, M, 2.0)[0])
     worst["newton_vs_sinkhorn"] = _worse(worst["newton_vs_sinkhorn"], per["W_gamma at gamma=2, Sinkhorn vs semi-dual Newton"])
     tol = dict(gap_cvx=1e-7, recovery=1e-4, newton_vs_sinkhorn=1e-10, ref=1e-7)
-    return holds_if(all(worst[k] < tol[k] for k in tol), measured=worst, tolerance=tol,
+    return holds_if(all(worst[k] < tol[k] for k in tol) and budget_ok, measured=dict(worst, newton_budget=budget_ok),
+                    tolerance=tol,
                     explanation="I-ot: cvxpy primal over (p, X) vs dual (Newton, and cvxpy's dual) at each (gamma, alpha) "
                                 "in {(1, 1), (1, 0.1), (0.3, 1), (0.1, 1)}; "
                                 "(35) vs cvxpy p; primal value at p(lambda*) with W_gamma by log-domain Sinkhorn "
-                                "(gamma = 1) or semi-dual Newton (gamma = 0.3, 0.1); W_gamma at gamma = 2 by both; "
+                                "(gamma = 1) or semi-dual Newton (gamma = 0.3, 0.1); W_gamma at gamma = 2 by both; the "
+                                "dual Newton given as many steps as it reported returns the same lambda, one fewer "
+                                "refuses; "
                                 "reference P* (7 decimals)", per_case=per)
 
 
@@ -386,10 +399,12 @@ def _ot_instance_domain():
 def check_ot_instance_domain():
     """Both sides of each hypothesis of Sec 9's instance, through check_ot_instance and through
     solve_ot_dual_newton (which validates first): accepted instances come back unchanged in float64 (and the
-    solver returns a lambda of length d); refused ones raise a ValueError whose message starts with the
+    solver returns a lambda of length d, or -- at gamma 1e-8, alpha 1e8, beyond what float64 resolves -- refuses as
+    a solver, SolverError); refused ones raise a ValueError whose message starts with the
     argument's name.  M's shape is tested on both sides of N in each dimension (a matrix with N rows and N +- 1
     columns, and N +- 1 rows with N columns), and an instance with N = 300 (beyond the small integers Python
     keeps unique) is validated; the simplex tolerance is inclusive (|sum u - 1| equal to atol is accepted)."""
+    from attnlab.numerics.entropic_dual import SolverError
     from attnlab.numerics.entropic_ot import check_ot_instance, solve_ot_dual_newton
     from attnlab.numerics.validate import probability_vector
     from attnlab.theory.fenchel.exact_solvers import refusal_problems
@@ -421,7 +436,18 @@ def check_ot_instance_domain():
                        for a, b in zip(out, args[:4]))
             if not same:
                 wrong[label] = "accepted but changed"
-            if label != "N = 300":                                      # (validation alone at N = 300)
+            if label == "gamma tiny, alpha huge":
+                # in the domain, but beyond float64: the logits (A lambda - M)/gamma ~ 1e16 carry O(1) rounding, so
+                # no step can be certified; the solver returns a lambda it certified or refuses as a solver
+                # (SolverError naming its step), never as a bad argument
+                try:
+                    lam, _ = solve_ot_dual_newton(*args)
+                    if np.shape(lam) != np.shape(args[3]):
+                        wrong[label] = f"lambda of shape {np.shape(lam)}"
+                except SolverError as exc:
+                    if "solve_ot_dual_newton" not in str(exc) or "\n" in str(exc):
+                        wrong[label] = f"refused without naming the solver: {exc}"
+            elif label != "N = 300":                                    # (validation alone at N = 300)
                 lam, _ = solve_ot_dual_newton(*args)
                 if np.shape(lam) != np.shape(args[3]):
                     wrong[label] = f"lambda of shape {np.shape(lam)}"
@@ -444,7 +470,8 @@ def check_ot_instance_domain():
                                              wrong=wrong or None),
                     tolerance="every accepted instance returned unchanged in float64; every refused one raises "
                               "ValueError naming its argument first",
-                    explanation="I-ot and its edges (N = 1, N = 300, gamma 1e-8, alpha 1e8), M with N +- 1 rows or "
+                    explanation="I-ot and its edges (N = 1, N = 300, gamma 1e-8, alpha 1e8: accepted, and there "
+                                "the solver certifies its lambda or refuses with SolverError), M with N +- 1 rows or "
                                 "columns, arrays of the wrong rank or length, NaN/inf, gamma and alpha at 0, below 0, "
                                 "inf or NaN, through check_ot_instance and solve_ot_dual_newton; the simplex "
                                 "tolerance at |sum - 1| = atol and one float below")
