@@ -110,7 +110,7 @@ def _known(name: str, kwargs: dict, allowed: tuple) -> None:
 def _seed(name: str, seed) -> int:
     """A seed as the command line takes it: an integer in 0..2**32-1 (not a bool, not 1.5)."""
     from attnlab.errors import UsageError
-    from attnlab.experiment import MAX_SEED
+    from attnlab.run_args import MAX_SEED
 
     import numbers
 

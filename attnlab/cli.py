@@ -112,7 +112,7 @@ def _write_json(obj, dest: str) -> None:
     if dest == "-":
         sys.stdout.write(text)
     else:
-        from attnlab.experiment import atomic_write_text
+        from attnlab.atomic_io import atomic_write_text
 
         try:
             atomic_write_text(dest, text)
@@ -160,7 +160,7 @@ def _select(args) -> list:
 
 def _check_json_dest(args) -> None:
     if getattr(args, "json", None) is not None and args.json != "-":
-        from attnlab.experiment import check_writable
+        from attnlab.atomic_io import check_writable
 
         check_writable(args.json, "--json")
 
@@ -404,7 +404,7 @@ def cmd_figures(args) -> int:
     n = 0
     # ./paper_figures of the working directory by default (the repository's folder when run there), never
     # into an installed package
-    from attnlab.experiment import check_folder
+    from attnlab.atomic_io import check_folder
 
     # a file there or on the way to it, an empty name, a folder that cannot be made: one line, before drawing
     out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
@@ -459,12 +459,13 @@ def cmd_report(args) -> int:
     from pathlib import Path
 
     from attnlab import report
-    from attnlab.experiment import check_writable, results_root
+    from attnlab.atomic_io import check_writable
+    from attnlab.experiment import results_root
 
     papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(PAPERS)
     root = Path(results_root(args, read=True))
     _check_results_folder(args, root)
-    from attnlab.experiment import check_folder
+    from attnlab.atomic_io import check_folder
 
     out = check_folder(args.out, "--out")
     check_writable(str(out / "index.html"), "--out")
@@ -550,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "converge":
             return _dispatch(COMPARE, "kernel-quadrature", args.rest, "compare")
         if args.command == "run":
-            from attnlab.experiment import keep_freed_memory
+            from attnlab.parallel import keep_freed_memory
 
             keep_freed_memory()
             return _dispatch(RUN, args.target, args.rest, "run")

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from attnlab import catalog
-from attnlab.experiment import atomic_write_text
+from attnlab.atomic_io import atomic_write_text
 from attnlab.listing import claims_markdown, errata_markdown, findings_markdown
 
 HEADER = """# Claims and errata

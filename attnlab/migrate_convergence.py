@@ -221,7 +221,7 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
 # --------------------------------------------------------------------------- migration
 def migrate_file(path: Path, dry_run: bool = False, warn=None) -> tuple[dict, dict]:
     """(record before, record after) of one file; writes the file when it changes (and not `dry_run`)."""
-    from attnlab.experiment import atomic_write_text
+    from attnlab.atomic_io import atomic_write_text
 
     text = path.read_text()
     rec = json.loads(text)

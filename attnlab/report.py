@@ -71,7 +71,7 @@ def figures_folder() -> Path:
 def read_claim_records(path: str | Path, option: str = "--verdicts") -> dict[str, dict]:
     """The records of a file written by ``attnlab verify --json FILE``, keyed by claim id; bad input is a
     UsageError naming `option` (the command-line option that gave the file)."""
-    from attnlab.experiment import read_json
+    from attnlab.atomic_io import read_json
 
     p = Path(path)
     try:

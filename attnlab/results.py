@@ -144,7 +144,7 @@ def read_records(paths, warn=None) -> list[dict]:
     `figures` read records through this."""
     import sys
 
-    from attnlab.experiment import read_json
+    from attnlab.atomic_io import read_json
 
     warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
     recs = []

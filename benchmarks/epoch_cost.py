@@ -779,7 +779,7 @@ def main(argv=None) -> int:
     if not args.max_seconds > 0:
         raise UsageError(f"--max-seconds must be a number > 0; got {args.max_seconds}")
     set_device(args.device)
-    from attnlab.experiment import keep_freed_memory, malloc_mode
+    from attnlab.parallel import keep_freed_memory, malloc_mode
 
     keep_freed_memory()                         # as `attnlab run` does (ATTNLAB_MALLOC=default: glibc's own)
     torch.set_num_threads(1)
@@ -789,7 +789,7 @@ def main(argv=None) -> int:
         print(f"torch {torch.__version__}, {device_name()}, {cpu_name()}, {os.cpu_count()} cores, "
               f"1 torch thread; load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
               f"median of {args.steps} steps after {WARMUP} warm-up", flush=True)
-    from attnlab.experiment import atomic_write_text
+    from attnlab.atomic_io import atomic_write_text
 
     def summary(rows: list, done: bool) -> dict:
         load_end = os.getloadavg()

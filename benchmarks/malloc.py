@@ -1,6 +1,6 @@
 """Benchmark: the training step with glibc's own allocator settings against keep_freed_memory.
 
-`attnlab run` (and every fan-out worker) calls `attnlab.experiment.keep_freed_memory`, which keeps
+`attnlab run` (and every fan-out worker) calls `attnlab.parallel.keep_freed_memory`, which keeps
 the memory a training step frees in the process instead of unmapping it and faulting it in again at
 the next step.  This script runs `benchmarks/epoch_cost.py` twice, one process each, on the same rows:
 first with ATTNLAB_MALLOC=default (glibc's own settings: the reference), then with the setting

@@ -165,7 +165,7 @@ def test_fans_out_matches_the_runners():
     import importlib
     import inspect
 
-    from attnlab.experiment import FANS_OUT
+    from attnlab.run_args import FANS_OUT
     from attnlab.registry import RUN
 
     uses = set()
@@ -605,7 +605,7 @@ def test_atomic_writes_remove_old_temporaries_of_their_file(tmp_path):
     import os
     import time
 
-    from attnlab.experiment import atomic_write_text
+    from attnlab.atomic_io import atomic_write_text
 
     old = tmp_path / ".out.json.abc123.tmp"
     young = tmp_path / ".out.json.def456.tmp"

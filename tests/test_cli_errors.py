@@ -241,7 +241,7 @@ def test_resume_ignores_the_flags_that_only_pick_runs(tmp_path, monkeypatch):
 
 
 def test_records_get_the_umask_mode(tmp_path, monkeypatch):
-    from attnlab.experiment import atomic_write_text
+    from attnlab.atomic_io import atomic_write_text
 
     old = os.umask(0o022)
     try:

@@ -5,34 +5,35 @@ import sys
 
 import pytest
 
+from attnlab import atomic_io, devices, run_args
 from attnlab import experiment as E
 from attnlab.results import ci95, summarize
 
 
 def test_parse_seeds():
-    assert E.parse_seeds("3") == [0, 1, 2]
-    assert E.parse_seeds("0,3,7") == [0, 3, 7]
-    assert E.parse_seeds("2-4") == [2, 3, 4]
+    assert run_args.parse_seeds("3") == [0, 1, 2]
+    assert run_args.parse_seeds("0,3,7") == [0, 3, 7]
+    assert run_args.parse_seeds("2-4") == [2, 3, 4]
     for bad in ("0", "x", "-1"):
         with pytest.raises(argparse.ArgumentTypeError, match="--seeds"):
-            E.parse_seeds(bad)
+            run_args.parse_seeds(bad)
 
 
 def test_resolve_device():
-    assert E.resolve_device("cpu") == "cpu"
+    assert devices.resolve_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="device must be one of"):
-        E.resolve_device("tpu")
+        devices.resolve_device("tpu")
 
 
 def test_atomic_write_leaves_no_temp(tmp_path):
-    p = E.atomic_write_json(tmp_path / "a" / "r.json", {"x": 1.5})
+    p = atomic_io.atomic_write_json(tmp_path / "a" / "r.json", {"x": 1.5})
     assert json.loads(p.read_text()) == {"x": 1.5}
     assert [q.name for q in p.parent.iterdir()] == ["r.json"]
 
 
 def test_records_resume_and_summary(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     args = p.parse_args(["--seeds", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path / "res"),
                          "--quiet", "--resume"])
     for ctx in E.contexts(args, "efa-demo", {"lr": 0.1}):
@@ -53,13 +54,13 @@ def test_summary_pools_the_seeds_of_a_config_across_devices(tmp_path, monkeypatc
     """Seeds of one config that ran on different devices are one row (as the verdicts pool them), and
     the device column names each device with its count of records."""
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     args = p.parse_args(["--seeds", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path), "--quiet"])
     for ctx in E.contexts(args, "efa-demo", {"lr": 0.1}):
         path = ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0 + ctx.seed)])
         if ctx.seed < 2:                     # as a record written on a GPU names it
             rec = json.loads(path.read_text())
-            E.atomic_write_json(path, {**rec, "device": "cuda", "device_name": "cuda:GPU"})
+            atomic_io.atomic_write_json(path, {**rec, "device": "cuda", "device_name": "cuda:GPU"})
     rows = [r for r in summarize("efa", tmp_path) if r["experiment"] == "efa-demo"]
     assert len(rows) == 1
     assert rows[0]["n_seeds"] == 3 and rows[0]["ours_mean"] == pytest.approx(2.0)
@@ -71,7 +72,7 @@ def test_a_resumed_run_records_the_wall_time_of_its_earlier_invocations(tmp_path
     """wall_seconds of a resumed run = what the interrupted invocation had spent up to its checkpoint
     + this invocation, not this invocation alone."""
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     args = p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"])
     first = E.context(args, "efa-demo", {"lr": 0.1}, 0)
     first.t0 -= 1000.0                      # an invocation that ran 1,000 s before it was stopped
@@ -92,9 +93,9 @@ def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatc
     import torch
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     args = p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"])
-    cpu = E.device_description("cpu")
+    cpu = devices.device_description("cpu")
     monkeypatch.setattr(E, "device_description", lambda d: "cuda:GPU" if d == "cuda" else cpu)
     gpu = E.RunContext("efa-demo", 0, "cuda", False, {"lr": 0.1}, args)     # no GPU needed: nothing runs on it
     gpu.save_checkpoint({"epoch": 3})
@@ -120,7 +121,7 @@ def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatc
 def test_a_record_names_the_revision_its_run_started_under(tmp_path, monkeypatch):
     """A commit made while a long run trains does not change what its record says ran."""
     monkeypatch.setattr(E, "git_revision", lambda: "aaaaaaa")
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     ctx = E.context(p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]),
                     "efa-demo", {"lr": 0.1}, 0)
     monkeypatch.setattr(E, "git_revision", lambda: "bbbbbbb")
@@ -132,7 +133,7 @@ def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     written with others is refused in one line (--force replaces it)."""
     from attnlab.errors import UsageError
 
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]
     ctx = E.context(p.parse_args(base), "efa-demo", {"lr": 0.1, "sampling": "sequences"}, 0)
     ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0)])
@@ -151,7 +152,7 @@ def test_a_narrower_pick_of_runs_is_the_same_run(tmp_path, monkeypatch):
     from attnlab.errors import UsageError
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
-    p = E.experiment_parser("efa-demo", "demo")
+    p = run_args.experiment_parser("efa-demo", "demo")
     base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"]
     wide, narrow = {"lr": 0.1, "ks": [1, 5, 30], "efa": ["l1"]}, {"lr": 0.1, "ks": [30], "efa": []}
     E.context(p.parse_args(base), "efa-demo", wide, 0, tag="FM-k5").save_checkpoint({"epoch": 3})

@@ -196,7 +196,7 @@ def _synthetic(tmp_path, *flags):
 def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
     """--jobs 2 (two joblib processes) writes records identical to --jobs 1 except for timings;
     a re-issued command skips the recorded runs; --jobs and --threads reject bad values."""
-    from attnlab.experiment import torch_threads
+    from attnlab.parallel import torch_threads
     from attnlab.experiments.efa import synthetic
 
     monkeypatch.setitem(synthetic.QUICK, "epochs", 2)
@@ -320,7 +320,7 @@ def test_input_checks_switch():
 
 _FAULTS = """
 import resource, sys, torch
-from attnlab.experiment import keep_freed_memory
+from attnlab.parallel import keep_freed_memory
 applied = keep_freed_memory()
 for _ in range(10):                               # warm-up: the heap reaches its working size
     y = torch.ones(8 << 20) * 2.0                 # 32 MiB tensors, freed and re-allocated as in a step
@@ -364,7 +364,7 @@ def test_keep_freed_memory_stops_a_training_step_from_faulting_its_tensors_in_ag
 
 def test_attnlab_malloc_takes_keep_or_default(monkeypatch):
     from attnlab.errors import UsageError
-    from attnlab.experiment import keep_freed_memory, malloc_mode
+    from attnlab.parallel import keep_freed_memory, malloc_mode
 
     monkeypatch.setenv("ATTNLAB_MALLOC", "default")
     assert malloc_mode() == "default" and keep_freed_memory() is False

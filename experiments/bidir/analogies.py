@@ -261,7 +261,8 @@ def epoch_loss_callback():
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import experiment_parser, metric_row
+    from attnlab.experiment import metric_row
+    from attnlab.run_args import experiment_parser
 
     p = experiment_parser(EXPERIMENT, "Table 3 (OFFLINE SUBSTITUTE): word analogies with CBOW and a "
                           "bidirectional-attention MLM trained locally, and GloVe 6B-50d", default_seeds=5)

@@ -183,7 +183,8 @@ def _train_atn(ctx, data, protocols, cfg, state) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import experiment_parser, metric_row
+    from attnlab.experiment import metric_row
+    from attnlab.run_args import experiment_parser
 
     p = experiment_parser(EXPERIMENT, "Table 2: auto-mpg origin split (245 USA train / 140 non-USA test); "
                           "LR/RF/GB/MLP, the tabular attention model ATN, pytorch_tabular baselines (extra)",

@@ -184,7 +184,8 @@ def make_datasets(seed: int, n: int, settings, protocols=PROTOCOLS) -> list[tupl
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import experiment_parser, parse_list, seeds_of, set_torch_threads
+    from attnlab.parallel import set_torch_threads
+    from attnlab.run_args import experiment_parser, parse_list, seeds_of
 
     p = experiment_parser(EXPERIMENT, "Table 1: covariate-shift simulation, LR/RF/GB/MLP vs the tabular "
                           "attention model (ATN), authors' pooled bins and leakage-free train-only bins",

@@ -365,7 +365,8 @@ def metrics_of(res: dict) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import contexts, experiment_parser
+    from attnlab.experiment import contexts
+    from attnlab.run_args import experiment_parser
 
     p = experiment_parser("bidir-toy-corpus",
                           "App. I toy corpus: CBOW (full softmax) and the Eq. (1) attention objective, "

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.experiment import add_lr_flag, context, experiment_parser, fan_out, metric_row, seeds_of, parse_list
+from attnlab.experiment import context, metric_row
+from attnlab.parallel import fan_out
+from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 
 SETTINGS = ("unidirectional", "bidirectional")

@@ -16,7 +16,9 @@ from attnlab.errors import UsageError
 import math
 import sys
 
-from attnlab.experiment import context, experiment_parser, fan_out, metric_row, seed_value, seeds_of, parse_list
+from attnlab.experiment import context, metric_row
+from attnlab.parallel import fan_out
+from attnlab.run_args import experiment_parser, seed_value, seeds_of, parse_list
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa.categorical import add_sampling_flag, add_setup_flag
 from attnlab.experiments.efa import data as D

@@ -15,7 +15,7 @@ import sys
 from attnlab.experiments.efa import categorical as T
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
-from attnlab.experiment import seed_value
+from attnlab.run_args import seed_value
 
 EXPERIMENT = "efa-movielens-sequences"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 2000, "patience": 10, "batch_size": 256,

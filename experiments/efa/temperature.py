@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.experiment import context, experiment_parser, fan_out, metric_row, parse_list, seeds_of
+from attnlab.experiment import context, metric_row
+from attnlab.parallel import fan_out
+from attnlab.run_args import experiment_parser, parse_list, seeds_of
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D
 

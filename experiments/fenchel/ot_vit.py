@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import contexts, experiment_parser, metric_row, resolve_device
+from attnlab.devices import resolve_device
+from attnlab.experiment import contexts, metric_row
+from attnlab.run_args import experiment_parser
 from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
 EXPERIMENT = "fenchel-ot-vit"

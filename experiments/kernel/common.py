@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import RunContext, metric_row, resolve_device, results_root, seeds_of
+from attnlab.devices import resolve_device
+from attnlab.experiment import RunContext, metric_row, results_root
+from attnlab.run_args import seeds_of
 
 # Display names = the paper's table rows; keys = our model identifiers.
 DISPLAY = {
@@ -35,9 +37,9 @@ DISPLAY = {
 def run_tasks(args, one, tasks: list) -> None:
     """Run the independent runs `tasks` with `one(task)`, which trains, writes the run's record and returns
     its result line (None when the record existed): one after another with --jobs 1 (each line as its run
-    ends), else fanned out with --jobs processes or --backend ray (attnlab.experiment.fan_out; the records
+    ends), else fanned out with --jobs processes or --backend ray (attnlab.parallel.fan_out; the records
     are the same either way, each run seeding its own generators) and the lines printed at the end."""
-    from attnlab.experiment import fan_out, set_torch_threads
+    from attnlab.parallel import fan_out, set_torch_threads
 
     if getattr(args, "backend", "local") == "local" and int(getattr(args, "jobs", 1) or 1) == 1:
         set_torch_threads(args)
@@ -61,7 +63,7 @@ def bad_arg(name: str, value, allowed):
 
 def parse_models(text: str | None, allowed: tuple[str, ...]) -> list[str]:
     """--models: 'a,b' -> ['a', 'b']; every model when not given (a UsageError for a model not allowed)."""
-    from attnlab.experiment import parse_list
+    from attnlab.run_args import parse_list
 
     return list(allowed) if text is None else parse_list(text, allowed, "--models")   # '' is refused, not "all"
 
@@ -117,7 +119,7 @@ def make_context(args, experiment: str, config_name: str, config: dict, tag: str
 
 def torch_setup(threads: int | None = None) -> None:
     if not threads:
-        from attnlab.experiment import positive_int
+        from attnlab.run_args import positive_int
 
         text = os.environ.get("ATTNLAB_THREADS", "1")
         try:

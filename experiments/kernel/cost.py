@@ -23,7 +23,8 @@ import time
 
 import torch
 
-from attnlab.experiment import experiment_parser, metric_row, seeds_of
+from attnlab.experiment import metric_row
+from attnlab.run_args import experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-cost"
@@ -121,7 +122,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--repeats must be an integer in 1..{MAX_REPEATS}; got {args.repeats}")
     settings = QUICK if args.quick else SETTINGS
     if args.settings is not None:
-        from attnlab.experiment import parse_list
+        from attnlab.run_args import parse_list
 
         sel = parse_list(args.settings, tuple(SETTINGS), "--settings")
         if args.quick:                  # was ignored silently

@@ -12,7 +12,7 @@ from attnlab.errors import UsageError
 
 import torch
 
-from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of
+from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-forda"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.experiment import add_lr_flag, experiment_parser, seeds_of
+from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-gestures"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnlab.experiment import experiment_parser, seeds_of
+from attnlab.run_args import experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
 EXPERIMENT = "kernel-time-warping"

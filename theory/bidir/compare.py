@@ -56,7 +56,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=str, default="0", help="random seed, integer >= 0 (default 0)")
     p.add_argument("--json", metavar="PATH", default=None, help="write the result as JSON ('-' = stdout)")
     args = p.parse_args(argv)
-    from attnlab.experiment import MAX_SEED, check_json_dest, write_json_dest
+    from attnlab.atomic_io import check_json_dest, write_json_dest
+    from attnlab.run_args import MAX_SEED
 
     vals = {}
     for name, lo, hi in (("heads", 1, MAX_HEADS), ("layers", 1, MAX_LAYERS), ("seed", 0, MAX_SEED)):

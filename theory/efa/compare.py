@@ -72,7 +72,8 @@ def main(argv: list[str]) -> int:
         if args.prop not in ("1", "2", "3"):
             raise UsageError(f"--prop must be one of 1, 2, 3; got {args.prop!r}")
         props = [int(args.prop)]
-    from attnlab.experiment import check_json_dest, seed_value, write_json_dest
+    from attnlab.atomic_io import check_json_dest, write_json_dest
+    from attnlab.run_args import seed_value
 
     try:
         seed = seed_value(args.seed)

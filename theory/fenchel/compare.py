@@ -88,7 +88,7 @@ def _array(x, name: str, ndim: int):
 
 def load_instance(path: str):
     """Read and validate FILE.json; raises ValueError with a one-line message (an unknown key too)."""
-    from attnlab.experiment import read_json
+    from attnlab.atomic_io import read_json
 
     data = read_json(path)          # ValueError (one line): unreadable, binary, not JSON, too deep, 1e400
     if not isinstance(data, dict):
@@ -318,7 +318,7 @@ def api(kwargs: dict) -> list[dict]:
         if "alphas" in kwargs:
             raise UsageError("compare('fenchel'): alphas needs an instance (T, u, z); the random instance of "
                              f"seed uses {', '.join(map(str, DEFAULT_ALPHAS))}")
-        from attnlab.experiment import seed_value
+        from attnlab.run_args import seed_value
 
         try:
             seed = seed_value(kwargs.get("seed", 0), "seed")
@@ -347,7 +347,7 @@ def main(argv: list[str]) -> int:
                     help="JSON with T (n x d), u (n, probability vector), z (d), alphas (list of numbers > 0); "
                          f"default: a random instance (n = {DEFAULT_N}, d = {DEFAULT_D}, "
                          f"alphas = {', '.join(map(str, DEFAULT_ALPHAS))})")
-    from attnlab.experiment import seed_value
+    from attnlab.run_args import seed_value
 
     ap.add_argument("--seed", type=seed_value, default=None,
                     help="seed of the random instance (0..2**32-1; default 0); not with --instance")
@@ -357,7 +357,7 @@ def main(argv: list[str]) -> int:
                     help=f"run even when the cvxpy column is estimated to take more than {LARGE_SECONDS:g} s")
     args = ap.parse_args(argv)
     if args.json and args.json != "-":
-        from attnlab.experiment import check_writable
+        from attnlab.atomic_io import check_writable
 
         check_writable(args.json, "--json")
     if args.instance is not None:
@@ -379,7 +379,7 @@ def main(argv: list[str]) -> int:
     total = _newton_estimate(n, d, len(alphas)) + (0.0 if args.no_cvxpy else est)
     progress = None
     if total > 5.0:                 # say so before the work, and show each alpha as it is done
-        from attnlab.experiment import Progress
+        from attnlab.progress import Progress
 
         print(f"attnlab compare fenchel: n = {n} templates in R^{d}, {len(alphas)} alpha(s): estimated ~{total:.0f} s"
               + ("" if args.no_cvxpy else f" (cvxpy ~{est:.0f} s; --no-cvxpy skips it)"), file=sys.stderr, flush=True)
@@ -400,7 +400,7 @@ def main(argv: list[str]) -> int:
         if args.json == "-":
             print(text)
             return 0
-        from attnlab.experiment import atomic_write_text
+        from attnlab.atomic_io import atomic_write_text
 
         atomic_write_text(args.json, text + "\n")
     print(f"Fenchel-dual attention, {src}: n = {n} templates in R^{d}")

@@ -293,7 +293,7 @@ def trapezoid_context(inst):
 def _progress(cost: dict):
     """Progress of the reference on stderr, piece by piece from the first integral on, when its estimated
     time (estimate()) exceeds 5 s; the estimate is printed first."""
-    from attnlab.experiment import Progress
+    from attnlab.progress import Progress
 
     if cost["seconds"] <= 5.0:
         return None
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
             if not args.instance.strip():     # '' was read as "no instance": the built-in one, silently
                 raise InstanceError("--instance is empty; give a JSON file (or leave --instance out for the "
                                     "built-in Cor E.3 instance)")
-            from attnlab.experiment import read_json
+            from attnlab.atomic_io import read_json
 
             try:
                 raw = read_json(args.instance)  # unreadable, binary, not JSON, nested too deeply, 1e400
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
         inst = validate(raw)
     except InstanceError as exc:
         raise UsageError(str(exc) if str(exc).startswith("--instance") else f"--instance: {exc}") from None
-    from attnlab.experiment import check_json_dest, write_json_dest
+    from attnlab.atomic_io import check_json_dest, write_json_dest
 
     check_json_dest(args.json)                 # before the work, not after it
     cost = estimate(inst)

@@ -1,0 +1,125 @@
+"""Processes and threads of the experiment runners: torch threads per run (never more than the cores
+shared by a local fan-out), glibc's allocator kept from handing freed memory back (keep_freed_memory),
+and `fan_out`, the runs of one command in this process, in --jobs joblib processes or on a Ray cluster.
+"""
+from __future__ import annotations
+
+import os
+
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:              # not Linux
+        return os.cpu_count() or 1
+
+
+def torch_threads(args=None) -> int:
+    """torch threads for one run: --threads, but never more than the available cores shared by the
+    --jobs processes of a local fan-out."""
+    threads = int(getattr(args, "threads", 1) or 1)
+    jobs = int(getattr(args, "jobs", 1) or 1) if getattr(args, "backend", "local") == "local" else 1
+    return max(1, min(threads, available_cores() // jobs))
+
+
+def set_torch_threads(args=None) -> int:
+    import torch
+
+    n = torch_threads(args)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_MODES = ("keep", "default")
+
+
+def malloc_mode() -> str:
+    """$ATTNLAB_MALLOC: 'keep' (the default: see keep_freed_memory) or 'default' (glibc's own settings);
+    anything else is a UsageError naming the variable."""
+    from attnlab.errors import UsageError
+
+    mode = os.environ.get("ATTNLAB_MALLOC", "").strip() or "keep"
+    if mode not in MALLOC_MODES:
+        raise UsageError(f"ATTNLAB_MALLOC must be one of {', '.join(MALLOC_MODES)}; got {mode!r}")
+    return mode
+
+
+def keep_freed_memory() -> bool:
+    """Let a training process keep the memory it frees instead of handing it back to the OS (glibc).
+
+    glibc serves an allocation above its mmap threshold (128 KiB at first) by mmap and unmaps it on
+    free, and trims the heap's top beyond 128 KiB of free space; a training step that frees and
+    re-allocates the same large tensors then page-faults all of that memory in again, step after step
+    (the full-batch temperature runs of the EFA paper spent ~40% of their time in the kernel so on a
+    2-core virtual machine).  With the mmap threshold at 1 GiB, the heap trimmed only beyond 2 GiB
+    of free space and 256 MiB of padding, those tensors re-use the same heap pages.  The numbers do
+    not change (torch aligns its buffers itself); a process holds on to up to 2 GiB it has freed.
+    `benchmarks/malloc.py` measures the step time both ways.  Returns whether the settings were
+    applied: False with ATTNLAB_MALLOC=default, and where the C library has no glibc mallopt."""
+    if malloc_mode() == "default":
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    settings = ((_M_MMAP_THRESHOLD, 1 << 30), (_M_TRIM_THRESHOLD, 2**31 - 1), (_M_TOP_PAD, 256 << 20))
+    return all([mallopt(param, value) == 1 for param, value in settings])
+
+
+def _in_worker(fn, task, threads: int):
+    import torch
+
+    keep_freed_memory()
+    torch.set_num_threads(threads)
+    return fn(task)
+
+
+def fan_out(args, fn, tasks: list) -> list:
+    """``[fn(task) for task in tasks]``, in task order: in this process (--jobs 1), in --jobs joblib
+    processes, or as tasks of a Ray cluster (--backend ray: ``ray.init(address=--address or
+    $RAY_ADDRESS)``, a local Ray runtime when neither is set).  Each task is one run that writes its
+    own record atomically (and skips itself when its record exists), so an interrupted fan-out
+    resumes like a serial one.  `fn` and the tasks are shipped with cloudpickle (closures allowed);
+    every worker runs with :func:`torch_threads` threads."""
+    tasks = list(tasks)
+    threads = torch_threads(args)
+    backend = getattr(args, "backend", "local")
+    jobs = int(getattr(args, "jobs", 1) or 1)
+    if backend == "ray":
+        return _ray_map(args, fn, tasks, threads)
+    if jobs == 1 or len(tasks) <= 1:
+        set_torch_threads(args)
+        return [fn(t) for t in tasks]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=min(jobs, len(tasks)), backend="loky")(
+        delayed(_in_worker)(fn, t, threads) for t in tasks)
+
+
+def _ray_map(args, fn, tasks: list, threads: int) -> list:
+    from attnlab.errors import UsageError
+
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--backend ray needs Ray: pip install 'attnlab[cluster]' (or pip install ray)") from None
+    address = getattr(args, "address", None) or os.environ.get("RAY_ADDRESS") or None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 **({} if address else {"num_cpus": available_cores()}))
+        started = True
+    try:
+        remote = ray.remote(num_cpus=threads)(_in_worker)
+        return ray.get([remote.remote(fn, t, threads) for t in tasks])
+    finally:
+        if started:
+            ray.shutdown()
