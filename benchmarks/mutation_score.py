@@ -583,6 +583,35 @@ BY_INSPECTION = {
      'max_bisections: int = 10, on_piece=None):',
      'max_bisections: int = 11, on_piece=None):'):
         'the default budget of bisection rounds before mp_integrate refuses: one more round only lets an integrand that needs 11 rounds be answered (within the same stated tolerance, checked after the rounds) instead of refused',
+    # round 5 (a fresh sample at e0407d8)
+    ('experiments/models/efa.py',
+     'if self.n_items == 0:',
+     'if self.n_items <= 0:'):
+        'EFAValue refuses an item count that is not a whole number >= 0 (since round 5), so n_items <= 0 is n_items == 0 there',
+    ('experiments/models/efa_theory.py',
+     'w = torch.relu(q @ k.transpose(-1, -2)) / I                           # (B, M, T, I)',
+     'w = torch.relu(q @ k.transpose(-1, 2)) / I                           # (B, M, T, I)'):
+        'k is (B, M, I, d), four dimensions: dimension 2 is dimension -2',
+    ('numerics/entropic_dual.py',
+     'break',
+     'continue'):
+        'the `break` after the converged step of the float64 Newton: with `continue` the loop repeats converged steps at the rounding floor, each kept only if it does not raise the gradient norm, until max_iter: the answer is as good or better (performance only)',
+    ('numerics/entropic_ot.py',
+     'keep = u > 0',
+     'keep = u >= 0'):
+        "conjugate's inner sums weighted by u: a column of zero mass adds 0 x (a finite log-sum-exp) = 0; it differs only where a zero-mass column of M is +inf throughout, which neither Sec 9's instances (M(t, t) = inf on the diagonal only) nor the validated solvers' inputs have",
+    ('numerics/fenchel_attention.py',
+     'bad = ~torch.isfinite(x.sum(-1, keepdim=True))    # (cheaper than isfinite(x).all(-1); flags inf, nan)',
+     'bad = ~torch.isfinite(x.sum(+1, keepdim=True))    # (cheaper than isfinite(x).all(-1); flags inf, nan)'):
+        'the non-finite test of the conjugate-gradient start, per row (original) or per column (mutated): every non-finite entry lies in a flagged row and in a flagged column, so either way the start is finite, and CG solves to its tolerance from any finite start: performance only',
+    ('numerics/fenchel_attention.py',
+     'if g.shape == shape:',
+     'if g.shape is shape:'):
+        '_reduce_to on a gradient of the target shape: the general path sums over no dimension and returns g itself',
+    ('numerics/mp_reference.py',
+     'if family == "kernel-deformed":',
+     'if family <= "kernel-deformed":'):
+        "mp_context_reference refuses every family but 'kernel-softmax' and 'kernel-deformed' (since round 4): for those two, family <= 'kernel-deformed' is family == 'kernel-deformed'",
 }
 
 
@@ -920,6 +949,95 @@ KILLED_SINCE = {
      'if fn >= f0 - 1e-15 * max(1.0, abs(f0)) or t < 1e-10:',
      'if fn >= f0 / 1e-15 * max(1.0, abs(f0)) or t < 1e-10:'):
         'fenchel.sec9.ot-duality',
+    # round 5 (a fresh sample at e0407d8)
+    ('experiments/models/bidir.py',
+     'if not isinstance(b, torch.Tensor) or b.shape != (n,):',
+     'if not isinstance(b, torch.Tensor) or b.shape is (n,):'):
+        'bidir.sec2-1.mlm-domain',
+    ('experiments/models/bidir.py',
+     'if not (isinstance(init_std, (int, float)) and init_std > 0):',
+     'if not (isinstance(init_std, (int, float)) or init_std > 0):'):
+        'bidir.sec2-1.mlm-domain',
+    ('experiments/models/bidir_analogy.py',
+     'out.append({"category": q[0], "group": group_of(q[0]), "correct": bool(emb.words[p] == q[4]),',
+     'out.append({"category": q[0], "group": group_of(q[0]), "correct": bool(emb.words[p] is q[4]),'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/fenchel_vit.py',
+     'if depth < 1:',
+     'if depth < 0:'):
+        'fenchel.sec9.ot-vit-network',
+    ('experiments/models/fenchel_vit.py',
+     'ot: bool = False, gamma: float | None = None):',
+     'ot: bool = True, gamma: float | None = None):'):
+        'fenchel.sec9.ot-vit-network',
+    ('numerics/continuous_attention.py',
+     'if bool(torch.any(w < 0)) or not torch.allclose(w.sum(-1), one, atol=1e-9):',
+     'if bool(torch.any(w < -1)) or not torch.allclose(w.sum(-1), one, atol=1e-9):'):
+        'kernel.sec3.unimodal-densities',
+    ('numerics/continuous_layers.py',
+     "if t.dim() == 1 and mask is None:                       # shared positions: numerics' Eq. 6 directly",
+     "if not t.dim() == 1 and mask is None:                       # shared positions: numerics' Eq. 6 directly"):
+        'kernel.eq1.sequence-layer',
+    ('numerics/convergence.py',
+     'if h.size != e.size:',
+     'if h.size is not e.size:'):
+        'kernel.ref.super-exponential-rate',
+    ('numerics/deformed_exp.py',
+     'if beta == 1:',
+     'if beta >= 1:'):
+        'kernel.eq5.deformed-exp-log',
+    ('numerics/efa_attention.py',
+     'return efa_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,',
+     'return efa_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 1.0,'):
+        'efa.eq1.torch-layer',
+    ('numerics/efa_attention.py',
+     'if not isinstance(Z, torch.Tensor) or Z.dim() != 3 or Z.shape[-1] != self.width:',
+     'if not isinstance(Z, torch.Tensor) or Z.dim() < 3 or Z.shape[-1] != self.width:'):
+        'efa.eq1.torch-layer',
+    ('numerics/efa_attention.py',
+     'if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool or tuple(allowed.shape) != (N, I, I):',
+     'if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool or tuple(allowed.shape) > (N, I, I):'):
+        'efa.eq1.torch-layer',
+    ('numerics/entropic_dual.py',
+     'b = u @ T + z',
+     'b = u @ T ** z'):
+        'fenchel.thm1.exact-identities',
+    ('numerics/entropic_dual.py',
+     'gn = (b - lam / a - h).norm(dim=-1)',
+     'gn = (b - lam / a - h).norm(dim=1)'):
+        'fenchel.thm1.mpmath-50-digits',
+    ('numerics/expfam.py',
+     'if not math.isfinite(s) or s <= 0:',
+     'if not math.isfinite(s) or s <= -1:'):
+        'efa.footnote3.gaussian-nll-mse',
+    ('numerics/mp_reference.py',
+     'return (mp.erf(hi / sqrt2) - mp.erf(lo / sqrt2)) / 2',
+     'return (mp.erf(hi / sqrt2) - mp.erf(lo / sqrt2)) >> 2'):
+        'kernel.ref.wide-domain',
+    ('numerics/multihead.py',
+     'if need_weights and w is not None:',
+     'if need_weights or w is not None:'):
+        'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'elif attn_mask.dim() == 3 and tuple(attn_mask.shape) == (N * self.num_heads, L, S):',
+     'elif attn_mask.dim() == 3 and tuple(attn_mask.shape) == (N // self.num_heads, L, S):'):
+        'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'unbatched = query.dim() == 2',
+     'unbatched = query.dim() < 2'):
+        'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'raise ValueError(f"query and key must share the last dimension E; got {query.shape[-1]} and {key.shape[-1]}")',
+     'raise ValueError(f"query and key must share the last dimension E; got {query.shape[-1]} and {key.shape[+1]}")'):
+        'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'if not (math.isfinite(v) and v > 0):',
+     'if not (math.isfinite(v) or v > 0):'):
+        'kernel.eq1.sequence-layer',
+    ('numerics/quadrature.py',
+     'if not (math.isfinite(L) and L > 0):',
+     'if not (math.isfinite(L) and L > -1):'):
+        'kernel.appE.trapezoid-rule',
 }
 
 

@@ -506,7 +506,7 @@ class EFAValue(nn.Module):
         self.dim = _posint(dim, "dim")
         self.max_len = _posint(max_len, "max_len")
         self.direction = _choice(direction, DIRECTIONS, "direction")
-        self.n_items = int(n_items or 0)
+        self.n_items = 0 if n_items is None else _posint(n_items, "n_items", 0)
         self.item_embeddings = _choice(item_embeddings, ("both", "center", "context", "none"),
                                        "item_embeddings")
         if self.n_items == 0:

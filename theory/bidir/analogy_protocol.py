@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.catalog import claim, holds_if
-from attnlab.theory._inputs import refused
+from attnlab.theory._inputs import at_run_time, refused
 
 COS_TOL = 1e-5          # the library works in float32: a cosine carries ~1e-7 relative rounding
 GAP_MIN = 1e-4          # a question whose best two candidates are closer than this is not judged on its answer
@@ -64,7 +64,8 @@ def check_analogy_protocol(seed: int = 41):
     from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, group_of, summarize
 
     words, X, qs = _instance(seed)
-    lib = evaluate(Embeddings(words, X), qs, chunk=64)
+    # the questions as read from a file: equal strings, not the interned literals of the vocabulary
+    lib = evaluate(Embeddings(words, X), [tuple(at_run_time(w) for w in q) for q in qs], chunk=64)
     ref = app_f_printed(words, X, qs)
     judged = [k for k, r in enumerate(ref) if r[2] > GAP_MIN]
     flags = sum(1 for k in judged if lib[k]["correct"] != ref[k][0])
@@ -99,7 +100,8 @@ def check_analogy_protocol(seed: int = 41):
                                       summary_count_errors=count_errors, summary_dev=sum_dev, inputs=inputs_ok),
                     tolerance=dict(cosine=COS_TOL, summary=1e-12, answers="exact where the best two candidates "
                                    f"differ by more than {GAP_MIN}"),
-                    explanation="120 float32 embeddings (a repeated word, a zero vector), 240 questions in two "
+                    explanation="120 float32 embeddings (a repeated word, a zero vector), 240 questions (their words "
+                                "strings equal to the vocabulary's, as read from a file) in two "
                                 "semantic and two syntactic categories (every 8th answer is a, so never found): "
                                 "the library's evaluate against App. F question by question in float64 (argmax of "
                                 "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "

@@ -19,7 +19,7 @@ from attnlab.catalog import claim, holds_if
 def check_mlm_domain():
     import torch
 
-    from attnlab.experiments.models.bidir import BidirAttentionMLM, mask_sentences
+    from attnlab.experiments.models.bidir import AttentionCBOW, BidirAttentionMLM, mask_sentences
 
     V, S = 8, 4                                          # (|V| even: |V| ^ 1 is not |V| - 1)
 
@@ -47,6 +47,14 @@ def check_mlm_domain():
                                                                       torch.tensor([0]), V), f"[0, {V - 1}]"),
         "position S refused": _refusal(lambda: net(x, torch.tensor([1, S])), f"[0, {S - 1}]"),
         "no [MASK] at m refused": _refusal(lambda: net(tok, m), f"[MASK] id {V}"),
+        # targets: one per sentence, a 1-D tensor
+        "targets (2, 1) refused": _refusal(lambda: net.loss(x, m, b[:, None]), "b must be an integer tensor of shape (2,)"),
+        "3 targets for 2 sentences refused": _refusal(lambda: net.loss(x, m, torch.tensor([0, 1, 2])),
+                                                      "shape (2,)"),
+        # the CBOW of Eq. (1): its initial scale is a number > 0
+        "AttentionCBOW init_std -0.1, 0, '0.1' refused": all(
+            _refusal(lambda s=s: AttentionCBOW(V, 4, init_std=s), "init_std must be a number > 0")
+            for s in (-0.1, 0, "0.1")),
     }
     # on the valid batch: [MASK] at m and every other token kept (by hand), and the loss the mean of
     # -log softmax(logits)_b written out from the model's logits
@@ -62,7 +70,8 @@ def check_mlm_domain():
                     tolerance="every refusal a ValueError of one line naming the argument and what is allowed; "
                               "the loss within 1e-12 (float64)",
                     explanation=f"BidirAttentionMLM (|V| = {V}, S = {S}) and mask_sentences on integer and "
-                                "non-integer sizes, targets and tokens outside [0, |V| - 1], a position outside "
+                                "non-integer sizes, targets and tokens outside [0, |V| - 1] (and targets not one per "
+                                "sentence), AttentionCBOW's initial scale not a number > 0, a position outside "
                                 "[0, S - 1] and a batch without [MASK] at m; on a valid batch, the masked "
                                 "sentences against [MASK] set by hand and the loss against the cross-entropy "
                                 "written out from the logits")

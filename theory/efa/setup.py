@@ -101,6 +101,8 @@ def check_model_setup():
         per["checks off: same logits"] = bool(torch.equal(ref(x), want))
         per["checks off: no value check of ids"] = not refused(lambda: ref(bad_x), "x", "[0, 299]")
         per["checks off: no value check of targets"] = not refused(lambda: ref(x, targets=bad_t), "targets")
+    per["EFAValue n_items -1, 2.5, True refused"] = all(refused(lambda n=n: EFAValue("gaussian", n_items=n), "n_items")
+                                                         for n in (-1, 2.5, True))
     per["checks on again after the block"] = (refused(lambda: ref(bad_x), "x", "[0, 299]")
                                               and refused(lambda: ref(x, targets=bad_t), "targets", "[0, 6]"))
     per["biases start at 0"] = zero_bias
@@ -115,7 +117,7 @@ def check_model_setup():
                                 "factor model's direction and normalisation) as equal "
                                 "strings built at run time give bit-equal logits, and Sec 2.1's logits (float64, against the transcription in theory.efa.reference, relative 1e-12); ids and target positions out of "
                                 "range refused in one line, not checked inside input_checks(False), refused again "
-                                "after it")
+                                "after it; EFAValue's item count refused unless a whole number >= 0")
 
 
 @claim("efa.sec5.model-setup",

@@ -595,8 +595,13 @@ def _footnote3():
         # the authors' code minimised the MSE itself (footnote 3): the family's code loss is (y - mu)^2
         code_err = float(((fam.code_loss(mu, y).mean(-1) - mse) / mse).abs().max())
         affine_err = max(affine_err, code_err)
-    ok = affine_err < 1e-12 and all(v == arg_mse for v in args.values())
-    return holds_if(ok, measured=dict(affine_error=affine_err, argmins=args, argmin_mse=arg_mse),
+    # the known variance is a finite number > 0: 0, -0.5, inf and nan are refused in one line naming sigma2
+    from attnlab.theory._inputs import refused
+
+    sigma2_refused = all(refused(lambda v=v: expfam.Gaussian(v), "sigma2") for v in (0.0, -0.5, math.inf, math.nan))
+    ok = affine_err < 1e-12 and all(v == arg_mse for v in args.values()) and sigma2_refused
+    return holds_if(ok, measured=dict(affine_error=affine_err, argmins=args, argmin_mse=arg_mse,
+                                      sigma2_domain=sigma2_refused),
                     tolerance=1e-12,
                     explanation="the library's Gaussian NLL against MSE/(2 s2) + log(2 pi s2)/2 on a 61x61 grid of "
                                 "(a, b) for mu = a x + b, MSE = mean (y - mu)^2 written out; the Gaussian code loss "

@@ -601,11 +601,46 @@ def check_torch_layer(seed=24) -> "Evidence":
                        (lambda: mod(z, z3, z3), "the same batch size as query"),
                        (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 6, dtype=torch.bool)),
                         "allowed must be a bool tensor of shape (N, I, I) = (2, 5, 5)"),
-                       (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 5)), "allowed must be a bool")):
+                       (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 5)), "allowed must be a bool"),
+                       (lambda: AttentionLayer(4, 2).weights(z.float(), torch.ones(2, 5, 4, dtype=torch.bool)),
+                        "allowed must be a bool tensor of shape (N, I, I) = (2, 5, 5)"),
+                       (lambda: AttentionLayer(4, 2).weights(z.float()[None], torch.ones(2, 5, 5, dtype=torch.bool)),
+                        "Z must")):
         try:
             call()
         except ValueError as exc:
             refused += what in str(exc)
+    # torch's other calls: a per-head 3-D attn_mask (N * num_heads, L, S), the same for every head, is the 2-D one;
+    # unbatched inputs (L, E) are the batch of one; need_weights=False returns no weights; a key with a feature
+    # too few for the functional form is refused naming both widths
+    S6 = torch.randn(5, 6, generator=g, dtype=torch.float64)
+    kx6 = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        o2, w2 = mod(z, kx6, kx6, attn_mask=S6)
+        o3, w3 = mod(z, kx6, kx6, attn_mask=S6[None].expand(2 * 2, 5, 6))
+        ou, wu = mod(z[0], kx6[0], kx6[0])
+        ob, wb = mod(z[:1], kx6[:1], kx6[:1])
+        none_w = mod(z, z, z, need_weights=False)[1] is None
+    per["3-D per-head attn_mask = the 2-D one"] = max(_rel(o3, o2), _rel(w3, w2))
+    per["unbatched = a batch of one"] = max(_rel(ou, ob[0]), _rel(wu, wb[0]))
+    per["need_weights=False gives None"] = 0.0 if none_w else math.inf
+    try:
+        efa_attention(z, z[..., :3], z)
+        per["query/key widths refused, both named"] = math.inf
+    except ValueError as exc:
+        per["query/key widths refused, both named"] = 0.0 if "got 4 and 3" in str(exc) else math.inf
+    worst = max(worst, *(per[k] for k in ("3-D per-head attn_mask = the 2-D one", "unbatched = a batch of one",
+                                          "need_weights=False gives None", "query/key widths refused, both named")))
+    # dropout acts in training only: in eval mode a module with dropout 0.5 is Eq. (1) transcribed
+    torch.manual_seed(11)
+    drop = EFAMultiheadAttention(4, 2, dropout=0.5, batch_first=True, convention="paper").double().eval()
+    pw = lambda w: w.detach().reshape(2, 4, 4)                              # noqa: E731
+    lay = types.SimpleNamespace(W_Q=pw(drop.q_proj_weight), W_K=pw(drop.k_proj_weight), W_V=pw(drop.v_proj_weight),
+                                convention="paper", attention="softmax", norm1=None, ffn=None)
+    with torch.no_grad():
+        want = torch.stack([ref.layer_reference(lay, z[n], torch.ones(5, 5, dtype=torch.bool)) for n in range(2)])
+        per["eval mode, dropout 0.5: Eq. (1)"] = _rel(drop(z, z, z)[0], want)
+    worst = max(worst, per["eval mode, dropout 0.5: Eq. (1)"])
     # batch_first=False, cross-attention (N = 2, L = 5, S = 6): the batch_first module on the transposed inputs
     mod_t = EFAMultiheadAttention(4, 2, batch_first=False, convention="paper").double()
     mod_t.load_state_dict(mod.state_dict())
@@ -615,7 +650,7 @@ def check_torch_layer(seed=24) -> "Evidence":
         got_t, gw_t = mod_t(z.transpose(0, 1), kx.transpose(0, 1), vx.transpose(0, 1))
     per["batch_first=False, S != L"] = max(_rel(got_t.transpose(0, 1), want_t), _rel(gw_t, w_t))
     worst = max(worst, per["batch_first=False, S != L"])
-    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 11 else math.inf
+    per["refusals (key/value lengths, a mask of another batch)"] = 0.0 if refused == 13 else math.inf
     worst = max(worst, per["refusals (key/value lengths, a mask of another batch)"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAMultiheadAttention(convention='paper', batch_first) against Eq. (1) transcribed "
@@ -628,7 +663,9 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "function and in the module, and of a key batch other than the query's), of a "
                                 "mask of another batch, of a key_padding_mask of the wrong length and of kdim or vdim "
                                 "0, of a key with a feature too few and of AttentionLayer masks of the wrong shape or "
-                                "dtype; efa_attention's default scale 1/sqrt(E) (E != L); the module with "
+                                "dtype (a mask of a smaller shape, a 4-D Z); efa_attention's default scale 1/sqrt(E) "
+                                "(E != L); a module with dropout 0.5 in eval mode against Eq. (1); torch's other "
+                                "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False); the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",
                     per_case=per)
 

@@ -140,6 +140,11 @@ def check_solvers(cases=None) -> "Evidence":
             auto_ok &= torch.equal(ed.solve_dual_newton_torch(Tx, lux, zx, ab, space=at_run_time("auto")),
                                    ed.solve_dual_newton_torch(Tx, lux, zx, ab, space=want_space))
         errs["auto_space_as_documented"] = 0.0 if auto_ok else math.inf
+        # one instance without a batch dimension: its report (gradient norm) is that of the batch of one
+        lam1, info1 = ed.solve_dual_newton_torch(Tb[0], lub[0], zb[0], ab[0], return_info=True)
+        c0 = batch[0]
+        g1 = float(np.linalg.norm(ub[0] @ c0[1] + c0[3] - lam1.numpy() / c0[4] - ed.h_of_lambda(lam1.numpy(), c0[1], ub[0])))
+        errs["unbatched_grad_norm"] = abs(info1["grad_norm"] - g1) / max(1.0, g1)
         per["batched torch Newton, I-rand at every alpha, log u permuted"] = dict(
             {k: v / tol for k, v in errs.items()}, tol=tol)
         for k, v in errs.items():
@@ -169,7 +174,7 @@ def check_solvers(cases=None) -> "Evidence":
                                 "(7), (3), (8) evaluated at the oracle's lambda*, p* (and (7), (10) in their batched torch forms "
                                 "with log u unnormalised); the torch Newton also on a batch of the I-rand instances "
                                 "(log u permuted per member) in both coordinates, with the convergence flags and the "
-                                "dual gradient norm it reports, and space='auto' bit-equal to the coordinates it "
+                                "dual gradient norm it reports (also for one instance without a batch dimension), and space='auto' bit-equal to the coordinates it "
                                 "documents (atoms for fewer atoms than dimensions)",
                     per_instance=per)
 

@@ -93,6 +93,12 @@ def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-a
         plain = float(np.abs(u - np.array(tilted_plain(list(a * (b - u @ T)), T.tolist(), list(u)))).max())
         worst["kkt_residual_at_u_vs_plain"] = max(worst["kkt_residual_at_u_vs_plain"],
                                                   abs(ed.primal_kkt_residual(u, T, u, z, a) - plain))
+        # and the dual one, ||b - lambda/alpha - h(lambda)||_inf, at lambda = alpha z (away from lambda*)
+        lam0 = a * z
+        h0 = np.array(tilted_plain(list(lam0), T.tolist(), list(u))) @ T
+        plain_d = float(np.abs(b - lam0 / a - h0).max())
+        worst["kkt_residual_at_u_vs_plain"] = max(worst["kkt_residual_at_u_vs_plain"],
+                                                  abs(ed.dual_kkt_residual(lam0, T, u, z, a) - plain_d))
         lams = {s: _lambda_star(s, T, u, z, a) for s in solvers}
         ref = lams[solvers[0]]
         for s, lam in lams.items():
@@ -107,7 +113,8 @@ def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-a
                                 f"{', '.join(solvers)} (float64): |P(p(lambda*)) - D(lambda*)| / max(1, |D|); "
                                 "||lambda* - alpha(b - T^T p)|| / (alpha max(1, ||b||)); primal KKT residual of "
                                 "p(lambda*); |sum p - 1| + mass off supp u; solvers' lambda* against numpy's; "
-                                "the KKT residual function at p = u against its plain transcription",
+                                "the KKT residual functions (primal at p = u, dual at lambda = alpha z) against their "
+                                "plain transcriptions",
                     per_case=per)
 
 
@@ -120,7 +127,8 @@ def check_thm1_identities(cases=None, solvers=("numpy", "torch-lambda", "torch-a
        method="float64",
        vouches_for=("numerics.entropic_dual.solve_dual_newton", "numerics.entropic_dual.solve_dual_newton_torch",
                     "numerics.entropic_dual.tilted", "numerics.entropic_dual.dual_objective",
-                    "numerics.entropic_dual.primal_objective", "numerics.entropic_dual.primal_kkt_residual"))
+                    "numerics.entropic_dual.primal_objective", "numerics.entropic_dual.primal_kkt_residual",
+                    "numerics.entropic_dual.dual_kkt_residual"))
 def _thm1_identities():
     return check_thm1_identities()
 

@@ -163,13 +163,19 @@ def check_vit():
         n = pos.numel()
         z_pos = max(abs(float(pos.mean())) / (0.02 / math.sqrt(n)), abs(float(pos.std()) - 0.02) / (0.02 / math.sqrt(2 * n)))
         drop_ok = model.drop.p == 0.2
+        # without ot=True it is the plain ViT (no OT block); a depth below 1 is refused in one line
+        from attnlab.experiments.models.fenchel_vit import OTBlock
+        from attnlab.theory._inputs import refused
+
+        drop_ok = drop_ok and not any(isinstance(mod, OTBlock) for mod in model.modules()) and all(
+            refused(lambda d=d: ViT(4, 2, 1, 3, depth=d), "depth must be >= 1") for d in (0, -1))
     finally:
         torch.set_default_dtype(old)
     partners = check_partners()
     worst = _worse(*per.values())
     ok = worst <= VIT_TOL and partners["ok"] and z_pos <= 6.0 and drop_ok
     return holds_if(ok, measured=dict(worst_relative_error=worst, partners=partners, positions_z=z_pos,
-                                      default_dropout_0_2=drop_ok),
+                                      defaults_dropout_0_2_no_ot_depth_refused=drop_ok),
                     tolerance=dict(relative=VIT_TOL, partners="same label, never itself, -1 without one; each "
                                                              "frequency within 4.5 binomial standard deviations",
                                    positions="mean and sd within 6 standard errors of N(0, 0.02^2)"),
@@ -177,7 +183,7 @@ def check_vit():
                                 "LayerNorm affines and biases perturbed so that they matter) in eval mode, float64, "
                                 "against a numpy transcription of the description (patches cut by hand, MHA per "
                                 "head, exact GELU, (22) as printed with C = 3.7), and a ViT with its documented "
-                                "defaults (width 64, depth 4, dropout 0.2); error relative to the largest logit; the "
+                                "defaults (width 64, depth 4, dropout 0.2, no OT block; depth 0 refused); error relative to the largest logit; the "
                                 "positions' documented N(0, 0.02^2) start; "
                                 "the partner draw of OT-ViT training (same_class_partners) over 1,000 seeded draws on "
                                 "a batch with singleton classes: a partner has the image's label and is never the "

@@ -142,6 +142,9 @@ def check_deformed_exp():
     domain = {f"{fn.__name__}({a!r}) refused": refused(lambda fn=fn, a=a: fn(one, a), "alpha", "(1, 2]")
               for fn in (exp_2ma, log_alpha) for a in (1.0, 0.5, 2.5, math.nan, math.inf)}
     domain["alpha_division(alpha=1) refused"] = refused(lambda: alpha_division(one, one, 1.0), "alpha", "(1, 2]")
+    # the fat-tailed beta > 1 is not the paper's: exp_beta and its mpmath twin refuse it
+    domain["exp_beta, mp_exp_beta at beta 1.5 refused"] = (refused(lambda: exp_beta(one, 1.5), "beta")
+                                                          and refused(lambda: mp_exp_beta(0.5, 1.5), "beta must be <= 1"))
     domain["1 + 1e-9 and 2 accepted"] = bool(torch.isfinite(exp_2ma(one, 1 + 1e-9)).all()
                                              and torch.isfinite(log_alpha(one, 2.0)).all())
     ok = all(v <= 1 for v in worst.values()) and all(domain.values())
@@ -158,7 +161,7 @@ def check_deformed_exp():
                                 "transcribed in mpmath at 40 digits, t from the edge of the support (at it, just "
                                 "inside, just outside) to 1e8, log from 1e-300 to 1e300; the escort weights against "
                                 "mpmath's derivative of the transcribed exp_{2-alpha}; deviations in units of "
-                                "their allowance (<= 1 passes); an index outside (1, 2] refused in one line")
+                                "their allowance (<= 1 passes); an index outside (1, 2] (and beta > 1) refused in one line")
 
 
 @claim("kernel.eq5.deformed-exp-log",

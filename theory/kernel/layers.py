@@ -367,6 +367,19 @@ def check_sequence_layer():
             G = Fk * Fk.T + mp.mpf("0.1") * mp.eye(6)
             Bref = mp.matrix(H[b][:, keep].tolist()) * Fk.T * mp.inverse(G)
             note(f"ridge_value_coefficients / mask={masked} series {b}", _rel(B[b], np.array(Bref.tolist(), float)))
+    # the ridge penalty is a finite number > 0: -0.1, 0, inf refused in one line naming lam
+    from attnlab.theory._inputs import refused
+
+    note("ridge_value_coefficients / lam not > 0 refused", 0.0 if all(
+        refused(lambda v=v: ridge_value_coefficients(torch.tensor(H), tt, basis, v), "lam must be a finite number > 0")
+        for v in (-0.1, 0.0, math.inf)) else math.inf)
+    # times of their own per series ([b, L]: irregular sampling, as the gesture network's), no mask
+    t2 = torch.stack([tt, tt ** 1.5])
+    B = ridge_value_coefficients(torch.tensor(H), t2, basis, 0.1).numpy()
+    for b in range(2):
+        Fb = mp.matrix([[float(_psi(mp.mpf(float(x)), mp.mpf(c), mp.mpf(s_))) for x in t2[b]] for c, s_ in zip(centres, widths)])
+        Bref = mp.matrix(H[b].tolist()) * Fb.T * mp.inverse(Fb * Fb.T + mp.mpf("0.1") * mp.eye(6))
+        note(f"ridge_value_coefficients / times per series {b}", _rel(B[b], np.array(Bref.tolist(), float)))
     p = torch.softmax(torch.tensor(rng.normal(size=(2, 3, 9))), -1)            # [..., L]: leading dims 2 x 3
     for positions in ("linspace", "index"):
         mu, s2 = moments_from_discrete(p, positions)
@@ -407,7 +420,7 @@ def check_sequence_layer():
                                 "1.5; no mask, a bool mask with a fully masked query, causal; S = 7, 2, 1), the "
                                 "multi-head module with identity projections and key padding (and the deprecated "
                                 "SequenceContinuousAttention in its old call), and the basis, ridge "
-                                "fit and discrete moments, float64 against a transcription of the paper's "
+                                "fit (shared times, with a mask, and times per series) and discrete moments, float64 against a transcription of the paper's "
                                 "definitions (written-out sums and trapezoid rule, the ridge system solved per query, "
                                 "the integrals on R by scipy quad with error estimates below 1e-13 + 1e-12 of the "
                                 "value); error relative to the largest output entry; the gradients with respect to "
@@ -651,6 +664,13 @@ def check_unimodal_densities():
     B, Psi = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 9))
     ref = np.array([[[sum(B[b, d, n] * Psi[n, g] for n in range(4)) for g in range(9)] for d in range(3)] for b in range(2)])
     per["value_function"] = _rel(value_function(torch.tensor(B), torch.tensor(Psi)).numpy(), ref)
+    # mixture weights off the simplex (a negative weight with the sum 1; a sum of 0.9) are refused in one line
+    from attnlab.theory._inputs import refused
+
+    m3, v3 = T([0.2, 0.5, 0.8]), T([0.01, 0.02, 0.03])
+    per["mixture weights off the simplex refused"] = 0.0 if all(
+        refused(lambda w_=w_: gaussian_mixture_density(T(t), T(w_), m3, v3), "weights must be nonnegative")
+        for w_ in ([-0.5, 1.0, 0.5], [0.3, 0.3, 0.3])) else math.inf
     worst = _worse(*per.values())
     return holds_if(worst <= 1e-12, measured=dict(worst_relative_error=worst), tolerance=dict(relative=1e-12),
                     explanation="the truncated parabola at three (mu, sigma^2) (mu inside, near the edge and outside "
@@ -658,7 +678,8 @@ def check_unimodal_densities():
                                 "against the oracle's radius and masses (root finding and quadrature with checked "
                                 "error estimates); their E_p[psi_n] (and the Gaussian's: inside, near an edge, 13 sd "
                                 "out in the tail, wide against [0, 1]) against E_p[psi_n] by quadrature over the "
-                                "support; value_function against sums; error relative to the largest value",
+                                "support; value_function against sums; error relative to the largest value; mixture "
+                                "weights off the simplex refused",
                     per_case=per)
 
 

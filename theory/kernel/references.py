@@ -161,6 +161,15 @@ def _():
     dev["root of a jump within 2^-40"] = 0.0 if (len(r) == 1 and abs(r[0] - third) <= mp.mpf(2) ** -40) else math.inf
     dev["a polish that leaves the bracket is not returned"] = 0.0 if (
         len(r2) == 1 and 1 - mp.mpf(2) ** -40 <= r2[0] <= 1) else math.inf
+    # a piece across 0 far from every inducing point (inducing point at 30; a narrow basis centre at 0.03 takes the
+    # breakpoint at 0 away), integrated in closed form: Z and the context against mpmath's quad at 30 digits
+    Zf, cf, _, _ = mp_context_reference([1.0], [30.0], 1.0, [[1.0]], [0.03], 100.0, base="normal", domain="R", dps=20)
+    with mp.workdps(30):
+        uf = lambda t: mp.exp(-t * t / 2) / mp.sqrt(2 * mp.pi) * mp.exp(mp.exp(-(t - 30) ** 2))       # noqa: E731
+        kn = [-17, -1, -0.3, 0, 0.03, 0.3, 1, 17]
+        Zq = mp.quad(uf, kn)
+        cq = mp.quad(lambda t: uf(t) * mp.exp(-100 * (t - 0.03) ** 2), kn) / Zq
+        dev["closed-form piece across 0"] = float(max(abs(Zf - Zq) / Zq, abs(cf[0] - cq) / abs(cq))) / 1e-6
     # a base, family or index it does not know is refused in one line, not read as another one
     from attnlab.theory._inputs import refused
 
@@ -182,7 +191,8 @@ def _():
                                 "own brentq roots); at dps = 50 on R (normal base) against mpmath quad at 62 digits, within "
                                 "1e-45; a closed-form piece's stated error positive and at its rounding; the "
                                 "reference's breakpoints inside (a, b) and as written out (kinks, centres +- the "
-                                "width ladder); a jump's root (no smooth root: the polish fails) at the middle of "
+                                "width ladder); a closed-form piece across 0 (20 digits) against mpmath's quad (held "
+                                "to 1e-18: its entry is scaled by 1e6); a jump's root (no smooth root: the polish fails) at the middle of "
                                 "the bisection bracket, and a polish that runs off to a root outside the bracket "
                                 "not returned; an unknown base or family, or an index outside (1, 2], refused")
 
@@ -204,7 +214,8 @@ def check_rate_labels():
     """numerics.convergence on error sequences whose rate is known in closed form: the labels (rate_parts,
     describe_rate, rate_text, classify_rate) and the numbers behind them (loglog_slope, local_orders,
     successive_ratios; rate_parts' and describe_rate's slope) against mpmath transcriptions of their
-    definitions.  Returns (ok, rows, worst numeric deviation)."""
+    definitions; local_orders over 300 points, and its refusal of sequences of unequal length.  Returns (ok, rows,
+    worst numeric deviation)."""
     import mpmath as mp
     import numpy as np
 
@@ -257,6 +268,16 @@ def check_rate_labels():
             if classified is not None:
                 ok &= cv.classify_rate(e) == classified
             rows[name] = dict(label=text, slope=slope)
+        # a long sequence (300 points, beyond the integers Python keeps unique): local orders of 3 h^2 are 2, and
+        # sequences of unequal length are refused
+        hl = 0.99 ** np.arange(300)
+        lo_ = cv.local_orders(hl, 3 * hl ** 2)
+        worst = _worse(worst, float(np.abs(lo_ - 2).max() / 2))
+        try:
+            cv.local_orders(hl, 3 * hl[:-1] ** 2)
+            ok = False
+        except ValueError as exc:
+            ok &= "same length" in str(exc)
     return ok, rows, worst
 
 

@@ -129,7 +129,12 @@ def check_trapezoid_rule():
             q.real_line_grid(h, 3.0)
         except ValueError as exc:
             refused += "h (grid spacing)" in str(exc)
-    note("real_line_grid refusals", 0 if refused == 3 else math.inf)
+    for L_ in (0.0, -0.5, float("nan")):                              # a half width that is not > 0: refused, named
+        try:
+            q.real_line_grid(0.1, L_)
+        except ValueError as exc:
+            refused += "half_width must be a finite number > 0" in str(exc)
+    note("real_line_grid refusals", 0 if refused == 6 else math.inf)
     # (f) the piecewise Gauss-Legendre reference on integrands with kinks, against mpmath (30 digits, split)
     cases = [(lambda x: np.maximum(0.0, x - 0.3) * np.cos(5 * x) + np.exp(-x * x),
               lambda x: mp.mpf(max(0, x - 0.3)) * mp.cos(5 * x) + mp.exp(-x * x), [-2.0, 0.3, 3.0]),
