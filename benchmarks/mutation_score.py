@@ -612,6 +612,31 @@ BY_INSPECTION = {
      'if family == "kernel-deformed":',
      'if family <= "kernel-deformed":'):
         "mp_context_reference refuses every family but 'kernel-softmax' and 'kernel-deformed' (since round 4): for those two, family <= 'kernel-deformed' is family == 'kernel-deformed'",
+    # round 6 (a fresh sample at 482f354)
+    ('experiments/models/bidir.py',
+     'generator: torch.Generator | None = None) -> "BidirAttentionMLM":',
+     'generator: torch.Generator / None = None) -> "BidirAttentionMLM":'):
+        'an operator inside a type annotation spread over several lines, never evaluated (from __future__ import annotations)',
+    ('experiments/models/kernel_models.py',
+     'grid_size: int | None = None, kernel: str = "laplace", bandwidth: float | None = None,',
+     'grid_size: int * None = None, kernel: str = "laplace", bandwidth: float | None = None,'):
+        'an operator inside a type annotation spread over several lines, never evaluated (from __future__ import annotations)',
+    ('numerics/fenchel_attention.py',
+     'safe = 1.0 / (1.0 / a + k2)',
+     'safe = 2.0 / (1.0 / a + k2)'):
+        "the safe gradient step g / (1/alpha + max |t|^2) of the robust Newton, doubled: a fallback for a failed Newton step, then cut by the Armijo line search; the robust solver's fallback step and its line search only change the path to the answer; the answer is the point where the solver's own residual test holds (or the warning says where it does not), which the mutant does not touch: performance only",
+    ('numerics/fenchel_attention.py',
+     'safe = 1.0 / (1.0 / a + k2)',
+     'safe = 1.0 / (1.0 / a * k2)'):
+        "the safe gradient step's curvature bound (1/alpha x max |t|^2 instead of the sum): a fallback for a failed Newton step, then cut by the Armijo line search; the robust solver's fallback step and its line search only change the path to the answer; the answer is the point where the solver's own residual test holds (or the warning says where it does not), which the mutant does not touch: performance only",
+    ('numerics/fenchel_attention.py',
+     'slack = 16 * eps * (f.abs() + lse.abs() + 1)',
+     'slack = 16 * eps % (f.abs() + lse.abs() + 1)'):
+        "the rounding slack of the robust Newton's Armijo test (16 eps % (...) instead of 16 eps x (...)): it decides only steps whose gain lies within rounding of zero; the robust solver's fallback step and its line search only change the path to the answer; the answer is the point where the solver's own residual test holds (or the warning says where it does not), which the mutant does not touch: performance only",
+    ('numerics/fenchel_attention.py',
+     'if it and n_active <= _STRAGGLERS * active.numel():            # the last few: a batch of their own',
+     'if it and n_active <= _STRAGGLERS - active.numel():            # the last few: a batch of their own'):
+        "the threshold below which the backward's conjugate gradients finish the last rows as a batch of their own, made negative: they stay in the full batch; the same iteration on the same rows (fenchel.thm1.implicit-gradients holds batched and alone): performance only",
 }
 
 
@@ -1038,6 +1063,63 @@ KILLED_SINCE = {
      'if not (math.isfinite(L) and L > 0):',
      'if not (math.isfinite(L) and L > -1):'):
         'kernel.appE.trapezoid-rule',
+    # round 6 (a fresh sample at 482f354)
+    ('experiments/models/bidir_analogy.py',
+     'if vectors.ndim != 2 or len(words) != vectors.shape[0]:',
+     'if vectors.ndim != 2 or len(words) is not vectors.shape[0]:'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/bidir_analogy.py',
+     'if not isinstance(S, int) or S < 2:',
+     'if not isinstance(S, int) and S < 2:'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/efa.py',
+     'if tau.ndim != 3 or tuple(tau.shape[:2]) != (B, I) or tau.shape[-1] != attr_dim:',
+     'if tau.ndim < 3 or tuple(tau.shape[:2]) != (B, I) or tau.shape[-1] != attr_dim:'):
+        'efa.sec5.model-setup',
+    ('experiments/models/efa_theory.py',
+     'if tau.shape != (B, I, self.tau_dim):',
+     'if tau.shape < (B, I, self.tau_dim):'):
+        'efa.thm2.loss-bound-lipschitz',
+    ('experiments/models/efa_theory.py',
+     'if v is not None and not (math.isfinite(v) and v > 0):',
+     'if v is not None and not (math.isfinite(v) and v >= 0):'):
+        'efa.thm2.loss-bound-lipschitz',
+    ('experiments/models/fenchel_transformers.py',
+     'return {f"layer{i + 1}": layer.attn for i, layer in enumerate(self.layers)}',
+     'return {f"layer{i ^ 1}": layer.attn for i, layer in enumerate(self.layers)}'):
+        'fenchel.sec8.substitute-architectures',
+    ('experiments/models/fenchel_transformers.py',
+     'if self.capture is not None:',
+     'if not self.capture is not None:'):
+        'fenchel.sec8.substitute-architectures',
+    ('experiments/models/kernel_models.py',
+     'ff: int = 128, dropout: float = 0.1, patch: int = 1):',
+     'ff: int = 128, dropout: float = 0.1, patch: int = 0):'):
+        'kernel.table2.baselines',
+    ('numerics/efa_attention.py',
+     'if dropout_p > 0:',
+     'if dropout_p < 0:'):
+        'efa.eq1.torch-layer',
+    ('numerics/entropic_dual.py',
+     'it = 0',
+     'it = 1'):
+        'fenchel.thm1.mpmath-50-digits',
+    ('numerics/expfam.py',
+     'if not torch.all(torch.isfinite(r)) or not torch.all(r > 1):',
+     'if not torch.all(torch.isfinite(r)) or not torch.all(r >= 1):'):
+        'efa.footnote3.gaussian-nll-mse',
+    ('numerics/mp_reference.py',
+     'share = target / len(pieces)',
+     'share = target & len(pieces)'):
+        'kernel.ref.wide-domain',
+    ('numerics/multihead.py',
+     'if attn_mask.dim() == 2 and tuple(attn_mask.shape) == (L, S):',
+     'if attn_mask.dim() == 2 and tuple(attn_mask.shape) is not (L, S):'):
+        'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'self._packed = self.kdim == E and self.vdim == E',
+     'self._packed = self.kdim <= E and self.vdim == E'):
+        'efa.eq1.torch-layer',
 }
 
 

@@ -144,6 +144,13 @@ def _inputs_round_trip(qs) -> dict:
     # vectors that are not (len(words), dim): a 1-D array of len(words), a 3-D one, a row short
     vec_refused = all(refused(lambda X=X: Embeddings(["a", "b", "c"], X), "vectors must be (len(words), dim)")
                       for X in (np.ones(3), np.ones((3, 2, 2)), np.ones((2, 4))))
+    # 300 words (beyond the integers Python keeps unique) and their 300 rows are accepted
+    try:
+        vec_refused &= len(Embeddings([f"v{i}" for i in range(300)], np.ones((300, 4))).words) == 300
+    except ValueError:
+        vec_refused = False
+    # a window shorter than 2 (no context left around the masked token), or not an integer, is refused
+    vec_refused &= all(refused(lambda S=S: windows([[1, 2, 3]], S), "S must be an integer >= 2") for S in (1, 0, "3"))
     want = [(c, *(x.lower() for x in w)) for c, *w in qs]
     docs = [[3, 1, 4, 1, 5, 9, 2], [6, 5], [3, 5, 8, 9, 7, 9]]
     win_ok = True

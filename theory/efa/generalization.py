@@ -356,8 +356,17 @@ def _thm2_bounds():
         for got, p in ((m1.norm(), p1), (m2.norm(), p2), (diff.norm(), pd)):
             dev = max(dev, abs(got - ref.bai_norm_reference(p, 1, 2)) / ref.bai_norm_reference(p, 1, 2))
         ratios.append(float(d) / (Bn * R * diff.norm()))
-    ok = worst_loss <= 1.0 and min_loss >= 0 and lip <= 1.0 + 1e-12 and max(ratios) <= 1.0 and dev < PREMISE_TOL
-    return holds_if(ok, measured=dict(max_loss_over_2By2=worst_loss, max_lipschitz_ratio=lip,
+    # the model's domain: R and B_y None or finite > 0 (0 refused), tau of shape (B, I, tau_dim) (a column more
+    # refused), in one line naming them
+    from attnlab.theory._inputs import refused
+
+    domain_ok = (all(refused(lambda kw=kw: BaiEFA(4, 2, 8, 1, 2, 8, **kw), name) for kw, name in
+                     ((dict(R=0.0), "R must be"), (dict(B_y=0.0), "B_y must be"), (dict(R=-1.0), "R must be")))
+                 and refused(lambda: m1(torch.zeros(2, I, 3, dtype=torch.float64), torch.zeros(2, I, dtype=torch.float64)),
+                             "tau must have shape"))
+    ok = (worst_loss <= 1.0 and min_loss >= 0 and lip <= 1.0 + 1e-12 and max(ratios) <= 1.0 and dev < PREMISE_TOL
+          and domain_ok)
+    return holds_if(ok, measured=dict(max_loss_over_2By2=worst_loss, max_lipschitz_ratio=lip, domain_refusals=domain_ok,
                                       max_embedding_ratio=max(ratios), module_vs_transcription=dev),
                     tolerance=f"each ratio <= 1; the module's loss, embedding and |||theta||| against the "
                               f"transcription: relative {PREMISE_TOL:g}",

@@ -599,6 +599,9 @@ def _footnote3():
     from attnlab.theory._inputs import refused
 
     sigma2_refused = all(refused(lambda v=v: expfam.Gaussian(v), "sigma2") for v in (0.0, -0.5, math.inf, math.nan))
+    # (and the Poisson v2 rate 1 + e^z is > 1: a rate of 1 or below has no raw output)
+    sigma2_refused &= all(refused(lambda r=r: expfam.PoissonV2.out_from_rate(torch.tensor([2.0, r])), "rate must be > 1")
+                          for r in (1.0, 0.5))
     ok = affine_err < 1e-12 and all(v == arg_mse for v in args.values()) and sigma2_refused
     return holds_if(ok, measured=dict(affine_error=affine_err, argmins=args, argmin_mse=arg_mse,
                                       sigma2_domain=sigma2_refused),

@@ -624,6 +624,32 @@ def check_torch_layer(seed=24) -> "Evidence":
     per["3-D per-head attn_mask = the 2-D one"] = max(_rel(o3, o2), _rel(w3, w2))
     per["unbatched = a batch of one"] = max(_rel(ou, ob[0]), _rel(wu, wb[0]))
     per["need_weights=False gives None"] = 0.0 if none_w else math.inf
+    # the standard convention (biases, scale 1/sqrt(E/H)) is torch's own layer: the same state dict in
+    # torch.nn.MultiheadAttention gives the same output and weights, in self-attention and with kdim = vdim = 3
+    for kw in ({}, dict(kdim=3), dict(kdim=3, vdim=3)):
+        torch.manual_seed(12)
+        st = EFAMultiheadAttention(4, 2, batch_first=True, convention="standard", bias=True, **kw).double()
+        th = torch.nn.MultiheadAttention(4, 2, batch_first=True, bias=True, **kw).double()
+        with torch.no_grad():
+            for prm in st.parameters():
+                prm.normal_()
+        th.load_state_dict(st.state_dict())
+        kx_ = torch.randn(2, 6, kw.get("kdim", 4), generator=g, dtype=torch.float64)
+        vx_ = torch.randn(2, 6, kw.get("vdim", 4), generator=g, dtype=torch.float64)
+        with torch.no_grad():
+            (oa, wa), (ob, wb2) = st(z, kx_, vx_), th(z, kx_, vx_)
+        per[f"standard convention = torch MHA {kw or ''}"] = max(_rel(oa, ob), _rel(wa, wb2))
+        worst = max(worst, per[f"standard convention = torch MHA {kw or ''}"])
+    # dropout_p = 1 drops every weight: the output is 0 (dropout acts in the functional form whenever p > 0)
+    per["dropout_p = 1 gives 0"] = float(efa_attention(z, z, z, dropout_p=1.0).abs().max())
+    worst = max(worst, per["dropout_p = 1 gives 0"])
+    # a 2-D attn_mask of another shape than (L, S) is refused, naming both shapes it may have
+    try:
+        mod(z, kx6, kx6, attn_mask=S6[:, :5])
+        per["2-D attn_mask of another shape refused"] = math.inf
+    except ValueError as exc:
+        per["2-D attn_mask of another shape refused"] = 0.0 if "attn_mask must have shape (L, S) = (5, 6)" in str(exc) else math.inf
+    worst = max(worst, per["2-D attn_mask of another shape refused"])
     try:
         efa_attention(z, z[..., :3], z)
         per["query/key widths refused, both named"] = math.inf
@@ -665,7 +691,10 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "0, of a key with a feature too few and of AttentionLayer masks of the wrong shape or "
                                 "dtype (a mask of a smaller shape, a 4-D Z); efa_attention's default scale 1/sqrt(E) "
                                 "(E != L); a module with dropout 0.5 in eval mode against Eq. (1); torch's other "
-                                "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False); the module with "
+                                "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False, a 2-D mask of "
+                                "another shape refused); dropout_p = 1 in the functional form gives 0; the standard "
+                                "convention (biases; also kdim = 3, and kdim = vdim = 3) against torch.nn.MultiheadAttention with the "
+                                "same state dict; the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",
                     per_case=per)
 

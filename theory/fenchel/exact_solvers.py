@@ -158,6 +158,13 @@ def check_solvers(cases=None) -> "Evidence":
     # g is a difference of O(|b|) terms: its rounding is ~eps |b| sqrt(d), relative to |g| (here ~2.5e-7)
     budget_tol = 64 * EPS * max(1.0, float(np.abs(u1 @ T1 + z1).max())) * math.sqrt(len(z1)) / max(g1, 1e-300)
     budget_ok = info1["iterations"] == 1 and not info1["converged"] and budget_err <= budget_tol
+    # no step at all (max_iter = 0), in the torch Newton's both coordinates: no iteration counted, not converged
+    import torch
+
+    for sp in ("atoms", "lambda"):
+        _, info0 = ed.solve_dual_newton_torch(torch.tensor(T1), torch.tensor(np.log(u1)), torch.tensor(z1), a1,
+                                              space=sp, max_iter=0, return_info=True)
+        budget_ok &= info0["iterations"] == 0 and not bool(torch.as_tensor(info0["converged"]).any())
     per[f"{label}: one Newton step (max_iter = 1)"] = dict(grad_norm=info1["grad_norm"], grad_norm_ref=g1,
                                                           relative=budget_err, tolerance=budget_tol, ok=budget_ok)
     conv = all(v.get("newton_converged", True) for v in per.values()) and budget_ok

@@ -152,6 +152,11 @@ def check_substitutes():
                 m.capture = []
             got = bert(torch.tensor(ids), torch.tensor(pad)).numpy()
         per["BertLike logits"] = _rel(got, bert_reference(bert, ids, pad))
+        # one capture per forward call of every layer, under the names the deviation study records
+        per["BertLike attention names and captures (mismatches)"] = float(
+            sum(bert.attentions().get(f"layer{i + 1}") is not L.attn for i, L in enumerate(bert.layers))
+            + len(set(bert.attentions()) - {f"layer{i + 1}" for i in range(len(bert.layers))})
+            + sum(len(m_.capture or ()) != 1 for m_ in bert.attentions().values()))
         per["BertLike captured logits"] = _captured(bert, True)
         torch.manual_seed(8)
         t5 = T5Like(vocab=13, d_model=8, n_heads=2, n_layers=2, d_ff=12, dropout=0.0).eval()
@@ -173,6 +178,7 @@ def check_substitutes():
         got_names = t5.attentions()
         per["T5Like attention names (mismatches)"] = float(
             sum(got_names.get(k) is not v for k, v in names.items()) + len(set(got_names) - set(names)))
+        per["T5Like captures (one per call)"] = float(sum(len(m_.capture or ()) != 1 for m_ in t5.attentions().values()))
         per["T5Like captured logits"] = _captured(t5, False)
         rel = torch.arange(-300, 301)
         wrong = sum(int(relative_position_bucket(rel, bi)[k]) != t5_bucket(int(rel[k]), bi)

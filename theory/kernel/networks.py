@@ -381,9 +381,10 @@ def check_baselines():
             with torch.no_grad():
                 got = net(torch.tensor(x)).numpy()
             per[f"LSTMFCN L={L}"] = _rel(got, lstmfcn_reference(net, x))
-        for L, patch, heads, layers in ((12, 1, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2), (10, 3, 2, 1)):
+        for L, patch, heads, layers in ((12, None, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2), (10, 3, 2, 1)):
             torch.manual_seed(5)
-            net = TransformerClassifier(L, 3, d_model=8, heads=heads, layers=layers, ff=6, patch=patch).eval()
+            kw = {} if patch is None else dict(patch=patch)            # (the first at the default: tokens of 1 step)
+            net = TransformerClassifier(L, 3, d_model=8, heads=heads, layers=layers, ff=6, **kw).eval()
             x = rng.normal(size=(2, L))
             for fast in (True, False):        # torch's fused encoder path in eval mode, and the plain one
                 before = torch.backends.mha.get_fastpath_enabled()
