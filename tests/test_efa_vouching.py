@@ -113,7 +113,11 @@ def test_torch_layer_fails_with_the_row_orientation(monkeypatch):
     from attnlab.numerics import efa_attention as ea
     from attnlab.theory.efa import transcribed as tr
 
+    original = ea.EFAMultiheadAttention._project
+
     def swapped(self, x, i):
+        if self.convention != "paper":            # (the standard convention is torch's, untouched)
+            return original(self, x, i)
         w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i]
         return torch.nn.functional.linear(x, w)
 
