@@ -184,19 +184,16 @@ def _remove_stale_temporaries(path: Path, older_than: float = 3600.0) -> None:
         pass
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write `text` to `path` atomically (temporary file in the same folder, then rename), with the
-    mode the umask gives new files."""
+def _atomic_replace(path: str | os.PathLike, write) -> Path:
+    """Write `path` by ``write(fd, tmp)`` into a temporary file in its folder (with the mode the umask gives
+    new files), then rename it over `path`; the temporary file is removed when anything fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _umask_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write(fd, tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -205,6 +202,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             pass
         raise
     return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to `path` atomically (temporary file in the same folder, then rename), with the
+    mode the umask gives new files."""
+    def write(fd, tmp):
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return _atomic_replace(path, write)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
@@ -214,21 +222,10 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
+    """torch.save `obj` to `path` atomically (as atomic_write_text)."""
     import torch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.fchmod(fd, _umask_mode())
-    os.close(fd)
-    try:
+    def write(fd, tmp):
+        os.close(fd)
         torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return _atomic_replace(path, write)
