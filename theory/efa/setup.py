@@ -103,7 +103,7 @@ def check_model_setup():
         per["checks off: no value check of targets"] = not refused(lambda: ref(x, targets=bad_t), "targets")
     # attributes (Sec 3.2): tau (B, I, attr_dim) or shared (I, attr_dim); a 4-D tau is refused in one line
     va = EFAValue("gaussian", dim=4, value_dim=2, max_len=10, attr_dim=2, attr_map="linear")
-    yv = torch.zeros(2, 5, dtype=torch.float64).float()
+    yv = torch.zeros(2, 5)
     per["EFAValue: tau of 4 dimensions refused"] = refused(lambda: va(yv, tau=torch.zeros(2, 5, 1, 2)), "tau must have shape")
     per["EFAValue n_items -1, 2.5, True refused"] = all(refused(lambda n=n: EFAValue("gaussian", n_items=n), "n_items")
                                                          for n in (-1, 2.5, True))
