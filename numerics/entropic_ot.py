@@ -41,7 +41,10 @@ def check_ot_instance(A, u, M, z, gamma, alpha=None):
 
 
 def entropy(x) -> float:
+    """H(x) = -sum_i x_i log x_i with 0 log 0 = 0, for finite x >= 0 (a measure, a plan); refuses others."""
     x = np.asarray(x, float).ravel()
+    if not np.all(np.isfinite(x)) or np.any(x < 0):
+        raise ValueError("entropy: x must be finite and >= 0 (a measure or a transport plan)")
     m = x > 0
     return float(-np.sum(x[m] * np.log(x[m])))
 

@@ -1707,8 +1707,9 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
     `old_line` (the occurrence nearest `near`) becomes `new_line`; the module-level function or method that
     holds it gets the code (and the defaults) compiled from the mutated source, swapped into the existing
     function object in place -- so every reference to it (imports by name, subclasses, decorators' wrappers)
-    runs the mutant and nothing else of the module changes.  Returns an undo function, whose `owner` names
-    the (class, def) it changed."""
+    runs the mutant and nothing else of the module changes.  A line of a module-level constant sets that
+    constant on the module instead (the functions read it from there at call time).  Returns an undo function,
+    whose `owner` names the (class, def) or the constant it changed."""
     import ast
     import importlib
     import inspect
@@ -1733,7 +1734,13 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
     if owner is None:
         body_of = next((n.name for n in ast.parse(src).body
                         if isinstance(n, ast.ClassDef) and n.lineno <= i + 1 <= n.end_lineno), None)
-    assert owner is not None or body_of is not None, f"{path}: line {i + 1} lies in no function or class"
+    constants = []                        # or a module-level constant (functions read it from the module at call time)
+    if owner is None and body_of is None:
+        constants = [t.id for n in ast.parse(src).body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                     and n.lineno <= i + 1 <= n.end_lineno
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+    assert owner is not None or body_of is not None or constants, \
+        f"{path}: line {i + 1} lies in no function, class or module constant"
     lines[i] = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + new_line + "\n"
     ns = {"__name__": mod.__name__, "__file__": mod.__file__, "__package__": mod.__package__,
           "CosmicRayTestingException": type("CosmicRayTestingException", (Exception,), {})}
@@ -1746,6 +1753,16 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
             f = f.__wrapped__
         return f
 
+    if constants:
+        saved_constants = {k: getattr(mod, k) for k in constants}
+        for k in constants:
+            setattr(mod, k, ns[k])
+
+        def restore_constants():
+            for k, v in saved_constants.items():
+                setattr(mod, k, v)
+        restore_constants.owner = (None, "module constant " + ", ".join(constants))
+        return restore_constants
     if body_of is not None:               # class attributes and the generated __init__'s defaults
         orig, mutated = getattr(mod, body_of), ns[body_of]
         undo = [(k, v) for k, v in vars(orig).items() if not callable(v) and not k.startswith("__")]

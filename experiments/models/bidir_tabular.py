@@ -228,12 +228,19 @@ def train_atn(train_rows, n_classes: int, cfg: ATNConfig | None = None, seed: in
 def predict_response(model: TabularATN, x_rows, device: str = "cpu", which: int | None = None) -> np.ndarray:
     """Feed (X, [MASK]) and return the most probable class of the response (last position).
 
-    ``x_rows``: (N, K) for a single model (or with ``which`` = the model index), else a list of M arrays.
+    ``x_rows``: (N, K) for a single model (or with ``which`` = the model index), else a list of M arrays
+    (one per model, M = ``model.n_models``).
     """
     model.eval()
+    if which is not None and (isinstance(which, bool) or not isinstance(which, (int, np.integer))
+                              or not 0 <= which < model.n_models):
+        raise ValueError(f"which must be a model index in [0, {model.n_models - 1}]; got {which!r}")
     if which is not None or not isinstance(x_rows, (list, tuple)):
         sets = [np.asarray(x_rows)]
     else:
+        if len(x_rows) != model.n_models:
+            raise ValueError(f"x_rows must be one (N, {model.seq_len - 1}) array or a list of n_models = "
+                             f"{model.n_models} of them; got a list of {len(x_rows)}")
         sets = [np.asarray(r) for r in x_rows]
     out = []
     for j, xr in enumerate(sets):

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from attnlab.errors import ArgumentParser, UsageError
 
-import argparse
 import json
-import sys
 
 MAX_HEADS, MAX_LAYERS = 16, 8
 

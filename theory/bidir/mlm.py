@@ -47,6 +47,9 @@ def check_mlm_domain():
                                                                       torch.tensor([0]), V), f"[0, {V - 1}]"),
         "position S refused": _refusal(lambda: net(x, torch.tensor([1, S])), f"[0, {S - 1}]"),
         "no [MASK] at m refused": _refusal(lambda: net(tok, m), f"[MASK] id {V}"),
+        # sentences: a 2-D integer batch (batch, S): one sentence without its batch dimension, a float batch
+        "x 1-D refused": _refusal(lambda: net(x[0], m[:1]), "x must be an integer tensor of shape (batch, S)"),
+        "x float refused": _refusal(lambda: net(x.double(), m), "x must be an integer tensor of shape (batch, S)"),
         # targets: one per sentence, a 1-D tensor
         "targets (2, 1) refused": _refusal(lambda: net.loss(x, m, b[:, None]), "b must be an integer tensor of shape (2,)"),
         "3 targets for 2 sentences refused": _refusal(lambda: net.loss(x, m, torch.tensor([0, 1, 2])),

@@ -257,10 +257,17 @@ def check_atn_training():
                     refused &= f"(N, {L - 1})" in str(exc)
                 except Exception:                             # noqa: BLE001 -- not the one-line refusal
                     refused = False
+            # a list of predictions' inputs is one array per model (an empty list, or one short, refused naming
+            # n_models); which= is a model index in [0, M - 1]
+            refused &= (_refused(lambda: predict_response(generic, []), f"n_models = {M}")
+                        and _refused(lambda: predict_response(generic, x_new[:M - 1] if M > 1 else x_new + x_new),
+                                     f"n_models = {M}")
+                        and _refused(lambda: predict_response(generic, x_new[0], which=M), f"[0, {M - 1}]"))
             per[name] = dict(parameters=err_p, losses=err_l, predictions_equal=pred_ok, resume_identical=same,
                              epochs_reported=told == list(range(1, E + 1)), bad_token_refused=refused)
     finally:
         torch.set_default_dtype(old)
+    minibatch = _minibatch_protocol()
     # the defaults are App. E's: one layer of width 20 with 5 heads and a feed-forward of 5, Adam at lr 1e-3 with
     # the Keras epsilon 1e-7, batches of 128, 200 epochs
     d = ATNConfig()
@@ -271,11 +278,11 @@ def check_atn_training():
                       and _refused(lambda: ATNConfig(dropout=-0.1).validate(), "dropout", "[0, 1)")
                       and ATNConfig(dropout=0.0).validate().dropout == 0.0)
     worst = max(max(v["parameters"], v["losses"]) for v in per.values())
-    ok = defaults_ok and dropout_domain and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
+    ok = defaults_ok and dropout_domain and minibatch["ok"] and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
                                                     and v["epochs_reported"] and v["bad_token_refused"]
                                                     for v in per.values())
     return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per, app_e_defaults=defaults_ok,
-                                      dropout_domain=dropout_domain),
+                                      dropout_domain=dropout_domain, minibatches=minibatch),
                     tolerance=dict(relative=TRAIN_TOL),
                     explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
                                 "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
@@ -289,11 +296,48 @@ def check_atn_training():
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
                                 "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
-                                "outside 0..C-1 is refused; ATNConfig's defaults are App. E's, and its dropout is refused outside "
-                                "[0, 1)")
+                                "outside 0..C-1 is refused, and so are a list of inputs that is not one array per "
+                                "model and a model index out of range; ATNConfig's defaults are App. E's, and its dropout is refused outside "
+                                "[0, 1); with minibatches (36 copies, batches of 8), every epoch shows the model each "
+                                "masked copy (the row with one feature replaced by [MASK], built here) exactly once, in "
+                                "batches of 8, 8, 8, 8, 4 (a forward pre-hook on every TabularATN call), and its losses "
+                                "are finite")
 
 
 TRAIN_TOL = 1e-12
+
+
+def _minibatch_protocol(C: int = 3, L: int = 4, n: int = 9, batch: int = 8, epochs: int = 2) -> dict:
+    """train_atn with minibatches: what each forward call sees, against the masked copies built here."""
+    import torch
+
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, TabularATN, train_atn
+
+    rows = np.random.default_rng(7).integers(0, C, size=(n, L))
+    want = sorted(tuple(int(C) if k == p else int(v) for k, v in enumerate(r)) for r in rows for p in range(L))
+    seen: list = []
+
+    def hook(module, args):
+        if isinstance(module, TabularATN) and module.training:
+            seen.append(args[0].detach().clone())
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+    try:
+        cfg = ATNConfig(embed_dim=4, num_heads=1, ff_dim=2, dropout=0.0, batch_size=batch, epochs=epochs, lr=0.01)
+        _, losses = train_atn(rows, C, cfg, seed=3)
+    finally:
+        handle.remove()
+    per_epoch = len(seen) // epochs if seen else 0
+    sizes, every_copy_once = [], True
+    for e in range(epochs):
+        xs = seen[e * per_epoch:(e + 1) * per_epoch]
+        sizes.append([int(x.shape[1]) for x in xs])
+        got = sorted(tuple(int(v) for v in row) for x in xs for row in x[0])
+        every_copy_once &= got == want
+    expect = [batch] * ((n * L) // batch) + ([(n * L) % batch] if (n * L) % batch else [])
+    finite = all(math.isfinite(v) for ep in losses for v in ep)
+    ok = bool(every_copy_once and all(s == expect for s in sizes) and len(seen) == epochs * len(expect) and finite)
+    return dict(ok=ok, batch_sizes=sizes, expected_sizes=expect, every_copy_once=bool(every_copy_once),
+                losses_finite=finite)
 
 
 @claim("bidir.sec3-1.atn-training",

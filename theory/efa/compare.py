@@ -16,7 +16,6 @@ from attnlab.errors import ArgumentParser, UsageError
 
 import argparse
 import json
-import sys
 
 PROPS = (1, 2, 3)
 

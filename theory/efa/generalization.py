@@ -14,7 +14,7 @@ import torch
 
 from attnlab.catalog import claim, holds_if
 from attnlab.theory._errors import worse as _worse
-from attnlab.experiments.models.efa_theory import BaiEFA, clip_norm, parameter_count
+from attnlab.experiments.models.efa_theory import BaiEFA, parameter_count
 from attnlab.theory.efa import reference as ref
 
 

@@ -55,7 +55,8 @@ def layer_reference(layer, Z: torch.Tensor, allowed: torch.Tensor, return_weight
 
     The layer's ``convention`` fixes the form (not its other attributes, so that a wrong default in the
     library shows): 'paper' is Eq. (1) -- S[j, i] = (W^Q_h z_j).(W^K_h z_i) / width, no biases, heads
-    summed, no residual; 'standard' is the authors' Keras layer -- q_i.k_j / sqrt(width / heads) with
+    summed, no residual (biases b^Q, b^K, b^V added to W^Q z, W^K z, W^V z when the layer has
+    ``paper_bias`` True, the form a paper-convention module with bias=True computes); 'standard' is the authors' Keras layer -- q_i.k_j / sqrt(width / heads) with
     q = W^Q z + b^Q, k = W^K z + b^K, v = W^V z + b^V, heads concatenated and mapped by W^O (+ b^O), the
     residual z_i added.  A[:, i] = softmax over the allowed j (the raw scores on the allowed j for linear
     attention); head output W^V_h Z^T A.  Then LayerNorm and the feed-forward block (Remark 8) when the
@@ -71,7 +72,7 @@ def layer_reference(layer, Z: torch.Tensor, allowed: torch.Tensor, return_weight
         Q = layer.W_Q[h] @ Zt
         Kk = layer.W_K[h] @ Zt
         V = layer.W_V[h] @ Zt
-        if not paper:
+        if not paper or getattr(layer, "paper_bias", False):
             Q = Q + layer.b_Q[h][:, None]
             Kk = Kk + layer.b_K[h][:, None]
             V = V + layer.b_V[h][:, None]

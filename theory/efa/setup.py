@@ -85,6 +85,22 @@ def check_model_setup():
             torch.manual_seed(5)
             fm.append(FMCategorical(300, 8, direction=names(direction), normalization=names("code"))(x))
         per[f"FMCategorical code/{direction}: names read at run time"] = bool(torch.equal(*fm))
+    # EFAValue likewise, for every value embedding (identity fixes the value width to 1), item embedding and
+    # unembedding
+    yv = torch.randint(0, 10, (3, 6), generator=g).double()
+    xv = torch.randint(0, 20, (3, 6), generator=g)
+    for ve, ie, ue in (("identity", "both", "mlp"), ("linear", "center", "linear"), ("mlp", "context", "last"),
+                       ("lookup", "none", "mlp")):
+        outs = []
+        for names in (lambda s_: s_, at_run_time):
+            torch.manual_seed(6)
+            mv = EFAValue(names("gaussian"), n_items=20, dim=4, value_dim=3, max_len=6, item_embeddings=names(ie),
+                          value_embedding=names(ve), n_values=10, unembedding=names(ue),
+                          direction=names("bidirectional"), convention=names("paper")).double()
+            with torch.no_grad():
+                outs.append(mv(yv, xv))
+        per[f"EFAValue value_embedding={ve}, item_embeddings={ie}, unembedding={ue}: names read at run time"] = \
+            bool(torch.equal(*outs))
     for scale, want in (("width", 1 / 40), ("sqrt_head", 1 / math.sqrt(10))):
         lay = AttentionLayer(40, 4, "softmax", "standard", scale=at_run_time(scale))
         per[f"scale {scale!r} read at run time"] = lay.scale == want
@@ -118,8 +134,9 @@ def check_model_setup():
                                 "conventions) and EFAValue (item rows and a value table): every weight tensor against "
                                 "its documented U(-b, b) -- inside the bound, reaching it, and z-tests of the mean and "
                                 "mean square; biases 0; the convention, direction, attention and scale names (and the "
-                                "factor model's direction and normalisation) as equal "
-                                "strings built at run time give bit-equal logits, and Sec 2.1's logits (float64, against the transcription in theory.efa.reference, relative 1e-12); ids and target positions out of "
+                                "factor model's direction and normalisation, and EFAValue's family, value embedding "
+                                "(each of the four), item embedding and unembedding) as equal "
+                                "strings built at run time give bit-equal outputs, and Sec 2.1's logits (float64, against the transcription in theory.efa.reference, relative 1e-12); ids and target positions out of "
                                 "range refused in one line, not checked inside input_checks(False), refused again "
                                 "after it; EFAValue's item count refused unless a whole number >= 0")
 

@@ -655,6 +655,12 @@ def check_torch_layer(seed=24) -> "Evidence":
         per["query/key widths refused, both named"] = math.inf
     except ValueError as exc:
         per["query/key widths refused, both named"] = 0.0 if "got 4 and 3" in str(exc) else math.inf
+    # no features at all (E = 0: the scale 1/sqrt(E) is undefined) refused, naming E >= 1
+    from attnlab.theory._inputs import refused as refused_with
+
+    per["E = 0 refused"] = 0.0 if refused_with(lambda: efa_attention(z[..., :0], z[..., :0], z),
+                                                "at least one feature (E >= 1)") else math.inf
+    worst = max(worst, per["E = 0 refused"])
     worst = max(worst, *(per[k] for k in ("3-D per-head attn_mask = the 2-D one", "unbatched = a batch of one",
                                           "need_weights=False gives None", "query/key widths refused, both named")))
     # dropout acts in training only: in eval mode a module with dropout 0.5 is Eq. (1) transcribed
@@ -667,6 +673,20 @@ def check_torch_layer(seed=24) -> "Evidence":
         want = torch.stack([ref.layer_reference(lay, z[n], torch.ones(5, 5, dtype=torch.bool)) for n in range(2)])
         per["eval mode, dropout 0.5: Eq. (1)"] = _rel(drop(z, z, z)[0], want)
     worst = max(worst, per["eval mode, dropout 0.5: Eq. (1)"])
+    # the paper convention with bias=True (the biases start at 0; here drawn): W^Q z_j + b^Q and W^K z_i + b^K in
+    # Eq. (1), the value W^V z_j + b^V -- each head's block of in_proj_bias with its own projection
+    torch.manual_seed(13)
+    pb = EFAMultiheadAttention(4, 2, batch_first=True, convention="paper", bias=True).double().eval()
+    with torch.no_grad():
+        pb.in_proj_bias.normal_()
+        nb = pb.q_proj_weight.shape[0]
+        lay_b = types.SimpleNamespace(W_Q=pw(pb.q_proj_weight), W_K=pw(pb.k_proj_weight), W_V=pw(pb.v_proj_weight),
+                                      b_Q=pb.in_proj_bias[:nb].reshape(2, 4), b_K=pb.in_proj_bias[nb:2 * nb].reshape(2, 4),
+                                      b_V=pb.in_proj_bias[2 * nb:].reshape(2, 4), paper_bias=True,
+                                      convention="paper", attention="softmax", norm1=None, ffn=None)
+        want = torch.stack([ref.layer_reference(lay_b, z[n], torch.ones(5, 5, dtype=torch.bool)) for n in range(2)])
+        per["paper convention with biases: Eq. (1) + b"] = _rel(pb(z, z, z)[0], want)
+    worst = max(worst, per["paper convention with biases: Eq. (1) + b"])
     # batch_first=False, cross-attention (N = 2, L = 5, S = 6): the batch_first module on the transposed inputs
     mod_t = EFAMultiheadAttention(4, 2, batch_first=False, convention="paper").double()
     mod_t.load_state_dict(mod.state_dict())
@@ -690,9 +710,10 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "mask of another batch, of a key_padding_mask of the wrong length and of kdim or vdim "
                                 "0, of a key with a feature too few and of AttentionLayer masks of the wrong shape or "
                                 "dtype (a mask of a smaller shape, a 4-D Z); efa_attention's default scale 1/sqrt(E) "
-                                "(E != L); a module with dropout 0.5 in eval mode against Eq. (1); torch's other "
+                                "(E != L); a module with dropout 0.5 in eval mode against Eq. (1), and one with bias=True "
+                                "(biases drawn) against Eq. (1) with W z + b; torch's other "
                                 "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False, a 2-D mask of "
-                                "another shape refused); dropout_p = 1 in the functional form gives 0; the standard "
+                                "another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0; the standard "
                                 "convention (biases; also kdim = 3, and kdim = vdim = 3) against torch.nn.MultiheadAttention with the "
                                 "same state dict; the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",

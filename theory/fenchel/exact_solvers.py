@@ -165,6 +165,15 @@ def check_solvers(cases=None) -> "Evidence":
         _, info0 = ed.solve_dual_newton_torch(torch.tensor(T1), torch.tensor(np.log(u1)), torch.tensor(z1), a1,
                                               space=sp, max_iter=0, return_info=True)
         budget_ok &= info0["iterations"] == 0 and not bool(torch.as_tensor(info0["converged"]).any())
+        # given as many steps as it reported, it returns the same lambda, converged, in as many; one fewer: not converged
+        args1 = (torch.tensor(T1), torch.tensor(np.log(u1)), torch.tensor(z1), a1)
+        lam_n, info_n = ed.solve_dual_newton_torch(*args1, space=sp, return_info=True)
+        n_it = info_n["iterations"]
+        lam_k, info_k = ed.solve_dual_newton_torch(*args1, space=sp, max_iter=n_it, return_info=True)
+        _, info_f = ed.solve_dual_newton_torch(*args1, space=sp, max_iter=n_it - 1, return_info=True)
+        budget_ok &= (n_it >= 2 and bool(torch.as_tensor(info_n["converged"]).all()) and torch.equal(lam_k, lam_n)
+                      and info_k["iterations"] == n_it and bool(torch.as_tensor(info_k["converged"]).all())
+                      and info_f["iterations"] == n_it - 1 and not bool(torch.as_tensor(info_f["converged"]).any()))
     per[f"{label}: one Newton step (max_iter = 1)"] = dict(grad_norm=info1["grad_norm"], grad_norm_ref=g1,
                                                           relative=budget_err, tolerance=budget_tol, ok=budget_ok)
     conv = all(v.get("newton_converged", True) for v in per.values()) and budget_ok
@@ -182,7 +191,9 @@ def check_solvers(cases=None) -> "Evidence":
                                 "with log u unnormalised); the torch Newton also on a batch of the I-rand instances "
                                 "(log u permuted per member) in both coordinates, with the convergence flags and the "
                                 "dual gradient norm it reports (also for one instance without a batch dimension), and space='auto' bit-equal to the coordinates it "
-                                "documents (atoms for fewer atoms than dimensions)",
+                                "documents (atoms for fewer atoms than dimensions); the iteration budget: one step reports "
+                                "not converged with the gradient norm at its lambda, none counts no iteration, and as many "
+                                "steps as the torch Newton reported return the same lambda converged, one fewer not",
                     per_instance=per)
 
 
@@ -359,6 +370,14 @@ def check_exact_layer(cases=None) -> "Evidence":
         out, w = old(x, attn_mask=torch.tensor(~pad)[:, None, None, :], return_weights=True)
         note("FenchelAttention (deprecated convention, same weights)",
              dict(mha_output=_rel(out.detach().numpy(), ref_out), mha_weights=_rel(w.detach().numpy(), ref_w)), tol)
+        # its log_u and attn_mask together: log u + M, M = 0 where attended and -inf elsewhere (written here)
+        lu = torch.tensor(rng.normal(size=(2, 1, 1, 3)))
+        allowed = torch.tensor(~pad)[:, None, None, :]
+        both, wb = old(x, log_u=lu, attn_mask=allowed, return_weights=True)
+        by_hand, wh = old(x, log_u=lu.masked_fill(~allowed, -math.inf), return_weights=True)
+        note("FenchelAttention: log_u with attn_mask = log u + M",
+             dict(output=_rel(both.detach().numpy(), by_hand.detach().numpy()),
+                  weights=_rel(wb.detach().numpy(), wh.detach().numpy())), tol)
         warned = sorted({str(wi.message).split(":")[0] for wi in caught if issubclass(wi.category, RuntimeWarning)})
     ok = all(v <= 1.0 for v in worst.values())
     return holds_if(ok, measured=dict(worst_error_over_tol=worst, solver_warnings=warned),
@@ -370,7 +389,8 @@ def check_exact_layer(cases=None) -> "Evidence":
                                 "concavity (|lambda - lambda*| <= alpha |gradient|, within the solver's documented "
                                 "stopping bound plus the certificate's own rounding), and "
                                 "FenchelMultiheadAttention (2 heads, learned alpha 0.7, key "
-                                "padding; and the deprecated FenchelAttention on its weights) transcribed head by head: "
+                                "padding; and the deprecated FenchelAttention on its weights, also with log u and a mask "
+                                "together against log u + M written out) transcribed head by head: "
                                 "numerics.fenchel_attention's exact path "
                                 "(fenchel_attention, solve_dual_shared, fenchel_dual_lambda, the module) against "
                                 "the 50-digit oracle",
@@ -580,8 +600,8 @@ def check_gradients(cases=None, h: float = 1e-4):
                                 "(alpha = 0.5), the instance with zeros in u and one with fewer templates than "
                                 "dimensions (S = 3, E = 5, alpha = 2: the layer's Gram-space path); the layer also "
                                 "with alpha as a per-query tensor; and 40 queries at once (two of them finished as "
-                                "a batch of their own by the backward's solver) against each query alone, in both "
-                                "spaces",
+                                "a batch of their own by the backward's solver; scalar and per-query alpha, with the "
+                                "gradient of the latter) against each query alone, in both spaces",
                     per_instance=per)
 
 
@@ -592,7 +612,8 @@ BATCH_GRAD_TOL = 1e-10
 
 def _batched_gradients(fa) -> float:
     """The layer's gradients (q, k, v) for 40 queries at once against each query alone, float64, in the Gram
-    space (S = 12 <= E = 16) and the direct one (S = 32 > E = 12), scalar alpha: two queries near the origin (spread
+    space (S = 12 <= E = 16) and the direct one (S = 32 > E = 12), scalar alpha and per-query alpha (its gradient
+    too): two queries near the origin (spread
     weights) need more conjugate-gradient steps than the 38 others, so the batched backward finishes them as a
     batch of their own.  Largest relative deviation."""
     import torch
@@ -606,15 +627,22 @@ def _batched_gradients(fa) -> float:
         V = torch.randn(S, 2, generator=g, dtype=torch.float64)
         W = torch.randn(40, 2, generator=g, dtype=torch.float64)
 
-        def grads(rows):
+        A = 1.5 + torch.rand(40, generator=g, dtype=torch.float64)          # per query, for the second pass
+
+        def grads(rows, per_query):
             q, k, v = (x.clone().requires_grad_() for x in (Q[rows], K, V))
-            return torch.autograd.grad((fa.fenchel_attention(q, k, v, alpha=1.5) * W[rows]).sum(), (q, k, v))
-        gq, gk, gv = grads(slice(None))
-        alone = [grads(slice(j, j + 1)) for j in range(40)]
-        aq = torch.cat([a[0] for a in alone])
-        ak, av = sum(a[1] for a in alone), sum(a[2] for a in alone)
-        for x, y in ((gq, aq), (gk, ak), (gv, av)):
-            worst = _worse(worst, float((x - y).abs().max() / y.abs().max()))
+            if not per_query:
+                return torch.autograd.grad((fa.fenchel_attention(q, k, v, alpha=1.5) * W[rows]).sum(), (q, k, v))
+            a = A[rows].clone().requires_grad_()
+            return torch.autograd.grad((fa.fenchel_attention(q, k, v, alpha=a) * W[rows]).sum(), (q, k, v, a))
+        for per_query in (False, True):
+            got = grads(slice(None), per_query)
+            alone = [grads(slice(j, j + 1), per_query) for j in range(40)]
+            want = [torch.cat([a[0] for a in alone]), sum(a[1] for a in alone), sum(a[2] for a in alone)]
+            if per_query:
+                want.append(torch.cat([a[3] for a in alone]))
+            for x, y in zip(got, want):
+                worst = _worse(worst, float((x - y).abs().max() / y.abs().max()))
     return worst
 
 

@@ -193,3 +193,52 @@ def column_moments_plain(A, u, M, gamma):
                 for l in range(d):
                     Sbar[k][l] += u[c] * math.fsum(q[t] * (A[t][k] - m[k]) * (A[t][l] - m[l]) for t in range(N))
     return means, Sbar
+
+
+def ot_dual_newton_plain(A, u, M, z, gamma, alpha, tol: float, max_iter: int = 50):
+    """Newton's method on (36) with full steps, written out from (34), (37)-(38) and (41): gradient
+    mu~ + z - lambda/alpha - A^T p(lambda), negative Hessian I/alpha + (1/gamma) sum_t' u(t') Cov_{q_t'}(a) with
+    q_t'(t) proportional to exp((a_t . lambda - M(t, t'))/gamma); start alpha z; stop after the first step of norm
+    <= tol max(1, |lambda|) (lambda after the step).  Returns (lambda, steps), or (None, max_iter) when no step
+    meets the test."""
+    N, d = len(u), len(z)
+    ut = prop1_plain(u, M, gamma)
+    b = [math.fsum(ut[t] * A[t][k] for t in range(N)) + z[k] for k in range(d)]
+    lam = [alpha * x for x in z]
+    for it in range(1, max_iter + 1):
+        s = [math.fsum(A[t][k] * lam[k] for k in range(d)) for t in range(N)]
+        p = ot_grad_plain(s, u, M, gamma)
+        g = [b[k] - lam[k] / alpha - math.fsum(p[t] * A[t][k] for t in range(N)) for k in range(d)]
+        H = [[(1.0 / alpha if k == l else 0.0) for l in range(d)] for k in range(d)]
+        for c in range(N):
+            if u[c] <= 0:
+                continue
+            e = [(s[t] - M[t][c]) / gamma for t in range(N)]
+            L = _lse(e)
+            q = [math.exp(x - L) for x in e]
+            m = [math.fsum(q[t] * A[t][k] for t in range(N)) for k in range(d)]
+            for k in range(d):
+                for l in range(d):
+                    H[k][l] += u[c] / gamma * math.fsum(q[t] * (A[t][k] - m[k]) * (A[t][l] - m[l]) for t in range(N))
+        step = _solve_plain(H, g)
+        lam = [a + b_ for a, b_ in zip(lam, step)]
+        if math.sqrt(math.fsum(x * x for x in step)) <= tol * max(1.0, math.sqrt(math.fsum(x * x for x in lam))):
+            return lam, it
+    return None, max_iter
+
+
+def _solve_plain(H, g):
+    """H x = g by Gaussian elimination with partial pivoting (H symmetric positive definite, small)."""
+    n = len(g)
+    a = [list(row) + [g[i]] for i, row in enumerate(H)]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(a[r][c]))
+        a[c], a[piv] = a[piv], a[c]
+        for r in range(c + 1, n):
+            f = a[r][c] / a[c][c]
+            for k in range(c, n + 1):
+                a[r][k] -= f * a[c][k]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (a[r][n] - math.fsum(a[r][k] * x[k] for k in range(r + 1, n))) / a[r][r]
+    return x

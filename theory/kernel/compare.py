@@ -27,7 +27,6 @@ from __future__ import annotations
 from attnlab.errors import ArgumentParser, UsageError
 from attnlab.numerics.mp_reference import MAX_PIECE
 
-import argparse
 import json
 import math
 import sys

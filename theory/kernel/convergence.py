@@ -761,14 +761,17 @@ def check_corE5():
     w = np.full(401, 1 / 400)
     w[[0, -1]] /= 2
     alg_dev, z_ok = 0.0, True
-    for alpha, rho in ((2.0, 5.0), (2.0, 50.0), (1.5, 10.0)):
+    q0 = 0.5 + np.sin(np.pi * tg.numpy()) ** 2                          # a base density other than 1 on [0, 1]
+    for alpha, rho, base in ((2.0, 5.0, None), (2.0, 50.0, None), (1.5, 10.0, None), (1.5, 10.0, q0)):
         beta = 2 - alpha
-        dens, Z = ca.kernel_deformed_softplus(f, tg, alpha, rho)
+        dens, Z = ca.kernel_deformed_softplus(f, tg, alpha, rho, q0=None if base is None else torch.as_tensor(base))
         x = rho * (1 + (1 - beta) * f.numpy())
         u = (np.logaddexp(x, 0.0) / rho) ** (1 / (1 - beta))              # Eq. 20, float64 transcription
+        if base is not None:
+            u = u * base                                                  # Algorithm 1: q0 exp_{rho,beta}(f)
         Zt = float(w @ u)
         alg_dev = max(alg_dev, abs(float(Z) - Zt) / Zt, float(np.abs(dens.numpy() - u / Zt).max() / (u / Zt).max()))
-        if alpha == 2.0:
+        if alpha == 2.0 and base is None:
             Z0 = float(ca.kernel_deformed(f, tg, 2.0)[1])
             z_ok &= 0 <= float(Z) - Z0 <= math.log(2) / rho
     lib_ok = worst64 <= 1 and worst_mp <= COR_E5_TOL["mp"] and alg_dev <= 1e-13
@@ -786,7 +789,8 @@ def check_corE5():
                                 "transcribed in mpmath for rho in {0.5, 5, 100}, beta in {0, 1/4, 3/5}, "
                                 "rho(1 + (1-beta)t) in [-700, 700]; the gap exp_rho_beta - exp_beta on 20001 points of "
                                 "[-6, 4]; numerics.continuous_attention.kernel_deformed_softplus on a 401-point grid of "
-                                "[0, 1] (10 Gaussian-kernel sections, gamma ~ U(-2, 2)) against a numpy transcription "
+                                "[0, 1] (10 Gaussian-kernel sections, gamma ~ U(-2, 2); q0 = 1 and q0 = 1/2 + sin^2(pi t)) against a "
+                                "numpy transcription "
                                 "and against kernel_deformed (Z_rho - Z in [0, ln 2/rho])")
 
 

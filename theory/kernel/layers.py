@@ -373,6 +373,19 @@ def check_sequence_layer():
     note("ridge_value_coefficients / lam not > 0 refused", 0.0 if all(
         refused(lambda v=v: ridge_value_coefficients(torch.tensor(H), tt, basis, v), "lam must be a finite number > 0")
         for v in (-0.1, 0.0, math.inf)) else math.inf)
+    # the cached tables of a default basis (float64 Gram, F, M and WPsi: 8 n (n + S + G + 2) bytes) are capped at
+    # 4 GiB: n_basis = 10^6 with S = 3, G = 8 needs ~7451 GiB and is refused before anything is allocated,
+    # naming n_basis, the size and the cap
+    qx = torch.zeros(1, 3, 2, dtype=torch.float64)
+    need = 8 * 10 ** 6 * (10 ** 6 + 3 + 8 + 2) / 2 ** 30
+    note("continuous_attention / n_basis over the 4 GiB table cap refused", 0.0 if refused(
+        lambda: continuous_attention(qx, qx, qx, kind="kernel_softmax", n_basis=10 ** 6, grid_size=8),
+        "n_basis = 1000000", f"~{need:.0f} GiB", "over 4 GiB") else math.inf)
+    # the kernel bandwidth is a width on [0, 1] whose 1/(2 bandwidth^2) is a finite nonzero float64: 1e-101 and
+    # 1e101 (just outside [1e-100, 1e100]) and 1e200 refused, naming bandwidth and that range
+    note("continuous_attention / bandwidth outside [1e-100, 1e100] refused", 0.0 if all(refused(
+        lambda b_=b_: continuous_attention(qx, qx, qx, kind="kernel_softmax", n_basis=4, grid_size=8, bandwidth=b_),
+        "bandwidth must be in [1e-100, 1e+100]") for b_ in (1e-101, 1e101, 1e200)) else math.inf)
     # times of their own per series ([b, L]: irregular sampling, as the gesture network's), no mask
     t2 = torch.stack([tt, tt ** 1.5])
     B = ridge_value_coefficients(torch.tensor(H), t2, basis, 0.1).numpy()
@@ -425,7 +438,10 @@ def check_sequence_layer():
                                 "the integrals on R by scipy quad with error estimates below 1e-13 + 1e-12 of the "
                                 "value); error relative to the largest output entry; the gradients with respect to "
                                 "query, key and value against central differences (h = 1e-6; truncation ~h^2 and "
-                                "rounding ~eps/h give ~1e-10), relative to max(1, |gradient|)",
+                                "rounding ~eps/h give ~1e-10), relative to max(1, |gradient|); a default basis whose "
+                                "cached tables would pass the 4 GiB cap (n_basis = 10^6) refused before any "
+                                "allocation, naming n_basis, the size and the cap; a bandwidth outside [1e-100, "
+                                "1e100] refused",
                     per_case=per)
 
 
@@ -494,11 +510,23 @@ def check_attention_module():
         for kind, alpha, kernel, base in (("kernel_softmax", 2.0, "gaussian", "none"),
                                           ("kernel_softmax", 2.0, "laplace", "gaussian"),
                                           ("kernel_sparsemax", 2.0, "gaussian", "none"),
-                                          ("kernel_sparsemax", 1.5, "laplace", "none")):
+                                          ("kernel_sparsemax", 1.5, "laplace", "none"),
+                                          ("kernel_sparsemax", 1.5, "gaussian", "gaussian"),
+                                          ("kernel_sparsemax", 1.5, "gaussian", "parabola")):
             mod = ContinuousAttention(kind, basis, grid_size=G, n_inducing=I, kernel=kernel, bandwidth=0.15,
                                       alpha=alpha, base=base, dtype=torch.float64)
             gamma = rng.normal(size=(2, I)) * 2
             mu, s2 = rng.uniform(0.2, 0.8, size=2), rng.uniform(0.02, 0.2, size=2)
+            if kind == "kernel_sparsemax" and base == "gaussian":
+                # a narrow base, so that f's largest value lies where q0 < 1e-3 max q0 (outside the region whose
+                # maximum the deformed family is shifted by) for both rows
+                mu, s2 = np.array([0.15, 0.85]), np.array([0.002, 0.003])
+                gamma = np.array([[-1.0, 0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0, -1.0]])
+            if base == "parabola":
+                # a truncated parabola centred off [0, 1] whose support ends just past t = 1/2: there q0 is 0.0043 of
+                # its largest value on the grid (kept: >= 1e-3), and f rises towards t = 1/2, so the shift is f(1/2)
+                mu, s2 = np.array([-0.407, 1.407]), np.array([0.5, 0.5])
+                gamma = np.array([[-1.0, 0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0, -1.0]])
             kw = dict(gamma=torch.tensor(gamma)[:, None])
             if base != "none":
                 kw.update(mu=torch.tensor(mu)[:, None], sigma2=torch.tensor(s2)[:, None])
@@ -509,14 +537,24 @@ def check_attention_module():
                 def kern(a, x):
                     return mp.exp(-(a - x) ** 2 / (2 * bw * bw)) if kernel == "gaussian" else mp.exp(-abs(a - x) / bw)
                 f = [mp.fsum(mp.mpf(float(gamma[b, i])) * kern(ind[i], x) for i in range(I)) for x in grid]
-                if base == "gaussian":                     # q0 = N(mu, sigma^2), up to a constant
-                    f = [fx - (x - mp.mpf(mu[b])) ** 2 / (2 * mp.mpf(s2[b])) for fx, x in zip(f, grid)]
-                m = max(f)
                 if kind == "kernel_softmax":
+                    if base == "gaussian":                 # q0 = N(mu, sigma^2), up to a constant
+                        f = [fx - (x - mp.mpf(mu[b])) ** 2 / (2 * mp.mpf(s2[b])) for fx, x in zip(f, grid)]
+                    m = max(f)
                     u = [mp.exp(x - m) for x in f]
                 else:
+                    # q0 exp_{2-alpha}(f - max f), the maximum taken where q0 >= 1e-3 max q0 (the released
+                    # code's shift, restricted to where the base is not negligible)
+                    if base == "gaussian":
+                        q0 = [mp.exp(-(x - mp.mpf(mu[b])) ** 2 / (2 * mp.mpf(s2[b]))) for x in grid]
+                    elif base == "parabola":                 # [(r^2 - (t - mu)^2)/(2 sigma^2)]_+, r = (3 sigma^2/2)^(1/3)
+                        r2 = (mp.mpf(3) * mp.mpf(s2[b]) / 2) ** (mp.mpf(2) / 3)
+                        q0 = [max(r2 - (x - mp.mpf(mu[b])) ** 2, 0) / (2 * mp.mpf(s2[b])) for x in grid]
+                    else:
+                        q0 = [mp.mpf(1)] * G
+                    m = max(fx for fx, qx in zip(f, q0) if qx >= mp.mpf("1e-3") * max(q0))
                     a1 = mp.mpf(alpha) - 1
-                    u = [max(1 + a1 * (x - m), 0) ** (1 / a1) for x in f]
+                    u = [qx * max(1 + a1 * (x - m), 0) ** (1 / a1) for x, qx in zip(f, q0)]
                 Z = mp.fsum(wi * ui for wi, ui in zip(w, u))
                 dref[b] = [float(ui / Z) for ui in u]
                 rref[b] = [float(mp.fsum(wi * ui * pg for wi, ui, pg in zip(w, u, row)) / Z) for row in psi_g]
@@ -536,6 +574,15 @@ def check_attention_module():
             per[f"family {fam} named at run time"] = _rel(
                 kernel_density_on_grid(f, mod.grid, at_run_time(fam)).numpy(),
                 kernel_density_on_grid(f, mod.grid, fam).numpy())
+        from attnlab.numerics.kernel_layer_math import unimodal_density_on_grid
+
+        mu2, s22 = torch.tensor([0.3, 0.6], dtype=torch.float64), torch.tensor([0.01, 0.05], dtype=torch.float64)
+        wl = torch.tensor([[0.2, -0.1], [0.0, 0.5]], dtype=torch.float64)
+        for kname in ("cts_softmax", "cts_sparsemax", "gaussian_mixture"):
+            m_, s_ = (mu2[None].expand(2, 2), s22[None].expand(2, 2)) if kname == "gaussian_mixture" else (mu2, s22)
+            per[f"density kind {kname} named at run time"] = _rel(
+                unimodal_density_on_grid(mod.grid, at_run_time(kname), m_, s_, wl).numpy(),
+                unimodal_density_on_grid(mod.grid, kname, m_, s_, wl).numpy())
         from attnlab.numerics.kernel_layer_math import base_density
 
         mu, s2 = torch.tensor([0.3, 0.6], dtype=torch.float64), torch.tensor([0.01, 0.05], dtype=torch.float64)
@@ -553,6 +600,17 @@ def check_attention_module():
             except ValueError as exc:
                 refused += f"last dim G={G}" in str(exc)
         per["a density of G - 1 or G + 1 points refused"] = 0.0 if refused == 2 else math.inf
+        # the context c = B E_p[Psi] (Eq. 1) with B of N + 1 columns for N = 6 basis functions: refused, naming both
+        from attnlab.numerics.continuous_attention import context_vector
+        from attnlab.theory._inputs import refused as refused_with
+
+        dens1 = torch.full((2, G), 1.0, dtype=torch.float64)
+        per["context_vector: B of 7 columns for 6 basis functions refused"] = 0.0 if refused_with(
+            lambda: context_vector(dens1, mod.grid, psi, torch.ones(3, 7, dtype=torch.float64)),
+            "B's last dim (7)", "basis functions (6)") else math.inf
+        c = context_vector(dens1, mod.grid, psi, torch.arange(18, dtype=torch.float64).reshape(3, 6))
+        per["context_vector: B E_p[Psi] with Psi = 1, p = 1 on [0, 1]"] = _rel(
+            c.numpy(), np.tile(np.arange(18.0).reshape(3, 6).sum(1), (2, 1)))
     worst = _worse(*per.values())
     return holds_if(worst <= LAYER_TOL, measured=dict(worst_relative_error=worst),
                     tolerance=dict(relative=LAYER_TOL),
@@ -577,6 +635,8 @@ def check_attention_module():
                     "numerics.continuous_layers.ContinuousAttention.density",
                     "numerics.kernel_layer_math.kernel_density_on_grid",
                     "numerics.kernel_layer_math.expectation_on_grid",
+                    "numerics.continuous_attention.context_vector",
+                    "numerics.kernel_layer_math.unimodal_density_on_grid",
                     "numerics.kernel_layer_math.gaussian_expected_rbf",
                     "numerics.kernel_layer_math.parabola_expected_rbf",
                     "numerics.kernel_layer_math.mixture_expected_rbf"))
@@ -610,8 +670,9 @@ def check_unimodal_densities():
     rng = np.random.default_rng(7)
     t = np.linspace(-0.5, 1.5, 81)
     per = {}
-    for domain in (None, (0.0, 1.0)):
-        for mu, s2 in ((0.4, 0.02), (0.95, 0.3), (-0.2, 0.05)):
+    # (a domain of width 1/2 and a parabola wider than it: the radius's bracket depends on b - a)
+    for domain in (None, (0.0, 1.0), (0.25, 0.75)):
+        for mu, s2 in ((0.4, 0.02), (0.95, 0.3), (-0.2, 0.05), (0.5, 1.0)):
             if domain is None:
                 lo, hi = -math.inf, math.inf
             else:

@@ -510,6 +510,17 @@ def check_networks():
                     else:
                         outs.append(net(torch.linspace(-1, 1, 24).reshape(2, 12)))
             per[f"{name}() defaults = the paper's {', '.join(paper)}"] = 0.0 if torch.equal(*outs) else math.inf
+        # GestureNet's reference grid is uWave's series length, 945 points (App. H.1: V evaluated where the series
+        # were sampled before the 10 % subsampling): built with the default and with 945 written out, the same network
+        outs = []
+        gx = (torch.tensor(rng.normal(size=(2, 10))), torch.tensor(np.sort(rng.uniform(0, 1, size=(2, 10)), -1)),
+              torch.ones(2, 10, dtype=torch.float64))
+        for kw in ({}, dict(ref_points=945)):
+            torch.manual_seed(5)
+            net = GestureNet("kernel_softmax", 3, heads=2, n_basis=6, n_inducing=5, grid_size=41, hidden=5, **kw)
+            with torch.no_grad():
+                outs.append(net(*gx))
+        per["GestureNet() defaults = uWave's 945 reference points"] = 0.0 if torch.equal(*outs) else math.inf
         # the time-warping network has no heads for the discrete or the mixture density (App. B.3): refused
         refused = 0
         for kind in ("discrete_softmax", "gaussian_mixture"):
@@ -531,7 +542,8 @@ def check_networks():
                                 "to the largest logit; the attention densities the networks plot (`density`, on "
                                 "the grid) against the same transcriptions, relative to the largest value; the FordA and "
                                 "IMDB networks built with their defaults equal those built with the paper's basis "
-                                "widths and ridge (FordA) and I = 10 at bandwidth sqrt(0.01) (Table 4) written out",
+                                "widths and ridge (FordA) and I = 10 at bandwidth sqrt(0.01) (Table 4) written out, "
+                                "and the gesture network with uWave's 945 reference points",
                     per_case=per)
 
 

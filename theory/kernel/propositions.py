@@ -380,6 +380,20 @@ def _cor55():
             worst = _worse(worst, float(abs(total - 1)), float(abs(Z - Z_quad) / Z_quad))
             rows[alpha] = dict(Z=mp.nstr(Z, 15), Z_vs_quad=float(abs(Z - Z_quad) / Z_quad),
                                kinks=[float(k) for k in kinks], integral_minus_1=float(total - 1))
+        # the integrator's accuracy is relative at every scale: a peaked Lorentzian c / (1 + 10^6 (t - 3/10)^2) on
+        # [0, 1], which needs bisections, at c = 1 and c = 10^-12, against its closed form c (atan 700 + atan 300)/1000
+        scale_dev = 0.0
+        for c in (mp.mpf(1), mp.mpf(10) ** -12):
+            lor = mp_integrate(lambda x, c=c: c / (1 + 10 ** 6 * (x - mp.mpf(3) / 10) ** 2), 0, 1, (), 35)
+            exact = c * (mp.atan(700) + mp.atan(300)) / 1000
+            scale_dev = max(scale_dev, float(abs(lor - exact) / exact))
+        worst = _worse(worst, scale_dev)
+        rows["Lorentzian at c = 1 and 1e-12 (relative error)"] = scale_dev
+        # unit_split cuts at every integer inside (a, b): |sin(pi t)| on [0, 5/2] (kinks at 1 and 2) is 5/pi
+        unit = mp_integrate(lambda x: abs(mp.sin(mp.pi * x)), 0, mp.mpf(5) / 2, (), 35, unit_split=True)
+        unit_dev = float(abs(unit - 5 / mp.pi) / (5 / mp.pi))
+        worst = _worse(worst, unit_dev)
+        rows["|sin(pi t)| on [0, 5/2], unit_split (relative error)"] = unit_dev
     return holds_if(worst < 1e-25, measured=dict(max_abs_dev=worst, kernel_expansion_vs_transcription=float(f_dev)),
                     tolerance=1e-25,
                     explanation="S = [0,1], Q uniform, f~ = sum_i gamma_i exp(-10 (t - t_i)^2) by "
@@ -387,7 +401,9 @@ def _cor55():
                                 "points and one complex), gamma ~ U(-3,3) (seed 0); Z and int exp_{2-alpha}(f - "
                                 "log_alpha Z) dQ by numerics.mp_reference.mp_integrate, mpmath dps 35, split at the "
                                 "roots of 1 + (alpha-1) f~ (the exact value 1 is the oracle; Z also against plain "
-                                "mp.quad)", rows=rows)
+                                "mp.quad); mp_integrate on a peaked Lorentzian scaled by 1 and 1e-12 against its "
+                                "closed form (the accuracy is relative at any scale), and with unit_split on |sin(pi t)| "
+                                "over [0, 5/2] against 5/pi", rows=rows)
 
 
 @claim("kernel.thm5.6.approximation",

@@ -147,6 +147,12 @@ def check_trapezoid_rule():
             ref = mp.quad(fmp, pts)
             scale = mp.quad(lambda x: abs(fmp(x)), pts)
             note("piecewise_gauss_legendre", abs(lib - ref) / scale / 1e-14)
+        # pieces no longer than max_piece (0.5 by default): cos(80 x) e^{-x/10} on [0, 20] (255 oscillations) takes
+        # 40 pieces of 6 oscillations each, against its closed form; the scale is int e^{-x/10} >= int |w|
+        k_, c_, L_ = mp.mpf(80), mp.mpf(1) / 10, mp.mpf(20)
+        exact = (c_ - mp.exp(-c_ * L_) * (c_ * mp.cos(k_ * L_) - k_ * mp.sin(k_ * L_))) / (c_ ** 2 + k_ ** 2)
+        lib = q.piecewise_gauss_legendre(lambda x: np.cos(80 * x) * np.exp(-x / 10), [0.0, 20.0], 40)
+        note("piecewise_gauss_legendre", abs(lib - exact) / ((1 - mp.exp(-c_ * L_)) / c_) / 1e-14)
     ok = all(v <= 1 for v in worst.values())
     return holds_if(ok, measured=dict(deviation_in_allowances=worst), rows=rows,
                     tolerance=dict(weights="4 ulps of each exact weight", rule="(G + 4) eps of sum |w y|",
@@ -160,7 +166,8 @@ def check_trapezoid_rule():
                                 "trapezoid_fn, uniform_grid, real_line_grid with centre and shift, "
                                 "real_line_trapezoid, normal_tail_half_width, piecewise_gauss_legendre) against "
                                 "exact rational arithmetic on the float64 nodes (fractions), mpmath erfc and 30-digit "
-                                "split mpmath quadrature; grids with G = 2, 3, random non-uniform spacings over six "
+                                "split mpmath quadrature (and the closed form of int_0^20 cos(80 x) e^{-x/10} dx, which "
+                                "needs the pieces cut to max_piece); grids with G = 2, 3, random non-uniform spacings over six "
                                 "decades, a graded grid s^3, uniform ones; lattices with L/h an integer (nodes on "
                                 "+-L), shifted and centred; deviations in units of their allowance (<= 1 passes)")
 
