@@ -1801,6 +1801,8 @@ def test_survivors_killed_since_the_sweep(where, claim_id):
     path, old_line, new_line = where
     lines = _stored_lines(path, old_line, new_line)
     assert lines, f"no stored survivor of {path} changes {old_line!r} to {new_line!r}"
+    if _MS.removed_since(path, {"diff": f"@@\n-{old_line}\n+{new_line}\n"}):
+        pytest.skip(f"{path}: the line {old_line!r} has been rewritten since (the report counts it apart)")
     expected = catalog.get_claim(claim_id).expected
     for near in lines:                                   # every occurrence the sweep left alive
         restore = _apply_mutant(path, old_line, old_line, near)   # the harness alone changes nothing (once a def)

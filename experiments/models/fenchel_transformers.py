@@ -83,10 +83,12 @@ class _BertLayer(nn.Module):
 
 
 class BertLike(nn.Module):
-    """A small BERT: embeddings + LayerNorm, post-LN encoder layers, an MLM head."""
+    """A small BERT: embeddings + LayerNorm, post-LN encoder layers, an MLM head.  The defaults are the
+    deviation experiment's full configuration (width 64, 4 heads, 4 layers, feed-forward 128, sentences of
+    up to 32 words plus [CLS] and [SEP])."""
 
-    def __init__(self, vocab: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 6,
-                 d_ff: int = 256, max_len: int = 64, dropout: float = 0.1):
+    def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 4,
+                 d_ff: int = 128, max_len: int = 34, dropout: float = 0.1):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
@@ -197,10 +199,12 @@ class _T5DecLayer(nn.Module):
 
 
 class T5Like(nn.Module):
-    """A small T5: shared embedding, pre-RMSNorm encoder/decoder stacks, relative position bias."""
+    """A small T5: shared embedding, pre-RMSNorm encoder/decoder stacks, relative position bias.  The
+    defaults are the deviation experiment's full configuration (width 64, 4 heads, 3 layers per stack,
+    feed-forward 128)."""
 
-    def __init__(self, vocab: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 4,
-                 d_ff: int = 256, dropout: float = 0.1):
+    def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 3,
+                 d_ff: int = 128, dropout: float = 0.1):
         super().__init__()
         self.emb = nn.Embedding(vocab, d_model)
         self.enc_bias = RelativePositionBias(n_heads, bidirectional=True)

@@ -126,6 +126,9 @@ class ViT(nn.Module):
             raise ValueError(f"image_size must be divisible by patch; got {image_size} and {patch}")
         if depth < 1:
             raise ValueError(f"depth must be >= 1; got {depth}")
+        if gamma is not None and (isinstance(gamma, bool) or not isinstance(gamma, (int, float))
+                                  or not math.isfinite(gamma) or gamma <= 0):
+            raise ValueError(f"gamma must be a finite number > 0 (None: sqrt(mlp_dim)); got {gamma!r}")
         n = (image_size // patch) ** 2
         self.ot = ot
         self.embed = nn.Conv2d(channels, dim, kernel_size=patch, stride=patch)
@@ -133,7 +136,7 @@ class ViT(nn.Module):
         self.pos = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(Block(dim, heads, mlp_dim, dropout) for _ in range(depth - 1))
-        self.last = (OTBlock(dim, heads, mlp_dim, dropout, gamma if gamma else math.sqrt(mlp_dim)) if ot
+        self.last = (OTBlock(dim, heads, mlp_dim, dropout, math.sqrt(mlp_dim) if gamma is None else gamma) if ot
                      else Block(dim, heads, mlp_dim, dropout))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, n_classes)

@@ -259,6 +259,7 @@ def check_atn_training():
                     refused = False
             # a list of predictions' inputs is one array per model (an empty list, or one short, refused naming
             # n_models); which= is a model index in [0, M - 1]
+            refused &= _refused(lambda: masked_copies(np.zeros((3, 1), int), C), "(N, K+1) with K >= 1")
             refused &= (_refused(lambda: predict_response(generic, []), f"n_models = {M}")
                         and _refused(lambda: predict_response(generic, x_new[:M - 1] if M > 1 else x_new + x_new),
                                      f"n_models = {M}")
@@ -296,7 +297,7 @@ def check_atn_training():
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
                                 "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
-                                "outside 0..C-1 is refused, and so are a list of inputs that is not one array per "
+                                "outside 0..C-1 is refused, and so are rows of one column (no feature), a list of inputs that is not one array per "
                                 "model and a model index out of range; ATNConfig's defaults are App. E's, and its dropout is refused outside "
                                 "[0, 1); with minibatches (36 copies, batches of 8), every epoch shows the model each "
                                 "masked copy (the row with one feature replaced by [MASK], built here) exactly once, in "

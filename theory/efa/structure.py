@@ -533,6 +533,12 @@ def check_eq3(seed=4) -> "Evidence":
         except ValueError as exc:
             refused += "must hold integers" in str(exc)
     per["count families refuse non-integers and counts below their support"] = 0.0 if refused == 5 else math.inf
+    # Bernoulli's support is {0, 1}: 2, 0.5 and -1 refused
+    from attnlab.theory._inputs import refused as refused_with
+
+    per["Bernoulli refuses y outside {0, 1}"] = 0.0 if all(
+        refused_with(lambda b_=b_: expfam.Bernoulli().validate_y(torch.tensor([0.0, b_], dtype=torch.float64)),
+                     "must hold 0 or 1") for b_ in (2.0, 0.5, -1.0)) else math.inf
     worst = _worse(*[_worse(*v.values()) if isinstance(v, dict) else v for v in per.values()])
     return holds_if(worst < TOL, measured=worst,
                     tolerance=f"{TOL:g} relative to the largest term of eta t(y) - A(eta) + log h(y) (to log p "
@@ -541,7 +547,8 @@ def check_eq3(seed=4) -> "Evidence":
                                 "h(y) exp(eta t(y) - A(eta)) as printed, in mpmath (40 digits); log h: -log(2 pi "
                                 "s2)/2 - y^2/(2 s2) (Gaussian), -log((y-1)!) (v1), -log(y!) (v2), 0 otherwise; the "
                                 "modules (2 layers, 2 heads, |kappa| up to 45, a padded sequence) against the "
-                                "printed density at the transcription's raw outputs", per_family=per)
+                                "printed density at the transcription's raw outputs; values outside each family's "
+                                "support refused", per_family=per)
 
 
 EQ3_VOUCHES = tuple(f"numerics.expfam.{c}.{f}" for c, fs in (

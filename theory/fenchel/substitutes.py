@@ -188,6 +188,17 @@ def check_substitutes():
         rates = [m.p for net in (BertLike(vocab=11), T5Like(vocab=13)) for m in net.modules()
                  if isinstance(m, torch.nn.Dropout)]
         per["default dropout rates other than 0.1"] = float(sum(r != 0.1 for r in rates) + (len(rates) < 10))
+        # built with their defaults, they are the networks the deviation experiment trains at its full config:
+        # the same parameters (names, shapes and, from the same seed, values)
+        from attnlab.experiments.fenchel.deviation import CONFIG, build_models
+
+        built = []
+        for make in (lambda: build_models(CONFIG, 50), lambda: {"bert": BertLike(50), "t5": T5Like(50)}):
+            torch.manual_seed(8)
+            built.append({k: net.state_dict() for k, net in make().items()})
+        same = all(list(built[0][k]) == list(built[1][k]) and all(torch.equal(built[0][k][n], built[1][k][n])
+                                                                  for n in built[0][k]) for k in ("bert", "t5"))
+        per["BertLike() and T5Like() defaults = the deviation experiment's full config"] = 0.0 if same else math.inf
     finally:
         torch.set_default_dtype(old)
     ok = all(v <= SUB_TOL for v in per.values())
@@ -196,7 +207,8 @@ def check_substitutes():
                                 "perturbed off their initial values, padding in both streams) in eval mode, float64, "
                                 "against numpy transcriptions; every head's logits rebuilt from the captured inputs "
                                 "and head_weights(); T5 buckets for relative positions -300..300 both ways; built "
-                                "with their defaults, every dropout at BERT's and T5's 0.1",
+                                "with their defaults, every dropout at BERT's and T5's 0.1, and the defaults build the "
+                                "deviation experiment's networks at its full config",
                     per_case=per)
 
 

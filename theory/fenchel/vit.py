@@ -169,13 +169,25 @@ def check_vit():
 
         drop_ok = drop_ok and not any(isinstance(mod, OTBlock) for mod in model.modules()) and all(
             refused(lambda d=d: ViT(4, 2, 1, 3, depth=d), "depth must be >= 1") for d in (0, -1))
+        # one learned position per patch and one for the class token: (1, (image/patch)^2 + 1, width)
+        drop_ok = drop_ok and tuple(ViT(4, 2, 1, 3).pos.shape) == (1, 5, 64) and \
+            tuple(ViT(32, 4, 3, 10, dim=8).pos.shape) == (1, 65, 8)
+        # OT-ViT's temperature is a number > 0 (0 was once read as "use the default"): refused at construction,
+        # and by the OT weights themselves
+        from attnlab.experiments.models.fenchel_vit import ot_attention_weights
+
+        qk0, G0, am0, u0 = torch.zeros(1, 1, 2), torch.zeros(1, 1, 2), torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 1)
+        drop_ok = drop_ok and all(refused(lambda g_=g_: ViT(4, 2, 1, 3, ot=True, gamma=g_), "gamma must be")
+                                  for g_ in (0.0, -0.5, math.nan)) \
+            and all(refused(lambda g_=g_: ot_attention_weights(qk0, G0, am0, u0, g_), "gamma must be > 0")
+                    for g_ in (0.0, -0.5))
     finally:
         torch.set_default_dtype(old)
     partners = check_partners()
     worst = _worse(*per.values())
     ok = worst <= VIT_TOL and partners["ok"] and z_pos <= 6.0 and drop_ok
     return holds_if(ok, measured=dict(worst_relative_error=worst, partners=partners, positions_z=z_pos,
-                                      defaults_dropout_0_2_no_ot_depth_refused=drop_ok),
+                                      defaults_dropout_positions_depth_gamma=drop_ok),
                     tolerance=dict(relative=VIT_TOL, partners="same label, never itself, -1 without one; each "
                                                              "frequency within 4.5 binomial standard deviations",
                                    positions="mean and sd within 6 standard errors of N(0, 0.02^2)"),
@@ -183,7 +195,9 @@ def check_vit():
                                 "LayerNorm affines and biases perturbed so that they matter) in eval mode, float64, "
                                 "against a numpy transcription of the description (patches cut by hand, MHA per "
                                 "head, exact GELU, (22) as printed with C = 3.7), and a ViT with its documented "
-                                "defaults (width 64, depth 4, dropout 0.2, no OT block; depth 0 refused); error relative to the largest logit; the "
+                                "defaults (width 64, depth 4, dropout 0.2, no OT block; depth 0 refused; one position per "
+                                "patch and the class token; gamma 0, -0.5 and NaN refused by OT-ViT and by its weights); "
+                                "error relative to the largest logit; the "
                                 "positions' documented N(0, 0.02^2) start; "
                                 "the partner draw of OT-ViT training (same_class_partners) over 1,000 seeded draws on "
                                 "a batch with singleton classes: a partner has the image's label and is never the "

@@ -159,11 +159,13 @@ def _mixture_r(pi, mu, s2, centres, widths):
 
 
 def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="gaussian", bandwidth=0.2,
-                     alpha=2.0, ridge=0.1, grid_size=33, add=None):
+                     alpha=2.0, ridge=0.1, grid_size=33, add=None, densities=None):
     """The context of every query (L, Ev) for one head: q (L, E), k (S, E), v (S, Ev), allowed (L, S) bool,
     in float64 from the paper's definitions (module docstring): loops over queries and keys, the integrals
     on R by checked quadrature, the trapezoid rule written out, the ridge system solved per query.  add (L, S):
-    a float mask's finite entries, added to the scores (SDPA's convention)."""
+    a float mask's finite entries, added to the scores (SDPA's convention).  densities: a list that, for the
+    kernel kinds, receives each query's density on the grid (normalised by the trapezoid rule; None for a
+    query with no key)."""
     L, S = q.shape[0], k.shape[0]
     t = np.arange(S) / (S - 1) if S > 1 else np.array([0.5])
     grid = np.arange(grid_size) / (grid_size - 1)
@@ -174,6 +176,8 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
     for l in range(L):
         A = [j for j in range(S) if allowed[l, j]]
         if not A:
+            if densities is not None:
+                densities.append(None)
             continue                                       # every key masked: output 0 (as SDPA)
         s = {j: scale * sum(float(a) * float(b) for a, b in zip(q[l], k[j])) + (0.0 if add is None else float(add[l, j]))
              for j in A}
@@ -186,7 +190,12 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
             r = np.array([float(x) for x in _unimodal_r(kind, mu, var, cen, wid)])
         else:
             f = sum(s[j] * K[j] for j in A)               # f(t) = sum_j s_j k(t, t_j) on the grid
-            r = _trapezoid_r(_kernel_u(kind, f, grid, alpha), grid, cen, wid)
+            u = _kernel_u(kind, f, grid, alpha)
+            r = _trapezoid_r(u, grid, cen, wid)
+            if densities is not None:
+                w_ = np.full(grid_size, 1.0 / (grid_size - 1))
+                w_[[0, -1]] /= 2
+                densities.append(u / (w_ @ u))
         F = psi_t[:, A]                                    # the allowed keys' basis values (N, |A|)
         x = np.linalg.solve(F @ F.T + ridge * np.eye(len(cen)), r)
         out[l] = (x @ F) @ v[A]                            # c = r (F F^T + lam I)^{-1} F V = B r
@@ -265,6 +274,15 @@ def check_sequence_layer():
         ref = oracle_attention(q, k, v, allowed, kind, centres, widths, scale=1 / np.sqrt(E), kernel=kernel,
                                bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add)
         note(f"continuous_attention / {kind} {kernel} alpha={alpha} S={S} mask={masking}", _rel(out, ref))
+        if kind.startswith("kernel"):                      # the densities it returns on request (Algorithm 1, step 1)
+            dens_ref = []
+            oracle_attention(q, k, v, allowed, kind, centres, widths, scale=1 / np.sqrt(E), kernel=kernel,
+                             bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add, densities=dens_ref)
+            got = continuous_attention(tq, tk, tv, attn_mask=mask, is_causal=masking == "causal", return_density=True,
+                                       **kw)[1][0, 0].numpy()
+            rows_ = [i for i, d in enumerate(dens_ref) if d is not None]
+            note(f"continuous_attention density / {kind} {kernel} alpha={alpha} S={S} mask={masking}",
+                 _rel(got[rows_], np.stack([dens_ref[i] for i in rows_])) if rows_ else 0.0)
     # the multi-head module, identity projections, 2 heads of width 2, batch_first, key padding
     for kind in KINDS:
         torch.manual_seed(0)
@@ -370,6 +388,9 @@ def check_sequence_layer():
     # the ridge penalty is a finite number > 0: -0.1, 0, inf refused in one line naming lam
     from attnlab.theory._inputs import refused
 
+    note("ridge_value_coefficients / H with a column more or fewer than positions refused", 0.0 if all(
+        refused(lambda H_=H_: ridge_value_coefficients(H_, tt, basis, 0.1), "must equal len(positions)")
+        for H_ in (torch.tensor(H)[..., :-1], torch.cat([torch.tensor(H), torch.tensor(H)[..., :1]], -1))) else math.inf)
     note("ridge_value_coefficients / lam not > 0 refused", 0.0 if all(
         refused(lambda v=v: ridge_value_coefficients(torch.tensor(H), tt, basis, v), "lam must be a finite number > 0")
         for v in (-0.1, 0.0, math.inf)) else math.inf)

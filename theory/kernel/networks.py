@@ -381,6 +381,11 @@ def check_baselines():
             with torch.no_grad():
                 got = net(torch.tensor(x)).numpy()
             per[f"LSTMFCN L={L}"] = _rel(got, lstmfcn_reference(net, x))
+            # the convolutions are Karim et al.'s 8, 5 and 3 wide, and the branch keeps the series' length ('same')
+            widths = [m.kernel_size[0] for m in net.fcn if isinstance(m, torch.nn.Conv1d)]
+            with torch.no_grad():
+                kept = net.fcn(torch.tensor(x)[:, None]).shape[-1]
+            per[f"LSTMFCN L={L}: kernels 8/5/3, length kept"] = 0.0 if widths == [8, 5, 3] and kept == L else math.inf
         for L, patch, heads, layers in ((12, None, 2, 2), (20, 6, 1, 1), (21, 5, 4, 2), (10, 3, 2, 1)):
             torch.manual_seed(5)
             kw = {} if patch is None else dict(patch=patch)            # (the first at the default: tokens of 1 step)
@@ -413,8 +418,8 @@ def check_baselines():
                                 "statistics) and the time-series transformer (point tokens and patch tokens of 3, 5 "
                                 "and 6 points (strides 1, 2, 3), 1-4 "
                                 "heads, 1-2 layers, torch's fused path on and off) in evaluation mode, float64, "
-                                "against numpy transcriptions of their architectures; error relative to the "
-                                "largest logit",
+                                "against numpy transcriptions of their architectures (and LSTM-FCN's kernels 8/5/3 "
+                                "keeping the length); error relative to the largest logit",
                     per_case=per)
 
 

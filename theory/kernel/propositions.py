@@ -527,6 +527,14 @@ def _claim1():
     t = uniform_grid(0, 1, 20001)
     fx = 3 * torch.sin(7 * t) + 2 * torch.cos(3 * t) - t
     example = {a: (float(ca.kernel_deformed_threshold(fx, t, a)[1]), _np_threshold(fx.numpy(), a)) for a in (1.5, 2.0)}
+    # and with a base density of mass 0.8 on [0, 1], q0 = 0.3 + t (Q(S) != 1: the bracket must account for it)
+    q0 = 0.3 + t
+    example.update({f"{a}, q0 = 0.3 + t": (float(ca.kernel_deformed_threshold(fx, t, a, q0=q0)[1]),
+                                          _np_threshold(fx.numpy(), a, q0.numpy())) for a in (1.5, 2.0)})
+    # a nearly flat f (0.5 + 0.01 sin 7t): the threshold lies at the right end of the bracket, max f - log_{2-alpha}(1/Q(S))
+    fl = 0.5 + 0.01 * torch.sin(7 * t)
+    example.update({f"{a}, q0 = 0.3 + t, f nearly flat": (float(ca.kernel_deformed_threshold(fl, t, a, q0=q0)[1]),
+                                                         _np_threshold(fl.numpy(), a, q0.numpy())) for a in (1.5, 2.0)})
     ex_dev = max(abs(x - y) for x, y in example.values())
     ok &= ex_dev < 1e-12
     return holds_if(ok, measured=dict(rows=rows, example_A=example, example_dev=ex_dev),
@@ -535,8 +543,10 @@ def _claim1():
                     explanation="200 random pairs of kernel expansions on [0,1] (Gaussian zeta2 = 10 and the released "
                                 "code's Laplace kernel, scale 0.05; Q uniform, 401-point trapezoid), A_alpha solved "
                                 "by the threshold map (Eq. 2, numerics.continuous_attention.kernel_deformed_threshold); "
-                                "the worked example against a numpy bisection of the discrete normalisation "
-                                "sum_g w_g exp_{2-alpha}(f_g - A) = 1 (its continuum value against mpmath in "
+                                "the worked example (Q uniform, and with base density q0 = 0.3 + t of mass 0.8, also for a "
+                                "nearly flat f) "
+                                "against a numpy bisection of the discrete normalisation "
+                                "sum_g w_g q0_g exp_{2-alpha}(f_g - A) = 1 (its continuum value against mpmath in "
                                 "kernel.lemmaD4.escort-derivative)")
 
 
@@ -958,12 +968,15 @@ def _eq13_library(alphas=(1.25, 1.5, 2.0), n=20, G=201, seed=0):
     return dict(corrected_max=corr, printed_min=printed)
 
 
-def _np_threshold(fv, alpha):
-    """A_alpha on a uniform grid of [0, 1] (values fv of f at its nodes, Q uniform) by bisection on
-    sum_g w_g exp_{2-alpha}(f_g - A) = 1 with the composite trapezoid weights written out: numpy, the oracle's."""
+def _np_threshold(fv, alpha, q=None):
+    """A_alpha on a uniform grid of [0, 1] (values fv of f at its nodes; Q uniform, or with density q at the
+    nodes) by bisection on sum_g w_g q_g exp_{2-alpha}(f_g - A) = 1 with the composite trapezoid weights
+    written out: numpy, the oracle's."""
     w = np.full(fv.size, 1 / (fv.size - 1))
     w[[0, -1]] /= 2
-    lo, hi = fv.min() - 1.0, fv.max()
+    if q is not None:
+        w = w * q
+    lo, hi = fv.min() - 1.0 / (alpha - 1) * (1 + 1 / w.sum()), fv.max() + 1.0 / (alpha - 1) * (1 + w.sum())
     for _ in range(200):
         mid = (lo + hi) / 2
         m = w @ (np.maximum(1 + (alpha - 1) * (fv - mid), 0) ** (1 / (alpha - 1)))

@@ -249,6 +249,10 @@ def check_rate_labels():
                                "h=0.125", None),
         "at floor": (h[:4], np.full(4, 1e-17), 1e-14, "at floor", "h=1", None),
         "one point above": (h[:4], np.array([1e-3, 1e-17, 1e-17, 1e-17]), 1e-14, "at floor", "h=0.5", None),
+        # local orders 9, 4, 7, 10: the last three rise past 6 (classify_rate reads the last three: exponential),
+        # but the first fall is 5 (rate_parts asks every order to rise: algebraic)
+        "orders 9, 4, 7, 10": (h[:5], 2.0 ** -np.array([0.0, 9.0, 13.0, 20.0, 30.0]), 1e-300, "algebraic", None,
+                               "exponential"),
         # local orders 10, 9, 8: above the threshold but falling, so no faster than a power (both rules)
         "orders 10, 9, 8 falling": (h[:4], 2.0 ** -np.array([0.0, 10.0, 19.0, 27.0]), 1e-300, "algebraic", None,
                                     "algebraic"),
@@ -290,6 +294,11 @@ def check_rate_labels():
             ok = False
         except ValueError as exc:
             ok &= "same length" in str(exc)
+        # errors are > 0 (their logarithms are taken): 0 and -0.5 among them refused, naming err
+        from attnlab.theory._inputs import refused
+
+        ok &= all(refused(lambda bad=bad: cv.classify_rate([1e-2, bad, 1e-5]), "err must be finite and > 0")
+                  for bad in (0.0, -0.5))
     return ok, rows, worst
 
 

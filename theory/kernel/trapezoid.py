@@ -116,6 +116,8 @@ def check_trapezoid_rule():
             lib = q.normal_tail_half_width(eps, scale)
             note("normal_tail_half_width", 0 if lib == float(L) * scale else math.inf)
             rows[f"tail eps={eps:g},scale={scale:g}"] = lib
+            if scale == 1.0:                              # the default scale is the standard normal's
+                note("normal_tail_half_width", 0 if q.normal_tail_half_width(eps) == float(L) else math.inf)
     refused = 0
     for eps in (0.0, 1.0, -1e-3, 2.0, float("nan")):                 # eps outside (0, 1): refused, naming eps
         try:
