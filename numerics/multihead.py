@@ -44,6 +44,9 @@ def check_mask(mask, name: str):
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
         raise ValueError(f"{name} must be a bool or floating-point tensor; got dtype {mask.dtype} "
                          f"(convert it with .bool() or .float(): integer masks are refused, not added)")
+    if mask.dtype.is_floating_point and bool((torch.isnan(mask) | torch.isposinf(mask)).any()):
+        raise ValueError(f"{name} must hold finite numbers or -inf (a float mask is added to the scores); "
+                         f"got {'nan' if bool(torch.isnan(mask).any()) else '+inf'}")
     return mask
 
 
@@ -140,15 +143,16 @@ def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "a
     return attn_mask
 
 
-def additive_mask(mask, dtype):
+def additive_mask(mask, dtype, shift: bool = True):
     """An SDPA-convention mask as a float mask to add to the scores (bool False -> -inf), or None.  A
     floating mask is shifted by its largest finite entry per row (softmax does not see the shift; a
-    mask of -1e9 everywhere would otherwise swallow the scores it is added to)."""
+    mask of -1e9 everywhere would otherwise swallow the scores it is added to); shift=False keeps its
+    entries as given (the kernel families see a constant added to a row)."""
     if mask is None:
         return None
     if mask.dtype == torch.bool:
         return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
-    return shift_rows(mask.to(dtype))
+    return shift_rows(mask.to(dtype)) if shift else mask.to(dtype)
 
 
 def shift_rows(x):
@@ -286,11 +290,8 @@ class MultiheadAttentionBase(nn.Module):
                 keep = keep & ~m
             return keep
         out = None
-        for m in masks:
-            add = torch.zeros(m.shape, dtype=dtype, device=device).masked_fill(m, float("-inf")) \
-                if m.dtype == torch.bool else shift_rows(m.to(dtype))
-            if m.dtype != torch.bool and not self._shift_float_masks:
-                add = m.to(dtype)                       # as given (see _shift_float_masks)
+        for m in masks:                                 # (MHA's bool True = not allowed: SDPA's False)
+            add = additive_mask(~m if m.dtype == torch.bool else m, dtype, shift=self._shift_float_masks)
             out = add if out is None else out + add
         return out
 

@@ -230,6 +230,21 @@ def test_integer_masks_are_refused(name, dtype):
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+@pytest.mark.parametrize("bad", ["nan", "inf"])
+def test_float_masks_with_nan_or_plus_inf_are_refused(name, bad):
+    """A float mask is added to the scores: -inf masks a key, +inf or nan has no meaning (SDPA returns nan)."""
+    q, k, v = _qkv(0)
+    mask = torch.zeros(4, 5, dtype=torch.float64)
+    mask[1, 2] = float(bad)
+    with pytest.raises(ValueError, match=f"^attn_mask must hold finite numbers or -inf .*got \\+?{bad}$"):
+        FUNCTIONALS[name](q, k, v, attn_mask=mask)
+    m = MODULES["fenchel-exact"](batch_first=True)
+    x = torch.randn(2, 5, E)
+    with pytest.raises(ValueError, match="^key_padding_mask must hold finite numbers or -inf"):
+        m(x, x, x, key_padding_mask=torch.zeros(2, 5).index_fill_(1, torch.tensor([3]), float(bad)))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
 def test_bool_float_and_causal_masks_agree(name):
     q, k, v = _qkv(1, S=4)
     f = FUNCTIONALS[name]

@@ -41,6 +41,7 @@ class BaiEFA(nn.Module):
     """The Sec 5.2 EFA model; see the module docstring.  ``K`` embedding width (token width
     D = K + 1), ``tau_dim``, ``Kp`` = K' (hidden width of g), ``layers`` L, ``heads`` M,
     ``mlp_hidden`` D', ``R`` clipping radius (None: no clipping), ``B_y`` output clip (None: none).
+    The defaults are Sec 5.2's teacher: L = 1, M = 2, K = 4, tau = 2, K' = 16 (D' = 16, not given in the paper).
     Initialisation (from torch's global generator): every weight matrix N(0, init_scale^2 / fan_in), fan_in the
     width it multiplies (tau for G_1, K' for G_2, D for Q, K, V and W_1, D' for W_2)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.theory._inputs import refused
 from attnlab.theory._errors import worse as _worse
 from attnlab.catalog import claim, holds_if
 
@@ -61,15 +62,14 @@ def generic_violations(V: int, S: int, p: int, d_w: int, rng) -> dict:
     null = Vt[int((sk > 1e-12 * sk[0]).sum()):]
     G = np.hstack([g[:, None], D])
     out["g_D_on_null_K"] = float(np.linalg.norm(G @ null.T) / np.linalg.norm(G)) if len(null) else 0.0
-    try:
-        attention_from_moe(*(_t(a) for a in (C, P, KQ, LOV, g, D)), d_w=d_w)
-        out["refused"] = False
-    except ValueError:
-        out["refused"] = True
+    words = (f"got p={p}, |V|={V}, S={S}",) if p < V or p < S + 1 else ("rank",)   # the size test names the sizes
+    out["refused"] = refused(lambda: attention_from_moe(*(_t(a) for a in (C, P, KQ, LOV, g, D)), d_w=d_w), *words)
     return out
 
 
-GENERIC_SIZES = {"d_w < p": (4, 2, 6, 3), "p < |V|": (9, 3, 5, 5), "p < S+1": (3, 7, 5, 5)}
+# p = S is the edge of p >= S+1: the size test must refuse it (the rank test behind it would too, without
+# naming the sizes)
+GENERIC_SIZES = {"d_w < p": (4, 2, 6, 3), "p < |V|": (9, 3, 5, 5), "p < S+1": (3, 7, 5, 5), "p = S": (3, 5, 5, 5)}
 
 
 def check_image_constraints(seed: int = 4) -> object:
@@ -93,6 +93,7 @@ def check_image_constraints(seed: int = 4) -> object:
     binding = (generic["d_w < p"]["kq_rank_excess"] > BINDING_MIN
                and generic["p < |V|"]["outside_any_p_dim_space"] > BINDING_MIN
                and generic["p < S+1"]["g_D_on_null_K"] > BINDING_MIN
+               and generic["p = S"]["g_D_on_null_K"] > BINDING_MIN
                and all(v["refused"] for v in generic.values()))
     ok = _worse(*worst.values()) <= REL_TOL and binding
     return holds_if(ok, measured=dict(image=worst, generic=generic),
@@ -111,7 +112,7 @@ def check_image_constraints(seed: int = 4) -> object:
                  "of W^LOV_i, g and D lie in col(W^l) (dimension <= p) with [g, D] = W^l [c_{|V|+1}, P^T]; "
                  "generic MoE parameters violate this when d_w < p, p < |V| or p < S+1. Theorem 2's "
                  "equivalence makes every attention MLM a CBOW MoE, not every CBOW MoE an attention MLM.",
-       method="torch", vouches_for=("experiments.models.bidir.moe_parameters",))
+       method="torch", vouches_for=("experiments.models.bidir.moe_parameters", "experiments.models.bidir.attention_from_moe"))
 def _image():
     return check_image_constraints()
 

@@ -260,6 +260,10 @@ def check_atn_training():
             # a list of predictions' inputs is one array per model (an empty list, or one short, refused naming
             # n_models); which= is a model index in [0, M - 1]
             refused &= _refused(lambda: masked_copies(np.zeros((3, 1), int), C), "(N, K+1) with K >= 1")
+            # seeds: an int, or one per model (a list one short or one long refused, naming the count)
+            if M > 1:
+                refused &= all(_refused(lambda: train_atn(sets, C, cfg, seed=bad), f"list of {M} ints")
+                               for bad in (seeds[:M - 1], seeds + [0]))
             refused &= (_refused(lambda: predict_response(generic, []), f"n_models = {M}")
                         and _refused(lambda: predict_response(generic, x_new[:M - 1] if M > 1 else x_new + x_new),
                                      f"n_models = {M}")
@@ -269,6 +273,7 @@ def check_atn_training():
     finally:
         torch.set_default_dtype(old)
     minibatch = _minibatch_protocol()
+    dropout_streams = _dropout_streams()
     # the defaults are App. E's: one layer of width 20 with 5 heads and a feed-forward of 5, Adam at lr 1e-3 with
     # the Keras epsilon 1e-7, batches of 128, 200 epochs
     d = ATNConfig()
@@ -279,11 +284,12 @@ def check_atn_training():
                       and _refused(lambda: ATNConfig(dropout=-0.1).validate(), "dropout", "[0, 1)")
                       and ATNConfig(dropout=0.0).validate().dropout == 0.0)
     worst = max(max(v["parameters"], v["losses"]) for v in per.values())
-    ok = defaults_ok and dropout_domain and minibatch["ok"] and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
+    ok = defaults_ok and dropout_domain and minibatch["ok"] and dropout_streams["ok"] and worst <= TRAIN_TOL and all(v["predictions_equal"] and v["resume_identical"]
                                                     and v["epochs_reported"] and v["bad_token_refused"]
                                                     for v in per.values())
     return holds_if(ok, measured=dict(worst_relative_error=worst, per_case=per, app_e_defaults=defaults_ok,
-                                      dropout_domain=dropout_domain, minibatches=minibatch),
+                                      dropout_domain=dropout_domain, minibatches=minibatch,
+                                      dropout_streams=dropout_streams),
                     tolerance=dict(relative=TRAIN_TOL),
                     explanation="train_atn in float64 with dropout 0 and full-batch epochs (so that the order of the "
                                 "copies only changes rounding), M = 3 models in lock-step and one alone, against each "
@@ -297,12 +303,15 @@ def check_atn_training():
                                 "[MASK] response of torch's layer with model j's weights, for all models and with "
                                 "which=; a run resumed from its epoch-1 state "
                                 "equals the straight run bit for bit; on_epoch is told epochs 1, 2, ...; a token "
-                                "outside 0..C-1 is refused, and so are rows of one column (no feature), a list of inputs that is not one array per "
+                                "outside 0..C-1 is refused, and so are rows of one column (no feature), a list of seeds that is not one per model, a list of inputs that is not one array per "
                                 "model and a model index out of range; ATNConfig's defaults are App. E's, and its dropout is refused outside "
                                 "[0, 1); with minibatches (36 copies, batches of 8), every epoch shows the model each "
                                 "masked copy (the row with one feature replaced by [MASK], built here) exactly once, in "
                                 "batches of 8, 8, 8, 8, 4 (a forward pre-hook on every TabularATN call), and its losses "
-                                "are finite")
+                                "are finite; with dropout 0.5, seeds 3, 4, 5 and 3 epochs, every (seed, epoch) starts "
+                                "its own dropout stream (torch's generator state at the epoch's first forward call: 9 "
+                                "distinct states), a second run of a seed draws the same, and the caller's generator "
+                                "is left as it was")
 
 
 TRAIN_TOL = 1e-12
@@ -339,6 +348,42 @@ def _minibatch_protocol(C: int = 3, L: int = 4, n: int = 9, batch: int = 8, epoc
     ok = bool(every_copy_once and all(s == expect for s in sizes) and len(seen) == epochs * len(expect) and finite)
     return dict(ok=ok, batch_sizes=sizes, expected_sizes=expect, every_copy_once=bool(every_copy_once),
                 losses_finite=finite)
+
+
+def _dropout_streams(C: int = 3, L: int = 4, n: int = 6, epochs: int = 3, seeds=(3, 4, 5)) -> dict:
+    """The dropout draws of train_atn: the state of torch's global generator at the first training forward
+    call of every epoch (a forward pre-hook), for neighbouring seeds.  Each (seed, epoch) must start its own
+    stream (a stream shared between seed s at epoch e + 1 and seed s + 1 at epoch e would correlate the runs
+    a confidence interval over seeds treats as independent), the same seed must give the same streams, and
+    the caller's generator must come back untouched."""
+    import torch
+
+    from attnlab.experiments.models.bidir_tabular import ATNConfig, TabularATN, train_atn
+
+    rows = np.random.default_rng(8).integers(0, C, size=(n, L))
+    cfg = ATNConfig(embed_dim=4, num_heads=1, ff_dim=2, dropout=0.5, batch_size=n * L, epochs=epochs, lr=0.01)
+
+    def states(seed):
+        seen: list = []
+
+        def hook(module, args):
+            if isinstance(module, TabularATN) and module.training:
+                seen.append(torch.random.get_rng_state().clone())
+        handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+        try:
+            train_atn(rows, C, cfg, seed=seed)
+        finally:
+            handle.remove()
+        return seen
+    torch.manual_seed(12345)
+    before = torch.random.get_rng_state().clone()
+    got = {s: states(s) for s in seeds}
+    untouched = torch.equal(torch.random.get_rng_state(), before)
+    flat = [st for s in seeds for st in got[s]]
+    distinct = len({bytes(st.numpy()) for st in flat}) == len(flat) == len(seeds) * epochs
+    again = all(torch.equal(a, b) for a, b in zip(states(seeds[0]), got[seeds[0]]))
+    return dict(ok=bool(distinct and again and untouched), streams_distinct=bool(distinct),
+                same_seed_same_streams=bool(again), caller_generator_untouched=bool(untouched))
 
 
 @claim("bidir.sec3-1.atn-training",

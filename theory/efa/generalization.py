@@ -364,16 +364,24 @@ def _thm2_bounds():
                      ((dict(R=0.0), "R must be"), (dict(B_y=0.0), "B_y must be"), (dict(R=-1.0), "R must be")))
                  and refused(lambda: m1(torch.zeros(2, I, 3, dtype=torch.float64), torch.zeros(2, I, dtype=torch.float64)),
                              "tau must have shape"))
+    # the defaults are Sec 5.2's teacher (L = 1, M = 2, K = 4, tau = 2, K' = 16; D' = 16), read off the
+    # parameters' shapes
+    dm = BaiEFA()
+    defaults_ok = ([tuple(p.shape) for p in dm.parameters()]
+                   == [(16, 2), (4, 16), (2, 5, 5), (2, 5, 5), (2, 5, 5), (16, 5), (5, 16)]
+                   and dm.R is None and dm.B_y is None)
     ok = (worst_loss <= 1.0 and min_loss >= 0 and lip <= 1.0 + 1e-12 and max(ratios) <= 1.0 and dev < PREMISE_TOL
-          and domain_ok)
+          and domain_ok and defaults_ok)
     return holds_if(ok, measured=dict(max_loss_over_2By2=worst_loss, max_lipschitz_ratio=lip, domain_refusals=domain_ok,
+                                      defaults_sec5_2_teacher=defaults_ok,
                                       max_embedding_ratio=max(ratios), module_vs_transcription=dev),
                     tolerance=f"each ratio <= 1; the module's loss, embedding and |||theta||| against the "
                               f"transcription: relative {PREMISE_TOL:g}",
                     explanation="BaiEFA with R=2, B_y=1.5, init scales 0.5/3/20 (the first ratio is reached "
                                 "at large scales); 1e5 clipped (a, b) draws; 50 random pairs (theta, theta~); the "
                                 "module's loss l(theta; Z), embedding g~(tau) and norm |||theta||| against Sec 5.2 "
-                                "transcribed (theory/efa/reference.py; operator norms by singular values)")
+                                "transcribed (theory/efa/reference.py; operator norms by singular values); BaiEFA()'s "
+                                "parameter shapes are Sec 5.2's teacher (L=1, M=2, K=4, tau=2, K'=16, D'=16), no clipping")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -55,12 +55,32 @@ def _thm1_strong_duality():
         for k in worst:
             worst[k] = max(worst[k], m[k])
     tol = dict(gap=1e-7, recovery=1e-4, foc=1e-12, primal_at_lam=1e-10, ref=5e-9)
-    ok = all(worst[k] < tol[k] for k in tol)
+    # the retry: a first attempt cut to 8 interior-point iterations, then the solver's defaults; the answer returned
+    # is the attempt of smallest KKT residual (each attempt's residual is listed in info, 3 digits), and the residual
+    # it states is that of the lambda it returns, recomputed here from the gradient of (7) with scipy's softmax
+    import re
+
+    from scipy.special import softmax
+
+    retry = {}
+    for a in ALPHAS_S3:
+        lam_c, _, info = ed.solve_dual_cvxpy(T, u, z, a, return_info=True, max_iter=8)
+        grad = b - lam_c / a - softmax(np.log(u) + T @ lam_c) @ T
+        own = float(np.abs(grad).max())
+        listed = [float(x) for x in re.findall(r"KKT residual ([0-9.e+-]+)", "; ".join(info["attempts"]))]
+        retry[a] = dict(attempts=info["attempts"], stated=info["kkt_residual"], recomputed=own,
+                        smallest=bool(listed) and own <= min(listed) * (1 + 5e-3) + 1e-15
+                        and abs(info["kkt_residual"] - own) <= 1e-12 + 1e-9 * own)
+    per["retry (first attempt cut to 8 iterations)"] = retry
+    ok = all(worst[k] < tol[k] for k in tol) and all(r["smallest"] for r in retry.values())
+    worst = dict(worst, retry_keeps_smallest_residual=all(r["smallest"] for r in retry.values()))
     return holds_if(ok, measured=worst, tolerance=tol,
                     explanation="I-rand, alpha in {0.5,1,2,4}: |P*-D*| (cvxpy CLARABEL), "
                                 "max|p_cvx - p(lambda*)| with lambda* by float64 Newton, "
                                 "||lambda* - alpha(b - h*)||, |P(p(lambda*)) - D(lambda*)|, "
-                                "|D* - reference (8 decimals)|",
+                                "|D* - reference (8 decimals)|; the dual solved with its first attempt cut to 8 "
+                                "iterations: the answer returned is the attempt of smallest KKT residual, as "
+                                "recomputed from the gradient of (7)",
                     per_alpha=per)
 
 

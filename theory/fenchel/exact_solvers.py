@@ -174,6 +174,18 @@ def check_solvers(cases=None) -> "Evidence":
         budget_ok &= (n_it >= 2 and bool(torch.as_tensor(info_n["converged"]).all()) and torch.equal(lam_k, lam_n)
                       and info_k["iterations"] == n_it and bool(torch.as_tensor(info_k["converged"]).all())
                       and info_f["iterations"] == n_it - 1 and not bool(torch.as_tensor(info_f["converged"]).any()))
+    # no tolerance (tol = 0): Newton stops at its own rounding floor, which must hold down to tiny alpha, where
+    # lambda* ~ alpha (mu + z) is tiny: converged, and lambda within the instance's tol relative to |lambda*|
+    floor_err, floor_conv = 0.0, True
+    for _, T0, u0, z0, _a in {c[0].split(" alpha=")[0]: c for c in cases}.values():
+        for a0 in (1e-12, 1e-6):
+            lam0, info0 = ed.solve_dual_newton(T0, u0, z0, a0, tol=0.0, return_info=True)
+            ref0 = oracle(T0, u0, z0, a0)
+            floor_conv &= bool(info0["converged"])
+            floor_err = max(floor_err, _finite_or_inf(float(np.abs(lam0 - ref0["lam"]).max())
+                                                      / float(np.abs(ref0["lam"]).max())) / ref0["tol"])
+    per["tol = 0 (the rounding floor) at alpha = 1e-12 and 1e-6"] = dict(converged=floor_conv, error_over_tol=floor_err)
+    budget_ok &= floor_conv and floor_err <= 1.0
     per[f"{label}: one Newton step (max_iter = 1)"] = dict(grad_norm=info1["grad_norm"], grad_norm_ref=g1,
                                                           relative=budget_err, tolerance=budget_tol, ok=budget_ok)
     conv = all(v.get("newton_converged", True) for v in per.values()) and budget_ok
@@ -193,7 +205,9 @@ def check_solvers(cases=None) -> "Evidence":
                                 "dual gradient norm it reports (also for one instance without a batch dimension), and space='auto' bit-equal to the coordinates it "
                                 "documents (atoms for fewer atoms than dimensions); the iteration budget: one step reports "
                                 "not converged with the gradient norm at its lambda, none counts no iteration, and as many "
-                                "steps as the torch Newton reported return the same lambda converged, one fewer not",
+                                "steps as the torch Newton reported return the same lambda converged, one fewer not; with no "
+                                "tolerance (tol = 0) at alpha = 1e-12 and 1e-6, each instance stops converged at its "
+                                "rounding floor with lambda within tol relative to |lambda*|",
                     per_instance=per)
 
 

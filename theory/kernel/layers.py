@@ -344,8 +344,32 @@ def check_sequence_layer():
         kw = dict(kind="kernel_softmax", basis=basis, grid_size=33, bandwidth=0.2)
         d_kpm = float((continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], key_padding_mask=pad[:, :5], **kw)
                        - continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=~pad[:, None, :5], **kw)).abs().max())
+        # a float key_padding_mask (deprecated; added to the scores) with a float attn_mask: the two are added
+        fm5 = torch.tensor(rng.normal(size=(5, 5)))
+        fkpm = torch.tensor(np.where(pad[:, :5].numpy(), -np.inf, rng.normal(size=(2, 5))))
+        d_fkpm = float((continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=fm5, key_padding_mask=fkpm, **kw)
+                        - continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=fm5 + fkpm[:, None, :], **kw))
+                       .abs().max())
     note("SequenceContinuousAttention() defaults = ContinuousMultiheadAttention(E, 1) defaults", d_def)
     note("continuous_attention key_padding_mask= (deprecated) = attn_mask=~kpm", d_kpm)
+    note("continuous_attention float key_padding_mask= (deprecated) with a float attn_mask = their sum", d_fkpm)
+    # a float mask is added to the scores: -inf masks a key, nan and +inf mean nothing and are refused
+    from attnlab.theory._inputs import refused as refused_with
+    note("continuous_attention / a float attn_mask holding nan or +inf refused", 0.0 if all(
+        refused_with(lambda b_=b_: continuous_attention(q4[0], k4[0], v4[0], attn_mask=fm5.index_fill(1, torch.tensor([2]), b_),
+                                                        **kw), "attn_mask must hold finite numbers or -inf")
+        for b_ in (float("nan"), float("inf"))) else math.inf)
+    # a query shared over a leading dimension of the keys (broadcast as scaled_dot_product_attention does): query
+    # (3, 3, E) against keys and values (3, 3, S, E), each (b, h) against the oracle with query h
+    qb, kb, vb = rng.normal(size=(3, 3, 4)), rng.normal(size=(3, 3, 7, 4)), rng.normal(size=(3, 3, 7, 2))
+    for kind in ("kernel_sparsemax", "kernel_softmax"):
+        got = continuous_attention(torch.tensor(qb), torch.tensor(kb), torch.tensor(vb), kind=kind, basis=basis,
+                                   grid_size=33, bandwidth=0.2, ridge=0.1).numpy()
+        ref = np.stack([np.stack([oracle_attention(qb[h], kb[b, h], vb[b, h], np.ones((4, 7), bool)[:3], kind, centres,
+                                                   widths, scale=1 / 2.0, kernel="gaussian", bandwidth=0.2, ridge=0.1,
+                                                   grid_size=33) for h in range(3)]) for b in range(3)])
+        note(f"continuous_attention / {kind} query (3, 3, E) broadcast against keys (3, 3, S, E)",
+             _rel(got, ref) if got.shape == ref.shape else math.inf)
     # the functional form's defaults are the documented ones: kernel sparsemax (alpha 2), 32 basis functions,
     # a 256-point grid, the Gaussian kernel of bandwidth 0.05, ridge 0.1
     d_doc = float((continuous_attention(q4[0], k4[0], v4[0])
@@ -462,7 +486,8 @@ def check_sequence_layer():
                                 "rounding ~eps/h give ~1e-10), relative to max(1, |gradient|); a default basis whose "
                                 "cached tables would pass the 4 GiB cap (n_basis = 10^6) refused before any "
                                 "allocation, naming n_basis, the size and the cap; a bandwidth outside [1e-100, "
-                                "1e100] refused",
+                                "1e100] refused; a query broadcast over a leading dimension of the keys; a float key "
+                                "padding mask added to a float attn_mask; a float mask holding nan or +inf refused",
                     per_case=per)
 
 

@@ -526,6 +526,13 @@ def check_networks():
             with torch.no_grad():
                 outs.append(net(*gx))
         per["GestureNet() defaults = uWave's 945 reference points"] = 0.0 if torch.equal(*outs) else math.inf
+        # SentenceNet's widths default to the sentiment experiment's full config (Martins et al.'s 300-d embeddings,
+        # a BiLSTM of 128 per direction, N = 32, a grid of 100): read off a default network
+        from attnlab.experiments.kernel.sentiment import CONFIGS as SENTIMENT
+        full, dn = SENTIMENT["full"], SentenceNet("kernel_softmax", 9)
+        per["SentenceNet() widths = the sentiment experiment's full config"] = (
+            0.0 if (dn.embed.embedding_dim, dn.lstm.hidden_size, len(dn.basis.mu), len(dn.attn.grid))
+            == (full["embed"], full["hidden"], full["basis"][0], full["grid"]) else math.inf)
         # the time-warping network has no heads for the discrete or the mixture density (App. B.3): refused
         refused = 0
         for kind in ("discrete_softmax", "gaussian_mixture"):
@@ -548,7 +555,9 @@ def check_networks():
                                 "the grid) against the same transcriptions, relative to the largest value; the FordA and "
                                 "IMDB networks built with their defaults equal those built with the paper's basis "
                                 "widths and ridge (FordA) and I = 10 at bandwidth sqrt(0.01) (Table 4) written out, "
-                                "and the gesture network with uWave's 945 reference points",
+                                "and the gesture network with uWave's 945 reference points; a default SentenceNet "
+                                "has the sentiment experiment's full widths (embeddings 300, BiLSTM 128, N = 32, "
+                                "grid 100)",
                     per_case=per)
 
 
