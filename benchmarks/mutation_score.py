@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -720,6 +721,14 @@ BY_INSPECTION = {
      'if not bool(finite.all()):               # rare: keep non-finite rows out of the updates below',
      'if  bool(finite.all()):               # rare: keep non-finite rows out of the updates below'):
         "the robust solver's CG always starts from x0 = safe * g (never from 0, so x K^T is not accumulated): a row whose curvature d^T H d overflows gets step 0 either way; unmasked, its nan reaches its own r, d and then x, and the closing 'bad' test hands back x0 for that row instead of its last finite iterate -- a direction the caller takes only after its own ascent test and line search, and the answer is the point where the solver's residual test holds: which direction a row with overflowed curvature starts from, not the answer",
+    ('numerics/fenchel_attention.py',
+     'LAM = [a * Z, torch.empty_like(Z)]                                 # lambda, and the previous lambda',
+     'LAM = [a / Z, torch.empty_like(Z)]                                 # lambda, and the previous lambda'):
+        'the start of the direct-space fixed point (alpha z, (14)): from any start it either passes its residual test, which holds only within tol of the unique lambda* of the strictly concave dual, or stops (not contracting, or a non-finite start such as alpha / 0) and hands over to the robust solver, which starts from alpha z again: which iterate it starts from, not the answer',
+    ('numerics/mp_reference.py',
+     'reach_psi = math.sqrt(psi_cut_f / zb_f) * (1 + 1e-9)     # beyond it u_psi is 0 as computed',
+     'reach_psi = math.sqrt(psi_cut_f / zb_f) * (1 + 1.000000001)     # beyond it u_psi is 0 as computed'):
+        'the reach beyond which a piece of the basis integral is taken as 0 in closed form; u_psi is 0 as computed beyond sqrt(psi_cut / basis_bandwidth) itself, so a wider reach hands more of those pieces to tanh-sinh, which integrates the zeros to 0 with error 0: the same value and error estimate, more work',
 }
 
 
@@ -789,7 +798,7 @@ KILLED_SINCE = {
     ('numerics/kernel_layer_math.py', 'keep = q0 >= 1e-3 * q0.amax(-1, keepdim=True).detach()',
      'keep = q0 >= 1e-3 ** q0.amax(-1, keepdim=True).detach()'): 'kernel.alg1.attention-module',
     ('numerics/mp_reference.py', 'target = rel * max(scale, mp.mpf(10) ** (-(dps + 5)))',
-     'target = rel * max(scale, mp.mpf(10) ** (-(dps / 5)))'): 'kernel.cor5.5.normalized',
+     'target = rel * max(scale, mp.mpf(10) ** (-(dps / 5)))'): 'kernel.ref.wide-domain',
     ('numerics/quadrature.py', 'm = max(1, math.ceil((hi - lo) / max_piece))',
      'm = max(1, math.ceil((hi - lo) * max_piece))'): 'kernel.appE.trapezoid-rule',
     ('numerics/quadrature.py', 'm = max(1, math.ceil((hi - lo) / max_piece))',
@@ -1309,6 +1318,42 @@ KILLED_SINCE = {
      'target = rel * max(scale, mp.mpf(10) ** (-(dps + 5)))',
      'target = rel * max(scale, mp.mpf( 9) ** (-(dps + 5)))'):
         'kernel.ref.wide-domain',
+    ('numerics/expfam.py',
+     'raise ValueError(f"{name} must hold integers in [0, {self.n_classes - 1}]")',
+     'raise ValueError(f"{name} must hold integers in [0, {self.n_classes & 1}]")'):
+        'efa.eq3.expfam-loglik',
+    ('numerics/fenchel_attention.py',
+     'Hd = torch.baddbmm(d, Cd, K, beta=1 / af) if af is not None else torch.bmm(Cd, K).addcmul_(d, 1 / a)',
+     'Hd = torch.baddbmm(d, Cd, K, beta=1 // af) if af is not None else torch.bmm(Cd, K).addcmul_(d, 1 / a)'):
+        'fenchel.thm1.implicit-gradients',
+    ('numerics/mp_reference.py',
+     'gap = min(1.0 / math.sqrt(float(bandwidth)), 1.0 / math.sqrt(float(basis_bandwidth)), 1.0) / 4',
+     'gap = min(1.0 / math.sqrt(float(bandwidth)), 1.0 / math.sqrt(float(basis_bandwidth)), 1.0) % 4'):
+        'kernel.ref.wide-domain',
+    ('numerics/mp_reference.py',
+     'if err > rel * max(abs(total), mp.mpf(10) ** (-(dps + 5))):',
+     'if err > rel * max(abs(total), mp.mpf(10) ** (+(dps + 5))):'):
+        'kernel.ref.wide-domain',
+    ('numerics/mp_reference.py',
+     'pts = sorted({float(a), float(b)} | {float(x) for x in breakpoints if a < x < b})',
+     'pts = sorted({float(a), float(b)} | {float(x) for x in breakpoints if a < x > b})'):
+        'kernel.ref.wide-domain',
+    ('numerics/mp_reference.py',
+     'f"needed: {what} <= {(1.0 / (RESOLVABLE * where)) ** 2:.3g}); no reference returned")',
+     'f"needed: {what} <= {( 0.0 / (RESOLVABLE * where)) ** 2:.3g}); no reference returned")'):
+        'kernel.ref.narrow-kernel',
+    ('numerics/multihead.py',
+     'out = out + (query.sum() + key.sum() + value.sum()).mul(0).nan_to_num(0.0).to(dtype)',
+     'out = out << (query.sum() + key.sum() + value.sum()).mul(0).nan_to_num(0.0).to(dtype)'):
+        'kernel.eq1.sequence-layer',
+    ('numerics/quadrature.py',
+     'if isinstance(G, bool) or int(G) != G or G < 2:',
+     'if isinstance(G, bool) or int(G) != G or G < 1:'):
+        'kernel.appE.trapezoid-rule',
+    ('numerics/quadrature.py',
+     'def normal_tail_half_width(eps: float = 1e-40, scale: float = 1.0) -> float:',
+     'def normal_tail_half_width(eps: float = 1.0, scale: float = 1.0) -> float:'):
+        'kernel.appE.trapezoid-rule',
 }
 
 
@@ -1334,7 +1379,9 @@ def _changed_lines(survivor: dict) -> tuple[str, str] | None:
     hunk = [i for i, ln in enumerate(text) if ln.startswith("@@")]
     # the lines of the hunk (the stored diff keeps its last 600 characters: a header cut in two, "++ b/...",
     # is not a changed line)
-    body = text[hunk[-1] + 1:] if hunk else [ln for ln in text if not ln.startswith(("++ b/", "-- a/"))]
+    # (or a hunk header cut in front of its "@@": "-176,7 +176,7 @@ ...")
+    body = text[hunk[-1] + 1:] if hunk else [ln for ln in text if not ln.startswith(("++ b/", "-- a/"))
+                                             and not re.match(r"-\d+(,\d+)? \+\d+(,\d+)? @@", ln)]
     diff = [ln for ln in body if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()]  # blank: nothing
     removed = [ln[1:].strip() for ln in diff if ln.startswith("-")]
     added = [ln[1:].strip() for ln in diff if ln.startswith("+")]

@@ -167,7 +167,8 @@ def _shared_parts(lam, K, logw, b, a):
 
 
 def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, lam0=None):
-    """One attempt of solve_dual_shared from lam0 (default alpha z): (lam, p, h, done, residual)."""
+    """One attempt of solve_dual_shared from lam0 (default alpha z), on the 3-D forms of _flat (K (B, S, E),
+    logu (B, 1 or L, S), Z (B, L, E)): (lam, p, h, done, residual)."""
     with torch.no_grad():
         a = torch.as_tensor(alpha, dtype=Z.dtype, device=Z.device)
         a = a.unsqueeze(-1) if a.dim() else a
@@ -190,12 +191,10 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
 
         def tolr(p, h):                                                     # (..., L, 1)
             return tol + eps8 * a * ((p * kn2).sum(-1, keepdim=True) - _rowdot(h, h)).clamp_min(0)
-        logits = torch.broadcast_shapes(Z.shape[:-2], K.shape[:-2]) + (Z.shape[-2], K.shape[-2])
-        inplace = torch.broadcast_shapes(logw.shape, logits) == logits
         s = h = None
         for _ in range(fixed_point_iters):
             s = torch.matmul(lam, Kt, out=s)                             # (buffers reused by each pass)
-            p = torch.softmax(s if constant else s.add_(logw) if inplace else s + logw, -1)
+            p = torch.softmax(s if constant else s.add_(logw), -1)        # (logw (B, 1 or L, S): broadcasts)
             h = torch.matmul(p, K, out=h)
             g_lam = torch.addcmul(ab, a, h, value=-1)                    # G(lambda) = alpha (b - h)
             r = g_lam - lam                                              # residual of the fixed point

@@ -536,6 +536,11 @@ def check_eq3(seed=4) -> "Evidence":
     # Bernoulli's support is {0, 1}: 2, 0.5 and -1 refused
     from attnlab.theory._inputs import refused as refused_with
 
+    # the categorical family's own support check: labels 0..4 of Categorical(5), a float, 5 and -1 refused naming
+    # [0, 4]
+    per["Categorical(5) refuses y outside [0, 4]"] = 0.0 if all(
+        refused_with(lambda b_=b_: expfam.Categorical(5).validate_y(b_), "must hold integers in [0, 4]")
+        for b_ in (torch.tensor([0, 5]), torch.tensor([-1, 2]), torch.tensor([1.0]))) else math.inf
     per["Bernoulli refuses y outside {0, 1}"] = 0.0 if all(
         refused_with(lambda b_=b_: expfam.Bernoulli().validate_y(torch.tensor([0.0, b_], dtype=torch.float64)),
                      "must hold 0 or 1") for b_ in (2.0, 0.5, -1.0)) else math.inf

@@ -633,11 +633,13 @@ def _batched_gradients(fa) -> float:
     import torch
 
     worst = 0.0
-    for S, E, sc in ((12, 16, 3.0), (32, 12, 1.0)):
+    # (the direct space at score scale 10: the 38 peaked queries converge in a step or two and the two near the
+    # origin are handed over far from converged, so the stragglers' own iteration carries the gradient)
+    for S, E, sc in ((12, 16, 3.0), (32, 12, 10.0)):
         g = torch.Generator().manual_seed(0)
         K = torch.randn(S, E, generator=g, dtype=torch.float64)
         Q = sc * torch.randn(40, E, generator=g, dtype=torch.float64)
-        Q[:2] *= 0.05
+        Q[:2] *= 0.15 / sc
         V = torch.randn(S, 2, generator=g, dtype=torch.float64)
         W = torch.randn(40, 2, generator=g, dtype=torch.float64)
 

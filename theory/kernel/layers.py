@@ -387,10 +387,14 @@ def check_sequence_layer():
     # no key (S = 0) or no query (L = 0): the output is 0 of shape (..., L, Ev), as scaled_dot_product_attention
     for kind in KINDS:
         for L0, S0 in ((3, 0), (0, 4)):
-            q0, k0, v0 = (torch.ones(1, 2, n, 4, dtype=torch.float64) for n in (L0, S0, S0))
+            q0, k0, v0 = (torch.ones(1, 2, n, 4, dtype=torch.float64, requires_grad=True) for n in (L0, S0, S0))
             out = continuous_attention(q0, k0, v0, kind=kind, basis=basis, grid_size=33)
+            # (attached to the inputs' graph: a backward pass gives zero gradients of their shapes)
+            grads = torch.autograd.grad(out.sum(), (q0, k0, v0), allow_unused=True)
             note(f"continuous_attention / {kind} L={L0} S={S0}",
-                 0.0 if out.shape == (1, 2, L0, 4) and not bool(out.abs().sum()) else math.inf)
+                 0.0 if out.shape == (1, 2, L0, 4) and not bool(out.abs().sum()) and all(
+                     g_ is not None and g_.shape == x_.shape and not bool(g_.abs().sum())
+                     for g_, x_ in zip(grads, (q0, k0, v0))) else math.inf)
     # the pieces: the basis (normalised Gaussian pdfs), Eq. 6's ridge fit, the discrete moments
     mp = _mp()
     tt = torch.linspace(0, 1, 9, dtype=torch.float64)

@@ -84,11 +84,13 @@ def _():
     # integrated past (an unsplit tanh-sinh returned 1.2 there with an estimate of 1e-101)
     from attnlab.numerics.mp_reference import InaccurateReference, mp_context_reference
 
-    try:
-        mp_context_reference(G, S, 1e5, B, C, 1e300, base="normal", domain=(0.0, 1.0), dps=REF_DPS)
-        refused = False
-    except InaccurateReference:
-        refused = True
+    # (the message names the bound: basis_bandwidth <= (2^40 x max(1, |t|))^2 = 1.21e+24 on [0, 1])
+    from attnlab.theory._inputs import refused as refused_with
+
+    refused = refused_with(lambda: mp_context_reference(G, S, 1e5, B, C, 1e300, base="normal", domain=(0.0, 1.0),
+                                                        dps=REF_DPS),
+                           "basis_bandwidth 1e+300", f"basis_bandwidth <= {(2.0 ** 40) ** 2:.3g}",
+                           error=InaccurateReference)
     ok = (dev <= 1e-12 and slope is not None and 1.9 <= slope <= 2.1 and res["ref_error_estimate"] < 10.0 ** (10 - REF_DPS)
           and refused)
     return holds_if(ok, measured=dict(ref_vs_scipy=dev, slope=slope, rate=res["rate"],
@@ -106,7 +108,8 @@ def _():
                  "to 1e-12 (a reference split only at the kinks was off by 3e-4 in Z here).",
        method="mpmath",
        vouches_for=("numerics.mp_reference.mp_context_reference", "numerics.mp_reference.mp_integrate",
-                    "numerics.mp_reference.mp_roots", "numerics.mp_reference.reference_breakpoints"))
+                    "numerics.mp_reference.mp_roots", "numerics.mp_reference.reference_breakpoints",
+                    "numerics.mp_reference.count_pieces", "numerics.mp_reference.feature_breakpoints"))
 def _():
     dev = {}
     # kernel softmax on [-100, 100]; kernel sparsemax (alpha = 2) with gamma doubled, so that 1 + f changes
@@ -151,6 +154,24 @@ def _():
     dev["breakpoints inside (a, b), as written out"] = 0.0 if (
         brk and all(-0.5 < x < 1.2 for x in brk) and {round(float(x), 12) for x in brk} <= written
         and 0.1 in brk) else math.inf
+    # ... and thinned as documented: the feature breakpoints kept are at least a quarter of the narrowest width
+    # (w / 4) from each other and from the kink, and every candidate (centre +- k width inside (a, b)) lies within
+    # w / 4 of one kept or of the kink
+    from attnlab.numerics.mp_reference import count_pieces, feature_breakpoints
+
+    cand = (feature_breakpoints(S, w, -0.5, 1.2) + feature_breakpoints(C, w, -0.5, 1.2)
+            + feature_breakpoints([0.0], 1.0, -0.5, 1.2))
+    merged = sorted(float(x) for x in brk)                                    # the kept ones and the kink 0.1
+    dev["breakpoints thinned to w/4, covering every feature"] = 0.0 if (
+        len(merged) > 1 and min(y - x for x, y in zip(merged[:-1], merged[1:])) >= w / 4 * (1 - 1e-12)
+        and all(min(abs(x - y) for y in merged) < w / 4 for x in cand)) else math.inf
+    # count_pieces says how many pieces mp_integrate starts from (breakpoints outside (a, b) ignored, pieces of at
+    # most MAX_PIECE): the pieces mp_integrate reports (on_piece) for a smooth integrand that needs no bisection
+    seen = [0]
+    mp_integrate(lambda t: mp.exp(t), 0, 3, breakpoints=(0.25, 0.5, 2.0, 7.0, -1.0), dps=20, max_piece=1.0,
+                 on_piece=lambda: seen.__setitem__(0, seen[0] + 1))
+    dev["count_pieces = the pieces mp_integrate starts from"] = 0.0 if (
+        count_pieces(0, 3, (0.25, 0.5, 2.0, 7.0, -1.0)) == seen[0] == 5) else math.inf
     # a sign change that is no smooth root (a jump at 1/3): the secant polish fails, and the root is the middle of
     # the 40-step bisection bracket, within 2^-40 of 1/3; and where the polish runs off to a root outside the
     # bisection's bracket (g = -1 left of 1/3, 1 - 1e6 (t - 1/3) right of it, on [0, 1]: its root 1/3 + 1e-6 is
@@ -193,6 +214,15 @@ def _():
             dev[label] = float(abs(v - scale * sine) / (scale * sine if scale == 1 else mp.mpf(10) ** -25)) * 1e-2
         except Exception:                              # noqa: BLE001 -- a refusal is no value
             dev[label] = math.inf
+    # ... and with two bisections only, the estimate stays above the tolerance: refused, naming the estimate, not
+    # returned
+    from attnlab.numerics.mp_reference import InaccurateReference
+    from attnlab.theory._inputs import refused as refused_with
+
+    dev["4 unnamed kinks, 2 bisections: refused"] = 0.0 if refused_with(
+        lambda: mp_integrate(lambda t: abs(mp.sin(7 * t)), 0, 2, dps=20, max_piece=mp.mpf(1) / 8, max_bisections=2),
+        "mpmath's error estimate", "exceeds the claimed 1.0e-10", "after 2 bisections",
+        error=InaccurateReference) else math.inf
     # a base, family or index it does not know is refused in one line, not read as another one
     from attnlab.theory._inputs import refused
 

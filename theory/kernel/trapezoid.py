@@ -118,6 +118,12 @@ def check_trapezoid_rule():
             rows[f"tail eps={eps:g},scale={scale:g}"] = lib
             if scale == 1.0:                              # the default scale is the standard normal's
                 note("normal_tail_half_width", 0 if q.normal_tail_half_width(eps) == float(L) else math.inf)
+            if eps == 1e-40 and scale == 1.0:             # and the default eps is 1e-40
+                note("normal_tail_half_width", 0 if q.normal_tail_half_width() == float(L) else math.inf)
+    # a grid of one node (or none, or a fraction of one) has no spacing: refused, naming G and ">= 2"
+    from attnlab.theory._inputs import refused as refused_with
+    note("uniform_grid", 0 if all(refused_with(lambda G_=G_: q.uniform_grid(0.0, 1.0, G_), "G (number of grid points)",
+                                               "integer >= 2") for G_ in (1, 0, 2.5)) else math.inf)
     refused = 0
     for eps in (0.0, 1.0, -1e-3, 2.0, float("nan")):                 # eps outside (0, 1): refused, naming eps
         try:
