@@ -82,7 +82,8 @@ def rate_parts(h, err, floor: float, labels=None, order_threshold: float = 6.0) 
 
     - fewer than two errors above the floor before the first point at it: 'at floor' (nothing to fit);
     - local orders p_k = log(e_k/e_k+1)/log(h_k/h_k+1) of the points above the floor: when the last of
-      them exceeds order_threshold and they do not decrease (an O(h^p) rate keeps them near p <= 4
+      them exceeds order_threshold and none falls by 0.5 or more from the one before (an O(h^p) rate
+      keeps them near p <= 4
       for the trapezoid rule), the rate is faster than any power: 'exponential' when log e grows like
       1/h (the exponent order q, the slope of log|log e| against log(1/h), below 1.5), and
       'super-exponential' when it grows faster (q >= 1.5, e.g. exp(-c/h^2)); with one local order only,

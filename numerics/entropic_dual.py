@@ -182,7 +182,10 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, r
             # carry an error ~ eps |s|, so h (and g) one ~ eps |s| |T| (a small decrement alone is not
             # enough: far from lambda* at huge alpha, I + alpha Cov makes it small too).  There, keep
             # the last Newton step if it does not increase the gradient (it still helps at huge alpha).
-            if floor is not None and dec <= floor and gn <= 64 * _EPS * (1.0 + float(np.abs(lu + Aa.dot(x)).max())) * tmax:
+            # (g = b - nu - h is a difference of terms of size |b|: its own rounding, eps |b|, is part of the floor;
+            # without it Newton never stopped at |z| = 1e7, alpha = 1e-6, with g at 1e-9 from rounding alone)
+            if floor is not None and dec <= floor and gn <= 64 * _EPS * (
+                    (1.0 + float(np.abs(lu + Aa.dot(x)).max())) * tmax + float(np.abs(bt).max())):
                 converged = True
                 new = x + step
                 en, qn, cn = weights(new)
@@ -250,9 +253,10 @@ def dual_kkt_residual(lam, T, u, z, alpha) -> float:
 
 
 def _solve_judged(build, residual, what: str, solver: str, solver_opts: dict, kkt_tol: float):
-    """Solve with the given options; on a status other than `optimal` (or a solver exception) retry with
-    the solver's default tolerances; accept the first answer whose KKT residual is <= kkt_tol.  Returns
-    (value, objective, info) with info = {status, kkt_residual, attempts}."""
+    """Solve with the given options, then (unless that answer is `optimal` with a KKT residual <= kkt_tol)
+    once more at the solver's default tolerances; return the answer of smallest KKT residual, if it is
+    <= kkt_tol (an `optimal_inaccurate` answer counts when its residual meets the bound), else raise
+    SolverError.  Returns (value, objective, info) with info = {status, kkt_residual, attempts}."""
     import cvxpy as cp
 
     attempts, best = [], None

@@ -189,7 +189,7 @@ class MultiheadAttentionBase(nn.Module):
     # False, so torch always calls their forward (their attention is not softmax attention).
     _qkv_same_embed_dim = False
 
-    def __init__(self, embed_dim: int, num_heads: int = 1, dropout: float = 0.0, bias: bool = True,
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device=None, dtype=None):
         super().__init__()

@@ -793,7 +793,8 @@ class FMValue(nn.Module):
     family: 'gaussian' (synthetic; kappa is the mean), 'poisson_v1' / 'poisson_v2' (Prop 3), or
     'bernoulli'.  normalization 'paper': c = 1/(I-1) in both directions; 'code': 1/(I-1)
     bidirectional (mean over the others), 1/max(i-1, 1) unidirectional (mean over the previous
-    items; the first position predicts kappa = 0)."""
+    items; the first position predicts kappa = 0).  rho and alpha start as Keras embeddings do,
+    U(-0.05, 0.05)."""
 
     def __init__(self, family="gaussian", n_items: int = 5, dim: int = 32, *,
                  family_kw: Optional[dict] = None, direction: str = "bidirectional",

@@ -58,6 +58,11 @@ def check_model_setup():
                     ("value P", v.P)):
         fits[name] = uniform_fit(t, 0.05)
     per["value [MASK] inside U(+-0.05)"] = bool(v.value_mask.abs().max() <= 0.05)
+    # the FM baseline's rho and alpha: Keras embeddings too
+    from attnlab.experiments.models.efa import FMValue
+
+    fm = FMValue("gaussian", n_items=200, dim=16)
+    fits["FM rho"], fits["FM alpha"] = uniform_fit(fm.rho, 0.05), uniform_fit(fm.alpha, 0.05)
 
     # the option names as a program reads them (equal strings, not the interned literals): the same model
     g = torch.Generator().manual_seed(3)
@@ -131,7 +136,8 @@ def check_model_setup():
     return holds_if(ok, measured=dict(largest_z=worst_z, logits_vs_transcription=dev, fits_ok={k: f["ok"] for k, f in fits.items()}, checks=per),
                     tolerance=dict(z="|z| <= 5 for the mean and the mean square", logits=1e-12, range="max |w| in [b (1 - 20/n), b]"),
                     explanation="seeded EFACategorical (300 items, width 40, 4 heads, 2 layers, standard and paper "
-                                "conventions) and EFAValue (item rows and a value table): every weight tensor against "
+                                "conventions), EFAValue (item rows and a value table) and the FM baseline (rho, "
+                                "alpha): every weight tensor against "
                                 "its documented U(-b, b) -- inside the bound, reaching it, and z-tests of the mean and "
                                 "mean square; biases 0; the convention, direction, attention and scale names (and the "
                                 "factor model's direction and normalisation, and EFAValue's family, value embedding "
@@ -145,7 +151,7 @@ def check_model_setup():
        reference="Sec. 5 (experiments) with the authors' Keras layers for what it leaves open: Embedding's "
                  "U(+-0.05), glorot_uniform kernels, zero biases",
        statement="The EFA models start from the documented distributions -- beta, P and the value-side embeddings "
-                 "U(+-0.05), delta glorot over (items, dim), W^Q, W^K, W^V glorot per head over (head_dim, width), "
+                 "U(+-0.05) (and the FM baseline's rho, alpha), delta glorot over (items, dim), W^Q, W^K, W^V glorot per head over (head_dim, width), "
                  "W^O glorot, biases 0 -- accept their option names from any string equal to them, and check their "
                  "inputs except inside input_checks(False).",
        method="torch",

@@ -650,14 +650,21 @@ def check_torch_layer(seed=24) -> "Evidence":
     except ValueError as exc:
         per["2-D attn_mask of another shape refused"] = 0.0 if "attn_mask must have shape (L, S) = (5, 6)" in str(exc) else math.inf
     worst = max(worst, per["2-D attn_mask of another shape refused"])
+    # ... and a 3-D one of another shape than (N * num_heads, L, S) = (4, 5, 6): one batch-head too many, a query
+    # row too many
+    from attnlab.theory._inputs import refused as refused_with
+
+    per["3-D attn_mask of another shape refused"] = 0.0 if all(refused_with(
+        lambda m_=m_: mod(z, kx6, kx6, attn_mask=m_), "attn_mask must have shape (L, S) = (5, 6) or (N * num_heads, "
+        "L, S) = (4, 5, 6)") for m_ in (S6[None].expand(5, 5, 6), torch.zeros(4, 6, 6, dtype=torch.float64))) \
+        else math.inf
+    worst = max(worst, per["3-D attn_mask of another shape refused"])
     try:
         efa_attention(z, z[..., :3], z)
         per["query/key widths refused, both named"] = math.inf
     except ValueError as exc:
         per["query/key widths refused, both named"] = 0.0 if "got 4 and 3" in str(exc) else math.inf
     # no features at all (E = 0: the scale 1/sqrt(E) is undefined) refused, naming E >= 1
-    from attnlab.theory._inputs import refused as refused_with
-
     per["E = 0 refused"] = 0.0 if refused_with(lambda: efa_attention(z[..., :0], z[..., :0], z),
                                                 "at least one feature (E >= 1)") else math.inf
     worst = max(worst, per["E = 0 refused"])
@@ -713,7 +720,7 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "(E != L); a module with dropout 0.5 in eval mode against Eq. (1), and one with bias=True "
                                 "(biases drawn) against Eq. (1) with W z + b; torch's other "
                                 "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False, a 2-D mask of "
-                                "another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0; the standard "
+                                "another shape and a 3-D one of another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0; the standard "
                                 "convention (biases; also kdim = 3, and kdim = vdim = 3) against torch.nn.MultiheadAttention with the "
                                 "same state dict; the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",

@@ -68,8 +68,10 @@ def _thm1_strong_duality():
         grad = b - lam_c / a - softmax(np.log(u) + T @ lam_c) @ T
         own = float(np.abs(grad).max())
         listed = [float(x) for x in re.findall(r"KKT residual ([0-9.e+-]+)", "; ".join(info["attempts"]))]
+        # only an 'optimal' first answer within the bound ends the attempts: after any other, the defaults run too
+        retried = len(info["attempts"]) == 2 or info["attempts"][0].startswith("CLARABEL tight: optimal, ")
         retry[a] = dict(attempts=info["attempts"], stated=info["kkt_residual"], recomputed=own,
-                        smallest=bool(listed) and own <= min(listed) * (1 + 5e-3) + 1e-15
+                        smallest=bool(listed) and own <= min(listed) * (1 + 5e-3) + 1e-15 and retried
                         and abs(info["kkt_residual"] - own) <= 1e-12 + 1e-9 * own)
     per["retry (first attempt cut to 8 iterations)"] = retry
     ok = all(worst[k] < tol[k] for k in tol) and all(r["smallest"] for r in retry.values())
@@ -79,8 +81,9 @@ def _thm1_strong_duality():
                                 "max|p_cvx - p(lambda*)| with lambda* by float64 Newton, "
                                 "||lambda* - alpha(b - h*)||, |P(p(lambda*)) - D(lambda*)|, "
                                 "|D* - reference (8 decimals)|; the dual solved with its first attempt cut to 8 "
-                                "iterations: the answer returned is the attempt of smallest KKT residual, as "
-                                "recomputed from the gradient of (7)",
+                                "iterations: the defaults run after any first answer but an 'optimal' one, and the "
+                                "answer returned is the attempt of smallest KKT residual, as recomputed from the "
+                                "gradient of (7)",
                     per_alpha=per)
 
 

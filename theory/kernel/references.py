@@ -279,6 +279,7 @@ def check_rate_labels():
     h = 0.5 ** np.arange(7)
     hx = np.array([1.0, 0.8, 0.6, 0.5, 0.4])
     hs = np.array([1.0, 0.9, 0.8, 0.7, 0.6])
+    hq = 0.25 ** np.arange(3)
     cases = {  # name: (h, errors, floor, expected rate, expected floor_from, classify_rate (h None) or None)
         "3 h^2": (h, 3 * h ** 2, 1e-14, "algebraic", None, "algebraic"),
         "h^3 (1 + h)": (h, h ** 3 * (1 + h), 1e-14, "algebraic", None, "algebraic"),
@@ -299,6 +300,13 @@ def check_rate_labels():
         # local orders 10, 9, 8: above the threshold but falling, so no faster than a power (both rules)
         "orders 10, 9, 8 falling": (h[:4], 2.0 ** -np.array([0.0, 10.0, 19.0, 27.0]), 1e-300, "algebraic", None,
                                     "algebraic"),
+        # h quartering, errors powers of 2: local orders exact in float64.  A fall of exactly 0.5 is a fall (the
+        # rule lets orders fall by less than 0.5); a fall of 0.25 is not; orders 5.5 stay below the default
+        # threshold 6
+        "orders 8, 7.5 (a fall of 0.5)": (hq, 2.0 ** -np.array([0.0, 16.0, 31.0]), 1e-300, "algebraic", None, None),
+        "orders 8, 7.75 (a fall of 0.25)": (hq, 2.0 ** -np.array([0.0, 16.0, 31.5]), 1e-300, "exponential", None,
+                                            None),
+        "orders 5.5, 5.5 (threshold 6)": (hq, 2.0 ** -np.array([0.0, 11.0, 22.0]), 1e-300, "algebraic", None, None),
     }
     rows, ok, worst = {}, True, 0.0
     with mp.workdps(40):
