@@ -196,10 +196,11 @@ LATEX = {
         of="0afc5f6d"),
     "efa.sec5.model-setup": Tex(
         r"The EFA models start from the documented distributions -- $\beta$, $P$ and the value-side embeddings "
-        r"$\mathcal{U}(\pm 0.05)$, $\delta$ glorot, $\mathcal{U}(\pm\sqrt{6/(D + K)})$, $W^Q_h, W^K_h, W^V_h$ "
+        r"$\mathcal{U}(\pm 0.05)$ (and the FM baseline's $\rho$, $\alpha$), $\delta$ glorot, "
+        r"$\mathcal{U}(\pm\sqrt{6/(D + K)})$, $W^Q_h, W^K_h, W^V_h$ "
         r"glorot per head over (head\_dim, width), $W^O$ glorot, biases $0$ -- accept their option names from any "
         r"string equal to them, and check their inputs except inside input\_checks(False).",
-        of="71bb458b"),
+        of="e918c941"),
     "efa.remark8.multi-layer": Tex(
         r"Remark 8's multi-layer EFA -- step 3 repeated, $X_i^{(l)} = \sum_h W^{V(l)}_h X_i^{(l-1)} "
         r"\operatorname{softmax}_{\mathrm{col}}((W^{Q(l)}_h X_i^{(l-1)})^\top W^{K(l)}_h X_i^{(l-1)} / K + M)$, "
