@@ -217,15 +217,13 @@ def _():
     # ... and with two bisections only, the estimate stays above the tolerance: refused, naming the estimate, not
     # returned
     from attnlab.numerics.mp_reference import InaccurateReference
-    from attnlab.theory._inputs import refused as refused_with
+    from attnlab.theory._inputs import refused
 
-    dev["4 unnamed kinks, 2 bisections: refused"] = 0.0 if refused_with(
+    dev["4 unnamed kinks, 2 bisections: refused"] = 0.0 if refused(
         lambda: mp_integrate(lambda t: abs(mp.sin(7 * t)), 0, 2, dps=20, max_piece=mp.mpf(1) / 8, max_bisections=2),
         "mpmath's error estimate", "exceeds the claimed 1.0e-10", "after 2 bisections",
         error=InaccurateReference) else math.inf
     # a base, family or index it does not know is refused in one line, not read as another one
-    from attnlab.theory._inputs import refused
-
     args = (G, S, 10.0, B, C, 10.0)
     dev["unknown base, family, alpha refused"] = 0.0 if all((
         refused(lambda: mp_context_reference(*args, base="gaussian", dps=20), "base", "'normal' or 'uniform'"),
