@@ -210,7 +210,7 @@ def _table1_settings():
 
 
 _COMPETITIVE = _table1_competitive_margin()
-for _b, _exp in (("RF", "inconclusive"), ("MLP", "skipped"), ("GB", "inconclusive")):
+for _b, _exp in (("RF", "inconclusive"), ("MLP", "inconclusive"), ("GB", "inconclusive")):
     register(Registration(f"bidir.results.tabular-atn-competitive-{_b.lower()}", "bidir-tabular-sim", "full", "beats",
                           tuple(Part(s, "ATN", "acc", b=_b) for s in _table1_settings()), seeds(_T1_SEEDS[_b]),
                           "paper", _exp, margin=-round(_COMPETITIVE, 6), paper_runs=_T1_R,
@@ -228,7 +228,7 @@ def _table1_competitive_margin_mse() -> float:
 
 
 _COMPETITIVE_MSE = _table1_competitive_margin_mse()
-for _b, _exp in (("LR", "inconclusive"), ("RF", "inconclusive"), ("MLP", "skipped"), ("GB", "inconclusive")):
+for _b, _exp in (("LR", "inconclusive"), ("RF", "inconclusive"), ("MLP", "inconclusive"), ("GB", "inconclusive")):
     register(Registration(f"bidir.results.tabular-atn-competitive-mse-{_b.lower()}", "bidir-tabular-sim", "full",
                           "beats", tuple(Part(s, "ATN", "mse", b=_b) for s in _table1_settings()),
                           seeds(_T1_SEEDS[_b]), "paper", _exp, margin=-round(_COMPETITIVE_MSE, 6),
