@@ -115,15 +115,13 @@ class _CautiousTanhSinh(TanhSinh):
         return est
 
 
-_RULES: dict = {}
-
-
 def _tanh_sinh_rule(ctx):
     """The rule mp_integrate hands mp.quad as ``method`` (mp.quad calls it with its context): one
-    _CautiousTanhSinh per context, so that its nodes are computed once."""
-    rule = _RULES.get(id(ctx))
+    _CautiousTanhSinh per context, kept on the context (as mpmath keeps its own rules), so that its nodes
+    are computed once."""
+    rule = getattr(ctx, "_attnlab_tanh_sinh", None)
     if rule is None:
-        rule = _RULES[id(ctx)] = _CautiousTanhSinh(ctx)
+        rule = ctx._attnlab_tanh_sinh = _CautiousTanhSinh(ctx)
     return rule
 
 
