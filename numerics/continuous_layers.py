@@ -297,8 +297,8 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         kpm = check_mask(key_padding_mask, "key_padding_mask")
         kpm = ~kpm[..., None, :] if kpm.dtype == torch.bool else kpm[..., None, :]
         # two float masks add as given (their sum is what the kernel families add to the scores)
-        mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool
-                                         else additive_mask(mask, cdt, shift=False) + additive_mask(kpm, cdt, shift=False))
+        mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool else
+                                         additive_mask(mask, cdt, shift=False) + additive_mask(kpm, cdt, shift=False))
     scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
     if basis is None:
         n_basis = _check_int(n_basis, "n_basis", 2)

@@ -132,7 +132,8 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
     into pieces no wider than max_piece).  Each piece's error estimate (mp.quad(..., error=True)) is
     checked: pieces over their share of rel_tol·(sum of |piece values|) are bisected, up to
     max_bisections times; if the total estimate still exceeds rel_tol·max(|sum|, 10^-(dps+5)),
-    InaccurateReference is raised (an integral below 10^-(dps+5) is held to that absolute floor).  rel_tol defaults to 10^-(dps-10).  on_piece(), when given, is called after each piece.
+    InaccurateReference is raised (an integral below 10^-(dps+5) is held to that absolute floor).
+    rel_tol defaults to 10^-(dps-10).  on_piece(), when given, is called after each piece.
     closed(lo, hi), when given, returns the integral over a piece in closed form where fn is known
     there (or None): such a piece is not handed to tanh-sinh, and its error is its rounding at the
     working precision.  Returns the integral, or (integral, error estimate)."""
