@@ -28,9 +28,9 @@ from torch import nn
 
 from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
-from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
-                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated,
-                                         empty_attention, sdpa_mask, shift_rows)
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, broadcast_shapes, check_dropout,
+                                         check_mask, check_positive, check_qkv, check_scale, compute_dtype,
+                                         deprecated, empty_attention, sdpa_mask, shift_rows)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -312,7 +312,7 @@ def _flat(K, logu, Z, alpha):
     if logu.dim() == 1:
         logu = logu.unsqueeze(0)
     a = alpha.unsqueeze(-1) if alpha.dim() else alpha
-    batch = torch.broadcast_shapes(K.shape[:-2], Z.shape[:-2], logu.shape[:-2], a.shape[:-2] if a.dim() else ())
+    batch = broadcast_shapes(K.shape[:-2], Z.shape[:-2], logu.shape[:-2], a.shape[:-2] if a.dim() else ())
 
     n = math.prod(batch)                 # explicit: reshape cannot infer -1 for an empty tensor (no query)
 
@@ -522,11 +522,13 @@ def _cg_gram_rows(state, p, G, a, af, rr, stop, iters):
     return y.squeeze(1), r.squeeze(1), int(active.sum())
 
 
-def _cg_direct(v, p, K, a, af, tol: float, iters: int, dK=None):
+def _cg_direct(v, p, K, a, af, tol: float, iters: int, acc, dK=None):
     """w with H w = w / alpha + (C_p (w K^T)) K = v (H = I/alpha + Cov_p(t), the negative Hessian of (7)) by
     conjugate gradients; rows stop when |r| <= tol |v| or a curvature is not positive and finite; the last
-    few go on as a batch of their own.  dK: an optional (L, S) buffer to work in.  Returns (w, number of rows
-    not converged, and the (L, S) buffers dK and Cd for the caller to reuse)."""
+    few go on as a batch of their own.  acc (L, S): w K^T is subtracted from it in place, accumulated from
+    the products d K^T of the iterations (w = sum_k step_k d_k: no extra product, no extra buffer).  dK: an
+    optional (L, S) buffer to work in.  Returns (w, the number of rows not converged, and an (L, S) buffer
+    for the caller to reuse)."""
     rr = _norm(v).square_()
     stop = (tol * tol) * rr
     active = rr > stop
@@ -540,9 +542,9 @@ def _cg_direct(v, p, K, a, af, tol: float, iters: int, dK=None):
             break
         if it and n_active <= _STRAGGLERS * active.numel():
             b, l, _ = active.nonzero(as_tuple=True)
-            w[b, l], n_bad = _cg_direct_rows((w[b, l], r[b, l], d[b, l]), p[b, l], K[b], _rows(a, b, l), af,
-                                             rr[b, l], stop[b, l], iters - it)
-            return w, n_bad, dK, Cd
+            w[b, l], acc[b, l], n_bad = _cg_direct_rows((w[b, l], acc[b, l], r[b, l], d[b, l]), p[b, l], K[b],
+                                                        _rows(a, b, l), af, rr[b, l], stop[b, l], iters - it)
+            return w, n_bad, Cd
         dK = torch.bmm(d, Kt, out=dK)
         Cd = _cjvp(dK, p, out=Cd)
         if af is not None:
@@ -553,32 +555,35 @@ def _cg_direct(v, p, K, a, af, tol: float, iters: int, dK=None):
         if int(ok.sum()) < n_active:
             Hd.masked_fill_(~ok, 0)
         w.addcmul_(step, d)
+        acc.addcmul_(step, dK, value=-1)
         r.addcmul_(step, Hd, value=-1)
         rr_new = _norm(r).square_()
         active = ok & (rr_new > stop)
         n_active = int(active.sum())
         torch.addcmul(r, torch.where(active, rr_new / rr, 0), d, out=d)
         rr = rr_new
-    return w, n_active, dK, Cd
+    return w, n_active, Cd
 
 
 def _cg_direct_rows(state, p, K, a, af, rr, stop, iters):
-    """_cg_direct's iteration continued on m rows (each with its own K, (m, S, E)) from state (w, r, d)."""
-    w, r, d = (v.unsqueeze(1) for v in state)
+    """_cg_direct's iteration continued on m rows (each with its own K, (m, S, E)) from state (w, acc, r, d):
+    (w, acc - w K^T, number of rows not converged)."""
+    w, acc, r, d = (v.unsqueeze(1) for v in state)
     p, rr, stop = p.unsqueeze(1), rr.unsqueeze(1), stop.unsqueeze(1)
     active = torch.ones_like(rr, dtype=torch.bool)
     for _ in range(iters):
-        Cd = _cjvp(torch.bmm(d, K.transpose(-1, -2)), p)
+        dK = torch.bmm(d, K.transpose(-1, -2))
+        Cd = _cjvp(dK, p)
         Hd = torch.baddbmm(d, Cd, K, beta=1 / af) if af is not None else torch.bmm(Cd, K).addcmul_(d, 1 / a)
         step, ok = _cg_step(rr, _vdot(d, Hd), active)
         Hd = torch.where(ok, Hd, 0)
-        w, r = w.addcmul(step, d), r.addcmul(step, Hd, value=-1)
+        w, acc, r = w.addcmul(step, d), acc.addcmul(step, dK, value=-1), r.addcmul(step, Hd, value=-1)
         rr_new = _norm(r).square_()
         active = ok & (rr_new > stop)
         if not bool(active.any()):
             break
         d, rr = torch.addcmul(r, torch.where(active, rr_new / rr, 0), d), rr_new
-    return w.squeeze(1), int(active.sum())
+    return w.squeeze(1), acc.squeeze(1), int(active.sum())
 
 
 def _robust_solve(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters):
@@ -736,9 +741,10 @@ class _ExactAttention(torch.autograd.Function):
             wK = x.sub_(r).sub_(y) if need_lu else None
         else:
             gs = _cjvp(x, p)
-            w, n_bad, buf, buf2 = _cg_direct(torch.bmm(gs, K), p, K, a, af, tol, iters, dK=gs)
-            wK = torch.bmm(w, K.transpose(-1, -2), out=buf)
-            ds = _cjvp(x.sub_(wK), p, out=buf2)                            # both paths through the logits
+            x0 = x.clone() if need_lu else None
+            w, n_bad, buf = _cg_direct(torch.bmm(gs, K), p, K, a, af, tol, iters, acc=x, dK=gs)   # x -= w K^T
+            wK = x0.sub_(x) if need_lu else None
+            ds = _cjvp(x, p, out=buf)                                      # both paths through the logits
         _warn_backward(n_bad, B * L, tol, iters)
         gK = gLu = gA = None
         gZ = w if need_Z else None
@@ -899,6 +905,16 @@ def check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
     """alpha as a tensor of like's dtype and device; ValueError naming alpha unless finite and > 0."""
     if alpha is None or isinstance(alpha, (str, bytes, bool)):        # not numbers ('1' or True read as 1)
         raise ValueError(f"alpha must be a number > 0 or a tensor of them; got {alpha!r}")
+    if isinstance(alpha, (int, float)):                                # the common case, tested in Python
+        try:
+            f = float(alpha)
+        except OverflowError:                                          # an int beyond float64
+            f = math.inf if alpha > 0 else -math.inf
+        a = torch.tensor(f, dtype=like.dtype, device=like.device)
+        v = float(a)                                                   # (as stored: 1e300 is inf in float32)
+        if math.isfinite(v) and v > 0:
+            return a
+        raise ValueError(f"alpha must be finite and > 0 (the reliability of the evidence, Eq. (3)); got {[v]}")
     try:
         a = torch.as_tensor(alpha, dtype=like.dtype, device=like.device)
     except (TypeError, ValueError, RuntimeError):
@@ -912,7 +928,7 @@ def check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
 def _check_broadcast(x, shape: tuple, name: str, what: str) -> None:
     """ValueError naming `name` unless the tensor x broadcasts to `shape` without growing it."""
     try:
-        ok = torch.broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape)
+        ok = broadcast_shapes(tuple(x.shape), tuple(shape)) == tuple(shape)
     except RuntimeError:
         ok = False
     if not ok:
@@ -994,6 +1010,11 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
         if alpha_mode not in ("fixed", "head", "query"):
             raise ValueError(f"alpha_mode must be one of fixed, head, query; got {alpha_mode!r}")
         self.alpha0 = check_positive(alpha, "alpha", " (the reliability of the evidence, Eq. (3))")
+        dt = dtype or torch.get_default_dtype()
+        stored = float(torch.tensor(self.alpha0, dtype=torch.float64).to(dt))    # (to(): inf on overflow)
+        if not (math.isfinite(stored) and stored > 0):
+            raise ValueError(f"alpha must be finite and > 0 in the layer's dtype {str(dt).replace('torch.', '')}; "
+                             f"got {self.alpha0:g}, which it stores as {stored:g}")
         self.alpha_mode, self.exact = alpha_mode, bool(exact)
         inv = inverse_softplus(self.alpha0)
         if alpha_mode == "head":

@@ -54,10 +54,12 @@ def check_positive(value, name: str, what: str = "") -> float:
     """float(value) if finite and > 0; else a one-line ValueError naming `name`."""
     try:
         v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0{what}; got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a finite number > 0{what}; got {value!r}")
+    except (TypeError, ValueError, OverflowError):        # (OverflowError: an int beyond float64)
+        v = None
+    if v is None or not (math.isfinite(v) and v > 0):
+        text = repr(value)
+        raise ValueError(f"{name} must be a finite number > 0{what}; got "
+                         f"{text if len(text) <= 40 else text[:20] + '...(' + str(len(text)) + ' characters)'}")
     return v
 
 
@@ -81,6 +83,20 @@ def check_dropout(p) -> float:
     return float(p)
 
 
+def broadcast_shapes(*shapes) -> torch.Size:
+    """torch.broadcast_shapes on shapes (tuples of ints) in plain Python (torch's builds tensors; this
+    runs on every call of a layer).  RuntimeError where they do not broadcast, as torch's."""
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for s in shapes:
+        for i, d in enumerate(s, n - len(s)):
+            if d != 1:
+                if out[i] != 1 and out[i] != d:
+                    raise RuntimeError(f"shapes {shapes} do not broadcast")
+                out[i] = d
+    return torch.Size(out)
+
+
 def check_qkv(query, key, value):
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not torch.is_tensor(x) or not x.dtype.is_floating_point:
@@ -95,7 +111,7 @@ def check_qkv(query, key, value):
     if query.shape[-1] == 0:
         raise ValueError("query and key must have at least one feature (E >= 1); got E = 0")
     try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        batch = broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     except RuntimeError:
         raise ValueError(f"query, key and value must have broadcastable leading (batch, head) dimensions; got "
                          f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}") from None
@@ -130,8 +146,8 @@ def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "a
         raise ValueError(f"is_causal must be True or False; got {is_causal!r}")
     if attn_mask is not None:
         try:
-            shape = torch.broadcast_shapes(tuple(attn_mask.shape), (L, S))
-            if batch is not None and torch.broadcast_shapes(shape[:-2], tuple(batch)) != tuple(batch):
+            shape = broadcast_shapes(tuple(attn_mask.shape), (L, S))
+            if batch is not None and broadcast_shapes(shape[:-2], tuple(batch)) != tuple(batch):
                 raise RuntimeError
         except RuntimeError:
             raise ValueError(f"{name} must broadcast to (..., L, S) = ({', '.join(map(str, tuple(batch or ())))}"

@@ -71,13 +71,14 @@ def test_fenchel_reports_a_scale_free_error(tmp_path, capsys):
     T, u, z = (np.asarray(inst[k]) for k in ("T", "u", "z"))
     h_lim = ed.project_onto_hull(T, u @ T + z)         # within ~1e-12 of h* at alpha = 1e12
     err = np.linalg.norm(np.subtract(row["h_newton"], h_lim)) / np.linalg.norm(h_lim)
-    # whether Newton gets there at this alpha depends on the BLAS kernel's rounding (it does with the
-    # default OpenBLAS kernel, not with Haswell's): what must hold either way is that the row says which,
-    # through the scale-free estimate, never through the gradient norm
+    # whether Newton gets there at this alpha depends on the BLAS's rounding (with some OpenBLAS builds and
+    # kernels it does, with others it stops at 200 iterations, between 1e-9 and 1e-1 off): what must hold
+    # either way is that the row says which through the scale-free estimate, never through the gradient
+    # norm, and that a row it calls not converged does not understate its error
     if row["newton_converged"]:
         assert row["newton_grad_norm"] > 1e-5 and row["newton_rel_error"] < 1e-13 and err < 1e-11
     else:
-        assert row["newton_rel_error"] > 1e-8 and err > 1e-8
+        assert row["newton_rel_error"] > 1e-8 and row["newton_rel_error"] >= err and err > 1e-11
 
 
 def test_fenchel_help_states_cvxpy_accuracy_honestly(capsys):

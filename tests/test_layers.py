@@ -3,7 +3,6 @@ in float32 and float64, gradcheck in float64), masked rows, argument validation,
 oracle of the sparsemax family."""
 from __future__ import annotations
 
-import math
 
 import pytest
 import torch
@@ -77,13 +76,21 @@ def test_fenchel_attention_fully_masked_row_is_zero_like_sdpa():
     assert torch.isfinite(q.grad).all()
 
 
-@pytest.mark.parametrize("alpha", [0.0, -1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("alpha", [0.0, -1.0, float("nan"), float("inf"), 0, -3, 10**400, -10**400, 1e300, 1e-50,
+                                   torch.tensor([1.0, 0.0])])
 def test_fenchel_attention_rejects_bad_alpha(alpha):
-    q, k, v = _qkv(0)
+    """Numbers are tested as the inputs' dtype stores them (1e300 is inf, 1e-50 is 0 in float32)."""
+    q, k, v = (x.float() for x in _qkv(0))
     with pytest.raises(ValueError, match="alpha must be finite and > 0"):
         layers.fenchel_attention(q, k, v, alpha=alpha)
-    with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
-        layers.FenchelMultiheadAttention(8, alpha=alpha)
+    if torch.is_tensor(alpha):
+        return
+    for mode in ("fixed", "head", "query"):        # a float32 layer cannot store 1e300 or 1e-50 either
+        with pytest.raises(ValueError, match="alpha must be"):
+            layers.FenchelMultiheadAttention(8, 2, alpha=alpha, alpha_mode=mode, dtype=torch.float32)
+    if alpha not in (1e300, 1e-50):
+        with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+            layers.FenchelMultiheadAttention(8, alpha=alpha)
 
 
 def test_fenchel_module_large_alpha_and_gradcheck():
