@@ -191,3 +191,24 @@ def test_kernel_deformed_threshold_is_entmax_on_an_equal_weight_grid(alpha):
     x = h ** (alpha - 1) * f
     ref = entmax.sparsemax(x, dim=-1) if alpha == 2.0 else entmax.entmax15(x, dim=-1)
     assert (h * p - ref).abs().max() < 1e-12
+
+
+def test_broadcast_shapes_is_torchs():
+    """The layers' plain-Python broadcast_shapes gives torch.broadcast_shapes's answer, or its RuntimeError,
+    on random shapes of up to 4 dimensions (sizes 0-3, so that 0 and 1 meet every other size)."""
+    import random
+
+    from attnlab.numerics.multihead import broadcast_shapes
+
+    rng = random.Random(0)
+    cases = [(), ((),), ((0,), (1,)), ((2, 1), (1, 3)), ((2,), (3,))]
+    cases += [tuple(tuple(rng.randint(0, 3) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(1, 4)))
+              for _ in range(3000)]
+    for shapes in cases:
+        try:
+            want = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                broadcast_shapes(*shapes)
+            continue
+        assert broadcast_shapes(*shapes) == want, shapes
