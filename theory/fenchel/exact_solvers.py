@@ -537,7 +537,7 @@ def check_gradients(cases=None, h: float = 1e-4):
     projected on one entry each of z, T and log u (a support atom's) and on alpha, against Richardson central
     differences of the same L computed from the oracle's lambda* (mp_dual) at the perturbed inputs.  For the
     exact layer (fenchel_attention, one query, t_i = k_i at scale 1, z = q): the output's <w, p* V> along one
-    entry of q, k and v and alpha, likewise.  Tolerance: 100 times the instance's float64 resolution (the
+    entry of q, k, v and log u and alpha, likewise.  Tolerance: 100 times the instance's float64 resolution (the
     gradient solves a linear system of condition kappa; the differences of float64-rounded oracle values at
     step 1e-4 carry about eps/1e-4 = 2e-12 of noise)."""
     import torch
@@ -591,20 +591,23 @@ def check_gradients(cases=None, h: float = 1e-4):
         at2 = torch.tensor(float(a), dtype=torch.float64, requires_grad=True)
         with np.errstate(divide="ignore"):
             logu_t = torch.tensor(lu)
-        out = fa.fenchel_attention(qt, kt, vt, alpha=at2, log_u=logu_t, scale=1.0)
-        gq, gk, gv, ga2 = torch.autograd.grad((torch.tensor(wv) * out[0]).sum(), (qt, kt, vt, at2))
+        lug = logu_t.clone().requires_grad_()                      # (the layer's log u gradient too)
+        out = fa.fenchel_attention(qt, kt, vt, alpha=at2, log_u=lug, scale=1.0)
+        gq, gk, gv, ga2, glu2 = torch.autograd.grad((torch.tensor(wv) * out[0]).sum(), (qt, kt, vt, at2, lug))
 
-        def out_L(T_=T, z_=z, a_=a, V_=V):
-            return float(wv @ (oracle(T_, u, z_, a_)["p"] @ V_))
+        def out_L(T_=T, z_=z, a_=a, V_=V, u_=u):
+            return float(wv @ (oracle(T_, u_, z_, a_)["p"] @ V_))
         fd = dict(q=_fd(lambda x: out_L(z_=with_entry(z, 0, x)), z[0], h),
                   k=_fd(lambda x: out_L(T_=with_entry(T, (i, 0), x)), T[i, 0], h),
                   v=_fd(lambda x: out_L(V_=with_entry(V, (i, 1), x)), V[i, 1], h),
-                  alpha=_fd(lambda x: out_L(a_=x), a, h * a))
+                  alpha=_fd(lambda x: out_L(a_=x), a, h * a),
+                  lu=_fd(lambda x: out_L(u_=u_with_logit(x)), lu[i], h))
         checks.update({
             "layer / q_0": (float(gq[0, 0]), fd["q"]),
             f"layer / k[{i},0]": (float(gk[i, 0]), fd["k"]),
             f"layer / v[{i},1]": (float(gv[i, 1]), fd["v"]),
             "layer / alpha": (float(ga2), fd["alpha"]),
+            f"layer / log u_{i}": (float(glu2[i]), fd["lu"]),
         })
         # the same layer with alpha as a per-query tensor (shape (L,) = (1,)) instead of a number
         at3 = torch.full((1,), float(a), dtype=torch.float64, requires_grad=True)
@@ -625,13 +628,14 @@ def check_gradients(cases=None, h: float = 1e-4):
                                           "relative to max(1, |derivative|)",
                                    batched_vs_alone=f"{BATCH_GRAD_TOL:g} relative (100 x the backward's CG residual)"),
                     explanation="autograd gradients of fenchel_dual_lambda (z, alpha, T, log u) and of the exact "
-                                "layer fenchel_attention (q, k, v, alpha) against Richardson central differences "
+                                "layer fenchel_attention (q, k, v, alpha, log u) against Richardson central differences "
                                 "(steps 1e-4 and 5e-5) of the 50-digit oracle's lambda* and p* V, on I-rand "
                                 "(alpha = 0.5), the instance with zeros in u and one with fewer templates than "
                                 "dimensions (S = 3, E = 5, alpha = 2: the layer's Gram-space path); the layer also "
                                 "with alpha as a per-query tensor; and 40 queries at once (two of them finished as "
-                                "a batch of their own by the backward's solver; scalar and per-query alpha, with the "
-                                "gradient of the latter) against each query alone, in both spaces",
+                                "a batch of their own by the backward's solver; a scalar alpha; an alpha and a log u per "
+                                "query; one log u shared; with the gradients of alpha and log u) against each query "
+                                "alone, in both spaces",
                     per_instance=per)
 
 
@@ -641,11 +645,13 @@ BATCH_GRAD_TOL = 1e-10
 
 
 def _batched_gradients(fa) -> float:
-    """The layer's gradients (q, k, v) for 40 queries at once against each query alone, float64, in the Gram
-    space (S = 12 <= E = 16) and the direct one (S = 32 > E = 12), scalar alpha and per-query alpha (its gradient
-    too): two queries near the origin (spread
-    weights) need more conjugate-gradient steps than the 38 others, so the batched backward finishes them as a
-    batch of their own.  Largest relative deviation."""
+    """The layer's gradients for 40 queries at once against each query alone, float64, in the Gram space
+    (S = 12 <= E = 16) and the direct one (S = 32 > E = 12), three passes: (q, k, v) at a scalar alpha and no
+    log u; with an alpha and a log u per query (their gradients too: the backward's per-query log u path against
+    one query's, whose log u gradient the oracle checks); with a scalar alpha and one log u shared by all (its
+    gradient too, the summed path).  Two queries near the origin (spread weights) need more conjugate-gradient
+    steps than the 38 others, so the batched backward finishes them as a batch of their own.  Largest relative
+    deviation."""
     import torch
 
     worst = 0.0
@@ -660,19 +666,26 @@ def _batched_gradients(fa) -> float:
         W = torch.randn(40, 2, generator=g, dtype=torch.float64)
 
         A = 1.5 + torch.rand(40, generator=g, dtype=torch.float64)          # per query, for the second pass
+        LU = 0.5 * torch.randn(40, S, generator=g, dtype=torch.float64)     # log u per query (second), shared (third)
 
-        def grads(rows, per_query):
+        def grads(rows, mode):
             q, k, v = (x.clone().requires_grad_() for x in (Q[rows], K, V))
-            if not per_query:
+            if mode == "scalar alpha":
                 return torch.autograd.grad((fa.fenchel_attention(q, k, v, alpha=1.5) * W[rows]).sum(), (q, k, v))
-            a = A[rows].clone().requires_grad_()
-            return torch.autograd.grad((fa.fenchel_attention(q, k, v, alpha=a) * W[rows]).sum(), (q, k, v, a))
-        for per_query in (False, True):
-            got = grads(slice(None), per_query)
-            alone = [grads(slice(j, j + 1), per_query) for j in range(40)]
+            if mode == "per query":
+                a, lu = A[rows].clone().requires_grad_(), LU[rows].clone().requires_grad_()
+            else:                                   # one log u, shape (S,), shared by the queries
+                a, lu = torch.tensor(1.5, dtype=torch.float64), LU[0].clone().requires_grad_()
+            out = fa.fenchel_attention(q, k, v, alpha=a, log_u=lu)
+            return torch.autograd.grad((out * W[rows]).sum(), (q, k, v, lu) + ((a,) if a.requires_grad else ()))
+        for mode in ("scalar alpha", "per query", "log u shared"):
+            got = grads(slice(None), mode)
+            alone = [grads(slice(j, j + 1), mode) for j in range(40)]
             want = [torch.cat([a[0] for a in alone]), sum(a[1] for a in alone), sum(a[2] for a in alone)]
-            if per_query:
-                want.append(torch.cat([a[3] for a in alone]))
+            if mode == "per query":
+                want += [torch.cat([a[3] for a in alone]), torch.cat([a[4] for a in alone])]
+            elif mode == "log u shared":
+                want.append(sum(a[3] for a in alone))
             for x, y in zip(got, want):
                 worst = _worse(worst, float((x - y).abs().max() / y.abs().max()))
     return worst
