@@ -717,7 +717,8 @@ class _ExactAttention(torch.autograd.Function):
         gV = None
         x = None
         if g_out is not None:
-            g_out = g_out.expand(batch + g_out.shape[-2:]).reshape(B, L, -1)
+            # (contiguous: an expanded gradient, as .sum() sends, has stride 0, and bmm then loops over the batch)
+            g_out = g_out.expand(batch + g_out.shape[-2:]).reshape(B, L, -1).contiguous()
             x = torch.bmm(g_out, V.transpose(-1, -2))                      # (B, L, S)
             if need_V:
                 gV = _reduce_to(torch.bmm(p.transpose(-1, -2), g_out).reshape(batch + V.shape[-2:]), V_shape)
