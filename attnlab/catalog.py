@@ -12,11 +12,14 @@ data set is missing.  Any other exception becomes the verdict ``error``.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
 import math
 import pkgutil
+import random
+import sys
 import time
 import traceback
 from typing import Any, Callable, Iterable
@@ -304,15 +307,46 @@ class Record:
         return out
 
 
+@contextlib.contextmanager
+def _as_if_first():
+    """Run a check as if it were the first in its process: the global random generators (random, numpy's
+    legacy one, torch's CPU one) seeded with 0 and mpmath at its default precision (53 bits), whatever the
+    checks before it left there; the caller's states come back afterwards.  So a verdict and its numbers do
+    not depend on which claims ran before (``verify --jobs`` runs them in other orders)."""
+    np = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    mp = sys.modules.get("mpmath")
+    saved = (random.getstate(), np.random.get_state() if np else None,
+             torch.random.get_rng_state() if torch else None, mp.mp.prec if mp else None)
+    random.seed(0)
+    if np:
+        np.random.seed(0)
+    if torch:
+        torch.manual_seed(0)
+    if mp:
+        mp.mp.prec = 53
+    try:
+        yield
+    finally:
+        random.setstate(saved[0])
+        if np:
+            np.random.set_state(saved[1])
+        if torch:
+            torch.random.set_rng_state(saved[2])
+        if mp:
+            mp.mp.prec = saved[3]
+
+
 def run_claim(c: Claim) -> Record:
-    """Run one claim's check; never raises (a raising check gives verdict `error`)."""
+    """Run one claim's check (:func:`_as_if_first`); never raises (a raising check gives verdict `error`)."""
     t0 = time.perf_counter()
     missing = c.missing_requirements()
     if missing:
         ev = Evidence("skipped", explanation=f"optional dependency not installed: {', '.join(missing)}")
         return Record(c, ev, time.perf_counter() - t0)
     try:
-        ev = c.check()
+        with _as_if_first():
+            ev = c.check()
         if not isinstance(ev, Evidence):
             raise TypeError(f"check of {c.id} returned {type(ev).__name__}, not Evidence")
     except Skip as exc:
