@@ -123,23 +123,29 @@ def _():
         if alpha is not None and not res["kinks"]:
             dev[name] = math.inf                 # the instance must have kinks
     # the 50 digits the compare command gives its users are 50 digits: mp_context_reference at dps = 50 against
-    # mpmath's own quad at 62 digits (split at every feature), Z and the context
+    # Arb's rigorous integral at 62 digits (theory._arb: an enclosure, whose radius counts against the reference),
+    # Z and the context
     import mpmath as mp
+    from flint import arb
 
     from attnlab.numerics.mp_reference import mp_context_reference, mp_integrate
+    from attnlab.theory._arb import digits, enclosure, integral
 
     Z50, c50, _, e50 = mp_context_reference(G, S, 10.0, B, C, 10.0, base="normal", domain="R", dps=50)
-    with mp.workdps(62):
-        f = lambda t: mp.fsum(mp.mpf(g) * mp.exp(-10 * (t - mp.mpf(si)) ** 2) for g, si in zip(G, S))   # noqa: E731
-        u = lambda t: mp.exp(-t * t / 2) / mp.sqrt(2 * mp.pi) * mp.exp(f(t))                          # noqa: E731
+    with digits(62):
+        def u(t):
+            f = sum(arb(g) * (-10 * (t - arb(si)) ** 2).exp() for g, si in zip(G, S))
+            return (-t * t / 2).exp() / (2 * arb.pi()).sqrt() * f.exp()
         # on R as the reference takes it ([-17, 17]: the normal tails beyond are below 1e-64), where the kernel
         # terms 3-4 widths out still count at 50 digits
         knots = [-17, -8, -4, -2, -1, 0, 0.2, 0.3, 0.5, 0.7, 0.8, 1, 1.5, 2, 3, 4, 8, 17]
-        Z70 = mp.quad(u, knots)
-        P70 = [mp.quad(lambda t, c=c: u(t) * mp.exp(-10 * (t - mp.mpf(c)) ** 2), knots) for c in C]
-        c70 = (mp.mpf(B[0][0]) * P70[0] + mp.mpf(B[0][1]) * P70[1]) / Z70
-        dev["50 digits: Z"] = float(abs(Z50 - Z70) / abs(Z70)) / 1e-45
-        dev["50 digits: context"] = float(abs(c50[0] - c70) / abs(c70)) / 1e-45
+        Zb = integral(u, knots)
+        Pb = [integral(lambda t, c=c: u(t) * (-10 * (t - arb(c)) ** 2).exp(), knots) for c in C]
+        Zo, Zr = enclosure(Zb)
+        co, cr = enclosure((arb(B[0][0]) * Pb[0] + arb(B[0][1]) * Pb[1]) / Zb)
+    with mp.workdps(62):
+        dev["50 digits: Z"] = float((abs(Z50 - Zo) + Zr) / abs(Zo)) / 1e-45
+        dev["50 digits: context"] = float((abs(c50[0] - co) + cr) / abs(co)) / 1e-45
         # a closed-form piece states its own rounding as its error: positive, below 10^-(dps+5) of its value
         v, e = mp_integrate(lambda t: mp.mpf(1), 0, 3, dps=30, closed=lambda lo, hi: hi - lo, return_error=True)
         dev["closed-form piece error stated"] = 0.0 if (v == 3 and 0 < e <= 3 * mp.mpf(10) ** -35) else math.inf
@@ -183,14 +189,17 @@ def _():
     dev["a polish that leaves the bracket is not returned"] = 0.0 if (
         len(r2) == 1 and 1 - mp.mpf(2) ** -40 <= r2[0] <= 1) else math.inf
     # a piece across 0 far from every inducing point (inducing point at 30; a narrow basis centre at 0.03 takes the
-    # breakpoint at 0 away), integrated in closed form: Z and the context against mpmath's quad at 30 digits
+    # breakpoint at 0 away), integrated in closed form: Z and the context against Arb's rigorous integral at 30 digits
     Zf, cf, _, _ = mp_context_reference([1.0], [30.0], 1.0, [[1.0]], [0.03], 100.0, base="normal", domain="R", dps=20)
-    with mp.workdps(30):
-        uf = lambda t: mp.exp(-t * t / 2) / mp.sqrt(2 * mp.pi) * mp.exp(mp.exp(-(t - 30) ** 2))       # noqa: E731
+    with digits(30):
+        def uf(t):
+            return (-t * t / 2).exp() / (2 * arb.pi()).sqrt() * (-(t - 30) ** 2).exp().exp()
         kn = [-17, -1, -0.3, 0, 0.03, 0.3, 1, 17]
-        Zq = mp.quad(uf, kn)
-        cq = mp.quad(lambda t: uf(t) * mp.exp(-100 * (t - 0.03) ** 2), kn) / Zq
-        dev["closed-form piece across 0"] = float(max(abs(Zf - Zq) / Zq, abs(cf[0] - cq) / abs(cq))) / 1e-6
+        Zqb = integral(uf, kn)
+        Zq, Zqr = enclosure(Zqb)
+        cq, cqr = enclosure(integral(lambda t: uf(t) * (-100 * (t - arb(0.03)) ** 2).exp(), kn) / Zqb)
+    with mp.workdps(30):
+        dev["closed-form piece across 0"] = float(max((abs(Zf - Zq) + Zqr) / Zq, (abs(cf[0] - cq) + cqr) / abs(cq))) / 1e-6
     # a kink that no breakpoint names (|t - 1/3|^1.5 on [0, 1], 20 digits): the pieces over their share of the
     # tolerance are bisected until the estimate meets it, and the value is the closed form's
     n_pieces = [0]
@@ -239,10 +248,10 @@ def _():
                     explanation=f"relative deviations of Z and the context of the mpmath reference ({REF_DPS} digits, "
                                 "its error estimate checked) from scipy quad (float64), for kernel softmax and, with "
                                 "kinks, kernel sparsemax (the reference finds the kinks itself; scipy is split at its "
-                                "own brentq roots); at dps = 50 on R (normal base) against mpmath quad at 62 digits, within "
-                                "1e-45; a closed-form piece's stated error positive and at its rounding; the "
+                                "own brentq roots); at dps = 50 on R (normal base) against Arb's rigorous integral at "
+                                "62 digits (its radius added to the deviation), within 1e-45; a closed-form piece's stated error positive and at its rounding; the "
                                 "reference's breakpoints inside (a, b) and as written out (kinks, centres +- the "
-                                "width ladder); a closed-form piece across 0 (20 digits) against mpmath's quad (held "
+                                "width ladder); a closed-form piece across 0 (20 digits) against Arb's integral (held "
                                 "to 1e-18: its entry is scaled by 1e6); a kink no breakpoint names, bisected until "
                                 "the estimate meets the stated 1e-10 at 20 digits (held to it: entry scaled by 1e-2); "
                                 "a jump's root (no smooth root: the polish fails) at the middle of "
