@@ -116,6 +116,37 @@ def test_results_per_seed_lists_every_seed_in_order(tmp_path, capsys):
     assert "--per-seed: no efa records of config quick" in capsys.readouterr().err
 
 
+def test_a_claim_runs_as_if_first_in_its_process():
+    """A claim's numbers do not depend on what ran before it in the process (verify --jobs runs claims in other
+    orders): with mpmath's precision and the global generators disturbed, as earlier checks left them, the
+    records equal those of a clean start, and the disturbed states come back afterwards."""
+    import random
+
+    import mpmath as mp
+    import numpy as np
+    import torch
+
+    from attnlab import catalog
+
+    ids = ("kernel.eq3.gaussian-case", "kernel.eq1.sequence-layer", "kernel.ref.super-exponential-rate")
+
+    def records():
+        return [json.dumps(catalog.jsonable(catalog.run_claim(catalog.get_claim(i)).evidence.measured), sort_keys=True)
+                for i in ids]
+
+    clean = records()
+    prec = mp.mp.prec
+    try:
+        mp.mp.dps = 40
+        random.seed(5), np.random.seed(5), torch.manual_seed(5)
+        states = (random.getstate(), np.random.get_state()[1].tolist(), torch.random.get_rng_state())
+        assert records() == clean
+        assert mp.mp.dps == 40 and random.getstate() == states[0]
+        assert np.random.get_state()[1].tolist() == states[1] and torch.equal(torch.random.get_rng_state(), states[2])
+    finally:
+        mp.mp.prec = prec
+
+
 def test_verify_in_two_processes_gives_the_same_records(tmp_path, capsys):
     """`verify --jobs 2` (joblib) returns the claims in catalog order with the verdicts, measurements and
     tolerances of a run in one process; a bad --jobs is one line, exit 2."""
