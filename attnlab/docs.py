@@ -120,7 +120,7 @@ VOUCHING_RULE = """## What a verdict vouches for
 A theory claim's check calls the library function it vouches for -- the one a user gets, in
 `attnlab.numerics`, `attnlab.experiments.models`, an experiment's data code (`attnlab.experiments.<name>`)
 or an `attnlab` tool -- on inputs that reach its edges,
-and holds it against an independent oracle (sympy, mpmath, cvxpy, a plain transcription of the equation
+and holds it against an independent oracle (sympy, mpmath, Arb's rigorous ball integrals, cvxpy, a plain transcription of the equation
 as printed) under an honest tolerance.  A private re-implementation may be the oracle, never the thing
 under test.  Each claim has one scope: `library` (it names the functions it vouches for), `algebra` (the
 paper's algebra alone, no library code: it says why) or `empirical` (committed training records).
