@@ -1,11 +1,12 @@
 """Processes and threads of the experiment runners: torch threads per run (never more than the cores
 shared by a local fan-out), glibc's allocator kept from handing freed memory back (keep_freed_memory),
-and `fan_out`, the runs of one command in this process, in --jobs joblib processes or on a Ray cluster.
+and `fan_out`, the runs of one command in this process, in --jobs joblib processes or on a Ray cluster
+(`run_tasks`: the same for runs that print a line each).
 """
 from __future__ import annotations
 
 import os
-
+import sys
 
 
 def available_cores() -> int:
@@ -102,6 +103,24 @@ def fan_out(args, fn, tasks: list) -> list:
 
     return Parallel(n_jobs=min(jobs, len(tasks)), backend="loky")(
         delayed(_in_worker)(fn, t, threads) for t in tasks)
+
+
+def run_tasks(args, one, tasks: list) -> None:
+    """Run the independent runs `tasks` with `one(task)`, which trains, writes the run's record and returns
+    its result line (None when the record existed): one after another with --jobs 1 (each line as its run
+    ends), else fanned out with --jobs processes or --backend ray (:func:`fan_out`; the records are the same
+    either way, each run seeding its own generators) and the lines printed at the end (stderr; none under
+    --quiet)."""
+    if getattr(args, "backend", "local") == "local" and int(getattr(args, "jobs", 1) or 1) == 1:
+        set_torch_threads(args)
+        for t in tasks:
+            line = one(t)
+            if line and not args.quiet:
+                print(line, file=sys.stderr)
+        return
+    lines = fan_out(args, one, tasks)
+    if not args.quiet:
+        print("\n".join(x for x in lines if x), file=sys.stderr)
 
 
 def _ray_map(args, fn, tasks: list, threads: int) -> list:

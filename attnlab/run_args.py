@@ -119,7 +119,8 @@ MAX_JOBS = 512                # processes of one command (as verify --jobs): --j
 FANS_OUT = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens-ratings", "efa-instacart",
                       "efa-temperature",
                       "bidir-tabular-sim", "bidir-auto-mpg", "kernel-time-warping", "kernel-forda",
-                      "kernel-gestures", "kernel-sentiment", "kernel-ecg"})
+                      "kernel-gestures", "kernel-sentiment", "kernel-ecg",
+                      "fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus"})
 
 
 def _serial(flag: str, runner: str, only: str):

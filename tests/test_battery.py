@@ -155,7 +155,7 @@ def test_fenchel_unknown_instance_key_refused(tmp_path, capsys):
     _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst], "unknown key(s) alpah")
 
 
-@pytest.mark.parametrize("runner", ["fenchel-deviation", "kernel-cost"])
+@pytest.mark.parametrize("runner", ["bidir-analogies", "kernel-cost"])
 def test_jobs_refused_by_runners_that_do_not_fan_out(capsys, runner):
     _one_line_exit_2(capsys, ["run", runner, "--quick", "--jobs", "2"], "--jobs 2", "does not fan out")
     _one_line_exit_2(capsys, ["run", runner, "--quick", "--backend", "ray"], "--backend ray")
@@ -177,7 +177,7 @@ def test_fans_out_matches_the_runners():
             src += inspect.getsource(importlib.import_module("attnlab.experiments.efa.categorical"))
         if "run_series_experiment" in src:                   # kernel-ecg runs forda's loop
             src += inspect.getsource(importlib.import_module("attnlab.experiments.kernel.forda"))
-        if "fan_out(" in src or "args.jobs" in src or "C.run_tasks(" in src:     # (kernel: common.run_tasks)
+        if "fan_out(" in src or "args.jobs" in src or "run_tasks(" in src:       # (attnlab.parallel.run_tasks)
             uses.add(name)
     assert uses == set(FANS_OUT)
 

@@ -224,7 +224,7 @@ def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
 
 
 def test_kernel_runner_jobs_give_the_same_records(tmp_path, monkeypatch):
-    """A kernel runner fans its (seed, model) runs out with --jobs 2 (common.run_tasks): the records are those
+    """A kernel runner fans its (seed, model) runs out with --jobs 2 (attnlab.parallel.run_tasks): the records are those
     of --jobs 1 except for timings, and a re-issued command re-runs nothing."""
     from attnlab.cli import main
     from attnlab.experiments.kernel import time_warping
@@ -238,6 +238,40 @@ def test_kernel_runner_jobs_give_the_same_records(tmp_path, monkeypatch):
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
     assert main(["run", "kernel-time-warping", "--quick", "--seeds", "2", "--models", "cts_softmax,kernel_softmax",
                  "--quiet", "--jobs", "2", "--results-dir", str(tmp_path / "2")]) == 0
+    assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
+
+
+def _shrunk(monkeypatch, runner: str) -> list[str]:
+    """The quick config of `runner` cut to seconds per seed; returns the runner's extra flags."""
+    from attnlab.experiments.bidir import toy_corpus
+    from attnlab.experiments.fenchel import deviation, ot_vit
+
+    if runner == "fenchel-ot-vit":
+        monkeypatch.setattr(ot_vit, "CONFIG_DIGITS_QUICK", dict(ot_vit.CONFIG_DIGITS_QUICK, epochs=1, train_limit=96))
+    elif runner == "fenchel-deviation":
+        monkeypatch.setattr(deviation, "CONFIG_QUICK", dict(deviation.CONFIG_QUICK, train_sentences=48, n_eval=2))
+    else:
+        monkeypatch.setattr(toy_corpus, "CONFIG_QUICK", dict(toy_corpus.CONFIG_QUICK, dims=[4], steps=5))
+        return ["--sentences", "200"]
+    return []
+
+
+@pytest.mark.parametrize("runner", ["fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus"])
+def test_seed_runners_jobs_give_the_same_records(runner, tmp_path, monkeypatch):
+    """The runners that write one record per seed fan the seeds out with --jobs 2 (attnlab.parallel.run_tasks):
+    the records are those of --jobs 1 except for timings, and a re-issued command re-runs nothing."""
+    from attnlab.cli import main
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    flags = _shrunk(monkeypatch, runner)
+    for jobs in ("1", "2"):
+        assert main(["run", runner, "--quick", "--seeds", "2", "--device", "cpu", "--quiet", "--jobs", jobs,
+                     "--results-dir", str(tmp_path / jobs)] + flags) == 0
+    one, two = _records(tmp_path / "1"), _records(tmp_path / "2")
+    assert len(one) == 2 and one == two
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
+    assert main(["run", runner, "--quick", "--seeds", "2", "--device", "cpu", "--quiet", "--jobs", "2",
+                 "--results-dir", str(tmp_path / "2")] + flags) == 0
     assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "2").rglob("*.json")}
 
 

@@ -365,8 +365,9 @@ def metrics_of(res: dict) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    from attnlab.experiment import contexts
-    from attnlab.run_args import experiment_parser
+    from attnlab.experiment import context
+    from attnlab.parallel import run_tasks
+    from attnlab.run_args import experiment_parser, seeds_of
 
     p = experiment_parser("bidir-toy-corpus",
                           "App. I toy corpus: CBOW (full softmax) and the Eq. (1) attention objective, "
@@ -394,9 +395,13 @@ def main(argv: list[str]) -> int:
         if args.sentences < 1:
             raise UsageError(f"--sentences must be an integer >= 1; got {args.sentences}")
         cfg["n_sentences"] = args.sentences
-    for ctx in contexts(args, "bidir-toy-corpus", config=cfg):
+
+    def one(seed):
+        """One seed: both models at every dimension, one checkpoint per dimension; writes the seed's record
+        and returns its lines (None when the record existed)."""
+        ctx = context(args, "bidir-toy-corpus", cfg, seed)
         if ctx.done():
-            continue
+            return None
         state = ctx.load_checkpoint() or {"done": {}}
         corpus = sample_corpus(cfg["n_sentences"], np.random.default_rng(ctx.seed))
         prog = ctx.progress(cfg["steps"])
@@ -426,13 +431,14 @@ def main(argv: list[str]) -> int:
         ctx.write_record(rows, extra=extra, training={
             "stopped": "tolerance" if all(runs.values()) else "max-epochs", "max_epochs": cfg["steps"],
             "grad_tol": GRAD_TOL, "converged_runs": runs}, trivial=trivial(corpus, cfg["dims"]))
-        if ctx.verbose:
-            for dim in cfg["dims"]:
-                r = extra["per_dim"][str(dim)]
-                print(f"seed {ctx.seed} p={dim}: CBOW spearman {r['cbow_prop9_ratio']['spearman']:.3f} "
-                      f"pearson {r['cbow_prop9_M']['pearson']:.3f} (loss {r['cbow_loss']:.4f}, floor "
-                      f"{r['loss_floor']:.4f}); attention vs Eq.2 spearman {r['attn_prop14']['spearman']:.3f} "
-                      f"pearson {r['attn_prop14']['pearson']:.3f}")
+        return "\n".join(
+            f"seed {ctx.seed} p={dim}: CBOW spearman {r['cbow_prop9_ratio']['spearman']:.3f} "
+            f"pearson {r['cbow_prop9_M']['pearson']:.3f} (loss {r['cbow_loss']:.4f}, floor "
+            f"{r['loss_floor']:.4f}); attention vs Eq.2 spearman {r['attn_prop14']['spearman']:.3f} "
+            f"pearson {r['attn_prop14']['pearson']:.3f}"
+            for dim in cfg["dims"] for r in [extra["per_dim"][str(dim)]])
+
+    run_tasks(args, one, seeds_of(args))                # --jobs / --backend ray fan the seeds out
     return 0
 
 

@@ -27,8 +27,9 @@ import numpy as np
 import torch
 
 from attnlab.devices import resolve_device
-from attnlab.experiment import contexts, metric_row
-from attnlab.run_args import experiment_parser
+from attnlab.experiment import context, contexts, metric_row
+from attnlab.parallel import run_tasks
+from attnlab.run_args import experiment_parser, seeds_of
 from attnlab.experiments.fenchel import text as tx
 from attnlab.experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
 from attnlab.experiments.pretrained import packaged_model
@@ -471,9 +472,12 @@ def main(argv: list[str]) -> int:
     cfg["vocab_actual"] = len(vocab)
     if not args.quiet:
         print(f"[{EXPERIMENT}] SUBSTITUTE: {SUBSTITUTE}", file=sys.stderr)
-    for ctx in contexts(args, EXPERIMENT, cfg, substitute=SUBSTITUTE):
+    def one(seed):
+        """One seed: trains both substitutes, measures their heads, writes the seed's record and returns
+        its lines (None when the record existed)."""
+        ctx = context(args, EXPERIMENT, cfg, seed, substitute=SUBSTITUTE)
         if ctx.done():
-            continue
+            return None
         curves: dict = {}
         models, losses = train_models(ctx, cfg, vocab, tr_ids, ev_ids, device, curves)
         trivial = {kind: trivial_loss(kind, vocab, tr_ids, (_bert_batch if kind == "bert" else _t5_batch)(
@@ -492,7 +496,9 @@ def main(argv: list[str]) -> int:
                     extra[k] = v
             rows.append(metric_row("training", kind, "eval_loss", losses[kind]))
         path = ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
-        _print_summary(rows, ctx.seed, path, args.quiet)
+        return _summary(rows, ctx.seed, path)
+
+    run_tasks(args, one, seeds_of(args))                # --jobs / --backend ray fan the seeds out
     return 0
 
 
@@ -521,14 +527,13 @@ def _run_hf(args, cfg, toks):
             rows, extra = summarise(res)
             rows = [dict(r, model=f"{kind}:{name}") for r in rows]
             path = ctx.write_record(rows, extra=extra)
-            _print_summary(rows, ctx.seed, path, args.quiet)
+            if not args.quiet:
+                print(_summary(rows, ctx.seed, path), file=sys.stderr)
     return 0
 
 
-def _print_summary(rows, seed, path, quiet):
-    if quiet:
-        return
-    print(f"seed {seed}: {path}  [substitute models unless --weights]")
-    for r in rows:
-        if r["metric"] in ("rel_dev_mean", "out_err_mean", "tv_mean", "eval_loss"):
-            print(f"  {r['model']:>6} {r['setting']:<18} {r['metric']:<13} {r['value']:.4f}")
+def _summary(rows, seed, path) -> str:
+    """The lines printed for one seed's record."""
+    return "\n".join([f"seed {seed}: {path}  [substitute models unless --weights]"]
+                     + [f"  {r['model']:>6} {r['setting']:<18} {r['metric']:<13} {r['value']:.4f}" for r in rows
+                        if r["metric"] in ("rel_dev_mean", "out_err_mean", "tv_mean", "eval_loss")])

@@ -11,7 +11,8 @@ model (2x2 patches).  ``--dataset fashion-mnist|cifar10|cifar100 --data PATH`` r
 setup (4x4 patches, dropout 0.2, 6 layers, about 3.2M parameters) on a local copy in the official
 distribution format (see ``--help`` of ``--data``); these need a GPU to finish in reasonable time.
 Each seed trains both models at every learning rate of ``--lrs`` (``3e-3,3e-4,3e-5`` = Table 1) and
-records the test accuracy; ``attnlab results fenchel`` gives the mean and 95% t-interval over seeds.
+records the test accuracy (one record per seed; ``--jobs N`` trains N seeds at once, with the records of
+``--jobs 1``); ``attnlab results fenchel`` gives the mean and 95% t-interval over seeds.
 """
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ import numpy as np
 import torch
 
 from attnlab.devices import resolve_device
-from attnlab.experiment import contexts, metric_row
-from attnlab.run_args import experiment_parser
+from attnlab.experiment import context, metric_row
+from attnlab.parallel import run_tasks
+from attnlab.run_args import experiment_parser, seeds_of
 from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
 EXPERIMENT = "fenchel-ot-vit"
@@ -266,14 +268,18 @@ def main(argv: list[str]) -> int:
     tag = "" if args.dataset == "digits" else args.dataset
     if args.lrs:   # a non-default LR list gets its own records (settings carry the LR anyway)
         tag = "-".join(filter(None, [tag, "lrs" + "_".join(lr_tag(x) for x in cfg["lrs"])]))
-    for ctx in contexts(args, EXPERIMENT, cfg, tag=tag, substitute=substitute):
+
+    def one(seed):
+        """One seed's runs (ViT and OT-ViT at every learning rate): trains, writes the seed's record, returns
+        its lines (None when the record existed)."""
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=tag, substitute=substitute)
         if ctx.done():
-            continue
+            return None
         rows, extra = run_seed(ctx, cfg, data, device)
         path = ctx.write_record(rows, extra=extra, training={"stopped": "fixed-schedule"})
-        if not args.quiet:
-            print(f"seed {ctx.seed}: {path}" + ("  [substitute data/model]" if substitute else ""))
-            for r in rows:
-                if r["metric"] == "test_acc":
-                    print(f"  {r['setting']:<22} {r['model']:<7} test_acc {r['value']:.4f}")
+        return "\n".join([f"seed {ctx.seed}: {path}" + ("  [substitute data/model]" if substitute else "")]
+                         + [f"  {r['setting']:<22} {r['model']:<7} test_acc {r['value']:.4f}"
+                            for r in rows if r["metric"] == "test_acc"])
+
+    run_tasks(args, one, seeds_of(args))                # --jobs / --backend ray fan the seeds out
     return 0

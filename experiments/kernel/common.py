@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -32,26 +30,6 @@ DISPLAY = {
     "transformer": "TST (Transformer)",
     "transformer_patch": "TST, patch tokens",
 }
-
-
-def run_tasks(args, one, tasks: list) -> None:
-    """Run the independent runs `tasks` with `one(task)`, which trains, writes the run's record and returns
-    its result line (None when the record existed): one after another with --jobs 1 (each line as its run
-    ends), else fanned out with --jobs processes or --backend ray (attnlab.parallel.fan_out; the records
-    are the same either way, each run seeding its own generators) and the lines printed at the end."""
-    from attnlab.parallel import fan_out, set_torch_threads
-
-    if getattr(args, "backend", "local") == "local" and int(getattr(args, "jobs", 1) or 1) == 1:
-        set_torch_threads(args)
-        lines = []
-        for t in tasks:
-            lines.append(one(t))
-            if lines[-1] and not args.quiet:
-                print(lines[-1], file=sys.stderr)
-        return
-    lines = fan_out(args, one, tasks)
-    if not args.quiet:
-        print("\n".join(x for x in lines if x), file=sys.stderr)
 
 
 def bad_arg(name: str, value, allowed):

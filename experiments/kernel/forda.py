@@ -12,6 +12,7 @@ from attnlab.errors import UsageError
 
 import torch
 
+from attnlab.parallel import run_tasks
 from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
@@ -101,7 +102,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
         C.record(ctx, "test", m, res)
         return f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}  F1 {res['f1']:.2f}"
 
-    C.run_tasks(args, one, [(seed, m) for seed in seeds for m in sel])       # --jobs / --backend ray fan out
+    run_tasks(args, one, [(seed, m) for seed in seeds for m in sel])       # --jobs / --backend ray fan out
     print("\n".join(C.summary_lines(experiment, name, args)))
     return 0
 

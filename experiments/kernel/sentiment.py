@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnlab.parallel import run_tasks
 from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
@@ -141,6 +142,6 @@ def main(argv: list[str]) -> int:
         C.record(ctx, f"N={N}", m, res, metrics=("accuracy",), extra={"vocab_size": len(vocab)})
         return f"  seed {seed} N={N} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}"
 
-    C.run_tasks(args, one, [(seed, N, m) for seed in seeds for N in cfg["basis"] for m in models])
+    run_tasks(args, one, [(seed, N, m) for seed in seeds for N in cfg["basis"] for m in models])
     print("\n".join(C.summary_lines(EXPERIMENT, name, args)))
     return 0

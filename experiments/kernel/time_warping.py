@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.parallel import run_tasks
 from attnlab.run_args import experiment_parser, seeds_of
 from attnlab.experiments.kernel import common as C
 
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
                  extra={"test_class_balance": float(y[:n_test].mean())})
         return f"  seed {seed} {C.DISPLAY[m]:<18} accuracy {res['accuracy']:.2f}"
 
-    C.run_tasks(args, one, [(seed, m) for seed in seeds for m in models])
+    run_tasks(args, one, [(seed, m) for seed in seeds for m in models])
     print("\n".join(C.summary_lines(EXPERIMENT, folder, args)))
     return 0
 
