@@ -44,10 +44,12 @@ def tilted(lam, T, u) -> np.ndarray:
 
 
 def primal_objective(p, T, u, z, alpha) -> float:
-    """(3) at a point p of the simplex (0 log 0 = 0)."""
+    """(3) at a point p of the simplex (0 log 0 = 0; +inf where p puts mass on an atom with u = 0)."""
     b = u @ T + z
     r = b - T.T @ p
     m = p > 0
+    if np.any(u[m] <= 0):
+        return math.inf
     return float(0.5 * alpha * r @ r + np.sum(p[m] * np.log(p[m] / u[m])))
 
 

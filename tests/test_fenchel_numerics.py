@@ -1,5 +1,7 @@
 """Unit tests of the Fenchel-dual numerics (attnlab.numerics.entropic_dual, attnlab.numerics.entropic_ot,
 attnlab.numerics.fenchel_attention).  The paper's claims themselves are tested through the catalog."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -174,3 +176,19 @@ def test_entropic_ot_solvers_agree():
     assert all(W_ut <= eo.entropic_ot_newton(rng.dirichlet(np.ones(5)), u, M, 1.0)[0] + 1e-12 for _ in range(5))
     with pytest.raises(ValueError, match="gamma"):
         eo.ot_attention(A, u, M, np.zeros(2), 0.0, 1.0)
+
+
+def test_primal_objective_is_infinite_off_the_support_of_u():
+    """(3) at a p with mass on an atom where u = 0: KL(p || u) = +inf, without a numpy warning; on the support of
+    u it is the plain sum (0 log 0 = 0)."""
+    import warnings
+
+    T = np.array([[0.0], [1.0], [2.0]])
+    u, z = np.array([0.5, 0.5, 0.0]), np.array([0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ed.primal_objective(np.array([0.2, 0.3, 0.5]), T, u, z, 1.0) == math.inf
+        p = np.array([0.4, 0.6, 0.0])
+        r = u @ T + z - T.T @ p
+        want = 0.5 * float(r @ r) + 0.4 * math.log(0.4 / 0.5) + 0.6 * math.log(0.6 / 0.5)
+        assert abs(ed.primal_objective(p, T, u, z, 1.0) - want) <= 1e-15
