@@ -161,7 +161,7 @@ def train_models(ctx, cfg, vocab, train, evl, device, curves=None):
             g = torch.Generator().manual_seed(1000 * ctx.seed + epoch)
             rng = np.random.default_rng([ctx.seed, epoch, 0 if kind == "bert" else 1])
             order = torch.randperm(len(train), generator=g).tolist()
-            tot = 0.0
+            tot = torch.zeros((), dtype=torch.float64, device=device)   # summed on the device: no host sync a step
             for step, s in enumerate(range(0, len(order), cfg["batch_size"])):
                 batch = make([train[i] for i in order[s:s + cfg["batch_size"]]], vocab, rng)
                 loss = _loss(kind, model, batch, device)
@@ -170,11 +170,11 @@ def train_models(ctx, cfg, vocab, train, evl, device, curves=None):
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
                 sch.step()
-                tot += loss.item()
+                tot += loss.detach().double()               # (the float64 sum a Python float would give)
                 if (step + 1) % every == 0 or step + 1 == steps_per_epoch:
                     curves[kind]["eval_loss"].append(_sig(_held_out_loss(kind, model, held_out, device)))
                     curves[kind]["eval_steps"].append(epoch * steps_per_epoch + step + 1)
-            curves[kind]["train_loss"].append(_sig(tot / steps_per_epoch))
+            curves[kind]["train_loss"].append(_sig(float(tot) / steps_per_epoch))
             done[kind] = epoch + 1
             ctx.save_checkpoint({"models": {k: m.state_dict() for k, m in models.items()},
                                  "opts": {k: o.state_dict() for k, o in opts.items()},

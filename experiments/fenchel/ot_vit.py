@@ -181,7 +181,7 @@ def run_seed(ctx, cfg, data, device):
             model.train()
             g = torch.Generator().manual_seed(10_000 * ctx.seed + 100 * j + epoch)
             order = torch.randperm(len(Xtr), generator=g)
-            tot = 0.0
+            tot = torch.zeros((), dtype=torch.float64, device=device)   # summed on the device: no host sync a step
             for s in range(0, len(order), cfg["batch_size"]):
                 idx = order[s:s + cfg["batch_size"]].numpy()
                 xb = torch.from_numpy(Xtr[idx]).to(device)
@@ -193,10 +193,10 @@ def run_seed(ctx, cfg, data, device):
                 loss.backward()
                 opt.step()
                 sch.step()
-                tot += loss.item() * len(idx)
+                tot += loss.detach().double() * len(idx)      # (the float64 sum a Python float would give)
             # the curve attnlab.convergence judges (no validation split: training loss, and test accuracy);
             # evaluating draws no random number, so the run is the same as without it
-            curve["train_loss"].append(float(f"{tot / len(Xtr):.6e}"))
+            curve["train_loss"].append(float(f"{float(tot) / len(Xtr):.6e}"))
             curve["test_acc"].append(evaluate(model, Xte, yte, device))
             state["current"] = {"key": key, "epoch": epoch + 1, "model": model.state_dict(),
                                 "opt": opt.state_dict(), "sched": sch.state_dict()}
