@@ -35,6 +35,7 @@ committed records wherever attnlab verify runs.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import Counter
@@ -57,7 +58,10 @@ def results_root() -> Path:
     return Path(env) if env else committed_records()
 
 
-def _t95(n: int) -> float:
+@functools.lru_cache(maxsize=None)
+def t95(n: int) -> float:
+    """The 0.975 quantile of Student's t with n - 1 degrees of freedom (the 95% two-sided interval of a
+    mean of n values); every t interval of the project takes it from here."""
     from scipy import stats
 
     return float(stats.t.ppf(0.975, n - 1))
@@ -71,7 +75,7 @@ def t_interval(values: list[float], runs: float = math.inf) -> dict:
         raise ValueError(f"a t interval needs at least 2 values; got {n}")
     m = sum(values) / n
     sd = math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1))
-    h = _t95(n) * sd * math.sqrt(1 / n + (0.0 if math.isinf(runs) else 1 / runs))
+    h = t95(n) * sd * math.sqrt(1 / n + (0.0 if math.isinf(runs) else 1 / runs))
     return {"mean": m, "sd": sd, "half": h, "lo": m - h, "hi": m + h, "n": n}
 
 

@@ -44,11 +44,11 @@ def ci95(values: list[float]) -> float | None:
     n = len(values)
     if n < 2:
         return None
-    from scipy import stats
+    from attnlab.evidence import t95
 
     m = sum(values) / n
     sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    return float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n))
+    return float(t95(n) * sd / math.sqrt(n))
 
 
 def _record_problem(rec) -> str | None:

@@ -15,7 +15,6 @@ Our deviation models are SUBSTITUTES (small BERT-/T5-like models trained offline
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,13 +43,13 @@ def _plt():
 
 def _t_ci(values, axis=0):
     """Half-width of the 95% Student-t CI of the mean along `axis` (0 where there is one value)."""
-    from scipy import stats
+    from attnlab.evidence import t95
 
     v = np.asarray(values, float)
     n = v.shape[axis]
     if n < 2:
         return np.zeros(np.delete(v.shape, axis)) if v.ndim > 1 else 0.0
-    return stats.t.ppf(0.975, n - 1) * v.std(axis=axis, ddof=1) / np.sqrt(n)
+    return t95(n) * v.std(axis=axis, ddof=1) / np.sqrt(n)
 
 
 def _hist_fractions(recs, key, setting, head=None) -> np.ndarray:
