@@ -472,6 +472,7 @@ def main(argv: list[str]) -> int:
     cfg["vocab_actual"] = len(vocab)
     if not args.quiet:
         print(f"[{EXPERIMENT}] SUBSTITUTE: {SUBSTITUTE}", file=sys.stderr)
+
     def one(seed):
         """One seed: trains both substitutes, measures their heads, writes the seed's record and returns
         its lines (None when the record existed)."""
