@@ -9,7 +9,6 @@ The config (full / reduced / quick) of the records used is written in each title
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size
 
 
 def _plt():

@@ -13,7 +13,6 @@ run ``attnlab run efa-instacart`` / ``efa-temperature`` first).
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import read_records
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size
 
 
 def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) -> tuple[list[dict], str]:

@@ -107,8 +107,15 @@ def _hist_grid(panels, bins, nrows, ncols, figsize, share="row", compact=False):
     for a title per panel): the panel's title is written inside it, small, and the outer panels alone
     carry tick labels."""
     plt = _plt()
-    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, sharex=True,
-                             sharey={"row": "row", "all": True, "panel": False}[share])
+    # the limits are set on each panel, and the inner tick labels hidden, as sharex/sharey would do (at a cost
+    # quadratic in the panels: matplotlib walks every shared sibling on each view-limit access, seconds for
+    # a 72-panel grid)
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False)
+    for ax in axes[:-1].flat:
+        ax.tick_params(labelbottom=False)
+    if share != "panel":
+        for ax in axes[:, 1:].flat:
+            ax.tick_params(labelleft=False)
     xmax, ymax = 0.05, {}
     key = {"row": lambda i, j: i, "all": lambda i, j: 0, "panel": lambda i, j: (i, j)}[share]
     for (i, j), d, paper, _ in panels:
@@ -132,12 +139,14 @@ def _hist_grid(panels, bins, nrows, ncols, figsize, share="row", compact=False):
     for ax in axes.flat:
         if not ax.has_data():
             ax.set_visible(False)
-    axes[0, 0].set_xlim(0, min(bins[-1], np.ceil(xmax * 1.05 / 0.05) * 0.05))
+    for ax in axes.flat:
+        ax.set_xlim(0, min(bins[-1], np.ceil(xmax * 1.05 / 0.05) * 0.05))
     if compact:
         from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 
-        axes[0, 0].xaxis.set_major_locator(MaxNLocator(2))
-        axes[0, 0].xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        for ax in axes.flat:
+            ax.xaxis.set_major_locator(MaxNLocator(2))
+            ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
     else:
         for ax in axes[-1, :]:
             ax.set_xlabel("‖λ*−αz‖ / ‖λ*‖")

@@ -20,7 +20,7 @@ Nothing here trains: a missing record is one line naming the ``attnlab run`` com
 """
 from __future__ import annotations
 
-import json
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -189,14 +189,24 @@ def _aligned_cdf(sample: dict, lam, head: int, u: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+@functools.lru_cache(maxsize=64)
+def _generated(n: int, length: int, lam_max: float, seed: int, rows: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(X[rows], lam) of the generator for `seed` (the models of a seed share it: drawn once; read-only)."""
+    from attnlab.experiments.kernel.common import time_warping_data
+
+    X, _, _, lam = time_warping_data(n, length, lam_max, seed=seed)
+    X = X[list(rows)]
+    X.flags.writeable = lam.flags.writeable = False
+    return X, lam
+
+
 def _warps(cv: dict, sample: dict, seed: int) -> np.ndarray:
     """The warps lambda_i of the generator for `seed` (deterministic, no training), after checking that
     its first test curves are the ones the record stored."""
-    from attnlab.experiments.kernel.common import time_warping_data
-
-    X, _, _, lam = time_warping_data(cv["n"], cv["length"], cv["lam_max"], seed=seed)
+    X, lam = _generated(int(cv["n"]), int(cv["length"]), float(cv["lam_max"]), int(seed),
+                        tuple(int(i) for i in sample["rows"]))
     stored = np.asarray(sample["input"], float)
-    if np.abs(X[sample["rows"]] - stored).max() > 1e-4:
+    if np.abs(X - stored).max() > 1e-4:
         raise ValueError(f"the stored test curves of seed {seed} are not the generator's (config {cv})")
     return lam
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -442,6 +443,17 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+@functools.lru_cache(maxsize=4)
+def _corpus_statistics(n_sentences: int, seed: int) -> tuple:
+    """The masking instances (x, m, b, w) and Prop 9's (R, M) of the corpus a record of this runner was drawn
+    from (the same for each of its dimensions: computed once; read-only)."""
+    corpus = sample_corpus(n_sentences, np.random.default_rng(seed))
+    out = (*masking_instances(corpus), *prop9_targets(cooccurrence_counts(corpus)))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
 def record_targets(record: dict, dim: int) -> dict:
     """Rebuild, from a results record of this runner, the learned similarities and their targets for
     embedding dimension `dim` (the corpus is regenerated from the record's seed and size)."""
@@ -449,10 +461,7 @@ def record_targets(record: dict, dim: int) -> dict:
     if str(dim) not in per:
         raise ValueError(f"dim must be one of the record's dimensions {sorted(per, key=int)}; got {dim!r}")
     r = per[str(dim)]
-    corpus = sample_corpus(int(record["config_values"]["n_sentences"]),
-                           np.random.default_rng(int(record["seed"])))
-    x, m, b, w = masking_instances(corpus)
-    R, M = prop9_targets(cooccurrence_counts(corpus))
+    x, m, b, w, R, M = _corpus_statistics(int(record["config_values"]["n_sentences"]), int(record["seed"]))
     log_tau = np.asarray(r["log_tau"], dtype=float)
     A, B, Q = prop14_statistics(x, m, b, w, log_tau)
     with np.errstate(divide="ignore"):
