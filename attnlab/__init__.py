@@ -41,7 +41,7 @@ def compare(name: str, **kwargs):
     prints:
       compare("fenchel", T=..., u=..., z=..., alphas=[...])      rows per alpha (Newton, cvxpy, (16), (13))
       compare("fenchel", seed=0)                                  the same on the random instance of a seed
-      compare("kernel-quadrature", **instance)                    trapezoid vs the verified mpmath reference
+      compare("kernel-quadrature", **instance)                    trapezoid vs the verified (Arb) reference
       compare("efa-fm", prop=1, seed=0)                           EFA vs its latent factor model (prop=None: all three)
       compare("bidir-moe", heads=1, layers=1, seed=0)             attention vs its mixture of experts
     The arguments are checked as the command line checks its flags and instance files (numpy arrays and

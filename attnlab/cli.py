@@ -54,7 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("target", nargs="?", help=", ".join(COMPARE))
     c.add_argument("rest", nargs=argparse.REMAINDER)
 
-    cv = sub.add_parser("converge", help="trapezoid rule against an mpmath reference on an instance "
+    cv = sub.add_parser("converge", help="trapezoid rule against a verified (Arb) reference on an instance "
                         "(= attnlab compare kernel-quadrature)", add_help=False)
     cv.add_argument("rest", nargs=argparse.REMAINDER)
 

@@ -6,7 +6,7 @@ report shows them: per paper, tables of (title, note, columns, rows of strings).
   experts, for one and two heads and layers.
 - fenchel: Thm 2, (7), (13), (16): on the random instance of seed 0, the exact ĥ (Newton on the dual
   (7), cvxpy on (3)) against the attention approximation (16), the refined (13) and the α → ∞ limit.
-- kernel: Cor E.3 / Thm E.1: the trapezoid rule against a 50-digit mpmath integral on the built-in
+- kernel: Cor E.3 / Thm E.1: the trapezoid rule against a 50-digit verified (Arb) integral on the built-in
   kernel softmax instance.
 
 Each comes from :func:`attnlab.compare`, the function behind `attnlab compare NAME --json -`.
@@ -80,8 +80,9 @@ def kernel() -> list[dict]:
     slope = "n/a" if r["slope"] is None else f"{r['slope']:.3f}"
     return [{"title": f"attnlab compare kernel-quadrature ({inst['family']}, base {inst['base']}, "
                       f"domain {inst['domain']})",
-             "note": f"The batched trapezoid rule against a {inst['dps']}-digit mpmath integral split at every "
-                     f"kink, inducing point and basis centre (its own error estimate "
+             "note": f"The batched trapezoid rule against a {inst['dps']}-digit verified integral (Arb: a ball "
+                     f"that contains it) split at every "
+                     f"kink, inducing point and basis centre (its stated relative error "
                      f"{r['ref_error_estimate']:.1e}); Z_ref = {short_number(r['Z_ref'], 17)}. Rate of the context error: "
                      f"{rate_text(r)} (log-log slope {slope} against {r['slope_against']}, "
                      f"{r['points_in_fit']} grids above the float64 floor {r['float64_floor']:.1e}).",

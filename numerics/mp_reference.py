@@ -1,4 +1,5 @@
-"""High-precision (mpmath) references for 1-D attention integrals, split at the support's kinks.
+"""High-precision references for 1-D attention integrals (mpmath; Arb for the context reference), split at
+the support's kinks.
 
     find_sign_changes(g, a, b, n_scan)   brackets of the roots of a float function g on [a, b]
     mp_roots(g_mp, brackets, dps)        the roots refined by mpmath (Illinois / bisection hybrid)
@@ -9,20 +10,25 @@
                                          InaccurateReference is raised when the estimate stays above
                                          rel_tol |integral| (default 10^-(dps-10))
     mp_context_reference(...)            Z = int u and c = int V u / Z at `dps` digits for
-                                         u = q0 exp(f) or q0 exp_{2-alpha}(f)
+                                         u = q0 exp(f) or q0 exp_{2-alpha}(f), by Arb's rigorous
+                                         integration (python-flint acb.integral): balls that contain
+                                         the integrals, the same pieces
 
 Kinks: for exp_{2-alpha}, u vanishes where 1 + (alpha-1) f(t) <= 0; the roots of 1 + (alpha-1) f are
-where u (alpha = 2) or its derivatives (alpha < 2) are not smooth.  tanh-sinh quadrature converges at
-full precision on each smooth piece, so splitting there is what makes the reference exact.
+where u (alpha = 2) or its derivatives (alpha < 2) are not smooth.  tanh-sinh quadrature (and Arb's
+Gauss-Legendre) converges at full precision on each smooth piece, so splitting there is what makes the
+reference exact (and, for Arb, fast: its bounds need u analytic near the piece).
 
 Narrow features: f has bumps of width 1/sqrt(bandwidth) at the inducing points and V of width
 1/sqrt(basis_bandwidth) at the basis centres; tanh-sinh on a piece much wider than a bump can miss it
 entirely and still report a small error (at bandwidth 1e5 a plain split gave a context off by 26 %).
 So every inducing point and centre gets breakpoints at a ladder of multiples of its width, every piece
-is at most MAX_PIECE wide, and the result carries mpmath's error estimate, checked against what the
-reference claims.  That estimate assumes tanh-sinh's double-exponential convergence; where the levels
-show slower convergence (a kink no breakpoint names) the plain difference of the last two levels is
-taken instead (_CautiousTanhSinh), and the piece is bisected.
+is at most MAX_PIECE wide, and mp_integrate's result carries mpmath's error estimate, checked against
+what the reference claims.  That estimate assumes tanh-sinh's double-exponential convergence; where the
+levels show slower convergence (a kink no breakpoint names) the plain difference of the last two levels
+is taken instead (_CautiousTanhSinh), and the piece is bisected.  mp_context_reference needs no
+estimate: Arb's balls are bounds (a feature it could miss would widen the ball, not hide in it), and the
+same pieces keep them tight.
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ __all__ = ["find_sign_changes", "mp_roots", "mp_integrate", "mp_context_referenc
 # the narrowest feature, relative to max(1, |t|) over the domain and the centres, that float64 breakpoints
 # centre +- k width (k >= 1/4) resolve with room to spare (float64 spacing 2.2e-16)
 RESOLVABLE = 2.0 ** -40
+# mp_context_reference bounds (does not integrate) a piece where psi_n x max u < 10^-(dps + PSI_SKIP_DIGITS)
+PSI_SKIP_DIGITS = 30
 MAX_PIECE = 1.0                  # widest piece handed to tanh-sinh (the normal base has width 1)
 WIDTH_LADDER = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)   # multiples of a feature's width
 
@@ -127,16 +135,14 @@ def _tanh_sinh_rule(ctx):
 
 def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = False,
                  rel_tol: float | None = None, return_error: bool = False, max_piece: float | None = None,
-                 max_bisections: int = 10, on_piece=None, closed=None):
+                 max_bisections: int = 10, on_piece=None):
     """int_a^b fn(t) dt by mp.quad (tanh-sinh), split at breakpoints (and integers if unit_split, and
     into pieces no wider than max_piece).  Each piece's error estimate (mp.quad(..., error=True)) is
     checked: pieces over their share of rel_tol·(sum of |piece values|) are bisected, up to
     max_bisections times; if the total estimate still exceeds rel_tol·max(|sum|, 10^-(dps+5)),
     InaccurateReference is raised (an integral below 10^-(dps+5) is held to that absolute floor).
     rel_tol defaults to 10^-(dps-10).  on_piece(), when given, is called after each piece.
-    closed(lo, hi), when given, returns the integral over a piece in closed form where fn is known
-    there (or None): such a piece is not handed to tanh-sinh, and its error is its rounding at the
-    working precision.  Returns the integral, or (integral, error estimate)."""
+    Returns the integral, or (integral, error estimate)."""
     import mpmath as mp
 
     rel = mp.mpf(10) ** (-(dps - 10)) if rel_tol is None else mp.mpf(rel_tol)
@@ -160,11 +166,6 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
             pts = fine
 
         def piece(lo, hi):
-            v = None if closed is None else closed(lo, hi)
-            if v is not None:
-                if on_piece is not None:
-                    on_piece()
-                return [lo, hi, v, abs(v) * mp.mpf(10) ** (-(dps + 8))]
             v, e = mp.quad(fn, [lo, hi], error=True, method=_tanh_sinh_rule)
             if on_piece is not None:
                 on_piece()
@@ -239,6 +240,41 @@ def count_pieces(a: float, b: float, breakpoints, max_piece: float = MAX_PIECE) 
     return sum(max(1, math.ceil((hi - lo) / max_piece)) for lo, hi in zip(pts[:-1], pts[1:]))
 
 
+def _arb_of(x):
+    """x (a float or an mpmath number) as an exact Arb ball (its binary value, no rounding)."""
+    import mpmath as mp
+    from flint import arb
+
+    sign, man, exp, _ = mp.mpf(x)._mpf_                 # (man_exp drops the sign)
+    if not man:
+        return arb(0)
+    return arb(-int(man) if sign else int(man)) * arb(2) ** int(exp)
+
+
+def _mpf_of(x):
+    """The midpoint of the real Arb ball x as an mpmath number (exact)."""
+    import mpmath as mp
+
+    m, e = x.mid().man_exp()
+    with mp.workprec(max(int(m).bit_length(), 53) + 10):
+        return mp.mpf((int(m), int(e)))
+
+
+def _knots(a, b, breakpoints, dps: int, max_piece: float = MAX_PIECE) -> list:
+    """a, the breakpoints inside (a, b) and b, with pieces wider than max_piece cut into equal parts, as
+    mpmath numbers at dps + 10 digits (the pieces count_pieces counts)."""
+    import mpmath as mp
+
+    with mp.workdps(dps + 10):
+        a, b = mp.mpf(a), mp.mpf(b)
+        pts = sorted({a, b} | {mp.mpf(x) for x in breakpoints if a < mp.mpf(x) < b})
+        out = [pts[0]]
+        for lo, hi in zip(pts[:-1], pts[1:]):
+            n = max(1, int(math.ceil(float((hi - lo) / max_piece))))
+            out += [lo + (hi - lo) * k / n for k in range(1, n)] + [hi]
+    return out
+
+
 def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_bandwidth, *,
                          family: str = "kernel-softmax", alpha: float | None = None,
                          base: str = "normal", domain=(0.0, 1.0), dps: int = 50,
@@ -251,14 +287,25 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
     Z = int u, c = int V u / Z over the domain ([a, b], or R as [-half_width, half_width] for the normal
     base; the caller chooses half_width so that the tails are below the accuracy wanted).
 
-    Every integral is split at the kinks and at feature_breakpoints of every inducing point and basis
-    centre (and of 0 for the normal base), in pieces of at most MAX_PIECE; `error` is the estimated
-    relative error of the context (from mpmath's estimates of Z and of the N basis integrals), and
-    InaccurateReference is raised when any integral's estimate exceeds rel_tol (default 10^-(dps-10)).
-    u(t) is cached by node, so the N + 1 integrals evaluate f once per tanh-sinh node.
-    progress(k, N+1), when given, is called after each integral, and on_piece() after each tanh-sinh
-    piece of every integral (reference_breakpoints gives the pieces of one integral before any work)."""
+    The integrals are Arb's rigorous ones (python-flint's ``acb.integral``, Gauss-Legendre with error
+    bounds from the integrand on complex ellipses around the path; F. Johansson, ICMS 2018) at dps + 10
+    digits: each result is a ball guaranteed to contain the integral, and `error` is the relative error of
+    the context that the radii of Z and of the N basis integrals allow.  The kinks of exp_{2-alpha} (the
+    roots of 1 + (alpha - 1) f, found by a scan and refined by mp_roots) are where u is not analytic: u is
+    max(0, 1 + (alpha - 1) f)^(1/(alpha - 1)) on the path, and on the ellipses its analytic continuation
+    where 1 + (alpha - 1) f keeps one sign, else no bound (Arb then bisects towards the kink).  Every
+    integral is split at the kinks and at feature_breakpoints of every inducing point and basis centre (and
+    of 0 for the normal base), in pieces of at most MAX_PIECE, so that each piece is short against the
+    features (Arb's bounds stay tight and few bisections are needed).  A piece farther from a basis
+    centre than psi_n can reach at this precision contributes at most its width x max u x psi_n there,
+    which is added to the radius instead of integrating.  InaccurateReference is raised when any
+    integral's radius exceeds rel_tol (default 10^-(dps-10)) of its value (floored at 10^-(dps+5)).
+    progress(k, N+1), when given, is called after each integral, and on_piece() after each piece of every
+    integral (count_pieces gives the pieces of one integral before any work)."""
     import mpmath as mp
+    from fractions import Fraction
+
+    from flint import acb, arb, ctx
 
     from attnlab.numerics.deformed_exp import check_alpha
 
@@ -280,125 +327,127 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
     else:
         a, b = float(domain[0]), float(domain[1])
     check_resolvable(s, bandwidth, cn, basis_bandwidth, a, b)
-    with mp.workdps(dps + 10):
-        gm = [mp.mpf(float(x)) for x in g]
-        sm = [mp.mpf(float(x)) for x in s]
-        z = mp.mpf(float(bandwidth))
-        zb = mp.mpf(float(basis_bandwidth))
-        cm = [mp.mpf(float(x)) for x in cn]
-        Bmp = [[mp.mpf(float(x)) for x in row] for row in Bm]
-        inv_sqrt2pi = 1 / mp.sqrt(2 * mp.pi)
+    rel = mp.mpf(10) ** (-(dps - 10)) if rel_tol is None else mp.mpf(rel_tol)
+    floor = mp.mpf(10) ** (-(dps + 5))
+    kinks = []
+    if family == "kernel-deformed":
+        with mp.workdps(dps + 10):
+            gm, sm, z, am = ([mp.mpf(float(x)) for x in g], [mp.mpf(float(x)) for x in s],
+                             mp.mpf(float(bandwidth)), mp.mpf(float(alpha)))
 
-        # a term gamma_i exp(-x) with x above `cut` is below 10^-(dps+20) / n in absolute value: dropping it
-        # moves f, and so log u, by less than 10^-(dps+20), far below the working precision's 10^-(dps+10)
-        # (a float pre-test with a margin of 1 skips the far terms without multi-precision work: its
-        # rounding error in x is below 1e-2 for every feature check_resolvable lets through)
-        cut = mp.mpf((dps + 20) * math.log(10)) + mp.log(max(mp.fsum(abs(gi) for gi in gm), 1) * max(len(gm), 1))
-        terms = [(gi, si, float(si)) for gi, si in zip(gm, sm)]
-        z_f, cut_f = float(bandwidth), float(cut) + 1.0
+            def arg(t):
+                return 1 + (am - 1) * mp.fsum(gi * mp.exp(-z * (t - si) ** 2) for gi, si in zip(gm, sm))
+
+        def arg_np(x):
+            return 1 + (float(alpha) - 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)
+
+        # f decays like exp(-bandwidth d^2) away from the inducing points: roots lie within
+        # 8/sqrt(bandwidth) of them; the scan resolves features 1/sqrt(bandwidth) wide
+        width = 1.0 / math.sqrt(float(bandwidth))
+        brackets = []
+        for si in sorted(set(s.tolist())):
+            lo_scan, hi_scan = max(a, si - 12 * width), min(b, si + 12 * width)
+            if hi_scan > lo_scan:
+                brackets += find_sign_changes(arg_np, lo_scan, hi_scan, 4001)
+        kinks = mp_roots(arg, sorted(set(brackets)), dps)
+    brk = reference_breakpoints(s, bandwidth, cn, basis_bandwidth, base, a, b, kinks)
+    knots = _knots(a, b, brk, dps)
+    total = len(cn) + 1
+    with ctx.workprec(int((dps + 10) * math.log2(10)) + 20):
+        G, S = [_arb_of(float(x)) for x in g], [_arb_of(float(x)) for x in s]
+        zeta, zeta_b = _arb_of(float(bandwidth)), _arb_of(float(basis_bandwidth))
+        inv_sqrt2pi = 1 / (2 * arb.pi()).sqrt()
+        pieces = [(_arb_of(lo), _arb_of(hi), float(lo), float(hi)) for lo, hi in zip(knots[:-1], knots[1:])]
 
         def f(t):
-            acc, tf = mp.mpf(0), float(t)
-            for gi, si, sf in terms:
-                if z_f * (tf - sf) ** 2 < cut_f:
-                    x = z * (t - si) ** 2
-                    if x < cut:
-                        acc += gi * mp.exp(-x)
+            acc = acb(0)
+            for gi, si in zip(G, S):
+                acc += gi * (-(zeta * (t - si) ** 2)).exp()
             return acc
 
         def q0(t):
-            return inv_sqrt2pi * mp.exp(-t * t / 2) if base == "normal" else mp.mpf(1)
+            return inv_sqrt2pi * (-(t * t) / 2).exp() if base == "normal" else acb(1)
 
-        kinks = []
         if family == "kernel-softmax":
-            def u_raw(t):
-                return q0(t) * mp.exp(f(t))
+            def u(t, analytic):
+                return inv_sqrt2pi * (f(t) - t * t / 2).exp() if base == "normal" else f(t).exp()
         else:
-            am = mp.mpf(float(alpha))
+            am1 = _arb_of(float(alpha)) - 1
+            power = 1 / (Fraction(float(alpha)) - 1)                 # exact: 2 at alpha = 1.5, 1 at alpha = 2
+            p = int(power) if power.denominator == 1 else 1 / am1
 
-            def arg(t):
-                return 1 + (am - 1) * f(t)
+            def u(t, analytic):
+                x = 1 + am1 * f(t)
+                if x.real > 0:                                       # one sign on the whole ball: analytic
+                    return q0(t) * (x ** p if isinstance(p, int) else x.pow(p, analytic=analytic))
+                if x.real < 0:
+                    return acb(0)
+                if analytic:                                         # a kink within reach: no bound here
+                    return acb("nan")
+                # on the path, across a kink: max(0, x)^p lies in [0, top^p]
+                return q0(t) * arb(0).union(arb(x.real.upper()) ** p)
 
-            def u_raw(t):
-                x = arg(t)
-                return mp.mpf(0) if x <= 0 else q0(t) * x ** (1 / (am - 1))
+        def integral(fn, skip=None):
+            """sum over the pieces of Arb's integral of fn, as (value, radius) in mpmath numbers; skip(piece)
+            gives a bound of the piece's integral instead (added to the radius), or None."""
+            tot, extra = acb(0), arb(0)
+            for piece in pieces:
+                bound = None if skip is None else skip(piece)
+                if bound is not None:
+                    extra += bound
+                else:
+                    tot += acb.integral(fn, piece[0], piece[1])
+                if on_piece is not None:
+                    on_piece()
+            if not (tot.real.is_finite() and tot.imag.is_finite() and tot.imag.contains(0)):
+                raise InaccurateReference(f"Arb's enclosure of an integral is not a finite real ball ({tot}): "
+                                          "no reference returned")
+            val = tot.real
+            rad = arb(val.rad()) + abs(tot.imag).upper() + extra.upper()
+            return _mpf_of(val), _mpf_of(arb(rad.upper()))
 
-            def arg_np(x):
-                return 1 + (float(alpha) - 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)
+        def check(name, v, e):
+            if e > rel * max(abs(v), floor):
+                raise InaccurateReference(
+                    f"Arb's enclosure of {name} is {mp.nstr(v, 8)} +- {mp.nstr(e, 3)}, wider than the claimed "
+                    f"{mp.nstr(rel, 3)} x |integral| on [{a:g}, {b:g}]: no reference returned")
 
-            # f decays like exp(-bandwidth d^2) away from the inducing points: roots lie within
-            # 8/sqrt(bandwidth) of them; the scan resolves features 1/sqrt(bandwidth) wide
-            width = 1.0 / math.sqrt(float(bandwidth))
-            brackets = []
-            for si in sorted(set(s.tolist())):
-                lo_scan, hi_scan = max(a, si - 12 * width), min(b, si + 12 * width)
-                if hi_scan > lo_scan:
-                    brackets += find_sign_changes(arg_np, lo_scan, hi_scan, 4001)
-            brackets = sorted(set(brackets))
-            kinks = mp_roots(arg, brackets, dps)
-
-        cache = {}
-
-        def u(t):
-            v = cache.get(t)
-            if v is None:
-                v = cache[t] = u_raw(t)
-            return v
-
-        brk = reference_breakpoints(s, bandwidth, cn, basis_bandwidth, base, a, b, kinks)
-        total = len(cm) + 1
-        # where every node fails the pre-test of every term, f(t) is 0 as computed and u(t) is q0(t) (both
-        # families): on a piece that far from every inducing point the integral of u is that of q0, in
-        # closed form (a margin of 1e-9 keeps the float pre-test's rounding on the far side)
-        reach = math.sqrt(cut_f / z_f) * (1 + 1e-9)
-        sqrt2 = mp.sqrt(2)
-
-        def q0_integral(lo, hi):
-            if base != "normal":
-                return hi - lo
-            if lo >= 0:                                   # tails by erfc: no cancellation
-                return (mp.erfc(lo / sqrt2) - mp.erfc(hi / sqrt2)) / 2
-            if hi <= 0:
-                return (mp.erfc(-hi / sqrt2) - mp.erfc(-lo / sqrt2)) / 2
-            return (mp.erf(hi / sqrt2) - mp.erf(lo / sqrt2)) / 2
-
-        def far(lo, hi, centres, r):
-            return all(float(lo) > c + r or float(hi) < c - r for c in centres)
-
-        def u_closed(lo, hi):
-            return q0_integral(lo, hi) if far(lo, hi, s.tolist(), reach) else None
-
-        Z, eZ = mp_integrate(u, a, b, brk, dps, rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE,
-                             on_piece=on_piece, closed=u_closed)
-        if progress:
-            progress(1, total)
-        # psi_n(t) below 10^-(dps+20) is taken as 0: at every node that drops at most 10^-(dps+20) u(t), so
-        # the integral moves by at most 10^-(dps+20) (Z + its error) (positive weights), added to its estimate
-        psi_cut = mp.mpf((dps + 20) * math.log(10))
-        psi_cut_f, zb_f, drop = float(psi_cut) + 1.0, float(basis_bandwidth), mp.mpf(10) ** (-(dps + 20))
-
-        def u_psi(t, c, c_f):
-            if zb_f * (float(t) - c_f) ** 2 >= psi_cut_f:
-                return mp.mpf(0)
-            x = zb * (t - c) ** 2
-            return mp.mpf(0) if x >= psi_cut else u(t) * mp.exp(-x)
-
-        reach_psi = math.sqrt(psi_cut_f / zb_f) * (1 + 1e-9)     # beyond it u_psi is 0 as computed
-
-        psi_int, psi_err = [], []
-        for k, c in enumerate(cm):
-            v, e = mp_integrate(lambda t, c=c, c_f=float(c): u_psi(t, c, c_f), a, b, brk, dps,
-                                rel_tol=rel_tol, return_error=True, max_piece=MAX_PIECE, on_piece=on_piece,
-                                closed=lambda lo, hi, c_f=float(c): mp.mpf(0) if far(lo, hi, [c_f], reach_psi)
-                                else None)
-            psi_int.append(v)
-            psi_err.append(e + drop * (abs(Z) + eZ))
+        with mp.workdps(dps + 10):
+            Z, eZ = integral(u)
+            check("Z", Z, eZ)
             if progress:
-                progress(k + 2, total)
-        ctx = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
-        # relative error of c_d = (sum_n B_dn P_n) / Z: |B| errors of the P_n, plus |c_d| eZ / Z
-        err = max((mp.fsum(abs(Bij) * ej for Bij, ej in zip(row, psi_err)) / abs(Z) + abs(cd) * eZ / abs(Z))
-                  / max(abs(cd), mp.mpf(10) ** (-(dps + 5))) for row, cd in zip(Bmp, ctx))
-        # mpmath's estimate can be far below what `dps` digits carry (4.9e-256 at Z ~ 1e257): the
-        # reference is given to dps digits, so its relative error is never stated finer than 10^-dps
-        return Z, ctx, kinks, max(float(err), 10.0 ** (-dps))
+                progress(1, total)
+            # u <= U = max q0 x exp_{2-alpha}(sum of the positive gamma_i) (exp for kernel softmax) everywhere;
+            # on a piece at distance d from a basis centre with basis_bandwidth d^2 > cut, the integral of u psi_n
+            # is at most its width x U exp(-basis_bandwidth d^2) < width x 10^-(dps + PSI_SKIP_DIGITS): that
+            # bound is added to the radius, not integrated
+            gpos = sum(gi for gi in G if gi > 0) + arb(0)
+            top = gpos.exp() if family == "kernel-softmax" else (1 + am1 * gpos) ** p
+            U = (inv_sqrt2pi if base == "normal" else arb(1)) * top
+            cut = (dps + PSI_SKIP_DIGITS) * math.log(10) + max(float(U.upper().log()), 0.0)
+            zb_f = float(basis_bandwidth)
+
+            psi_int, psi_err = [], []
+            for k, c in enumerate(cn):
+                cb, c_f = _arb_of(float(c)), float(c)
+
+                def skip(piece, c_f=c_f, cb=cb):
+                    d = max(0.0, piece[2] - c_f, c_f - piece[3])
+                    if not zb_f * d * d > cut:
+                        return None
+                    dist = piece[0] - cb if piece[2] > c_f else cb - piece[1]          # (exact)
+                    return (piece[1] - piece[0]) * U * (-(zeta_b * dist ** 2)).exp()
+
+                v, e = integral(lambda t, _, cb=cb: u(t, _) * (-(zeta_b * (t - cb) ** 2)).exp(), skip)
+                check(f"the integral of u psi_{k + 1}", v, e)
+                psi_int.append(v)
+                psi_err.append(e)
+                if progress:
+                    progress(k + 2, total)
+            Bmp = [[mp.mpf(float(x)) for x in row] for row in Bm]
+            ctx_ = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
+            # relative error of c_d = (sum_n B_dn P_n) / Z: |B| radii of the P_n, plus |c_d| eZ / Z
+            err = max((mp.fsum(abs(Bij) * ej for Bij, ej in zip(row, psi_err)) / abs(Z) + abs(cd) * eZ / abs(Z))
+                      / max(abs(cd), floor) for row, cd in zip(Bmp, ctx_))
+    # the reference is given to dps digits, so its relative error is never stated finer than 10^-dps
+    return Z, ctx_, kinks, max(float(err), 10.0 ** (-dps))

@@ -535,10 +535,24 @@ def test_converge_huge_basis_weights_refused(tmp_path, capsys):
     _one_line_exit_2(capsys, ["converge", "--instance", inst], "B:")
 
 
-def test_converge_reference_too_coarse_refused(tmp_path, capsys):
-    """On [-1e-300, 1e-300] the reference's own estimate was 1e-4 (an absolute floor) and it was used."""
+def test_converge_reference_on_a_tiny_domain_is_relative(tmp_path, capsys):
+    """On [-1e-300, 1e-300] the reference's own estimate was 1e-4 (an absolute floor) and it was used.  Arb's
+    balls are relative: Z_ref is 2e-300 exp(f(0)) to its 50 digits (the t^2 term is 1e-600 of it), and the
+    stated error says so."""
+    import mpmath as mp
+
+    from attnlab.theory.kernel.compare import _default_instance
+
     inst = _instance(tmp_path, "i.json", {"domain": [-1e-300, 1e-300], "grids": [2, 3], "base": "uniform"})
-    _one_line_exit_2(capsys, ["converge", "--instance", inst], "cannot be trusted")
+    assert cli.main(["converge", "--instance", inst, "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    d = _default_instance()
+    with mp.workdps(60):
+        f0 = mp.fsum(mp.mpf(g) * mp.exp(-mp.mpf(d["bandwidth"]) * mp.mpf(s) ** 2)
+                     for g, s in zip(d["gamma"], d["inducing"]))
+        exact = 2 * mp.mpf(1e-300) * mp.exp(f0)
+        assert abs(mp.mpf(out["Z_ref"]) - exact) <= mp.mpf(10) ** -48 * exact
+    assert out["ref_error_estimate"] <= 1e-40
 
 
 @pytest.mark.parametrize("over", [

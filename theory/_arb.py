@@ -1,7 +1,9 @@
 """Rigorous integrals for the claims' oracles: Arb's ball arithmetic (python-flint's ``acb.integral``;
 F. Johansson, "Numerical integration in arbitrary-precision ball arithmetic", ICMS 2018).  A result is an
-enclosure mid +- rad guaranteed to contain the exact value, so an oracle built on it is independent of
-the library's mpmath references and cannot be off by more than the radius it states.
+enclosure mid +- rad guaranteed to contain the exact value, so an oracle built on it cannot be off by more
+than the radius it states.  The library's own context reference (numerics.mp_reference) uses Arb too; these
+helpers are written apart from it (their own pieces, integrands and conversions), so that a fault there
+is not repeated here.
 
 Conventions: work inside ``with digits(dps):`` (Arb's working precision is global; every ball operation
 rounds to it); an integrand is a function of one ``acb`` ball (Arb bounds the error from the integrand's

@@ -1,5 +1,6 @@
 """`attnlab compare kernel-quadrature` (alias `attnlab converge`): the batched torch trapezoid rule
-against a >= 50-digit mpmath reference for the context vector of kernel continuous attention.
+against a >= 50-digit verified reference (Arb's rigorous integrals, numerics.mp_reference) for the
+context vector of kernel continuous attention.
 
 Instance (JSON; every key optional, defaults = the Cor E.3 instance of the paper on R):
     family          "kernel-softmax"  (u = q0 exp(f))  |  "kernel-deformed" (u = q0 exp_{2-alpha}(f):
@@ -12,7 +13,7 @@ Instance (JSON; every key optional, defaults = the Cor E.3 instance of the paper
     dps             digits of the reference (>= 50; default 50)
 
 Output per grid: Z = int u, c = int V u / Z (trapezoid, float64 torch), the references Z_ref and
-c_ref (mpmath, split at the kinks of the support), the errors, the fitted log-log slope of the context
+c_ref (Arb, split at the kinks of the support), the errors, the fitted log-log slope of the context
 error against h (against 1/G on [a, b]) and the rate judged from the successive error ratios
 (attnlab.numerics.convergence.classify_rate on the local orders log(e_k/e_k+1)/log(h_k/h_k+1), errors at the
 float64 floor left out: 'exponential' when the last three local orders increase and the last exceeds 6,
@@ -49,12 +50,13 @@ class InstanceError(ValueError):
 
 MAX_NODES = 2_000_000            # trapezoid nodes per grid (float64 torch: 16 MB per vector)
 MAX_BYTES = 2 * 2 ** 30          # the trapezoid's G x I kernel matrix and N x G basis (float64), with temporaries
-MAX_PIECES = 20_000              # tanh-sinh pieces of one reference integral
+MAX_PIECES = 20_000              # pieces of one reference integral
 LARGE_SECONDS = 120.0            # estimated reference time beyond which --allow-large is needed
-# the reference's cost: pieces x tanh-sinh nodes (~300 at 50 digits) x (I + 1 + N) exponentials at
-# `dps` digits, ~30 us each at 50 digits (fitted: the Cor E.3 instance, 104 pieces, I = N = 10: 21 s)
-_NODES_PER_PIECE = 300
-_SECONDS_PER_EXP = 30e-6
+# the reference's cost: N + 1 integrals x pieces x Arb's evaluations of u per piece (~30 at 50 digits) x
+# (I + 2) exponentials at `dps` digits, ~5 us each at 50 digits, growing like dps^2 (fitted: the Cor E.3
+# instance, 104 pieces, I = N = 10: 2.0 s)
+_EVALS_PER_PIECE = 30
+_SECONDS_PER_EXP = 5e-6
 
 
 def _num_list(inst, key, positive=False, integer=False, min_len=1):
@@ -135,7 +137,7 @@ def validate(inst: dict) -> dict:
         out["grids"] = [int(x) for x in _num_list(out, "grids", integer=True, min_len=2)]
     else:
         raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
-    # what float64 and the trapezoid can take (the reference is mpmath and has no such limits)
+    # what float64 and the trapezoid can take (the reference is Arb's and has no such limits)
     gpos = sum(max(x, 0.0) for x in out["gamma"])
     if fam == "kernel-softmax" and gpos > 700:
         raise InstanceError(f"gamma: the positive gamma_i sum to {gpos:g}, so exp(f) can reach exp({gpos:g}), "
@@ -177,7 +179,7 @@ def validate(inst: dict) -> dict:
                             f"float64), over {MAX_BYTES / 2 ** 30:g} GiB: use fewer points, a coarser finest grid or fewer "
                             "inducing points / centres")
     if cost["pieces"] > MAX_PIECES:
-        raise InstanceError(f"the mpmath reference would split each integral into ~{cost['pieces']:.3g} pieces (the "
+        raise InstanceError(f"the reference would split each integral into ~{cost['pieces']:.3g} pieces (the "
                             f"domain's width over {MAX_PIECE:g}, and ~22 breakpoints per inducing point and centre), over "
                             f"{MAX_PIECES:,}: use a narrower domain or fewer inducing points / centres")
     return out
@@ -202,7 +204,7 @@ def estimate(inst: dict) -> dict:
     try:
         check_resolvable(inst["inducing"], inst["bandwidth"], inst["basis_centers"], inst["basis_bandwidth"], a, b)
     except InaccurateReference as exc:
-        raise InstanceError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
+        raise InstanceError(f"the reference for this instance cannot be trusted: {exc}") from None
     n_ind, n_cen = len(inst["inducing"]), len(inst["basis_centers"])
     nbytes = 8 * nodes * (n_ind + n_cen + 4) * 2
     if (b - a) / MAX_PIECE > MAX_PIECES:           # do not build a list of 1e300 pieces to count them
@@ -210,8 +212,8 @@ def estimate(inst: dict) -> dict:
     else:
         pieces = count_pieces(a, b, reference_breakpoints(inst["inducing"], inst["bandwidth"], inst["basis_centers"],
                                                           inst["basis_bandwidth"], inst["base"], a, b))
-    scale = (inst["dps"] / 50) ** 1.5
-    seconds = pieces * _NODES_PER_PIECE * scale * (n_ind + 1 + n_cen) * _SECONDS_PER_EXP
+    scale = (inst["dps"] / 50) ** 2
+    seconds = (n_cen + 1) * pieces * _EVALS_PER_PIECE * scale * (n_ind + 2) * _SECONDS_PER_EXP
     # the trapezoid: every grid's nodes x (I + N) kernel evaluations, ~20 ns each in float64 torch
     seconds += all_nodes * (n_ind + n_cen + 2) * 2e-8
     return dict(nodes=nodes, bytes=nbytes, pieces=pieces, seconds=seconds, integrals=n_cen + 1)
@@ -297,9 +299,9 @@ def _progress(cost: dict):
     if cost["seconds"] <= 5.0:
         return None
     total = int(cost["pieces"]) * cost["integrals"]
-    print(f"attnlab compare kernel-quadrature: the mpmath reference needs {cost['integrals']} integrals of "
+    print(f"attnlab compare kernel-quadrature: the reference needs {cost['integrals']} integrals of "
           f"~{int(cost['pieces']):,} pieces each, ~{cost['seconds']:.0f} s in all (estimated)", file=sys.stderr, flush=True)
-    bar = Progress(total, "mpmath reference, piece")
+    bar = Progress(total, "reference, piece")
     done = [0]
 
     def on_piece():
@@ -325,9 +327,9 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
             inst["basis_bandwidth"], family=inst["family"], alpha=inst["alpha"], base=inst["base"], domain=dom,
             dps=inst["dps"], progress=progress, on_piece=on_piece, **({} if L is None else {"half_width": L}))
     except InaccurateReference as exc:
-        raise UsageError(f"the mpmath reference for this instance cannot be trusted: {exc}") from None
+        raise UsageError(f"the reference for this instance cannot be trusted: {exc}") from None
     if ref_err > 1e-25:             # float64 errors down to ~1e-16 need a reference far finer than that
-        raise UsageError(f"the mpmath reference for this instance cannot be trusted: its estimated relative error "
+        raise UsageError(f"the reference for this instance cannot be trusted: its estimated relative error "
                          f"{ref_err:.1e} is above 1e-25, too coarse to measure float64 errors against (integrals "
                          f"of size Z = {mp.nstr(Zr, 3)} sit near the absolute floor of the quadrature); rescale "
                          "the instance")
@@ -391,7 +393,7 @@ def _print_text(res):
 
 def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quadrature") -> int:
     p = ArgumentParser(
-        prog=prog, description="Trapezoid rule (batched torch, float64) against a >= 50-digit mpmath "
+        prog=prog, description="Trapezoid rule (batched torch, float64) against a >= 50-digit verified (Arb) "
         "reference for Z and the context vector c = E_p[V] of kernel continuous attention.",
         epilog="FILE keys: family (kernel-softmax | kernel-deformed), alpha (in (1, 2], kernel-deformed), gamma, "
                "inducing, bandwidth, base (normal | uniform), domain (\"R\" | [a, b]), steps (on R) or grids "
@@ -425,7 +427,7 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
     if cost["seconds"] > LARGE_SECONDS and not args.allow_large:
         raise UsageError(f"--instance: this comparison is estimated at ~{cost['seconds']:.0f} s (the trapezoid on "
                          f"{len(inst.get('grids') or inst.get('steps'))} grids of up to {cost['nodes']:,} points, and the "
-                         f"mpmath reference: {cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at "
+                         f"reference: {cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at "
                          f"{inst['dps']} digits, {len(inst['inducing'])} inducing points); pass --allow-large to run "
                          "it anyway")
     res = compare(inst, on_piece=_progress(cost))

@@ -293,11 +293,11 @@ LATEX = {
         r"ValueError.",
         of="171fac5a"),
     "kernel.ref.narrow-kernel": Tex(
-        r"At kernel bandwidth $10^5$ on $[0, 1]$ (features $3 \times 10^{-3}$ wide), the verified mpmath context "
+        r"At kernel bandwidth $10^5$ on $[0, 1]$ (features $3 \times 10^{-3}$ wide), the verified (Arb) context "
         r"reference agrees with an independent scipy reference to $10^{-12}$, and against it the trapezoid context "
         r"shows its true rate on $[0, 1]$, $O(h^2)$ from the Euler-Maclaurin endpoint term (log-log slope against "
         r"$1/G$ in $[1.9, 2.1]$), not the slope 0 that an unverified reference produced.",
-        of="6c8eda96"),
+        of="73db48c2"),
     "kernel.ref.super-exponential-rate": Tex(
         r"For an entire integrand (the standard normal density, $f = 0$) the trapezoid error on $\mathbb{R}$ falls "
         r"faster than any exponential in $1/h$: it follows $2 \exp(-2\pi^2 / h^2)$ (ratio within $[0.9, 1.1]$) and "
@@ -306,9 +306,9 @@ LATEX = {
         r"the float64 floor left out of the fit).",
         of="31d9bf6b"),
     "kernel.ref.wide-domain": Tex(
-        r"On $[-100, 100]$ with the uniform base, the verified mpmath $Z$ and context agree with scipy to "
+        r"On $[-100, 100]$ with the uniform base, the verified (Arb) $Z$ and context agree with scipy to "
         r"$10^{-12}$ (a reference split only at the kinks was off by $3 \times 10^{-4}$ in $Z$ here).",
-        of="94a13b28"),
+        of="66bdac64"),
     "kernel.table9.fig15-caption": Tex(  # an erratum without maths: its words as they are
         r"Kernel softmax's 'empirical performance beats the other attention mechanisms other than kernel "
         r"sparsemax' (Fig. 15 caption) on MIT-BIH.",
