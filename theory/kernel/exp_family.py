@@ -3,7 +3,7 @@ density of Sec. 3, Eq. 3, p(t) = exp(f(t) - A(f)) w.r.t. Q, and its log-normalis
 
 - Eq. 3 / Eq. 8 with App. E.1: for a kernel expansion f (kernel softmax) A(f) = log int_S exp(f) dQ,
   computed with the max shift C = sup_t f of App. E.1 so that it stays finite where exp(f) under- or
-  overflows in float64; checked against mpmath quadrature of the normaliser.
+  overflows in float64; checked against Arb's rigorous integral of the normaliser (theory._arb).
 - Eq. 3 with f(t) = theta^T (t, t^2): the Gaussian of continuous softmax (Table 4's caption), with
   A(f) in closed form (sympy) and the density against scipy.stats.
 
@@ -24,22 +24,23 @@ LOGNORM_L = 17.0                      # |t| <= 17: standard-normal tail mass < 1
 LOGNORM_INSTANCES = ((0, 1.0), (1, 3.0), (2, 10.0))        # (seed, gamma scale) of instances.draw
 LOGNORM_OFFSETS = (-1000.0, -2.5, 0.0, 7.0, 1000.0)         # f + c: exp(f + c) under/overflows at +-1000
 LOGNORM_TOL = 1e-12
-# the mpmath normaliser: 22 digits, and its own error estimate must stay below 1e-15 relative (mp_integrate
-# raises InaccurateReference otherwise), 1000 x below LOGNORM_TOL; the estimates come out near 1e-34
+# the normaliser by Arb's rigorous integration (theory._arb) at 22 digits: an enclosure whose radius must stay
+# below 1e-15 relative, 1000 x below LOGNORM_TOL (the radii come out near 1e-22)
 LOGNORM_DPS = 22
 LOGNORM_REF_REL = 1e-15
+LOGNORM_KNOTS = (-LOGNORM_L, -6, -3, -1, 0, 0.25, 0.5, 0.75, 1, 2, 4, 7, LOGNORM_L)
 
 
-def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, dps=LOGNORM_DPS,
-                         ref_rel=LOGNORM_REF_REL):
+def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, dps=LOGNORM_DPS):
     import mpmath as mp
     import torch
+    from flint import arb
 
     from attnlab.numerics import continuous_attention as ca
     from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
-    from attnlab.numerics.mp_reference import mp_integrate
     from attnlab.numerics.quadrature import real_line_grid, trapezoid
-    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw, integrand_mp
+    from attnlab.theory._arb import digits, enclosure, integral
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
 
     t = real_line_grid(LOGNORM_H, LOGNORM_L)
     log_q0 = -0.5 * t * t - 0.5 * math.log(2 * math.pi)              # standard normal base density
@@ -48,12 +49,16 @@ def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, d
     for seed, scale in instances:
         gamma, B = draw(seed, scale)
         f0 = kernel_expansion(torch.as_tensor(gamma), K)
+        with digits(dps):                   # int exp(f) dQ, Q = N(0, 1), f = sum_i gamma_i exp(-zeta^2 (t - t_i)^2)
+            g, si, z2 = [arb(float(x)) for x in gamma], [arb(float(x)) for x in INDUCING], arb(float(ZETA2))
+
+            def u(t):
+                f = sum((gi * (-z2 * (t - sj) ** 2).exp() for gi, sj in zip(g, si)), arb(0))
+                return (f - t * t / 2).exp() / (2 * arb.pi()).sqrt()
+            Z0, Z0_rad = enclosure(integral(u, LOGNORM_KNOTS))
         with mp.workdps(dps):
-            Z0, Z0_err = mp_integrate(integrand_mp(gamma, B, 1.0, "normal", with_V=False), -LOGNORM_L, LOGNORM_L,
-                                      (-6, -3, -1, 0, 0.25, 0.5, 0.75, 1, 2, 4, 7), dps, rel_tol=ref_rel,
-                                      return_error=True)
             logZ0 = mp.log(Z0)
-            ref_rel_err = float(Z0_err / abs(Z0))
+            ref_rel_err = float(Z0_rad / abs(Z0))
         for c in offsets:
             f = f0 + c
             dens, A = ca.kernel_softmax(f, t, log_q0)
@@ -61,7 +66,7 @@ def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, d
             p_ref = torch.exp(f0 + log_q0 - float(logZ0))    # q0 exp(f + c - A(f + c)), Lebesgue density
             naive = float(trapezoid(torch.exp(f + log_q0), t))     # the normaliser without the shift
             rows[f"seed={seed},gamma_scale={scale:g},c={c:g}"] = dict(
-                A=float(A), A_mpmath=A_ref, abs_err_A=abs(float(A) - A_ref),
+                A=float(A), A_reference=A_ref, abs_err_A=abs(float(A) - A_ref),
                 rel_err_density=float((dens - p_ref).abs().max() / p_ref.abs().max()),
                 unshifted_float64_Z=naive, reference_rel_error_estimate=ref_rel_err)
     return rows
@@ -77,14 +82,14 @@ def check_log_normalizer(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS):
     return holds_if(ok, measured=dict(max_abs_err_A=worst_A, max_rel_err_density=worst_p,
                                       reference_rel_error_estimate=ref_err),
                     tolerance=dict(A=f"absolute {LOGNORM_TOL:g}", density=f"relative {LOGNORM_TOL:g} (sup norm)",
-                                   reference=f"mpmath's error estimate of the normaliser <= {LOGNORM_REF_REL:g} "
-                                             "relative"),
+                                   reference=f"the radius of Arb's enclosure of the normaliser <= "
+                                             f"{LOGNORM_REF_REL:g} relative"),
                     explanation="numerics.continuous_attention.kernel_softmax on the trapezoid grid of R with step "
                                 f"{LOGNORM_H:g} on [-{LOGNORM_L:g}, {LOGNORM_L:g}], Q = N(0, 1) (log q0 passed), f = "
                                 "sum_i gamma_i exp(-10 (t - t_i)^2) + c (10 inducing points on [0, 1], gamma from "
                                 "instances.draw at gamma scales 1, 3, 10; offsets c = -1000 .. 1000) vs "
-                                "A = c + log int exp(f - c) dQ with the integral by mpmath (22 digits, split "
-                                f"quadrature, its error estimate <= {LOGNORM_REF_REL:g} relative) and the density "
+                                "A = c + log int exp(f - c) dQ with the integral by Arb's rigorous integration (22 "
+                                f"digits, split at the knots, its radius <= {LOGNORM_REF_REL:g} relative) and the density "
                                 "q0 exp(f - A); the normaliser summed without the max shift is 0 or inf in float64 at "
                                 "c = -+1000 (unshifted_float64_Z)",
                     unshifted_float64_fails_at=unshifted_fails, rows=rows)
