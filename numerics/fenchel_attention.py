@@ -344,8 +344,9 @@ def _gram_phase(K, logw, Z, a, af, tol, evals, G=None):
     """The fixed point in the Gram space (S <= E): q -> p(q) = softmax(s_0 - alpha q G), from q = pi (that
     is lambda = alpha z, (14)), with Anderson(1) per query.  The first-order residual is
     alpha F(lambda) = alpha (q - p) K, so |alpha F|_inf <= alpha |q - p|_2 max_j |K_{:, j}|_2: the phase ends
-    when that bound is below tol for every query, or, once it is within reach of it, when the residual
-    itself (two products) passes |alpha F|_inf <= tol (1 + |lambda|_inf) for every query.  Returns
+    when that bound is below tol for every query, or, once it is within reach of it, when the bound or else
+    the residual itself (one more product) passes |alpha F|_inf <= tol (1 + |lambda|_inf) for every query
+    (lambda takes one product).  Returns
     (lam, p, None) (h = p K is not needed here), or (None, lam, None) at the last iterate when the residual
     stops shrinking or after `evals` steps.  G: the Gram matrix K K^T where the caller has it."""
     B = Z.shape[0]
@@ -374,7 +375,11 @@ def _gram_phase(K, logw, Z, a, af, tol, evals, G=None):
             lam = torch.sub(Z, torch.bmm(q.expand_as(p), K)).add_(mu)      # lambda = alpha (z + mu - q K)
             if af != 1:
                 lam.mul_(a)
-            if x <= tol or bool((_inf_norm(torch.bmm(r, K)).mul_(a) <= tol * (1 + _inf_norm(lam))).all()):
+            room = tol * (1 + _inf_norm(lam))                          # the test's right-hand side, per query
+            # the bound against it per query first (no product: the same iterate passes either way), then the
+            # residual itself
+            if (x <= tol or bool((bound * nr <= room).all())
+                    or bool((_inf_norm(torch.bmm(r, K)).mul_(a) <= room).all())):
                 return lam, p, None
         if n >= 2 and not x < 0.9 * best:                              # |alpha F| not shrinking by 10%
             break
