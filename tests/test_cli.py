@@ -148,7 +148,7 @@ def test_a_claim_runs_as_if_first_in_its_process():
 
 
 def test_verify_in_two_processes_gives_the_same_records(tmp_path, capsys):
-    """`verify --jobs 2` (joblib) returns the claims in catalog order with the verdicts, measurements and
+    """`verify --jobs 2` (two worker processes) returns the claims in catalog order with the verdicts, measurements and
     tolerances of a run in one process; a bad --jobs is one line, exit 2."""
     claims = ["fenchel.sec5.gaussian-grid", "efa.results.movielens-ratings-v1", "kernel.results.ecg",
               "bidir.results.toy-corpus-p300"]
