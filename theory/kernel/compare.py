@@ -329,7 +329,7 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
     except InaccurateReference as exc:
         raise UsageError(f"the reference for this instance cannot be trusted: {exc}") from None
     if ref_err > 1e-25:             # float64 errors down to ~1e-16 need a reference far finer than that
-        raise UsageError(f"the reference for this instance cannot be trusted: its estimated relative error "
+        raise UsageError(f"the reference for this instance cannot be trusted: its stated relative error "
                          f"{ref_err:.1e} is above 1e-25, too coarse to measure float64 errors against (integrals "
                          f"of size Z = {mp.nstr(Zr, 3)} sit near the absolute floor of the quadrature); rescale "
                          "the instance")
@@ -379,7 +379,7 @@ def _print_text(res):
           + (f" (truncated to [-{res['truncation_half_width']:g}, {res['truncation_half_width']:g}])"
              if inst["domain"] == "R" else ""))
     print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s) and at every inducing point "
-          f"and centre; estimated relative error <= {res['ref_error_estimate']:.1e}):")
+          f"and centre; relative error <= {res['ref_error_estimate']:.1e} by Arb's radii):")
     print(f"  Z_ref = {short_number(res['Z_ref'], 20)}")
     print(f"  c_ref = [{', '.join(short_number(x, 17) for x in res['context_ref'])}]")
     print(f"{'grid':>10}  {'Z':>22}  {'err_Z':>9}  {'err_c':>9}  context")
