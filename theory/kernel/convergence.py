@@ -143,30 +143,33 @@ def _mp_trapezoid_sums(w, h, L):
 
 def _corE3_sums(hs, dps=50, L=17.0, which=("Z", "numerator")):
     """For the Cor E.3 instance on R (w0 = phi e^f, the normalizer Z, and w1 = phi e^f V; gamma, B ~ U(-1, 1)
-    seed 0, zeta2 = 10): {name: (reference, [mp trapezoid sum], [mp trapezoid sum of |w|])} with the
-    reference by mp_integrate (split quadrature) and the sums by _mp_trapezoid_sums, at `dps` digits."""
+    seed 0, zeta2 = 10): {name: (reference, [mp trapezoid sum], [mp trapezoid sum of |w|], radius)} with the
+    reference by Arb's rigorous integral (theory._arb: the exact value lies within `radius` of it) and the
+    sums by _mp_trapezoid_sums, at `dps` digits."""
     import mpmath as mp
 
-    from attnlab.numerics.mp_reference import mp_integrate
-    from attnlab.theory.kernel.instances import draw, integrand_mp
+    from attnlab.theory._arb import digits, enclosure, integral
+    from attnlab.theory.kernel.instances import draw, integrand_arb, integrand_mp
 
     g, B = draw(0)
     out = {}
-    with mp.workdps(dps):
-        for name, withV in (("Z", False), ("numerator", True)):
-            if name not in which:
-                continue
+    knots = [-L, -6, -3, -1, 0, 1, 2, 4, 7, L]
+    for name, withV in (("Z", False), ("numerator", True)):
+        if name not in which:
+            continue
+        with digits(dps):
+            ref, rad = enclosure(integral(integrand_arb(g, B, "normal", with_V=withV), knots))
+        with mp.workdps(dps):
             w = integrand_mp(g, B, 1.0, "normal", with_V=withV)
-            ref = mp_integrate(w, -L, L, (-6, -3, -1, 0, 1, 2, 4, 7), dps)
             sums = [_mp_trapezoid_sums(w, h, L) for h in hs]
-            out[name] = (ref, [s_ for s_, _ in sums], [a for _, a in sums])
+        out[name] = (ref, [s_ for s_, _ in sums], [a for _, a in sums], rad)
     return out
 
 
 def _corE3_errors(hs, dps=50, L=17.0, which=("Z", "numerator")):
     """Trapezoid minus reference, |I_h - I|, for the Cor E.3 instance on R at `dps` digits (the rule
     itself, in mpmath): {name: (reference, errors)}."""
-    return {k: (ref, [abs(s_ - ref) for s_ in sums]) for k, (ref, sums, _) in _corE3_sums(hs, dps, L, which).items()}
+    return {k: (ref, [abs(s_ - ref) for s_ in sums]) for k, (ref, sums, _, _) in _corE3_sums(hs, dps, L, which).items()}
 
 
 def _corE3_library(hs, L, sums):
@@ -182,7 +185,7 @@ def _corE3_library(hs, L, sums):
         Z, N = library_integrals(real_line_grid(h, L), g, B, 1.0, "normal")
         for name, val in (("Z", Z), ("numerator", N)):
             if name in sums:
-                _, s_, a = sums[name]
+                _, s_, a, _ = sums[name]
                 worst = max(worst, abs(val - float(s_[i])) / float(a[i]))
     return worst
 
@@ -215,8 +218,11 @@ def _corE3_rate(hs, dps, L, which=("Z", "numerator")):
     lib_dev = _corE3_library(hs, L, sums)
     M = {a: _strip_M(a) for a in (0.25, 0.5)}
     ok, rows = lib_dev <= CORE3_LIBRARY_TOL, {}
-    for name, (ref, s_, _) in sums.items():
+    for name, (ref, s_, _, rad) in sums.items():
         errs = [abs(x - ref) for x in s_]
+        # the reference is exact to within its radius: far below the smallest error it measures
+        sharp = rad <= mp.mpf(10) ** -3 * min(errs)
+        ok &= bool(sharp)
         ratios = [float(errs[i + 1] / errs[i]) for i in range(len(errs) - 1)]
         last4 = ratios[-4:]
         faster = all(last4[i + 1] < last4[i] for i in range(3)) and last4[-1] < 1e-6
@@ -227,7 +233,8 @@ def _corE3_rate(hs, dps, L, which=("Z", "numerator")):
                           ratios=[f"{r:.2e}" for r in ratios],
                           bound_a025=[f"{b:.2e}" for b in bounds[0.25]],
                           bound_a05=[f"{b:.2e}" for b in bounds[0.5]], faster_than_any_power=faster,
-                          within_thmE1_bound=within)
+                          within_thmE1_bound=within, reference_radius=mp.nstr(rad, 3),
+                          reference_radius_sharp=bool(sharp))
     return holds_if(ok, measured=dict({f"last_ratio_{k}": v["ratios"][-1] for k, v in rows.items()},
                                       M_a025=M[0.25], M_a05=M[0.5], library_vs_mp_trapezoid=lib_dev),
                     tolerance=dict(ratios="strictly decreasing over the last 4 halvings, last < 1e-6",
@@ -235,8 +242,8 @@ def _corE3_rate(hs, dps, L, which=("Z", "numerator")):
                                    library=f"|library - mp trapezoid| <= {CORE3_LIBRARY_TOL:g} x trapezoid of |w| "
                                            "(float64 rounding of the sum)"),
                     explanation=f"instance zeta2 = 10, gamma, B ~ U(-1,1) (seed 0), q0 = phi; the rule in mpmath "
-                                f"({dps} digits, its own nodes kh in [-{L:g}, {L:g}]) against the reference (mp.quad "
-                                f"split), h = 1 .. {hs[-1]:g}; an O(h^p) rate would give ratios -> 2^-p; M(a) by "
+                                f"({dps} digits, its own nodes kh in [-{L:g}, {L:g}]) against the reference (Arb's "
+                                f"rigorous integral, its radius below 1e-3 of every error), h = 1 .. {hs[-1]:g}; an O(h^p) rate would give ratios -> 2^-p; M(a) by "
                                 "float64 over b in [0, a]; the library's kernel softmax attention (kernel_softmax, "
                                 "kernel_expansion of gaussian_kernel, context_vector on real_line_grid) equals that "
                                 "rule on every grid, so its errors are these down to the float64 floor",

@@ -34,13 +34,12 @@ LOGNORM_KNOTS = (-LOGNORM_L, -6, -3, -1, 0, 0.25, 0.5, 0.75, 1, 2, 4, 7, LOGNORM
 def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, dps=LOGNORM_DPS):
     import mpmath as mp
     import torch
-    from flint import arb
 
     from attnlab.numerics import continuous_attention as ca
     from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion
     from attnlab.numerics.quadrature import real_line_grid, trapezoid
     from attnlab.theory._arb import digits, enclosure, integral
-    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw
+    from attnlab.theory.kernel.instances import INDUCING, ZETA2, draw, integrand_arb
 
     t = real_line_grid(LOGNORM_H, LOGNORM_L)
     log_q0 = -0.5 * t * t - 0.5 * math.log(2 * math.pi)              # standard normal base density
@@ -50,12 +49,7 @@ def _log_normalizer_rows(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS, d
         gamma, B = draw(seed, scale)
         f0 = kernel_expansion(torch.as_tensor(gamma), K)
         with digits(dps):                   # int exp(f) dQ, Q = N(0, 1), f = sum_i gamma_i exp(-zeta^2 (t - t_i)^2)
-            g, si, z2 = [arb(float(x)) for x in gamma], [arb(float(x)) for x in INDUCING], arb(float(ZETA2))
-
-            def u(t):
-                f = sum((gi * (-z2 * (t - sj) ** 2).exp() for gi, sj in zip(g, si)), arb(0))
-                return (f - t * t / 2).exp() / (2 * arb.pi()).sqrt()
-            Z0, Z0_rad = enclosure(integral(u, LOGNORM_KNOTS))
+            Z0, Z0_rad = enclosure(integral(integrand_arb(gamma, B, "normal", with_V=False), LOGNORM_KNOTS))
         with mp.workdps(dps):
             logZ0 = mp.log(Z0)
             ref_rel_err = float(Z0_rad / abs(Z0))

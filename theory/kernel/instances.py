@@ -79,6 +79,30 @@ def integrand_mp(gamma, B, alpha, base, zeta2=ZETA2, with_V=True):
     return w
 
 
+def integrand_arb(gamma, B, base: str = "normal", zeta2=ZETA2, with_V: bool = True):
+    """Arb twin of integrand_mp for kernel softmax (alpha = 1: entire, so Arb's bounds on ellipses around the
+    path hold), a function of one ball for theory._arb.integral; build and use it inside ``digits(...)``."""
+    from flint import arb
+
+    g = [arb(float(x)) for x in gamma]
+    b = [arb(float(x)) for x in B]
+    s = [arb(float(x)) for x in INDUCING]
+    z = arb(float(zeta2))
+
+    def w(t):
+        k = [(-z * (t - si) ** 2).exp() for si in s]
+        f = sum((gi * ki for gi, ki in zip(g, k)), arb(0))
+        if base == "normal":
+            u = (f - t * t / 2).exp() / (2 * arb.pi()).sqrt()
+        elif base == "gauss-unnormalized":
+            u = (f - t * t / 2).exp()
+        else:
+            u = f.exp()
+        return u * sum((bi * ki for bi, ki in zip(b, k)), arb(0)) if with_V else u
+
+    return w
+
+
 def support_kinks(gamma, alpha, a, b, dps=30, zeta2=ZETA2):
     """Roots of 1 + (alpha - 1) f on [a, b] (the support boundaries), at `dps` digits."""
     import mpmath as mp
