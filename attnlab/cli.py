@@ -299,7 +299,7 @@ def _run_claims(claims, jobs: int, started):
 def _claim_workers(n: int):
     """n worker processes for the claims.  On Linux they are forked from this process, which has imported
     the catalog (torch, sympy, scipy and the claims' modules) and limited torch to one thread: a worker
-    starts in milliseconds instead of importing all that again (~5 s each; `verify --jobs 2` 36 -> 30 s on
+    starts in milliseconds instead of importing all that again (~5 s each; `verify --jobs 2` 36 -> 29 s on
     an idle 2-core machine).  Forking is safe here because this process has run no parallel region before
     (torch's and OpenMP's pools start lazily; OpenBLAS re-creates its threads in a forked child), and each
     claim starts from the same state in any process (catalog.run_claim).  Elsewhere: the platform's default

@@ -148,22 +148,8 @@ def mp_integrate(fn, a, b, breakpoints=(), dps: int = 50, unit_split: bool = Fal
     rel = mp.mpf(10) ** (-(dps - 10)) if rel_tol is None else mp.mpf(rel_tol)
     with mp.workdps(dps + 10):
         a, b = mp.mpf(a), mp.mpf(b)
-        pts = {a, b}
-        for x in breakpoints:
-            x = mp.mpf(x)
-            if a < x < b:
-                pts.add(x)
-        if unit_split:
-            for k in range(int(math.ceil(float(a))), int(math.floor(float(b))) + 1):
-                if a < k < b:
-                    pts.add(mp.mpf(k))
-        pts = sorted(pts)
-        if max_piece is not None:
-            fine = [pts[0]]
-            for lo, hi in zip(pts[:-1], pts[1:]):
-                n = max(1, int(math.ceil(float((hi - lo) / max_piece))))
-                fine += [lo + (hi - lo) * k / n for k in range(1, n)] + [hi]
-            pts = fine
+        ints = range(int(math.ceil(float(a))), int(math.floor(float(b))) + 1) if unit_split else ()
+        pts = _knots(a, b, list(breakpoints) + list(ints), dps, max_piece)
 
         def piece(lo, hi):
             v, e = mp.quad(fn, [lo, hi], error=True, method=_tanh_sinh_rule)
@@ -260,14 +246,17 @@ def _mpf_of(x):
         return mp.mpf((int(m), int(e)))
 
 
-def _knots(a, b, breakpoints, dps: int, max_piece: float = MAX_PIECE) -> list:
-    """a, the breakpoints inside (a, b) and b, with pieces wider than max_piece cut into equal parts, as
-    mpmath numbers at dps + 10 digits (the pieces count_pieces counts)."""
+def _knots(a, b, breakpoints, dps: int, max_piece: float | None = MAX_PIECE) -> list:
+    """a, the breakpoints inside (a, b) and b, with pieces wider than max_piece (unless None) cut into equal
+    parts, as mpmath numbers at dps + 10 digits (the pieces count_pieces counts): the pieces of mp_integrate
+    and of mp_context_reference."""
     import mpmath as mp
 
     with mp.workdps(dps + 10):
         a, b = mp.mpf(a), mp.mpf(b)
         pts = sorted({a, b} | {mp.mpf(x) for x in breakpoints if a < mp.mpf(x) < b})
+        if max_piece is None:
+            return pts
         out = [pts[0]]
         for lo, hi in zip(pts[:-1], pts[1:]):
             n = max(1, int(math.ceil(float((hi - lo) / max_piece))))

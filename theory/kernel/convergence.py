@@ -243,7 +243,8 @@ def _corE3_rate(hs, dps, L, which=("Z", "numerator")):
                                            "(float64 rounding of the sum)"),
                     explanation=f"instance zeta2 = 10, gamma, B ~ U(-1,1) (seed 0), q0 = phi; the rule in mpmath "
                                 f"({dps} digits, its own nodes kh in [-{L:g}, {L:g}]) against the reference (Arb's "
-                                f"rigorous integral, its radius below 1e-3 of every error), h = 1 .. {hs[-1]:g}; an O(h^p) rate would give ratios -> 2^-p; M(a) by "
+                                f"rigorous integral, its radius below 1e-3 of every error), h = 1 .. {hs[-1]:g}; an "
+                                "O(h^p) rate would give ratios -> 2^-p; M(a) by "
                                 "float64 over b in [0, a]; the library's kernel softmax attention (kernel_softmax, "
                                 "kernel_expansion of gaussian_kernel, context_vector on real_line_grid) equals that "
                                 "rule on every grid, so its errors are these down to the float64 floor",

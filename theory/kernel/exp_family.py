@@ -25,7 +25,7 @@ LOGNORM_INSTANCES = ((0, 1.0), (1, 3.0), (2, 10.0))        # (seed, gamma scale)
 LOGNORM_OFFSETS = (-1000.0, -2.5, 0.0, 7.0, 1000.0)         # f + c: exp(f + c) under/overflows at +-1000
 LOGNORM_TOL = 1e-12
 # the normaliser by Arb's rigorous integration (theory._arb) at 22 digits: an enclosure whose radius must stay
-# below 1e-15 relative, 1000 x below LOGNORM_TOL (the radii come out near 1e-22)
+# below 1e-15 relative, 1000 x below LOGNORM_TOL (the radii come out near 1e-26)
 LOGNORM_DPS = 22
 LOGNORM_REF_REL = 1e-15
 LOGNORM_KNOTS = (-LOGNORM_L, -6, -3, -1, 0, 0.25, 0.5, 0.75, 1, 2, 4, 7, LOGNORM_L)
@@ -83,8 +83,8 @@ def check_log_normalizer(instances=LOGNORM_INSTANCES, offsets=LOGNORM_OFFSETS):
                                 "sum_i gamma_i exp(-10 (t - t_i)^2) + c (10 inducing points on [0, 1], gamma from "
                                 "instances.draw at gamma scales 1, 3, 10; offsets c = -1000 .. 1000) vs "
                                 "A = c + log int exp(f - c) dQ with the integral by Arb's rigorous integration (22 "
-                                f"digits, split at the knots, its radius <= {LOGNORM_REF_REL:g} relative) and the density "
-                                "q0 exp(f - A); the normaliser summed without the max shift is 0 or inf in float64 at "
+                                f"digits, split at the knots, its radius <= {LOGNORM_REF_REL:g} relative) and the "
+                                "density q0 exp(f - A); the normaliser summed without the max shift is 0 or inf in float64 at "
                                 "c = -+1000 (unshifted_float64_Z)",
                     unshifted_float64_fails_at=unshifted_fails, rows=rows)
 
