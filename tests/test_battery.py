@@ -555,23 +555,33 @@ def test_converge_reference_on_a_tiny_domain_is_relative(tmp_path, capsys):
     assert out["ref_error_estimate"] <= 1e-40
 
 
-@pytest.mark.parametrize("over", [
+# each of these gave a TypeError traceback (unhashable dict, list.get, ...) in results / report / figures
+_WRONG_SHAPES = [
     {"metrics": [{"setting": {"x": 1}, "model": "Cts Softmax", "metric": "accuracy", "value": 0.5}]},
     {"metrics": [{"setting": "N=64", "model": ["Cts"], "metric": "accuracy", "value": 0.5}]},
     {"metrics": [{"setting": "N=64", "model": "Cts Softmax", "metric": "accuracy", "value": 0.5, "converged": "maybe"}]},
     {"convergence": [1, 2], "converged": None}, {"training": "fast"}, {"training": {"stopped": 5}},
     {"training": {"epochs_run": "ten"}}, {"device": ["x"]}, {"converged": "yes"}, {"devices": {"a": 1}},
-    {"seed": -5}, {"seed": 10 ** 30}, {"extra": [1]}, {"experiment": 3}])
-def test_records_of_the_wrong_shape_are_skipped(tmp_path, capsys, monkeypatch, over):
-    """Each of these gave a TypeError traceback (unhashable dict, list.get, ...) in results / report / figures."""
+    {"seed": -5}, {"seed": 10 ** 30}, {"extra": [1]}, {"experiment": 3}]
+
+
+def test_records_of_the_wrong_shape_are_skipped(tmp_path, capsys, monkeypatch):
+    """Each record of _WRONG_SHAPES beside a good one, all in one folder (one render for all of them): results
+    names every one of them as skipped (so none is read as a good record, and none masks another), in each of
+    its views, and neither results nor figures prints a traceback."""
     d = tmp_path / "results" / "kernel-time-warping" / "quick"
     d.mkdir(parents=True)
     (d / "N64-cts_softmax-seed0.json").write_text(json.dumps(_record(0)))
-    (d / "N64-cts_softmax-seed1.json").write_text(json.dumps({**_record(1), **over}))
+    for i, over in enumerate(_WRONG_SHAPES, 1):
+        (d / f"N64-cts_softmax-seed{i}.json").write_text(json.dumps({**_record(i), **over}))
     root = tmp_path / "results"
     for flags in ([], ["--per-seed"], ["--wall-times"]):
         assert cli.main(["results", "kernel", "--results-dir", str(root), *flags]) == 0
-        assert "seed1.json" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        missed = [over for i, over in enumerate(_WRONG_SHAPES, 1) if f"seed{i}.json" not in err]
+        assert not missed, (flags, missed)
+        assert "seed0.json" not in err
     monkeypatch.setenv("ATTNLAB_RESULTS", str(root))
     cli.main(["figures", "--paper", "kernel", "--only", "kernel_exp_results", "--out", str(tmp_path / "f")])
     assert "Traceback" not in capsys.readouterr().err

@@ -55,6 +55,28 @@ def test_the_key_changes_with_the_blas_kernel_the_records_and_the_source(store, 
     assert verdict_cache.key() != k_src
 
 
+def test_the_key_changes_with_an_installed_distribution(monkeypatch, tmp_path):
+    """The distributions are read from the names of their metadata folders (a dist-info's name carries its
+    version, an egg-info's PKG-INFO does): a new version, a new package or an egg-info's version changes the key;
+    the same distribution as dist-info and as egg-info is listed once."""
+    import sys
+
+    site = tmp_path / "site"
+    (site / "foo_bar-1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(site)] + sys.path)
+    assert "foo_bar==1.0" in verdict_cache._distributions()
+    k = verdict_cache.key()
+    (site / "foo_bar-1.0.dist-info").rename(site / "foo_bar-1.1.dist-info")
+    assert verdict_cache.key() != k and "foo_bar==1.1" in verdict_cache._distributions()
+    egg = tmp_path / "repo" / "Foo_Bar.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: Foo-Bar\nVersion: 1.1\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "repo"), str(tmp_path / "gone")])
+    assert verdict_cache._distributions() == ["foo_bar==1.1"]
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: Foo-Bar\nVersion: 1.2\n")
+    assert verdict_cache._distributions() == ["foo_bar==1.1", "foo_bar==1.2"]
+
+
 def test_the_suite_judges_a_claim_on_the_kept_record(store):
     """A kept record whose verdict is not the expected one fails the claim's test: the suite reads the kept
     record, it does not take a kept record on trust."""
