@@ -5,12 +5,14 @@ Rows (the issue's targets in brackets):
 - exact Fenchel attention at n = d = 64 [<= 3x] and at L = 256, d = 64 [<= 4x];
 - continuous attention (cts_softmax, kernel_sparsemax) at L = 256 [<= 2x].
 
-    python benchmarks/layer_speed.py [--reps 5] [--runs 1] [--threads 1] [--json -]
+    python benchmarks/layer_speed.py [--reps 5] [--runs 1] [--threads 1] [--malloc default|keep] [--json -]
 
 Prints ms per forward+backward of each and the ratio to SDPA; the ratios are the result (absolute times
 depend on the machine and its load, which it prints: the load average and the number of CPUs).  With
---runs N each row is measured N times and the median ratio is printed with its range.  Exits 0 whatever
-the ratios: it reports, it does not judge.
+--runs N each row is measured N times and the median ratio is printed with its range.  --malloc keep
+measures both under the allocator settings `attnlab run` uses (attnlab.parallel.keep_freed_memory: glibc
+keeps freed memory instead of unmapping it and faulting it in again); the default is glibc's own settings,
+what a process that does not ask for them gets.  Exits 0 whatever the ratios: it reports, it does not judge.
 """
 from __future__ import annotations
 
@@ -72,12 +74,20 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--runs", type=int, default=1, help="measure each row this many times (median, range)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--malloc", choices=("default", "keep"), default="default",
+                    help="glibc's own allocator settings (default), or those `attnlab run` uses (keep_freed_memory)")
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file ('-' = stdout)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.malloc == "keep":
+        from attnlab.parallel import keep_freed_memory
+
+        if not keep_freed_memory():
+            ap.error("--malloc keep: this C library has no glibc mallopt (or ATTNLAB_MALLOC=default is set)")
     out = []
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"forward + backward, float32, CPU time, {args.threads} thread(s), best of {args.reps}"
+    print(f"forward + backward, float32, CPU time, {args.threads} thread(s), best of {args.reps}, "
+          f"allocator: {'kept freed memory' if args.malloc == 'keep' else 'glibc default'}"
           + (f", {args.runs} runs" if args.runs > 1 else "")
           + (f"; load average {load[0]:.2f} on {os.cpu_count()} CPUs" if load else ""))
     for name, shape, f, target in rows():
@@ -86,7 +96,8 @@ def main(argv=None) -> int:
         ratio = statistics.median(ratios)
         tb, tm = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
         out.append({"row": name, "shape": list(shape), "sdpa_ms": tb, "layer_ms": tm, "ratio": ratio,
-                    "ratios": ratios, "target": target, "load_average": load[0] if load else None})
+                    "ratios": ratios, "target": target, "load_average": load[0] if load else None,
+                    "malloc": args.malloc})
         spread = f" [{min(ratios):.2f}, {max(ratios):.2f}]" if len(ratios) > 1 else ""
         print(f"  {name:32s} {str(shape):18s} SDPA {tb:8.2f} ms   layer {tm:8.2f} ms   "
               f"ratio {ratio:6.2f}x{spread} (target <= {target:g}x)")

@@ -336,10 +336,3 @@ def test_minilm_extraction_and_metrics(monkeypatch, tmp_path):
     assert all(bool(torch.isfinite(r["rel_dev"]).all()) and float(r["rel_dev"].max()) < 1 for r in res["layer1"])
 
 
-def test_minilm_figures_render_from_committed_records(tmp_path):
-    """The pretrained-encoder figures are drawn from the committed records alone (no model, no extra)."""
-    from attnlab.paper_figures import fenchel_experiments as F
-
-    for name in ("fenchel-exp-pretrained", "fenchel-exp-fig4-minilm", "fenchel-exp-fig5-minilm"):
-        (png,) = F.FIGURES[name](tmp_path)
-        assert png.stat().st_size > 10_000

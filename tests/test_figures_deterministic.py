@@ -11,12 +11,15 @@ from attnlab.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # The cheapest figure drawn from committed records of each figure module with experiments (fenchel_experiments,
-# efa_experiments, bidir_experiments, kernel_experiments), in PNG, PDF and SVG: 5.4 s a rendering
+# efa_experiments, bidir_experiments, kernel_experiments), in PNG (what a module draws), and the cheapest of them
+# in PDF and SVG too (what the writers add, the same for every module: dates, versions, ids): 3.5 s a rendering
 FIGURES = ("fenchel-exp-ot-vit", "exp_fig6", "table2", "kernel_exp_forda")
+VECTOR = FIGURES[:1]
 
 
 def _render(out: Path) -> dict[str, bytes]:
-    assert main(["figures", "--only", *FIGURES, "--vector", "--out", str(out)]) == 0
+    assert main(["figures", "--only", *VECTOR, "--vector", "--out", str(out)]) == 0
+    assert main(["figures", "--only", *FIGURES[len(VECTOR):], "--out", str(out)]) == 0
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
@@ -29,12 +32,13 @@ def twice(tmp_path_factory):
     return _render(tmp_path_factory.mktemp("a")), _render(tmp_path_factory.mktemp("b"))
 
 
-def test_png_pdf_svg_for_each_figure(twice):
+def test_png_for_each_figure_and_pdf_svg_with_vector(twice):
     first, _ = twice
     stems = {Path(n).stem for n in first}
     assert len(stems) == len(FIGURES)
-    assert {Path(n).suffix for n in first} == {".png", ".pdf", ".svg"}
-    assert all(f"{s}{ext}" in first for s in stems for ext in (".png", ".pdf", ".svg"))
+    assert all(f"{s}.png" in first for s in stems)
+    vector = {Path(n).stem for n in first if n.endswith((".pdf", ".svg"))}
+    assert len(vector) == len(VECTOR) and all(f"{s}{ext}" in first for s in vector for ext in (".pdf", ".svg"))
 
 
 def test_rendering_twice_gives_identical_bytes(twice):

@@ -86,6 +86,9 @@ def test_tour_line_runs_as_printed(line, tier, codes, tmp_path):
     assert proc.returncode in codes, (f"`attnlab {line}` exited {proc.returncode}:\n"
                                       + (proc.stderr or proc.stdout)[-2000:])
     assert proc.stdout.strip(), f"`attnlab {line}` printed nothing"
+    if argv[0] == "figures":        # each figure it names was written, drawn from the committed records alone
+        written = [tmp_path / p for p in proc.stdout.split()]
+        assert written and all(p.suffix == ".png" and p.stat().st_size > 10_000 for p in written), written
 
 
 def documented_commands() -> list[tuple[str, str]]:
