@@ -165,19 +165,13 @@ def result_tables(paper: str, root: Path) -> dict:
     configuration and metric, paper beside ours, the registered verdict and data source) and ``all`` (the
     display rows of attnlab.results: every config and metric) and ``costs`` (attnlab.results.wall_times: the
     wall seconds, epochs and stop rules of the runs)."""
-    import contextlib
-    import io
-    import sys
-
     from attnlab import headline
-    from attnlab.results import DISPLAY_COLUMNS, WALL_COLUMNS, display_row, summarize, wall_display_row, wall_times
+    from attnlab.results import (DISPLAY_COLUMNS, WALL_COLUMNS, display_row, load_records, summarize,
+                                 wall_display_row, wall_times)
 
-    said = io.StringIO()
-    with contextlib.redirect_stderr(said):        # both read the records: each warning about one is said once
-        rows = summarize(paper, root)
-        walls = wall_times(paper, root)
-    for line in dict.fromkeys(said.getvalue().splitlines()):
-        print(line, file=sys.stderr)
+    records = load_records(root, paper)           # read once (a warning about a record is said once)
+    rows = summarize(paper, root, records=records)
+    walls = wall_times(paper, root, records=records)
     tables: dict[str, list] = {}
     for r in rows:
         tables.setdefault(r["experiment"], []).append(display_row(r))

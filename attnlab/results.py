@@ -205,15 +205,16 @@ def paper_numbers(paper: str) -> dict:
     return dict(getattr(mod, "PAPER_NUMBERS", {}))
 
 
-def summarize(paper: str, root: Path, config: str | None = None) -> list[dict]:
+def summarize(paper: str, root: Path, config: str | None = None, records: list[dict] | None = None) -> list[dict]:
     """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged`): one per (experiment, setting, model, metric,
     config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
     are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
-    names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1")."""
+    names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1").
+    `records`: the paper's records as load_records(root, paper) gave them, where the caller has read them."""
     groups: dict[tuple, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     subst: dict[tuple, str | None] = {}
     devices: dict[tuple, Counter] = defaultdict(Counter)
-    for r, m in unique_rows(load_records(root, paper)):
+    for r, m in unique_rows(load_records(root, paper) if records is None else records):
         if config and r.get("config") != config:
             continue
         key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
@@ -255,12 +256,13 @@ WALL_KEYS = ("experiment", "config", "run", "n", "mean wall s", "min wall s", "m
              "s/epoch", "stopped", "device")
 
 
-def wall_times(paper: str, root: Path, config: str | None = None) -> list[dict]:
+def wall_times(paper: str, root: Path, config: str | None = None, records: list[dict] | None = None) -> list[dict]:
     """The cost of each (experiment, config, run tag, device) from its records: how many, the mean and
     range of their wall seconds, the mean epochs run, seconds per epoch (wall time, evaluation included,
-    over epochs run) and how training stopped (`stopped`: the count of records per stop rule)."""
+    over epochs run) and how training stopped (`stopped`: the count of records per stop rule).
+    `records`: as for :func:`summarize`."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in load_records(root, paper):
+    for r in load_records(root, paper) if records is None else records:
         if (config and r.get("config") != config) or r.get("wall_seconds") is None:
             continue
         groups[(r["experiment"], r["config"], r.get("tag") or "-", r.get("device_name") or r.get("device"))].append(r)
