@@ -64,20 +64,20 @@ def remark1_logits(m: EFACategorical, x: torch.Tensor, transposed: bool = False,
     delta_T = m.delta.T                                               # K x D, the paper's delta
     out = torch.zeros(B, I, m.n_items, dtype=m.beta.dtype)
     weights = torch.zeros(B, I, lay.heads, I, I, dtype=m.beta.dtype)
-    for f in range(B):
-        for i in range(I):
-            X = m.beta[x[f]].T + P                                    # K x I
-            X[:, i] = m.beta[m.MASK] + P[:, i]
-            for h in range(lay.heads):
-                S = (lay.W_Q[h] @ X).T @ (lay.W_K[h] @ X) / K         # S[j, i']
-                if transposed:
-                    S = S.T
-                if m.direction == "unidirectional":
-                    S = S.masked_fill(torch.ones(I, I, dtype=torch.bool).tril(-1), float("-inf"))
-                A = torch.softmax(S, dim=0)                           # column-wise
-                weights[f, i, h] = A.T
-                per_col = delta_T.T @ (lay.W_V[h] @ X)                # D x I: delta^T W^V X_i[:, j]
-                out[f, i] += per_col @ A[:, i]
+    later = torch.ones(I, I, dtype=torch.bool).tril(-1)              # M[j, i'] = -inf for j > i' (causal)
+    for i in range(I):                                                # copy i; the sequences f and heads h at once
+        X = m.beta[x].transpose(-1, -2) + P                           # (F, K, I): column j is beta_{x_j} + p_j
+        X[:, :, i] = m.beta[m.MASK] + P[:, i]
+        QX = lay.W_Q[None] @ X[:, None]                               # (F, heads, K, I): W^Q_h X_i
+        S = QX.transpose(-1, -2) @ (lay.W_K[None] @ X[:, None]) / K   # S[f, h, j, i']
+        if transposed:
+            S = S.transpose(-1, -2)
+        if m.direction == "unidirectional":
+            S = S.masked_fill(later, float("-inf"))
+        A = torch.softmax(S, dim=-2)                                  # column-wise (over j)
+        weights[:, i] = A.transpose(-1, -2)
+        per_col = delta_T.T @ (lay.W_V[None] @ X[:, None])            # (F, heads, D, I): delta^T W^V_h X_i[:, j]
+        out[:, i] = (per_col @ A[..., i:i + 1]).squeeze(-1).sum(1)    # sum_h sum_j A_h[j, i] (...)[d, j]
     return (out, weights) if return_weights else out
 
 
