@@ -367,7 +367,7 @@ def test_a_second_run_waits_for_the_first_runs_lock(tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(experiment, "LOCK_POLL_SECONDS", 0.05)
     ctx = _ctx(tmp_path, monkeypatch)                    # (made first: it takes the lock only in done())
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs"), "1.0",
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs"), "0.6",
                              holder_ends], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "held"
