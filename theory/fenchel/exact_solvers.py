@@ -551,8 +551,17 @@ def check_gradients(cases=None, h: float = 1e-4):
         cases.append(("S=3 < E=5 alpha=2", r3.normal(size=(3, 5)), r3.dirichlet(np.ones(3)), r3.normal(size=5), 2.0))
     rng = np.random.default_rng(13)
     worst, per = 0.0, {}
+    solved: dict = {}
+
+    def oracle_at(T_, u_, z_, a_):
+        # the oracle is a function of its inputs: the differences of lambda* and of the layer's output move the
+        # same entries to the same points (and v moves none of them), so each point is solved once
+        key = tuple((np.shape(x), np.asarray(x, float).tobytes()) for x in (T_, u_, z_)) + (float(a_),)
+        if key not in solved:
+            solved[key] = oracle(T_, u_, z_, a_)
+        return solved[key]
     for label, T, u, z, a in cases:
-        ref = oracle(T, u, z, a)
+        ref = oracle_at(T, u, z, a)
         tol = 100 * ref["tol"]
         d, n = T.shape[1], T.shape[0]
         w, wv = rng.normal(size=d), rng.normal(size=2)
@@ -567,7 +576,7 @@ def check_gradients(cases=None, h: float = 1e-4):
         gT, glu, gz, ga = torch.autograd.grad(L, (Tt, lut, zt, at))
 
         def lam_L(T_=T, u_=u, z_=z, a_=a):
-            return float(np.dot(w, oracle(T_, u_, z_, a_)["lam"]))
+            return float(np.dot(w, oracle_at(T_, u_, z_, a_)["lam"]))
 
         def with_entry(A, idx, x):
             B = A.copy()
@@ -596,7 +605,7 @@ def check_gradients(cases=None, h: float = 1e-4):
         gq, gk, gv, ga2, glu2 = torch.autograd.grad((torch.tensor(wv) * out[0]).sum(), (qt, kt, vt, at2, lug))
 
         def out_L(T_=T, z_=z, a_=a, V_=V, u_=u):
-            return float(wv @ (oracle(T_, u_, z_, a_)["p"] @ V_))
+            return float(wv @ (oracle_at(T_, u_, z_, a_)["p"] @ V_))
         fd = dict(q=_fd(lambda x: out_L(z_=with_entry(z, 0, x)), z[0], h),
                   k=_fd(lambda x: out_L(T_=with_entry(T, (i, 0), x)), T[i, 0], h),
                   v=_fd(lambda x: out_L(V_=with_entry(V, (i, 1), x)), V[i, 1], h),
