@@ -270,6 +270,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("epoch_cost.py", ["--device", "tpu"], "--device must be cpu or cuda[:N]"),
     ("step_profile.py", ["--rows", "0"], "--rows must be an integer in 1..1000"),
     ("epoch_cost_compare.py", ["nope.json", "nope.json"], "nope.json: not a JSON file of benchmarks/epoch_cost.py"),
+    ("records_devices.py", ["nope", "nope"], "nope: not a folder of results records"),
     ("gb_grid_search.py", ["--rows", "3"], "--rows must be >= 20"),
     ("gb_grid_search.py", ["--setting", "9,9,9"], "--setting must be one of"),
     ("kernel_context.py", ["--batch", "0"], "--batch must be an integer >= 1"),
@@ -278,14 +279,9 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("training_step.py", ["--experiments", "nope"], "--experiments a subset of"),
     ("malloc.py", ["--bogus"], "unrecognized arguments: --bogus"),
 ])
-def test_benchmark_scripts_take_the_one_error_path(capsys, monkeypatch, script, argv, fragment):
+def test_benchmark_scripts_take_the_one_error_path(capsys, benchmark_script, script, argv, fragment):
     """The benchmarks validate their arguments at the boundary as `attnlab` does: one line, exit 2."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_bench_{script[:-3]}", BENCHMARKS / script)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)        # dataclasses look their module up there
-    spec.loader.exec_module(mod)
+    mod = benchmark_script(script[:-3])
     assert cli.call(mod.main, argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("attnlab: error: ") and fragment in err, err

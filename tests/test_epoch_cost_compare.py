@@ -1,20 +1,7 @@
 """benchmarks/epoch_cost_compare.py: the GPU-beside-CPU table is read from two stored epoch_cost runs."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 from attnlab import cli
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "epoch_cost_compare.py"
-
-
-def _module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("_bench_epoch_cost_compare", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _run(device, rows):
@@ -25,8 +12,8 @@ def _row(model, s, config="full"):
     return {"experiment": "e", "model": model, "setting": "s", "config": config, "s_per_epoch": s}
 
 
-def test_ratio_is_cpu_over_gpu_per_full_row(monkeypatch, tmp_path, capsys):
-    mod = _module(monkeypatch)
+def test_ratio_is_cpu_over_gpu_per_full_row(benchmark_script, tmp_path, capsys):
+    mod = benchmark_script("epoch_cost_compare")
     cpu = _run("cpu (x)", [_row("A", 10.0), _row("B", 1.0), _row("A", 99.0, "full-es"), _row("C", 3.0),
                            {"experiment": "e", "config": "full", "skipped": "no data"}])
     gpu = _run("cuda (H)", [_row("A", 1.0), _row("B", 2.0), _row("A", 1.0, "full-es")])
@@ -41,8 +28,8 @@ def test_ratio_is_cpu_over_gpu_per_full_row(monkeypatch, tmp_path, capsys):
     assert "1 of 2 rows at least 5x faster" in out and "| e | A | s | 10 | 1 | 10.00 | yes |" in out
 
 
-def test_a_cpu_file_in_the_gpu_place_is_refused(monkeypatch, tmp_path, capsys):
-    mod = _module(monkeypatch)
+def test_a_cpu_file_in_the_gpu_place_is_refused(benchmark_script, tmp_path, capsys):
+    mod = benchmark_script("epoch_cost_compare")
     (tmp_path / "c.json").write_text(json.dumps(_run("cpu (x)", [])))
     assert cli.call(mod.main, [str(tmp_path / "c.json"), str(tmp_path / "c.json")]) == 2
     err = capsys.readouterr().err.strip()

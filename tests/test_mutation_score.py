@@ -1,24 +1,11 @@
 """benchmarks/mutation_score.py: the listing of public functions no fast claim calls (read from a traced map)."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "mutation_score.py"
 
-
-def _module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("_bench_mutation_score", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_public_functions_are_read_from_the_source(monkeypatch):
-    mod = _module(monkeypatch)
+def test_public_functions_are_read_from_the_source(benchmark_script):
+    mod = benchmark_script("mutation_score")
     found = mod.public_functions()
     exact = found["numerics/exact.py"]
     assert "numerics.exact.softplus" in exact
@@ -29,8 +16,8 @@ def test_public_functions_are_read_from_the_source(monkeypatch):
     assert set(found) <= {str(p.relative_to(mod.REPO)) for f in mod.MUTABLE for p in (mod.REPO / f).glob("*.py")}
 
 
-def test_unreached_lists_what_the_map_never_saw(monkeypatch, tmp_path):
-    mod = _module(monkeypatch)
+def test_unreached_lists_what_the_map_never_saw(benchmark_script, tmp_path):
+    mod = benchmark_script("mutation_score")
     every = mod.public_functions()
     called = [n for names in every.values() for n in names if n != "numerics.exact.softplus"]
     f = tmp_path / "map.json"
@@ -43,16 +30,16 @@ def test_unreached_lists_what_the_map_never_saw(monkeypatch, tmp_path):
         mod.unreached(old)
 
 
-def test_wilson_interval(monkeypatch):
-    mod = _module(monkeypatch)
+def test_wilson_interval(benchmark_script):
+    mod = benchmark_script("mutation_score")
     lo, hi = mod.wilson(27, 30)                 # 90%: the textbook 95% Wilson interval is [0.744, 0.965]
     assert lo == pytest.approx(0.7438, abs=1e-3) and hi == pytest.approx(0.9654, abs=1e-3)
     assert mod.wilson(30, 30)[1] == 1.0 and mod.wilson(0, 30)[0] == 0.0
     assert mod.wilson(0, 0) == (0.0, 1.0)
 
 
-def test_sample_must_be_a_positive_count(monkeypatch, capsys):
-    mod = _module(monkeypatch)
+def test_sample_must_be_a_positive_count(benchmark_script, capsys):
+    mod = benchmark_script("mutation_score")
     for bad in ("0", "-3", "x"):
         with pytest.raises(SystemExit) as exc:
             mod.main(["run", "numerics/exact.py", "--sample", bad])

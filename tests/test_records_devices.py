@@ -1,22 +1,9 @@
 """benchmarks/records_devices.py: the same runs' records on two devices, metric by metric."""
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
-from attnlab import cli
-
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "records_devices.py"
-
-
-def _module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("_bench_records_devices", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _copy(src: Path, root: Path) -> Path:
@@ -26,8 +13,8 @@ def _copy(src: Path, root: Path) -> Path:
     return dst
 
 
-def test_differences_per_metric_without_timings(monkeypatch, tmp_path, capsys):
-    mod = _module(monkeypatch)
+def test_differences_per_metric_without_timings(benchmark_script, tmp_path, capsys):
+    mod = benchmark_script("records_devices")
     src = sorted((ROOT / "results").glob("kernel-ecg/*/*-seed0.json"))[0]
     _copy(src, tmp_path / "cpu")
     moved = _copy(src, tmp_path / "gpu")
@@ -51,9 +38,3 @@ def test_differences_per_metric_without_timings(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cuda:0 (a GPU)" in out and f"{len(kept)} metric rows in both" in out
 
-
-def test_a_missing_folder_is_one_line(monkeypatch, tmp_path, capsys):
-    mod = _module(monkeypatch)
-    assert cli.call(mod.main, [str(tmp_path), str(tmp_path / "nope")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "nope" in err and "not a folder of results records" in err
