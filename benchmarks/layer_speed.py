@@ -25,7 +25,11 @@ import os
 import statistics
 import sys
 import time
-from argparse import ArgumentParser
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 
 
 def _cpu_ms(fn) -> float:
@@ -97,14 +101,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False)")
+        raise UsageError("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False)")
     where = (f"wall time on {torch.cuda.get_device_name()}" if args.device == "cuda"
              else f"CPU time, {args.threads} thread(s)")
     if args.malloc == "keep":
         from attnlab.parallel import keep_freed_memory
 
         if not keep_freed_memory():
-            ap.error("--malloc keep: this C library has no glibc mallopt (or ATTNLAB_MALLOC=default is set)")
+            raise UsageError("--malloc keep: this C library has no glibc mallopt (or ATTNLAB_MALLOC=default is set)")
     out = []
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"forward + backward, float32, {where}, best of {args.reps}, "
@@ -130,4 +134,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

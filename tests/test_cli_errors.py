@@ -271,6 +271,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("step_profile.py", ["--rows", "0"], "--rows must be an integer in 1..1000"),
     ("epoch_cost_compare.py", ["nope.json", "nope.json"], "nope.json: not a JSON file of benchmarks/epoch_cost.py"),
     ("records_devices.py", ["nope", "nope"], "nope: not a folder of results records"),
+    ("layer_speed.py", ["--device", "tpu"], "--device"),
     ("gb_grid_search.py", ["--rows", "3"], "--rows must be >= 20"),
     ("gb_grid_search.py", ["--setting", "9,9,9"], "--setting must be one of"),
     ("kernel_context.py", ["--batch", "0"], "--batch must be an integer >= 1"),
