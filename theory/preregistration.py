@@ -235,7 +235,9 @@ for _b, _exp in (("LR", "inconclusive"), ("RF", "inconclusive"), ("MLP", "inconc
                           higher_is_better=False, paper_runs=_T1_R,
                           margin_source=f"Table 1(b) as printed: the largest lead of any baseline over ATN in MSE "
                                         f"({_COMPETITIVE_MSE:.3f}) is what the caption calls competitive"))
-for _b, _exp in (("LR", "skipped"), ("RF", "skipped")):
+# 2026-12-06: the `full` records re-run with ATN's curves and LR's stopping test stored; ATN has not levelled at the
+# paper's 200 epochs on the origin split in seeds 0, 3 and 9, so both comparisons miss registered seeds
+for _b, _exp in (("LR", "inconclusive"), ("RF", "inconclusive")):
     register(Registration(f"bidir.results.auto-mpg-atn-vs-{_b.lower()}", "bidir-auto-mpg", "full", "beats",
                           (Part("origin split", "ATN", "acc", b=_b),), seeds(10), "paper", _exp,
                           paper_runs=1))     # Table 2: one seed (42)
