@@ -1,8 +1,8 @@
 """The verdicts the hand-written pages state are the catalog's: the README's at-a-glance (every
 "(`claim`, ...: verdict)" it cites, and each paper's count of errata) and the verdict history of
 docs/results_verdicts.md (replayed from issue 44's table through every later move, it must end at each
-claim's expected verdict).  Claims are named by id or by a glob of ids (as `attnlab verify --claim`
-takes them)."""
+claim's expected verdict), and every verdict docs/*.md states in bold right after a claim's id.  Claims
+are named by id or by a glob of ids (as `attnlab verify --claim` takes them)."""
 import fnmatch
 import re
 from pathlib import Path
@@ -131,3 +131,30 @@ def test_results_verdict_history_ends_at_the_expected_verdicts():
     wrong = [f"{cid}: history ends at {VERDICT_WORDS[state[cid]]!r}, the catalog expects "
              f"{VERDICT_WORDS[claims[cid].expected]!r}" for cid in sorted(empirical) if state[cid] != claims[cid].expected]
     assert not wrong, "docs/results_verdicts.md misses a move:\n" + "\n".join(wrong)
+
+
+BOLD = re.compile(rf"({ID})((?:(?!{ID})[^|])*?)\*\*({'|'.join(map(re.escape, WORDS))})\*\*")
+
+
+def _bold_verdicts(text: str) -> list[tuple[str, str]]:
+    """(id or glob, verdict) for every verdict in bold that follows a claim id in the same table-free
+    stretch of at most 160 characters, no other claim id between them: how the docs state a verdict."""
+    return [(m.group(1), m.group(3)) for m in BOLD.finditer(_flat(text)) if len(m.group(2)) <= 160]
+
+
+def test_bold_verdict_reader():
+    text = ("`efa.results.a` (a difference, CI [0.1, 0.2]) is **holds** here; `efa.results.b` and then\n"
+            "`efa.results.c` are **inconclusive** | `efa.results.d` | **skipped**")
+    assert _bold_verdicts(text) == [("`efa.results.a`", "holds"), ("`efa.results.c`", "inconclusive")]
+
+
+def test_docs_state_the_catalogs_verdicts_in_bold():
+    claims = _claims()
+    wrong = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for cell, word in _bold_verdicts(page.read_text(encoding="utf-8")):
+            for cid in _expand(cell, claims):
+                if VERDICT_WORDS[claims[cid].expected] != word:
+                    wrong.append(f"{page.name}: {cid} is **{word}** there, the catalog expects "
+                                 f"{VERDICT_WORDS[claims[cid].expected]!r}")
+    assert not wrong, "verdicts stated in docs/ are out of date:\n" + "\n".join(wrong)
