@@ -35,7 +35,7 @@ from attnlab.atomic_io import (_check_names, _umask_mode, atomic_torch_save, ato
 from attnlab.devices import device_description, resolve_device
 from attnlab.parallel import set_torch_threads
 from attnlab.progress import Progress, format_duration
-from attnlab.provenance import git_revision, package_versions
+from attnlab.provenance import git_revision, host, package_versions
 from attnlab.run_args import seeds_of
 
 
@@ -351,7 +351,7 @@ class RunContext:
             "devices": self.devices(),
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(self.wall_seconds(), 3),
-            "git_revision": self.revision, "versions": package_versions(),
+            "git_revision": self.revision, "versions": package_versions(), "host": host(),
             "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

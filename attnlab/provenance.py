@@ -1,5 +1,7 @@
 """What a record says about where its numbers came from: the git revision of the code (with -dirty for
-uncommitted changes) and the versions of the numerical packages.
+uncommitted changes), the versions of the numerical packages, and the host's CPU with the instruction set
+torch's kernels dispatch to (two machines with the same code and seed can train to different numbers:
+a last-bit difference in a kernel grows over thousands of epochs).
 """
 from __future__ import annotations
 
@@ -36,3 +38,23 @@ def package_versions(names: Iterable[str] = ("numpy", "scipy", "torch", "cvxpy",
         except PackageNotFoundError:
             pass
     return out
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what the platform module says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def host() -> dict:
+    """The machine a run computed on: {"cpu": model name, "cpu_capability": the instruction set torch's CPU
+    kernels dispatch to (e.g. AVX2, AVX512), "torch_threads": torch's intra-op threads}."""
+    import torch
+
+    return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads()}

@@ -699,13 +699,9 @@ def sig(x: float, digits: int = 4) -> float:
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from attnlab.provenance import cpu_model
+
+    return cpu_model()
 
 
 def parse_experiments(text: str) -> list[str] | None:

@@ -197,3 +197,19 @@ def test_a_records_command_leaves_out_where_it_was_written(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["attnlab", "run", "efa-synthetic", "--seed", "0", "--results-dir",
                                       "/some/folder", "--quick", "--results-dir=/other"])
     assert E._command_line("efa-synthetic") == "attnlab run efa-synthetic --seed 0 --quick"
+
+
+def test_a_record_names_its_hosts_cpu_and_instruction_set(tmp_path, monkeypatch):
+    """Two machines can train the same code and seed to different numbers (a kernel's last bit, grown over
+    thousands of epochs): a record names the CPU model and the instruction set torch dispatched to."""
+    import torch
+
+    from attnlab.provenance import cpu_model
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = run_args.experiment_parser("efa-demo", "demo").parse_args(
+        ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"])
+    rec = json.loads(E.context(args, "efa-demo", {"lr": 0.1}, 0).write_record([]).read_text())
+    assert rec["host"] == {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                           "torch_threads": torch.get_num_threads()}
+    assert rec["host"]["cpu"] and rec["host"]["cpu_capability"]
