@@ -90,8 +90,7 @@ def _record_problem(rec) -> str | None:
         return f"its 'seed' {rec['seed']} is outside 0..2**32-1"
     # the other fields the tables, the report and the figures read: of the type the runners write, or absent
     kinds = {"tag": str, "device": str, "device_name": str, "substitute": str, "converged": bool,
-             "training": dict, "convergence": dict, "extra": dict, "config_values": dict, "devices": list,
-             "host": dict}
+             "training": dict, "convergence": dict, "extra": dict, "config_values": dict, "devices": list}
     for k, kind in kinds.items():
         if rec.get(k) is not None and not isinstance(rec[k], kind):
             return f"its {k!r} is not a {kind.__name__} ({json.dumps(rec[k])[:30]})"

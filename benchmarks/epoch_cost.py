@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
+from attnlab.provenance import cpu_model  # noqa: E402
 
 WARMUP = 2
 DEVICE = torch.device("cpu")       # --device: where the models, their data and the steps run
@@ -691,17 +692,11 @@ def synchronize() -> None:
 def device_name() -> str:
     if DEVICE.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(DEVICE)})"
-    return f"cpu ({cpu_name()})"
+    return f"cpu ({cpu_model()})"
 
 
 def sig(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}")
-
-
-def cpu_name() -> str:
-    from attnlab.provenance import cpu_model
-
-    return cpu_model()
 
 
 def parse_experiments(text: str) -> list[str] | None:
@@ -782,7 +777,7 @@ def main(argv=None) -> int:
     quiet = args.json == "-"
     t_start, load_start = time.perf_counter(), os.getloadavg()
     if not quiet:
-        print(f"torch {torch.__version__}, {device_name()}, {cpu_name()}, {os.cpu_count()} cores, "
+        print(f"torch {torch.__version__}, {device_name()}, {cpu_model()}, {os.cpu_count()} cores, "
               f"1 torch thread; load average {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
               f"median of {args.steps} steps after {WARMUP} warm-up", flush=True)
     from attnlab.atomic_io import atomic_write_text
@@ -790,7 +785,7 @@ def main(argv=None) -> int:
     def summary(rows: list, done: bool) -> dict:
         load_end = os.getloadavg()
         return {"rows": rows, "torch": torch.__version__, "python": platform.python_version(),
-                "cpu": cpu_name(), "device": device_name(), "cores": os.cpu_count(), "threads": 1,
+                "cpu": cpu_model(), "device": device_name(), "cores": os.cpu_count(), "threads": 1,
                 "malloc": malloc_mode(), "steps": args.steps, "warmup": WARMUP, "max_seconds": args.max_seconds,
                 "load_start": list(load_start), "load_end": list(load_end), "complete": done,
                 "seconds": round(time.perf_counter() - t_start, 1)}
