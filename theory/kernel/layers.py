@@ -74,10 +74,10 @@ def _parabola_tau(mu, var):
     return brentq(mass, lo_tau, -1e-12, xtol=1e-300, rtol=1e-15, maxiter=500)
 
 
-def _unimodal_r(kind, mu, var, centres, widths):
-    """E_p[psi_n] for the Gaussian N(mu, var) (continuous softmax) or the truncated parabola
-    [-(t - mu)^2 / (2 var) - tau]_+ (continuous sparsemax), both on R: tau by root finding on the
-    normalisation, every integral by adaptive quadrature with its error estimate checked."""
+def _unimodal_p(kind, mu, var):
+    """(p, lo, hi): the density of the Gaussian N(mu, var) (continuous softmax) or of the truncated parabola
+    [-(t - mu)^2 / (2 var) - tau]_+ (continuous sparsemax, tau by root finding on the normalisation) on R,
+    in float64, and an interval outside which it is 0 (below 1e-300 of its mass for the Gaussian)."""
     import math
 
     mu, var = float(mu), float(var)
@@ -85,14 +85,22 @@ def _unimodal_r(kind, mu, var, centres, widths):
         def p(t):
             return math.exp(-(t - mu) ** 2 / (2 * var)) / math.sqrt(2 * math.pi * var)
         sd = math.sqrt(var)
-        lo, hi = mu - 40 * sd, mu + 40 * sd                     # the mass beyond 40 sd is below 1e-300
-    else:
-        tau = _parabola_tau(mu, var)
-        a = math.sqrt(-2 * var * tau)
+        return p, mu - 40 * sd, mu + 40 * sd
+    tau = _parabola_tau(mu, var)
+    a = math.sqrt(-2 * var * tau)
 
-        def p(t):
-            return max(-(t - mu) ** 2 / (2 * var) - tau, 0.0)
-        lo, hi = mu - a, mu + a
+    def p(t):
+        return max(-(t - mu) ** 2 / (2 * var) - tau, 0.0)
+    return p, mu - a, mu + a
+
+
+def _unimodal_r(kind, mu, var, centres, widths):
+    """E_p[psi_n] for the densities of :func:`_unimodal_p` on R, every integral by adaptive quadrature with its
+    error estimate checked."""
+    import math
+
+    mu = float(mu)
+    p, lo, hi = _unimodal_p(kind, mu, var)
     out = []
     for c, s in zip(centres, widths):
         c, s = float(c), float(s)
@@ -548,14 +556,23 @@ def check_attention_module():
             ref = np.array([[[float(x) for x in _unimodal_r(kind, mu[b, k], s2[b, k], centres, widths)]
                              for k in range(3)] for b in range(2)])
             per[kind] = _rel(r, ref)
+            # density() on the grid: the density on R at the grid points (no renormalisation on [0, 1])
+            dens = mod.density(mu=torch.tensor(mu), sigma2=torch.tensor(s2)).numpy()
+            pdfs = [[_unimodal_p(kind, mu[b, k], s2[b, k])[0] for k in range(3)] for b in range(2)]
+            dref = np.array([[[pdf(float(x)) for x in grid] for pdf in row] for row in pdfs])
+            per[f"{kind} density"] = _rel(dens, dref)
         mod = ContinuousAttention("gaussian_mixture", basis, grid_size=G, dtype=torch.float64)
         logits, mu, s2 = rng.normal(size=(2, 4)), rng.uniform(0, 1, size=(2, 4)), rng.uniform(0.01, 0.1, size=(2, 4))
-        r = mod(weights_logits=torch.tensor(logits)[:, None], mu=torch.tensor(mu)[:, None],
-                sigma2=torch.tensor(s2)[:, None])[:, 0].numpy()
+        kw = dict(weights_logits=torch.tensor(logits)[:, None], mu=torch.tensor(mu)[:, None],
+                  sigma2=torch.tensor(s2)[:, None])
+        r = mod(**kw)[:, 0].numpy()
         pi = np.exp(logits - logits.max(-1, keepdims=True))
         pi /= pi.sum(-1, keepdims=True)
         ref = np.stack([_mixture_r(pi[b], mu[b], s2[b], centres, widths) for b in range(2)])
         per["gaussian_mixture"] = _rel(r, ref)
+        pdfs = [[_unimodal_p("cts_softmax", mu[b, k], s2[b, k])[0] for k in range(4)] for b in range(2)]
+        dref = np.array([[sum(pi[b, k] * pdfs[b][k](float(x)) for k in range(4)) for x in grid] for b in range(2)])
+        per["gaussian_mixture density"] = _rel(mod.density(**kw)[:, 0].numpy(), dref)
         ind = [mp.mpf(i) / (I - 1) for i in range(I)]
         for kind, alpha, kernel, base in (("kernel_softmax", 2.0, "gaussian", "none"),
                                           ("kernel_softmax", 2.0, "laplace", "gaussian"),
@@ -667,7 +684,8 @@ def check_attention_module():
                     explanation="ContinuousAttention for every kind (cts_softmax, cts_sparsemax, gaussian_mixture on "
                                 "R by quadrature with checked error estimates; kernel_softmax without and with a "
                                 "Gaussian base density, kernel_sparsemax at alpha 2 and 1.5, Gaussian and Laplace "
-                                "kernels, by the trapezoid rule on a 41-point grid in mpmath), outputs and densities, "
+                                "kernels, by the trapezoid rule on a 41-point grid in mpmath), outputs and densities (those of "
+                                "the closed-form kinds: the densities on R at the grid points), "
                                 "float64 against the transcription; error relative to the largest entry",
                     per_case=per)
 
