@@ -17,15 +17,20 @@ class Progress:
         self.t0 = time.perf_counter()
         self._last = 0.0
         self.i = 0
+        self._done_before: int | None = None   # steps finished before this tracker started (a resumed run)
 
     def update(self, i: int | None = None, **stats) -> None:
         self.i = self.i + 1 if i is None else i
+        if self._done_before is None:
+            # The first update marks one step finished since t0; a resumed loop starts past step 0, and its
+            # rate is taken over the steps run here only.
+            self._done_before = max(self.i - 1, 0)
         now = time.perf_counter()
         if not self.enabled or (now - self._last < self.min_interval and self.i < self.total):
             return
         self._last = now
         el = now - self.t0
-        eta = el / max(self.i, 1) * (self.total - self.i)
+        eta = el / max(self.i - self._done_before, 1) * (self.total - self.i)
         s = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())
         print(f"  {self.name} {self.i}/{self.total}  {s}  elapsed {format_duration(el)}  ETA {format_duration(eta)}",
               file=sys.stderr, flush=True)

@@ -1,0 +1,25 @@
+"""The progress line's ETA: taken over the steps run by this tracker, so a resumed loop's ETA is not
+shortened by the steps finished before the resume."""
+import attnlab.progress as progress
+
+
+def _lines(capsys):
+    return [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+
+
+def test_eta_from_start(monkeypatch, capsys):
+    clock = iter([0.0, 10.0, 20.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    p = progress.Progress(10, "run", min_interval=0.0)
+    p.update(1)                       # one step in 10 s, nine left
+    assert _lines(capsys)[-1].endswith("ETA 1m30s")
+
+
+def test_eta_of_a_resumed_loop(monkeypatch, capsys):
+    clock = iter([0.0, 5.0, 10.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    p = progress.Progress(2000, "run", min_interval=0.0)
+    p.update(1556)                    # resumed at 1555: one step in 5 s, 444 left
+    assert _lines(capsys)[-1].endswith("ETA 37m00s")
+    p.update(1557)                    # two steps in 10 s, 443 left
+    assert _lines(capsys)[-1].endswith("ETA 36m55s")
