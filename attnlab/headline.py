@@ -33,7 +33,8 @@ def registrations(experiment: str | None = None) -> list:
 
 def headline_config(experiment: str) -> str:
     """The paper's configuration of `experiment`: the config of its registered claims (the most used,
-    should they differ), DEFAULT_CONFIG for an experiment without one."""
+    should they differ; of equally used ones the first registered), DEFAULT_CONFIG for an experiment
+    without one."""
     configs = Counter(r.config for r in registrations(experiment))
     return configs.most_common(1)[0][0] if configs else DEFAULT_CONFIG
 
@@ -52,14 +53,15 @@ def _settings(part) -> tuple[str, ...]:
     return (part.setting,) if isinstance(part.setting, str) else tuple(part.setting)
 
 
-def matching_claims(experiment: str, setting: str, model: str, metric: str) -> list:
-    """The registrations with a part about (setting, model, metric) of `experiment`: model a or b of it."""
-    return [r for r in registrations(experiment)
-            if any(p.metric == metric and setting in _settings(p) and model in (p.a, p.b) for p in r.parts)]
+def matching_claims(experiment: str, setting: str, model: str, metric: str, config: str) -> list:
+    """The registrations of `experiment` at `config` with a part about (setting, model, metric): model a or b
+    of it.  A claim registered on another config is judged on other records, so it is not this row's."""
+    return [r for r in registrations(experiment) if r.config == config
+            and any(p.metric == metric and setting in _settings(p) and model in (p.a, p.b) for p in r.parts)]
 
 
-def _experiment_source(experiment: str) -> str | None:
-    sources = {r.data_source for r in registrations(experiment)}
+def _experiment_source(experiment: str, config: str) -> str | None:
+    sources = {r.data_source for r in registrations(experiment) if r.config == config}
     return sources.pop() if len(sources) == 1 else None
 
 
@@ -97,9 +99,9 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
         kept.sort(key=lambda r: (metrics.index(r["metric"]),
                                  rank.get((exp, r["setting"], r["model"], r["metric"]), len(rank)),
                                  s_rank.get(r["setting"], len(s_rank)), m_rank.get(r["model"], len(m_rank))))
-        source = _experiment_source(exp)
+        source = _experiment_source(exp, cfg)
         for r in kept:
-            regs = matching_claims(exp, r["setting"], r["model"], r["metric"])
+            regs = matching_claims(exp, r["setting"], r["model"], r["metric"], cfg)
             if r["paper"] is None and not regs:
                 continue                     # neither the paper's nor a claim's: one level down (--all)
             if regs:

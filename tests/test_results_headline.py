@@ -321,3 +321,13 @@ def test_per_seed_and_wall_times_fit_a_narrow_terminal(root, capsys, monkeypatch
     monkeypatch.setattr(tables, "terminal_width", lambda: None)
     assert cli.main(["results", "efa", "--results-dir", str(root), "--per-seed"]) == 0
     assert max(map(len, capsys.readouterr().out.splitlines())) > 60
+
+
+def test_a_row_shows_only_the_claims_registered_on_its_config():
+    # kernel-time-warping has claims on the paper's 10 epochs (full) and on early stopping (full-es)
+    assert headline.headline_config("kernel-time-warping") == "full"      # equally used: the first registered
+    full = headline.matching_claims("kernel-time-warping", "N=64", "Kernel Softmax", "accuracy", "full")
+    es = headline.matching_claims("kernel-time-warping", "N=64", "Kernel Softmax", "accuracy", "full-es")
+    assert {r.claim for r in full} == {"kernel.results.time-warping-softmax", "kernel.results.time-warping-gain-7-points"}
+    assert {r.claim for r in es} == {"kernel.results.time-warping-softmax-es",
+                                     "kernel.results.time-warping-gain-7-points-es"}

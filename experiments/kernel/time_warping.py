@@ -25,19 +25,24 @@ CONFIGS = {
     "quick": dict(n=600, length=95, lam_max=25.0, n_basis=16, n_inducing=16, grid=40, hidden=32,
                   epochs=1, batch=64, lr=1e-3, test_fraction=0.25),
 }
+# the paper's network and data, trained until early stopping on a stratified 10% validation split of the
+# training series fires (patience 10), at most 100 epochs; best weights restored.  The paper's fixed 10 epochs
+# leave the training loss falling in 37 of the 40 `full` runs (docs/kernel_experiments.md)
+CONFIGS["full-es"] = dict(CONFIGS["full"], epochs=100, val_fraction=0.1, patience=10)
 
 
 def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, "Table 1: synthetic time warping (App. B.3 generator), 2 heads, "
                           "continuous vs kernel attention.", default_seeds=20)
-    p.add_argument("--config", default="full", help="full (paper) or cpu (3 epochs); --quick overrides")
+    p.add_argument("--config", default="full", help="full (the paper's 10 epochs), full-es (the paper's network "
+                   "stopped early on a 10%% validation split, at most 100 epochs) or cpu (3 epochs); --quick overrides")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--setup", default="ours", choices=("ours", "authors"),
                    help="ours (default: the committed records) or authors (the released code: curve observed "
                         "at the midpoints, no ReLU after the encoder, mu without a sigmoid; records under "
                         "<config>-authors)")
     args = p.parse_args(argv)
-    name = C.config_name(args, CONFIGS, ("full", "cpu"))
+    name = C.config_name(args, CONFIGS, ("full", "full-es", "cpu"))
     models = C.parse_models(args.models, MODELS)
     cfg = CONFIGS[name]
     folder = name
