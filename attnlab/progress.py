@@ -19,11 +19,15 @@ class Progress:
         self.i = 0
         self._done_before: int | None = None   # steps finished before this tracker started (a resumed run)
 
+    def resume_at(self, i: int) -> None:
+        """Mark the first `i` steps as finished before this tracker started (a resumed loop), printing nothing."""
+        self.i = self._done_before = int(i)
+
     def update(self, i: int | None = None, **stats) -> None:
         self.i = self.i + 1 if i is None else i
         if self._done_before is None:
-            # The first update marks one step finished since t0; a resumed loop starts past step 0, and its
-            # rate is taken over the steps run here only.
+            # Without resume_at, the first update marks one step finished since t0; a resumed loop starts
+            # past step 0, and its rate is taken over the steps run here only.
             self._done_before = max(self.i - 1, 0)
         now = time.perf_counter()
         if not self.enabled or (now - self._last < self.min_interval and self.i < self.total):

@@ -23,3 +23,13 @@ def test_eta_of_a_resumed_loop(monkeypatch, capsys):
     assert _lines(capsys)[-1].endswith("ETA 37m00s")
     p.update(1557)                    # two steps in 10 s, 443 left
     assert _lines(capsys)[-1].endswith("ETA 36m55s")
+
+
+def test_resume_at_sets_the_position_without_counting_a_step(monkeypatch, capsys):
+    clock = iter([0.0, 4.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    p = progress.Progress(100, "run", min_interval=0.0)
+    p.resume_at(50)
+    assert _lines(capsys) == []
+    p.update()                        # step 51 in 4 s, 49 left
+    assert _lines(capsys)[-1].endswith("ETA 3m16s")

@@ -285,7 +285,7 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
     n = y.shape[0]
     steps = math.ceil(n / batch_size)
     prog = ctx.progress(epochs * steps, name or f"{ctx.experiment} {ctx.tag} seed {ctx.seed}")
-    prog.update(start * steps)
+    prog.resume_at(start * steps)
     lossf = torch.nn.CrossEntropyLoss()
     stopped = "fixed-schedule" if not early else "max-epochs"
     if early and start > 0 and start - best["epoch"] >= patience:
