@@ -154,7 +154,9 @@ def caption(experiment: str, rows: list[dict]) -> str:
     """One line naming the experiment, its config, metric(s), seeds and, where every claim about it is on a
     substitute for the same reason, what differs."""
     metrics = ", ".join(dict.fromkeys(r["metric"] for r in rows))
-    text = (f"{experiment} at the paper's configuration ({rows[0]['config']}), {metrics}: ours = mean ± 95% CI "
+    cfg = rows[0]["config"]
+    where = f"the paper's configuration ({cfg})" if cfg == headline_config(experiment) else f"config {cfg}"
+    text = (f"{experiment} at {where}, {metrics}: ours = mean ± 95% CI "
             f"over {_seeds_text(rows)} beside the paper's number")
     regs = [g for g in registrations(experiment) if g.config == rows[0]["config"]]
     devs = {g.deviation for g in regs}

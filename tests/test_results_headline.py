@@ -331,3 +331,11 @@ def test_a_row_shows_only_the_claims_registered_on_its_config():
     assert {r.claim for r in full} == {"kernel.results.time-warping-softmax", "kernel.results.time-warping-gain-7-points"}
     assert {r.claim for r in es} == {"kernel.results.time-warping-softmax-es",
                                      "kernel.results.time-warping-gain-7-points-es"}
+
+
+def test_caption_names_another_config_as_such():
+    row = {"config": "full-es", "metric": "accuracy", "n_seeds": 10}
+    assert headline.caption("kernel-time-warping", [row]).startswith("kernel-time-warping at config full-es, accuracy")
+    row = {"config": "full", "metric": "accuracy", "n_seeds": 10}
+    assert headline.caption("kernel-time-warping", [row]).startswith(
+        "kernel-time-warping at the paper's configuration (full), accuracy")

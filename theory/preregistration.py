@@ -330,13 +330,15 @@ register(Registration("kernel.results.time-warping-gain-7-points", "kernel-time-
 # early stopping -- a changed protocol, so a substitute (never an erratum).
 _TW_ES = ("protocol: early stopping on a 10% validation split of the training series (config full-es: patience "
           "10, at most 100 epochs), not the paper's fixed 10 epochs (config full: 37 of 40 runs not levelled)")
-for _k in ("softmax", "sparsemax"):
+# 2026-12-06, later: the 40 runs of seeds 0-9 (every one early-stopped and converged); the expected verdicts follow
+# them (rules, margins, seeds unchanged): softmax +1.29 [0.62, 1.96], sparsemax +0.48 [-0.74, 1.70]
+for _k, _exp in (("softmax", "reproduced-on-substitute"), ("sparsemax", "inconclusive")):
     register(Registration(f"kernel.results.time-warping-{_k}-es", "kernel-time-warping", "full-es", "beats",
                           (Part("N=64", f"Kernel {_k.capitalize()}", "accuracy", b=f"Cts {_k.capitalize()}"),),
-                          seeds(10), "substitute", "skipped", paper_runs=_TW_R, deviation=_TW_ES))
+                          seeds(10), "substitute", _exp, paper_runs=_TW_R, deviation=_TW_ES))
 register(Registration("kernel.results.time-warping-gain-7-points-es", "kernel-time-warping", "full-es", "beats",
                       tuple(Part("N=64", f"Kernel {k}", "accuracy", b=f"Cts {k}") for k in ("Softmax", "Sparsemax")),
-                      seeds(10), "substitute", "skipped", margin=7.0, paper_runs=_TW_R, deviation=_TW_ES,
+                      seeds(10), "substitute", "not-reproduced-on-substitute", margin=7.0, paper_runs=_TW_R, deviation=_TW_ES,
                       margin_source="the paper's text: the kernel families are '7-10 %' better"))
 _FORDA = ("protocol: early stopping on a validation split (config full-es), not the paper's fixed 100 epochs "
           "(config full: seed 0 of each model only)")
