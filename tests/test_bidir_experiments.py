@@ -451,6 +451,23 @@ def test_pytorch_tabular_patience_reaches_the_trainer(tmp_path, monkeypatch, pat
     assert am.CONFIGS["full"]["tabular_patience"] == 3 and am.CONFIGS["full-no-es"]["tabular_patience"] is None
 
 
+
+def test_full_long_differs_from_full_only_in_atns_epochs():
+    """`full-long` (the substitute protocol of the `-long` auto-mpg claims) is `full` with ATN trained 1,000
+    epochs: every other setting, the baselines' grids and the pytorch_tabular models' schedule, as in `full`;
+    the claims read it, registered with the config's name."""
+    from attnlab.experiments.bidir import auto_mpg as am
+    from attnlab.theory.preregistration import REGISTRY
+
+    full, long_ = am.CONFIGS["full"], am.CONFIGS["full-long"]
+    assert long_["atn_epochs"] == 1000 and full["atn_epochs"] == 200
+    assert {k: v for k, v in long_.items() if k != "atn_epochs"} == {k: v for k, v in full.items() if k != "atn_epochs"}
+    for b in ("lr", "rf"):
+        reg = REGISTRY[f"bidir.results.auto-mpg-atn-vs-{b}-long"]
+        paper = REGISTRY[f"bidir.results.auto-mpg-atn-vs-{b}"]
+        assert (reg.config, reg.data_source) == ("full-long", "substitute")
+        assert (reg.parts, reg.seeds, reg.margin, reg.rule) == (paper.parts, paper.seeds, paper.margin, paper.rule)
+
 def test_table_figure_titles_count_seeds_per_model_and_name_the_missing_models():
     """Table 1 runs ATN and LR for more seeds than the grid-searched baselines: the figure's title gives
     the seeds per model when they differ, and names the models drawn with the paper's number only."""

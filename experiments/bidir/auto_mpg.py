@@ -53,7 +53,10 @@ CONFIGS = {
 # the full config without the pytorch_tabular models' early stopping: does TabNet (near chance with
 # patience 3) learn when it is not stopped after a few epochs?
 CONFIGS["full-no-es"] = dict(CONFIGS["full"], tabular_patience=None)
-# the configs that train every model for the paper's schedule (their records count as converged)
+# the full config with ATN trained five times longer: at the paper's 200 epochs ATN's training loss has not
+# levelled on the origin split in 3 of 10 seeds (the last 20 epochs still gain 1.3-2.0 % of the total)
+CONFIGS["full-long"] = dict(CONFIGS["full"], atn_epochs=1000)
+# the configs that train every model for the paper's schedule
 PAPER_SCHEDULE = ("full", "full-no-es")
 
 
@@ -189,9 +192,9 @@ def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, "Table 2: auto-mpg origin split (245 USA train / 140 non-USA test); "
                           "LR/RF/GB/MLP, the tabular attention model ATN, pytorch_tabular baselines (extra)",
                           default_seeds=10)
-    add_config_flag(p, extra=("reduced", "full-no-es"),
+    add_config_flag(p, extra=("reduced", "full-no-es", "full-long"),
                     notes="reduced = smaller baseline grids; full-no-es = full without the pytorch_tabular "
-                          "models' early stopping")
+                          "models' early stopping; full-long = full with ATN trained 1,000 epochs")
     p.add_argument("--data", default=None, help="path of your own auto-mpg.csv (UCI, 398 rows)")
     p.add_argument("--protocols", default="pooled,train-only",
                    help="comma list of binning protocols: pooled (authors), train-only (leakage-free)")
@@ -254,7 +257,8 @@ def main(argv: list[str]) -> int:
                     if metric in res[model]:
                         rows_out.append(metric_row(SETTING[prot], model, metric, res[model][metric]))
         ctx.write_record(rows_out, training={"stopped": "fixed-schedule",
-                                            "schedule": "paper" if ctx.config_name in PAPER_SCHEDULE else "reduced"}, extra={
+                                            "schedule": ("paper" if ctx.config_name in PAPER_SCHEDULE else
+                                                         "long" if ctx.config_name == "full-long" else "reduced")}, extra={
             "random_seed": seed, "timing_s": state["timing"], "skipped": skipped,
             "best_params": {prot: {m: state["res"][("base", prot)][m]["best"] for m in BASELINES}
                             for prot in protocols},
