@@ -86,6 +86,8 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
         metrics = headline_metrics(exp) or tuple(dict.fromkeys(k[3] for k in numbers if k[0] == exp)) \
             or tuple(dict.fromkeys(r["metric"] for r in rows if r["experiment"] == exp and r["config"] == cfg))
         kept = [r for r in rows if r["experiment"] == exp and r["config"] == cfg and r["metric"] in metrics]
+        if config is not None and config != headline_config(exp) and not any(r["n_seeds"] for r in kept):
+            continue                         # asked for another config, of which this experiment has no record
         have = {(r["setting"], r["model"], r["metric"]) for r in kept}
         for (e, setting, model, metric), ref in numbers.items():
             if e == exp and metric in metrics and (setting, model, metric) not in have:

@@ -100,6 +100,17 @@ def test_results_config_gives_the_headline_at_that_config(root, capsys):
     assert [(r["config"], r["ours_mean"]) for r in rows] == [("quick", 3.9)]
 
 
+def test_another_config_leaves_out_the_experiments_without_its_records(root, capsys):
+    """`--config quick` names the experiments that have quick records: the others' tables would hold only the paper's
+    numbers beside empty cells (their own paper configuration still shows them, with 0 seeds)."""
+    _write(root, "efa-synthetic", "full", 0, [("bidirectional", "EFA", "test MSE", 0.5)])
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--config", "quick", "--json", "-"]) == 0
+    assert {r["experiment"] for r in json.loads(capsys.readouterr().out)} == {"efa-instacart"}
+    assert cli.main(["results", "efa", "--results-dir", str(root), "--json", "-"]) == 0
+    shown = {r["experiment"] for r in json.loads(capsys.readouterr().out)}
+    assert {"efa-instacart", "efa-synthetic", "efa-temperature"} <= shown       # (temperature: paper numbers only)
+
+
 def test_markdown_one_table_per_experiment(root, capsys):
     assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "md"]) == 0
     md = capsys.readouterr().out

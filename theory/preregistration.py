@@ -249,13 +249,16 @@ for _b, _exp in (("LR", "inconclusive"), ("RF", "inconclusive")):
 # statements, rule, margin (0) and seeds (0-9) of the two claims above, with ATN trained 1,000 epochs instead of the
 # paper's 200 (chosen from the training curves alone: at 200 the origin split's loss still falls in seeds 0, 3 and
 # 9), every other model as in `full` -- a changed protocol, so a substitute (never an erratum).  Expected: skipped
-# until the records exist.
+# until the records exist.  2026-12-06, later: the records of seeds 0-9 (LR and RF equal to `full`'s); ATN levelled
+# in 9 of 10 (seed 0: 1.01 % in the last 100 epochs, tolerance 1 %), so a registered seed is missing and both are
+# inconclusive (rule, margin, seeds unchanged): on the other nine ATN - LR +0.051 [0.019, 0.083], ATN - RF -0.021
+# [-0.066, 0.025]
 _AM_LONG = ("protocol: ATN trained 1,000 epochs (config full-long), not the paper's 200 (config full: ATN's training "
             "loss not levelled on the origin split in seeds 0, 3 and 9)")
 for _b in ("LR", "RF"):
     register(Registration(f"bidir.results.auto-mpg-atn-vs-{_b.lower()}-long", "bidir-auto-mpg", "full-long",
-                          "beats", (Part("origin split", "ATN", "acc", b=_b),), seeds(10), "substitute", "skipped",
-                          paper_runs=1, deviation=_AM_LONG))
+                          "beats", (Part("origin split", "ATN", "acc", b=_b),), seeds(10), "substitute",
+                          "inconclusive", paper_runs=1, deviation=_AM_LONG))
 register(Registration("bidir.results.analogies-mlm-vs-cbow", "bidir-analogies", "full", "beats",
                       (Part("overall", "MLM-local [substitute for BERT]", "acc",
                             b="CBOW-local [substitute for word2vec]"),), seeds(5), "substitute", "skipped",
