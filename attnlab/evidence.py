@@ -73,8 +73,11 @@ def t_interval(values: list[float], runs: float = math.inf) -> dict:
     n = len(values)
     if n < 2:
         raise ValueError(f"a t interval needs at least 2 values; got {n}")
-    m = sum(values) / n
-    sd = math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1))
+    if min(values) == max(values):             # equal values (a fixed model, a deterministic fit): sd 0 exactly,
+        m, sd = float(values[0]), 0.0           # not the rounding of their sum (8.4e-17 for ten LR fits)
+    else:
+        m = sum(values) / n
+        sd = math.sqrt(sum((x - m) ** 2 for x in values) / (n - 1))
     h = t95(n) * sd * math.sqrt(1 / n + (0.0 if math.isinf(runs) else 1 / runs))
     return {"mean": m, "sd": sd, "half": h, "lo": m - h, "hi": m + h, "n": n}
 

@@ -41,14 +41,11 @@ def row_converged(rec: dict, row: dict) -> bool:
 
 def ci95(values: list[float]) -> float | None:
     """Half-width of the 95% Student-t confidence interval of the mean (None for one value)."""
-    n = len(values)
-    if n < 2:
+    if len(values) < 2:
         return None
-    from attnlab.evidence import t95
+    from attnlab.evidence import t_interval
 
-    m = sum(values) / n
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    return float(t95(n) * sd / math.sqrt(n))
+    return float(t_interval(values)["half"])
 
 
 def _record_problem(rec) -> str | None:
