@@ -88,8 +88,8 @@ _PICKS = {"models", "ks", "efa"}
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 # `--settings` picks settings the same way where the setting is in the tag (the EFA runners); a runner whose
 # config holds the settings themselves (kernel-cost) still has them in its config values, which define it.
-_NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "results_dir", "quiet", "threads", "jobs",
-                 "backend", "address", "compile", "data", "_default_seeds", "settings"} | _PICKS
+_NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "rerun_unjudged", "results_dir", "quiet", "threads",
+                 "jobs", "backend", "address", "compile", "data", "_default_seeds", "settings"} | _PICKS
 
 
 def _run_config(config: dict) -> dict:
@@ -135,6 +135,7 @@ class RunContext:
         self.config, self.tag, self.substitute = dict(config), tag, substitute
         self.args = args
         self.force = bool(getattr(args, "force", False))
+        self.rerun_unjudged = bool(getattr(args, "rerun_unjudged", False))
         self.resume = bool(getattr(args, "resume", False))
         self.verbose = not bool(getattr(args, "quiet", False))
         self.settings = run_settings(experiment, self.config_name, self.config, tag, self.seed, args)
@@ -171,7 +172,8 @@ class RunContext:
         return self.wall_before + time.perf_counter() - self.t0
 
     def done(self) -> bool:
-        """A record of this run already exists (and --force was not given).  A record at this path
+        """A record of this run already exists (and --force was not given, nor --rerun-unjudged with a record
+        whose convergence status is unknown or missing: such a run is done again).  A record at this path
         written with other config values (those both sides name) is not this run: refused with one line
         rather than silently taken as done.  While another live process holds the run (a second identical
         command into the same results folder), this waits for it, saying so: then the record it wrote is
@@ -198,6 +200,13 @@ class RunContext:
         if problem:                 # a half-written or damaged record is not a finished run
             print(f"attnlab: warning: {self.record_path} exists but cannot be used ({problem}); running this "
                   "seed again (the new record replaces it)", file=sys.stderr)
+            return False
+        status = (rec.get("convergence") or {}).get("status") if isinstance(rec.get("convergence"), dict) else None
+        if self.rerun_unjudged and status in (None, "unknown"):
+            if self.verbose:
+                why = (rec.get("convergence") or {}).get("reason") if status else "no convergence judgement stored"
+                print(f"  {self.record_path} exists but its convergence cannot be judged ({why}); running this "
+                      "seed again (--rerun-unjudged)", file=sys.stderr)
             return False
         saved = rec.get("config_values") or {}
         if isinstance(saved, dict):

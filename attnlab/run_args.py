@@ -1,5 +1,5 @@
 """The flags every `attnlab run <experiment>` shares, and the argparse types behind them (DESIGN.md,
-experiment contract): seeds, device, --quick/--resume/--force, --results-dir, --threads, --jobs and
+experiment contract): seeds, device, --quick/--resume/--force/--rerun-unjudged, --results-dir, --threads, --jobs and
 --backend (only for the runners that fan out, FANS_OUT), --lr; bad values give one UsageError line
 naming the flag (exit 2).
 """
@@ -90,7 +90,11 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
                    help="reduced config (about a minute on a 2-core CPU); used by CI")
     p.add_argument("--resume", action="store_true",
                    help="resume an interrupted run from its last checkpoint")
-    p.add_argument("--force", action="store_true", help="re-run seeds whose record already exists")
+    redo = p.add_mutually_exclusive_group()
+    redo.add_argument("--force", action="store_true", help="re-run seeds whose record already exists")
+    redo.add_argument("--rerun-unjudged", action="store_true",
+                      help="re-run seeds whose record exists but whose convergence cannot be judged (status "
+                           "unknown, e.g. written before the whole curve was stored); keep the others")
     p.add_argument("--results-dir", default=None, type=nonempty("--results-dir"),
                    help="where records go (default $ATTNLAB_RESULTS or ./results)")
     p.add_argument("--quiet", action="store_true", help="no progress display")

@@ -145,6 +145,36 @@ def test_a_record_of_other_settings_is_refused_not_skipped(tmp_path):
     assert not E.context(p.parse_args(base + ["--force"]), "efa-demo", {"lr": 0.1, "sampling": "targets"}, 0).done()
 
 
+
+def test_rerun_unjudged_redoes_only_records_whose_convergence_is_unknown(tmp_path, capsys):
+    """--rerun-unjudged: a record whose convergence is judged (any status but unknown) is done; one whose status
+    is unknown (e.g. only the last epochs of its curve stored) or that has no judgement is run again; without the
+    flag all three are done.  It and --force exclude each other (one line, exit 2)."""
+    from attnlab.errors import UsageError
+
+    p = run_args.experiment_parser("efa-demo", "demo")
+    base = ["--device", "cpu", "--results-dir", str(tmp_path)]
+    cfg = {"lr": 0.1}
+    for seed, conv in ((0, {"status": "converged"}), (1, {"status": "unknown", "reason": "5 epochs of the curve"}),
+                       (2, None), (3, {"status": "not-levelled"})):
+        path = E.context(p.parse_args(base + ["--seed", str(seed), "--quiet"]), "efa-demo", cfg, seed).write_record(
+            [E.metric_row("s", "EFA", "mse", 1.0)])
+        rec = json.loads(path.read_text())
+        rec.pop("convergence", None)
+        if conv is not None:
+            rec["convergence"] = conv
+        path.write_text(json.dumps(rec))
+
+    def done(seed, *flags):
+        return E.context(p.parse_args(base + ["--seed", str(seed), *flags]), "efa-demo", cfg, seed).done()
+    assert [done(s) for s in range(4)] == [True] * 4
+    capsys.readouterr()
+    assert [done(s, "--rerun-unjudged") for s in range(4)] == [True, False, False, True]
+    err = capsys.readouterr().err
+    assert "cannot be judged (5 epochs of the curve)" in err and "(no convergence judgement stored)" in err
+    with pytest.raises(UsageError, match="--rerun-unjudged.*not allowed with.*--force|--force.*not allowed with"):
+        p.parse_args(base + ["--force", "--rerun-unjudged"])
+
 def test_a_narrower_pick_of_runs_is_the_same_run(tmp_path, monkeypatch):
     """Picks (`--ks 30`, `--efa none`, `--models`) choose which runs to do; a run recorded or
     checkpointed while a wider pick was running is the same run: its record counts as done and its
