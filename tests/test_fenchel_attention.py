@@ -104,6 +104,28 @@ def test_gradcheck_output_and_weights_float64():
         (q, k, v, al, lu))
 
 
+
+@pytest.mark.parametrize("alpha", [1.0, 4.0, "per-query"])
+def test_preconditioned_gram_phase_settles_at_the_dual_solution(alpha, monkeypatch):
+    """S <= E with alpha max_i |t_i|^2 >= 1: the Gram phase runs its preconditioned step and settles there
+    (the Newton solver is never called: it raises here) at the lambda* of the general Newton solver
+    (float64, 1e-11 -- the same as the unpreconditioned path); at alpha = 4 the plain step (the previous
+    revision) did not settle and went to the Newton solver."""
+    import attnlab.numerics.fenchel_attention as fa
+
+    def no_newton(*a, **k):
+        raise AssertionError("the Gram phase did not settle")
+    monkeypatch.setattr(fa, "_robust_solve", no_newton)
+    g = _g(21)
+    K = torch.randn(4, 16, 32, dtype=torch.float64, generator=g) / 32 ** 0.5       # |t_i|^2 about 1
+    Z = torch.randn(4, 12, 32, dtype=torch.float64, generator=g)
+    lu = torch.zeros(1, 16, dtype=torch.float64)
+    al = torch.rand(4, 12, dtype=torch.float64, generator=g) * 4 + 0.1 if alpha == "per-query" else alpha
+    assert float(torch.as_tensor(al).max()) * float((K * K).sum(-1).max()) >= 1       # the preconditioned step
+    lam = solve_dual_shared(K, lu, Z, al)
+    ref = solve_dual_newton_torch(K.unsqueeze(-3), lu, Z, al)
+    assert float((lam - ref).abs().max()) < 1e-11
+
 def test_shared_solver_returns_the_weights_at_its_lambda():
     g = _g(9)
     for dtype, tol in ((torch.float64, 1e-13), (torch.float32, 1e-5)):
