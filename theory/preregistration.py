@@ -178,8 +178,8 @@ _TEMP = "data: Colorado monthly station temperatures, not the paper's daily temp
 _TEMP_SETTING = "Colorado substitute"
 # 2026-12-06: EFA(l=1) and FM(k=5) re-run on seeds 0-4 with the whole validation curve stored (all converged);
 # later that day EFA(l=2) seeds 0-3 likewise (all converged), so depth-l2 has evidence with seed 4 missing;
-# seed 4 re-run after them (converged): all five registered seeds decide depth-l2.  EFA(l=4) seeds 0 and 1 re-run
-# likewise (converged): depth-l4 has evidence on two registered seeds, seeds 2-4 missing.  Later: EFA(l=4, 1D ahead)
+# seed 4 re-run after them (converged): all five registered seeds decide depth-l2.  EFA(l=4) seeds 0, 1 and 2 re-run
+# likewise (converged): depth-l4 has evidence on three registered seeds, seeds 3 and 4 missing.  Later: EFA(l=4, 1D ahead)
 # seed 0 re-run likewise (converged, test MSE 0.630, the earlier record's value to the last digit): 1d-ahead has
 # evidence on one registered seed (seeds 1-4 missing)
 for _cid, _a, _b, _exp in (("temperature-efa-beats-fm", "EFA(l=1)", "FM(k=5)", "reproduced-on-substitute"),
