@@ -105,12 +105,14 @@ def test_gradcheck_output_and_weights_float64():
 
 
 
-@pytest.mark.parametrize("alpha", [1.0, 4.0, "per-query"])
+@pytest.mark.parametrize("alpha", [1.0, 2.0, 4.0, 8.0, "per-query"])
 def test_preconditioned_gram_phase_settles_at_the_dual_solution(alpha, monkeypatch):
     """S <= E with alpha max_i |t_i|^2 >= 1: the Gram phase runs its preconditioned step and settles there
     (the Newton solver is never called: it raises here) at the lambda* of the general Newton solver
-    (float64, 1e-11 -- the same as the unpreconditioned path); at alpha = 4 the plain step (the previous
-    revision) did not settle and went to the Newton solver."""
+    (float64, 1e-11 -- the same as the unpreconditioned path).  Here max_i |t_i|^2 = 1.48: alpha = 1 and 2 take
+    the diagonal step, alpha = 4, 8 and the per-query alphas (up to 4.1) the diagonal-plus-rank-one step
+    (alpha max_i |t_i|^2 >= 4).  At alpha = 4 the plain step did not settle and went to the Newton solver, and at
+    alpha = 8 the diagonal step did."""
     import attnlab.numerics.fenchel_attention as fa
 
     def no_newton(*a, **k):
@@ -125,6 +127,27 @@ def test_preconditioned_gram_phase_settles_at_the_dual_solution(alpha, monkeypat
     lam = solve_dual_shared(K, lu, Z, al)
     ref = solve_dual_newton_torch(K.unsqueeze(-3), lu, Z, al)
     assert float((lam - ref).abs().max()) < 1e-11
+
+@pytest.mark.parametrize("per_query", [False, True])
+def test_rank_one_step_inverts_its_matrix(per_query):
+    """_rank_one_step (Sherman-Morrison) against the solve with M = I + alpha C_p diag(g) written out as a
+    matrix per row (float64, 1e-12 relative), on rows from flat to nearly one-hot."""
+    from attnlab.numerics.fenchel_attention import _rank_one_step
+
+    g = _g(31)
+    B, L, S = 3, 5, 7
+    p = torch.softmax(torch.randn(B, L, S, dtype=torch.float64, generator=g)
+                      * torch.tensor([0.0, 1.0, 3.0, 10.0, 40.0], dtype=torch.float64).view(1, L, 1), -1)
+    gg = torch.rand(B, 1, S, dtype=torch.float64, generator=g) * 3
+    a = (torch.rand(B, L, 1, dtype=torch.float64, generator=g) * 8 + 0.5 if per_query
+         else torch.tensor(6.0, dtype=torch.float64))
+    r = torch.randn(B, L, S, dtype=torch.float64, generator=g)
+    C = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)                  # (B, L, S, S)
+    M = torch.eye(S, dtype=torch.float64) + (a.unsqueeze(-1) if per_query else a) * C * gg.unsqueeze(-2)
+    want = torch.linalg.solve(M, r.unsqueeze(-1)).squeeze(-1)
+    got = _rank_one_step(r.clone(), p, gg, a, torch.ones((), dtype=torch.float64))
+    assert float(((got - want).abs().amax(-1) / want.abs().amax(-1)).max()) < 1e-12
+
 
 def test_shared_solver_returns_the_weights_at_its_lambda():
     g = _g(9)
