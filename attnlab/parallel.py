@@ -75,9 +75,38 @@ def keep_freed_memory() -> bool:
     return all([mallopt(param, value) == 1 for param, value in settings])
 
 
+_WATCHED = False
+
+
+def _exit_with_parent(every: float = 1.0) -> None:
+    """End this worker process when the process that started it ends (once per process: a daemon thread that
+    looks every `every` seconds whether this process was given another parent).  A joblib worker notices
+    its parent's end only when it hands back a result, so a run killed with `kill PID` (not Ctrl-C, which
+    reaches the whole process group) left its workers training for hours, writing the checkpoints that a
+    resumed run reads: two processes then trained the same seed.  Checkpoints and records are written
+    atomically, so ending mid-epoch loses that epoch only."""
+    global _WATCHED
+    if _WATCHED:
+        return
+    import signal
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="attnlab-exit-with-parent", daemon=True).start()
+    _WATCHED = True
+
+
 def _in_worker(fn, task, threads: int):
     import torch
 
+    _exit_with_parent()
     keep_freed_memory()
     torch.set_num_threads(threads)
     return fn(task)

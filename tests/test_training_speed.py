@@ -407,3 +407,53 @@ def test_attnlab_malloc_takes_keep_or_default(monkeypatch):
     monkeypatch.setenv("ATTNLAB_MALLOC", "fast")
     with pytest.raises(UsageError, match="ATTNLAB_MALLOC must be one of keep, default; got 'fast'"):
         keep_freed_memory()
+
+
+def test_fan_out_workers_end_with_their_parent(tmp_path):
+    """A fan-out whose parent is killed (SIGTERM to it alone, as `kill PID` sends) takes its workers with it
+    within seconds (attnlab.parallel._exit_with_parent), instead of leaving them training and writing the
+    checkpoints a resumed run would read."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = tmp_path / "fan.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, time, types
+        from attnlab.parallel import fan_out
+
+        def task(i):
+            open(os.path.join({str(tmp_path)!r}, f"w{{i}}.pid"), "w").write(str(os.getpid()))
+            time.sleep(120)
+
+        fan_out(types.SimpleNamespace(jobs=2, threads=1, backend="local"), task, [0, 1])
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        pids = [tmp_path / f"w{i}.pid" for i in (0, 1)]
+        deadline = time.monotonic() + 120
+        while not all(p.exists() and p.read_text() for p in pids):
+            assert parent.poll() is None and time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.2)
+        workers = [int(p.read_text()) for p in pids]
+        parent.send_signal(signal.SIGTERM)
+        parent.wait(30)
+
+        def alive(pid):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        deadline = time.monotonic() + 15
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [w for w in workers if alive(w)]
+        for w in left:
+            os.kill(w, signal.SIGKILL)
+        assert not left, f"workers {left} outlived their parent by 15 s"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
