@@ -81,10 +81,10 @@ _WATCHED = False
 def _exit_with_parent(every: float = 1.0) -> None:
     """End this worker process when the process that started it ends (once per process: a daemon thread that
     looks every `every` seconds whether this process was given another parent).  A joblib worker notices
-    its parent's end only when it hands back a result, so a run killed with `kill PID` (not Ctrl-C, which
-    reaches the whole process group) left its workers training for hours, writing the checkpoints that a
-    resumed run reads: two processes then trained the same seed.  Checkpoints and records are written
-    atomically, so ending mid-epoch loses that epoch only."""
+    its parent's end only when it hands back a result, so a command killed with `kill PID` (not Ctrl-C,
+    which reaches the whole process group) left its workers training for hours, holding their runs' locks
+    (a resumed command skipped those seeds as running elsewhere) and the cores.  Checkpoints and records are
+    written atomically, so ending mid-epoch loses that epoch only."""
     global _WATCHED
     if _WATCHED:
         return

@@ -411,8 +411,8 @@ def test_attnlab_malloc_takes_keep_or_default(monkeypatch):
 
 def test_fan_out_workers_end_with_their_parent(tmp_path):
     """A fan-out whose parent is killed (SIGTERM to it alone, as `kill PID` sends) takes its workers with it
-    within seconds (attnlab.parallel._exit_with_parent), instead of leaving them training and writing the
-    checkpoints a resumed run would read."""
+    within seconds (attnlab.parallel._exit_with_parent), instead of leaving them training, holding their runs'
+    locks and the cores."""
     import signal
     import subprocess
     import sys
