@@ -128,6 +128,7 @@ def test_preconditioned_gram_phase_settles_at_the_dual_solution(alpha, monkeypat
     ref = solve_dual_newton_torch(K.unsqueeze(-3), lu, Z, al)
     assert float((lam - ref).abs().max()) < 1e-11
 
+
 @pytest.mark.parametrize("per_query", [False, True])
 def test_rank_one_step_inverts_its_matrix(per_query):
     """_rank_one_step (Sherman-Morrison) against the solve with M = I + alpha C_p diag(g) written out as a
