@@ -182,7 +182,9 @@ _TEMP_SETTING = "Colorado substitute"
 # likewise (converged): depth-l4 has evidence on three registered seeds, seeds 3 and 4 missing.  Later: EFA(l=4, 1D ahead)
 # seed 0 re-run likewise (converged, test MSE 0.630, the earlier record's value to the last digit): 1d-ahead has
 # evidence on one registered seed (seeds 1-4 missing).  Later: 1D ahead seed 1 (converged, 0.668) and 2D ahead
-# seed 0 (converged, 0.620): 1d-ahead on two seeds, 2d-ahead has evidence on one (seeds 1-4 missing)
+# seed 0 (converged, 0.620): 1d-ahead on two seeds, 2d-ahead has evidence on one (seeds 1-4 missing).  Later:
+# 1D ahead seeds 2-4 and 2D ahead seed 1 (all converged): 1d-ahead on the three seeds paired with a re-run EFA(l=4)
+# (seeds 3 and 4 wait for EFA(l=4)), 2d-ahead on two (seeds 2-4 missing); expected verdicts unchanged
 for _cid, _a, _b, _exp in (("temperature-efa-beats-fm", "EFA(l=1)", "FM(k=5)", "reproduced-on-substitute"),
                            ("temperature-depth-l2", "EFA(l=2)", "EFA(l=1)", "reproduced-on-substitute"),
                            ("temperature-depth-l4", "EFA(l=4)", "EFA(l=1)", "inconclusive"),
