@@ -284,6 +284,58 @@ def test_analogies_pretrained_needs_word2vec_and_names_what_is_registered(capsys
     assert analogies.word2vec_label(13_013) == "word2vec-GoogleNews-13k [substitute for word2vec]"
 
 
+def _dictd_sample(path):
+    """Three entries in dictd's format as GCIDE's gcide.dict.dz holds them (a gzip stream): headwords with
+    pronunciations between backslashes, etymologies and source tags in brackets (one across a line break), a
+    Windows-1252 byte, and a blank entry."""
+    import gzip
+
+    text = (b"Abdomen \\Ab*do\"men\\, n. [L. abdomen (a word of uncertain\n   etymol.): cf. F. abdomen.]\n"
+            b"   1. (Anat.) The belly, or that part of the body.\n   [1913 Webster]\n\n"
+            b"Abdicator \\Ab\"di*ca`tor\\, n.\n   One who abdicates, the king\x92s heir.\n   [1913 Webster]\n\n"
+            b"   \n\n"
+            b"Zymic \\Zy\"mic\\, a.\n   Relating to fermentation.\n")
+    with gzip.open(path, "wb") as fh:
+        fh.write(text)
+
+
+def test_gcide_documents_are_entries_without_pronunciations_or_brackets(tmp_path):
+    pytest.importorskip("gensim")
+    from attnlab.experiments.bidir.analogies import gcide_documents
+
+    _dictd_sample(tmp_path / "gcide.dict.dz")
+    assert gcide_documents(tmp_path / "gcide.dict.dz") == [
+        ["abdomen", "anat", "the", "belly", "or", "that", "part", "of", "the", "body"],
+        ["abdicator", "one", "who", "abdicates", "the", "king", "heir"],
+        ["zymic", "relating", "to", "fermentation"]]
+
+
+def test_analogies_gcide_reads_only_the_checksummed_file(tmp_path, capsys):
+    """--config gcide takes GCIDE through the data layer: a file that is not GCIDE 0.48.5 is refused in one
+    line naming the package to install; --data with another config is refused."""
+    pytest.importorskip("gensim")
+    from attnlab.experiments.bidir import analogies
+    from attnlab.experiments.data import DATASETS
+    from attnlab.theory.preregistration import REGISTRY
+
+    _dictd_sample(tmp_path / "gcide.dict.dz")
+    assert call(analogies.main, ["--config", "gcide", "--seed", "0", "--data", str(tmp_path / "gcide.dict.dz"),
+                                 "--results-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "md5" in err and DATASETS["gcide"].page in err
+    assert not (tmp_path / "r").exists()
+    assert call(analogies.main, ["--quick", "--seed", "0", "--data", str(tmp_path / "gcide.dict.dz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--config gcide" in err
+    # the registered comparison is of the two models the gcide config trains, at `full`'s protocol but for
+    # the corpus and the vocabulary's min count
+    reg = REGISTRY["bidir.results.analogies-mlm-vs-cbow-gcide"]
+    assert (reg.experiment, reg.config, reg.seeds) == ("bidir-analogies", "gcide", (0, 1, 2, 3, 4))
+    assert (reg.parts[0].a, reg.parts[0].b) == (analogies.MLM_SUB, analogies.CBOW_SUB)
+    full, gcide = analogies.CONFIGS["full"], analogies.CONFIGS["gcide"]
+    assert {k for k in full if full[k] != gcide[k]} == {"corpus", "min_count"}
+
+
 # --------------------------------------------------------------------------- runner smoke test
 def test_tabular_sim_quick_run(tmp_path, monkeypatch):
     from attnlab.errors import UsageError

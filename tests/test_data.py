@@ -62,3 +62,25 @@ def test_gzip_md5_is_of_uncompressed_content(tmp_path):
     with gzip.open(p, "wb") as fh:
         fh.write(b"hello\n")
     assert D.md5_uncompressed(p) == "b1946ac92492d2347c6235b4d2611184"
+
+
+def test_dictzip_md5_is_of_uncompressed_content(tmp_path):
+    p = tmp_path / "x.dict.dz"                 # dictzip writes a gzip stream (with an extra header field)
+    with gzip.open(p, "wb") as fh:
+        fh.write(b"hello\n")
+    assert D.md5_uncompressed(p) == "b1946ac92492d2347c6235b4d2611184"
+
+
+def test_a_system_package_folder_is_looked_in_last(tmp_path, monkeypatch):
+    """GCIDE is found where Debian's dict-gcide installs it, after the bundle, unless a path or $ATTNLAB_DATA
+    is given (then only there); missing, the error says which package installs it."""
+    monkeypatch.delenv(D.ENV_VAR, raising=False)
+    ds = D.DATASETS["gcide"]
+    where = [(origin, str(folder)) for origin, folder in D._candidates(ds, None)]
+    assert where[-1] == ("system package", "/usr/share/dictd") and where[0][0] == "offline bundle"
+    monkeypatch.setenv(D.ENV_VAR, str(tmp_path))
+    assert [o for o, _ in D._candidates(ds, None)] == [f"${D.ENV_VAR}"]
+    with pytest.raises(D.DataError) as e:
+        D.locate("gcide")
+    msg = str(e.value)
+    assert "gcide.dict.dz" in msg and "packages.debian.org" in msg and "/usr/share/dictd" in msg

@@ -5,9 +5,12 @@ Search order for data set NAME (a folder of files, laid out as in the offline bu
      files, or for one-file data sets the file itself;
   2. ``$ATTNLAB_DATA/<folder>`` (``ATTNLAB_DATA`` is a folder laid out like the bundle);
   3. the offline bundle ``../shared/data/<folder>``, seen from the project root (or from the
-     current directory).
+     current directory);
+  4. for a data set that an operating-system package installs, the folder the package puts it in
+     (``Dataset.system``; e.g. Debian's ``dict-gcide`` puts GCIDE in ``/usr/share/dictd``).
 
-Every file is checked against the md5 of its uncompressed content.  A missing or corrupt file is a
+Every file is checked against the md5 of its uncompressed content (``.gz`` and dictzip's ``.dz`` are
+gzip streams).  A missing or corrupt file is a
 :class:`DataError` naming the file, the official download page and how to point attnlab at it.
 Nothing is read at import time.
 """
@@ -45,6 +48,7 @@ class Dataset:
     page: str              # official download page
     description: str
     substitute_for: str | None = None   # set when this set stands in for the paper's data
+    system: tuple = ()                  # folders an operating-system package installs the files in
 
     def file(self, fname: str) -> DataFile:
         for f in self.files:
@@ -55,6 +59,9 @@ class Dataset:
 
 
 _UCR = "https://www.cs.ucr.edu/~eamonn/time_series_data_2018/"
+
+
+GCIDE_ENTRIES = 252_734     # its dictd entries (blank-line separated), experiments.bidir.analogies.gcide_documents
 
 
 def _ucr(name, md5s, rows):
@@ -105,6 +112,14 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "https://github.com/cjhutto/vaderSentiment",
             "10,605 Rotten Tomatoes review sentences with mean human sentiment (VADER gold standard)",
             substitute_for="IMDB movie-review sentiment (kernel paper, Table 4)"),
+    Dataset("gcide", "gcide",
+            (DataFile("gcide.dict.dz", "e578590505e424551371d51de50965e6", GCIDE_ENTRIES),),
+            "https://packages.debian.org/bookworm/dict-gcide",
+            "GCIDE 0.48.5, the GNU Collaborative International Dictionary of English (Webster's 1913 and WordNet "
+            "glosses), in dictd's format as Debian's dict-gcide 0.48.5+nmu2 installs it (apt-get install "
+            "dict-gcide); an English corpus of 3.8M tokens",
+            substitute_for="the corpora BERT and word2vec were trained on (bidir paper, Table 3)",
+            system=("/usr/share/dictd",)),
 ]}
 
 
@@ -117,8 +132,9 @@ def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, 
     env = os.environ.get(ENV_VAR)
     if env:
         return [(f"${ENV_VAR}", Path(env).expanduser() / ds.folder)]
-    return [("offline bundle", base.parent / "shared" / "data" / ds.folder)
-            for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
+    return ([("offline bundle", base.parent / "shared" / "data" / ds.folder)
+             for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
+            + [("system package", Path(folder)) for folder in ds.system])
 
 
 _VERIFIED: dict[tuple, bool] = {}
@@ -129,7 +145,7 @@ def md5_uncompressed(path: Path) -> str:
     stream is a DataError naming the file."""
     import zlib
 
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if path.suffix in (".gz", ".dz") else open
     h = hashlib.md5()
     try:
         with opener(path, "rb") as fh:
@@ -143,6 +159,10 @@ def md5_uncompressed(path: Path) -> str:
 
 
 def _how_to(ds: Dataset, fname: str) -> str:
+    if ds.system:
+        return (f"install the package of {ds.page} (it puts the file in {', '.join(ds.system)}, where it is found), "
+                f"or pass the file's path to the runner (--data PATH), or set {ENV_VAR}=FOLDER with the file at "
+                f"FOLDER/{ds.folder}/{fname}")
     return (f"download it from {ds.page}, then either pass its path to the runner (--data PATH), "
             f"or set {ENV_VAR}=FOLDER with the file at FOLDER/{ds.folder}/{fname}")
 
