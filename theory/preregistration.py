@@ -184,11 +184,14 @@ _TEMP_SETTING = "Colorado substitute"
 # evidence on one registered seed (seeds 1-4 missing).  Later: 1D ahead seed 1 (converged, 0.668) and 2D ahead
 # seed 0 (converged, 0.620): 1d-ahead on two seeds, 2d-ahead has evidence on one (seeds 1-4 missing).  Later:
 # 1D ahead seeds 2-4 and 2D ahead seed 1 (all converged): 1d-ahead on the three seeds paired with a re-run EFA(l=4)
-# (seeds 3 and 4 wait for EFA(l=4)), 2d-ahead on two (seeds 2-4 missing); expected verdicts unchanged
+# (seeds 3 and 4 wait for EFA(l=4)), 2d-ahead on two (seeds 2-4 missing); expected verdicts unchanged.
+# 2026-12-06, later: EFA(l=4) seeds 3 and 4 re-run (both converged): all five registered seeds decide depth-l4
+# (still inconclusive) and 1d-ahead, which moves to not reproduced on a substitute (EFA(l=4) - 1D ahead = -0.023,
+# CI [-0.044, -0.003], n = 5); rules, margins and seeds unchanged
 for _cid, _a, _b, _exp in (("temperature-efa-beats-fm", "EFA(l=1)", "FM(k=5)", "reproduced-on-substitute"),
                            ("temperature-depth-l2", "EFA(l=2)", "EFA(l=1)", "reproduced-on-substitute"),
                            ("temperature-depth-l4", "EFA(l=4)", "EFA(l=1)", "inconclusive"),
-                           ("temperature-1d-ahead", "EFA(l=4, 1D ahead)", "EFA(l=4)", "inconclusive"),
+                           ("temperature-1d-ahead", "EFA(l=4, 1D ahead)", "EFA(l=4)", "not-reproduced-on-substitute"),
                            ("temperature-2d-ahead", "EFA(l=4, 2D ahead)", "EFA(l=4)", "inconclusive")):
     register(Registration(f"efa.results.{_cid}", "efa-temperature", "full", "beats",
                           (Part(_TEMP_SETTING, _a, "test MSE", b=_b),), seeds(5), "substitute", _exp,
