@@ -124,7 +124,7 @@ FANS_OUT = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens
                       "efa-temperature",
                       "bidir-tabular-sim", "bidir-auto-mpg", "kernel-time-warping", "kernel-forda",
                       "kernel-gestures", "kernel-sentiment", "kernel-ecg",
-                      "fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus"})
+                      "fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus", "bidir-analogies"})
 
 
 def _serial(flag: str, runner: str, only: str):

@@ -155,7 +155,7 @@ def test_fenchel_unknown_instance_key_refused(tmp_path, capsys):
     _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", inst], "unknown key(s) alpah")
 
 
-@pytest.mark.parametrize("runner", ["bidir-analogies", "kernel-cost"])
+@pytest.mark.parametrize("runner", ["kernel-cost"])
 def test_jobs_refused_by_runners_that_do_not_fan_out(capsys, runner):
     _one_line_exit_2(capsys, ["run", runner, "--quick", "--jobs", "2"], "--jobs 2", "does not fan out")
     _one_line_exit_2(capsys, ["run", runner, "--quick", "--backend", "ray"], "--backend ray")

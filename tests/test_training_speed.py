@@ -162,7 +162,7 @@ def test_sequence_step_size():
 
 
 # --------------------------------------------------------------------------- processes
-TIMING = ("wall_seconds", "finished", "train_seconds", "command")
+TIMING = ("wall_seconds", "finished", "train_seconds", "command", "fixed_models_eval_s")
 
 
 def _no_seconds(x):
@@ -250,17 +250,23 @@ def _shrunk(monkeypatch, runner: str) -> list[str]:
         monkeypatch.setattr(ot_vit, "CONFIG_DIGITS_QUICK", dict(ot_vit.CONFIG_DIGITS_QUICK, epochs=1, train_limit=96))
     elif runner == "fenchel-deviation":
         monkeypatch.setattr(deviation, "CONFIG_QUICK", dict(deviation.CONFIG_QUICK, train_sentences=48, n_eval=2))
-    else:
+    elif runner == "bidir-toy-corpus":
         monkeypatch.setattr(toy_corpus, "CONFIG_QUICK", dict(toy_corpus.CONFIG_QUICK, dims=[4], steps=5))
         return ["--sentences", "200"]
-    return []
+    return []                                    # (bidir-analogies: its quick config takes seconds a seed)
 
 
-@pytest.mark.parametrize("runner", ["fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus"])
+@pytest.mark.parametrize("runner", ["fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus", "bidir-analogies"])
 def test_seed_runners_jobs_give_the_same_records(runner, tmp_path, monkeypatch):
     """The runners that write one record per seed fan the seeds out with --jobs 2 (attnlab.parallel.run_tasks):
     the records are those of --jobs 1 except for timings, and a re-issued command re-runs nothing."""
     from attnlab.cli import main
+
+    if runner == "bidir-analogies":
+        from attnlab.experiments.bidir.analogies import have_nlp
+
+        if not have_nlp():
+            pytest.skip("bidir-analogies needs the nlp extra")
 
     monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
     flags = _shrunk(monkeypatch, runner)

@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_contexts
+from attnlab.experiments.bidir.common import add_config_flag, config_name, log, run_context, run_contexts
 
 EXPERIMENT = "bidir-analogies"
 SUBSTITUTE = ("offline substitute for the paper's pretrained BERT-base / GloVe-6B-300d / word2vec "
@@ -309,7 +309,8 @@ def epoch_loss_callback():
 
 def main(argv: list[str]) -> int:
     from attnlab.experiment import metric_row
-    from attnlab.run_args import experiment_parser
+    from attnlab.parallel import run_tasks
+    from attnlab.run_args import experiment_parser, seeds_of
 
     p = experiment_parser(EXPERIMENT, "Table 3 (OFFLINE SUBSTITUTE): word analogies with CBOW and a "
                           "bidirectional-attention MLM trained locally, and GloVe 6B-50d", default_seeds=5)
@@ -334,7 +335,13 @@ def main(argv: list[str]) -> int:
 
     from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, read_questions, summarize, train_mlm, windows
 
+    from threadpoolctl import threadpool_limits
+
+    # one thread for torch and for numpy's BLAS, as in a --jobs worker (joblib limits its workers so): the
+    # float32 products of the evaluation sum in the same order in a serial run and in a fanned-out one, on any
+    # number of cores (with numpy's default of one BLAS thread per core the cosines differed in their 8th digit)
     torch.set_num_threads(1)
+    threadpool_limits(1)
     name = config_name(args)
     cfg = dict(CONFIGS[name])
     questions = read_questions(args.questions or datapath("questions-words.txt"))
@@ -356,10 +363,15 @@ def main(argv: list[str]) -> int:
         fixed["BERT"] = load_bert(args.bert)
     cfg.update(n_questions_total=len(questions), corpus_tokens=sum(map(len, docs)), vocab_size=len(vocab),
                exact_models=[k for k in fixed if "substitute" not in k])
-    fixed_results: dict[str, list] = {}
-    for ctx in run_contexts(args, EXPERIMENT, cfg, substitute=GCIDE_SUB if name == "gcide" else SUBSTITUTE):
+    fixed_results: dict[str, list] = {}       # the fixed models' own-vocabulary results (the same every seed)
+    substitute = GCIDE_SUB if name == "gcide" else SUBSTITUTE
+
+    def one(seed):
+        """One seed: CBOW and the MLM trained, all models evaluated; writes the seed's record and returns its
+        line (None when the record existed)."""
+        ctx = run_context(args, EXPERIMENT, cfg, seed, substitute=substitute)
         if ctx.done():
-            continue
+            return None
         t0 = time.perf_counter()
         state = ctx.load_checkpoint() or {"mlm_state": None}
         # CBOW (gensim, hierarchical softmax, no negative sampling; docs/instances.md), single worker for determinism.
@@ -431,5 +443,7 @@ def main(argv: list[str]) -> int:
                                                        CBOW_SUB: cbow_trivial(w2v)},
                                       "mlm_windows": int(len(win)), "cbow_vocab": len(cbow.words),
                                       "fixed_models_eval_s": time.perf_counter() - t_fixed if ctx.seed == 0 else None})
-        log(args, f"seed {ctx.seed}: {len(common)} common questions; done in {time.perf_counter() - t0:.0f} s")
+        return f"seed {ctx.seed}: {len(common)} common questions; done in {time.perf_counter() - t0:.0f} s"
+
+    run_tasks(args, one, seeds_of(args))                # --jobs / --backend ray fan the seeds out
     return 0

@@ -25,9 +25,9 @@ def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute:
 
 
 def run_context(args, experiment: str, config: dict, seed: int, tag: str = "",
-                device: str | None = None) -> RunContext:
+                device: str | None = None, substitute: str | None = None) -> RunContext:
     """The RunContext of one seed, its records kept apart as in :func:`run_contexts`."""
-    return context(args, experiment, config, seed, tag, None, _folder(args), device=device)
+    return context(args, experiment, config, seed, tag, substitute, _folder(args), device=device)
 
 
 def _folder(args) -> str | None:
