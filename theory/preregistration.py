@@ -282,7 +282,8 @@ register(Registration("bidir.results.analogies-mlm-vs-cbow", "bidir-analogies", 
 # 2026-12-07: seed 0's record (both models converged; overall MLM 10.9 %, CBOW 14.1 % of 4,061 questions) makes it
 # inconclusive until seeds 1-4 land (the expected verdict follows the judged one; rule, margin and seeds unchanged);
 # seed 1 (MLM 10.1 %, CBOW 12.8 %) the same day: still inconclusive, seeds 2-4 missing; seed 2 (MLM 12.0 %,
-# CBOW 13.5 %) the same day: still inconclusive, seeds 3 and 4 missing
+# CBOW 13.5 %) the same day: still inconclusive, seeds 3 and 4 missing; seed 3 (MLM 10.6 %, CBOW 13.6 %): still
+# inconclusive, seed 4 missing
 register(Registration("bidir.results.analogies-mlm-vs-cbow-gcide", "bidir-analogies", "gcide", "beats",
                       (Part("overall", "MLM-local [substitute for BERT]", "acc",
                             b="CBOW-local [substitute for word2vec]"),), seeds(5), "substitute", "inconclusive",
