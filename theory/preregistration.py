@@ -188,6 +188,8 @@ _TEMP_SETTING = "Colorado substitute"
 # 2026-12-06, later: EFA(l=4) seeds 3 and 4 re-run (both converged): all five registered seeds decide depth-l4
 # (still inconclusive) and 1d-ahead, which moves to not reproduced on a substitute (EFA(l=4) - 1D ahead = -0.023,
 # CI [-0.044, -0.003], n = 5); rules, margins and seeds unchanged
+# 2026-12-07: 2D ahead seed 2 re-run (converged, 0.642): 2d-ahead still inconclusive on three seeds (seeds 3 and 4
+# missing)
 for _cid, _a, _b, _exp in (("temperature-efa-beats-fm", "EFA(l=1)", "FM(k=5)", "reproduced-on-substitute"),
                            ("temperature-depth-l2", "EFA(l=2)", "EFA(l=1)", "reproduced-on-substitute"),
                            ("temperature-depth-l4", "EFA(l=4)", "EFA(l=1)", "inconclusive"),
