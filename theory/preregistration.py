@@ -189,7 +189,9 @@ _TEMP_SETTING = "Colorado substitute"
 # (still inconclusive) and 1d-ahead, which moves to not reproduced on a substitute (EFA(l=4) - 1D ahead = -0.023,
 # CI [-0.044, -0.003], n = 5); rules, margins and seeds unchanged
 # 2026-12-07: 2D ahead seed 2 re-run (converged, 0.642): 2d-ahead still inconclusive on three seeds (seeds 3 and 4
-# missing)
+# missing).  Later that day: 2D ahead seeds 3 and 4 (both converged, 0.670 and 0.664): all five registered seeds
+# decide 2d-ahead, still inconclusive (EFA(l=4) - 2D ahead = -0.014, CI [-0.041, 0.014], n = 5); rules, margins,
+# seeds and expected verdicts unchanged
 for _cid, _a, _b, _exp in (("temperature-efa-beats-fm", "EFA(l=1)", "FM(k=5)", "reproduced-on-substitute"),
                            ("temperature-depth-l2", "EFA(l=2)", "EFA(l=1)", "reproduced-on-substitute"),
                            ("temperature-depth-l4", "EFA(l=4)", "EFA(l=1)", "inconclusive"),
