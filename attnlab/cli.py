@@ -85,6 +85,9 @@ def _build_parser() -> argparse.ArgumentParser:
     f.add_argument("--paper", help=f"one of {', '.join(PAPERS)}")
     f.add_argument("--only", nargs="+", metavar="NAME", help="figure names to render")
     f.add_argument("--out", default=None, help="output folder (default ./paper_figures)")
+    f.add_argument("--check", action="store_true",
+                   help="write nothing: say which figures in --out differ from what the records and the "
+                        "library give now (their drawn content, not their pixels); exit 1 if any does")
     f.add_argument("--vector", action="store_true",
                    help="also write each figure as PDF and SVG beside its PNG (not committed: made on demand)")
 
@@ -437,41 +440,81 @@ def cmd_figures(args) -> int:
     from attnlab.atomic_io import check_folder
 
     # a file there or on the way to it, an empty name, a folder that cannot be made: one line, before drawing
-    out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
+    check = bool(getattr(args, "check", False))
+    if check and args.vector:
+        raise UsageError("--check writes no file and --vector writes PDF and SVG files: give one of them")
+    if check:                                   # compares with the folder's PNGs: it must be there, not made
+        out_dir = Path(args.out if args.out is not None else "paper_figures")
+        if not out_dir.is_dir():
+            raise UsageError(f"--out {out_dir}: no such folder of figures to check")
+    else:
+        out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
     missing = []
-    from attnlab.paper_figures.style import vector_output
+    from attnlab.paper_figures import style
 
-    for name in names:
-        paper, fn, _ = available[name]
-        print(f"[{paper}] rendering {name} ...", file=sys.stderr, flush=True)
-        previous = vector_output(args.vector)
-        try:
-            paths = fn(out_dir) or []
-        except FileNotFoundError as exc:            # a figure drawn from records that are not there
-            missing.append(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)")
-            continue
-        except UsageError as exc:                   # a stored artefact is missing: the message names the run
-            missing.append(f"figure {name}: {exc}")
-            continue
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            # a record that passed the checks of attnlab.results but whose stored curves or samples are not
-            # what the figure draws (a hand-edited or foreign record): one line naming the figure, the others drawn
-            missing.append(f"figure {name}: its records cannot be drawn ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); check the records it reads")
-            continue
-        finally:
-            vector_output(previous)
-        for path in paths:
-            print(path)
-            n += 1
-    print(f"{n} file(s) written", file=sys.stderr)
+    drawn = {} if check else None
+    previous_check = style.check_mode(drawn)
+    try:
+        for name in names:
+            paper, fn, _ = available[name]
+            print(f"[{paper}] {'drawing' if check else 'rendering'} {name} ...", file=sys.stderr, flush=True)
+            previous = style.vector_output(args.vector)
+            try:
+                paths = fn(out_dir) or []
+            except FileNotFoundError as exc:            # a figure drawn from records that are not there
+                missing.append(f"figure {name}: {exc} (records are read from ./results or $ATTNLAB_RESULTS)")
+                continue
+            except UsageError as exc:                   # a stored artefact is missing: the message names the run
+                missing.append(f"figure {name}: {exc}")
+                continue
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                # a record that passed the checks of attnlab.results but whose stored curves or samples are not
+                # what the figure draws (a hand-edited or foreign record): one line naming the figure, the others drawn
+                missing.append(f"figure {name}: its records cannot be drawn ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); check the records it reads")
+                continue
+            finally:
+                style.vector_output(previous)
+            for path in paths:
+                print(path)
+                n += 1
+    finally:
+        style.check_mode(previous_check)
+    if check:
+        n = _check_figures(drawn, out_dir)
+    else:
+        print(f"{n} file(s) written", file=sys.stderr)
     if missing:                                     # the others are drawn; each missing one is one line
         if len(missing) == 1:
             raise UsageError(missing[0])
         for line in missing[:-1]:
             print(f"attnlab: error: {line}", file=sys.stderr)
         raise UsageError(missing[-1])
-    return 0
+    return 1 if check and n else 0
+
+
+def _check_figures(drawn: dict, out_dir) -> int:
+    """`attnlab figures --check`: each figure drawn (its content digest in `drawn`) against the digest its
+    PNG in `out_dir` carries; one line per figure (current, stale, missing, or no digest: a PNG written
+    without one), a summary line; returns how many are not current."""
+    from attnlab.paper_figures.style import png_digest
+
+    bad = 0
+    for stem, digest in drawn.items():
+        path = out_dir / f"{stem}.png"
+        if not path.is_file():
+            state = "missing"
+        else:
+            try:
+                stored = png_digest(path)
+            except OSError:                         # not a PNG (PIL cannot read it)
+                stored = None
+            state = "current" if stored == digest else "stale" if stored else "no digest"
+        bad += state != "current"
+        print(f"{state:9} {path}")
+    print(f"{len(drawn) - bad} of {len(drawn)} figure(s) current"
+          + (f"; redraw the others with `attnlab figures --out {out_dir}`" if bad else ""), file=sys.stderr)
+    return bad
 
 
 def _window_size(text: str) -> tuple[int, int]:

@@ -4,6 +4,11 @@ and writes every figure through :func:`save`: a PNG (shown in the docs and the r
 ``attnlab figures --vector``, a PDF and an SVG beside it.  The files carry no date and no
 software version, so rendering the same records twice gives byte-identical files.
 
+Each PNG also carries, in a text chunk (:data:`DIGEST_KEY`), a digest of what the figure draws
+(:func:`content_digest`: its texts and its data, to four significant digits, not its pixels), so that
+``attnlab figures --check`` can tell whether a committed figure is still what the records give
+without comparing pixels, which change with the matplotlib and FreeType versions.
+
 Every figure is as wide as a column of a two-column paper, :data:`ONE_COLUMN` (3.4 in) or
 :data:`TWO_COLUMN` (7.0 in), at :data:`DPI` (300): placed at that width, its 8 pt text prints at 8 pt.
 :func:`size` gives the ``figsize`` of either; :func:`save` refuses any other width.
@@ -28,6 +33,8 @@ _METADATA = {
     "svg": {"Creator": None, "Date": None},
 }
 _VECTOR = [False]                         # switched on by `attnlab figures --vector`
+DIGEST_KEY = "attnlab-content"            # the PNG text chunk holding content_digest
+_CHECK: list = [None]                     # {stem: digest} while `attnlab figures --check` draws (check_mode)
 
 
 def pyplot():
@@ -75,14 +82,19 @@ def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
         raise RuntimeError(f"{name}: the figure is {width:g} in wide; attnlab figures are "
                            f"{ONE_COLUMN:g} in (one column) or {TWO_COLUMN:g} in (two columns): use style.size")
 
+    stem = Path(name).stem
+    digest = content_digest(fig)
+    if _CHECK[0] is not None:                   # --check: what the figure draws, no file
+        _CHECK[0][stem] = digest
+        plt.close(fig)
+        return []
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    stem = Path(name).stem
     paths = []
     for fmt in formats(vector):
         p = outdir / f"{stem}.{fmt}"
         if fmt == "png":
-            p.write_bytes(_png(fig))
+            p.write_bytes(_png(fig, digest))
         else:
             fig.savefig(p, format=fmt, metadata=_METADATA[fmt])
         paths.append(p)
@@ -90,7 +102,7 @@ def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
     return paths
 
 
-def _png(fig) -> bytes:
+def _png(fig, digest: str) -> bytes:
     """The figure as PNG bytes at :data:`DPI`, no date or version.  Where matplotlib's file is over
     :data:`PNG_BUDGET` bytes: RGB (the background is opaque, so the alpha channel carries nothing) at
     the strongest compression, and where that is still over, 256 colours without dithering (dense
@@ -98,19 +110,86 @@ def _png(fig) -> bytes:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata=_METADATA["png"])
+    fig.savefig(buf, format="png", metadata={**_METADATA["png"], DIGEST_KEY: digest})
     if buf.tell() <= PNG_BUDGET:                # most figures: as matplotlib writes them (the cheapest)
         return buf.getvalue()
-    from PIL import Image
+    from PIL import Image, PngImagePlugin
 
     image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    info = PngImagePlugin.PngInfo()
+    info.add_text(DIGEST_KEY, digest)
     out = io.BytesIO()
-    image.save(out, format="png", optimize=True, dpi=(DPI, DPI))
+    image.save(out, format="png", optimize=True, dpi=(DPI, DPI), pnginfo=info)
     if out.tell() > PNG_BUDGET:
         out = io.BytesIO()
         image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-            out, format="png", optimize=True, dpi=(DPI, DPI))
+            out, format="png", optimize=True, dpi=(DPI, DPI), pnginfo=info)
     return out.getvalue()
+
+
+def _numbers(x) -> str:
+    """`x` (any array-like of numbers) as text, each to four significant digits (so that the last bits
+    of a float, which a BLAS kernel or a numpy build may change, do not count), with its shape."""
+    import numpy as np
+
+    a = np.ma.filled(np.ma.asarray(x, dtype=float), np.nan)
+    return f"{a.shape}:" + ",".join(f"{v:.4g}" for v in a.ravel())
+
+
+def content_digest(fig) -> str:
+    """A digest (sha256, hex) of what `fig` draws, independent of how it is rasterised: the figure's and
+    every axes' texts (titles, labels, legends, annotations with their anchor points), each axes' scales
+    and limits, and the data of its lines, collections (markers, error bars, filled areas), patches (bars)
+    and images, numbers to four significant digits.  Positions computed from the font metrics (tick
+    placement, tight layout) do not count."""
+    import hashlib
+
+    parts = [f"size {fig.get_figwidth():.4g}x{fig.get_figheight():.4g}"]
+    if getattr(fig, "_suptitle", None) is not None:
+        parts.append("suptitle " + fig._suptitle.get_text())
+    parts += ["text " + t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        parts.append("axes " + " | ".join((ax.get_title("left"), ax.get_title(), ax.get_title("right"),
+                                           ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale())))
+        parts.append("limits " + _numbers([*ax.get_xlim(), *ax.get_ylim()]))
+        legend = ax.get_legend()
+        if legend is not None:
+            parts.append("legend " + " | ".join(t.get_text() for t in legend.get_texts()))
+        for line in ax.get_lines():
+            parts.append(f"line {line.get_label()} {line.get_linestyle()} {line.get_marker()} "
+                         + _numbers(line.get_xydata()))
+        for c in ax.collections:
+            segments = getattr(c, "get_segments", None)
+            shapes = segments() if segments is not None else [p.vertices for p in c.get_paths()]
+            parts.append(f"collection {type(c).__name__} {c.get_label()} " + _numbers(c.get_offsets()) + " "
+                         + " ".join(_numbers(v) for v in shapes)
+                         + ("" if c.get_array() is None else " " + _numbers(c.get_array())))
+        for patch in ax.patches:
+            parts.append(f"patch {type(patch).__name__} "
+                         + _numbers(patch.get_patch_transform().transform(patch.get_path().vertices)))
+        for image in ax.get_images():
+            parts.append("image " + _numbers(image.get_array()) + " " + _numbers(image.get_clim()))
+        for t in ax.texts:
+            xy = getattr(t, "xy", None)
+            parts.append("text " + t.get_text() + " " + _numbers(t.get_position())
+                         + ("" if xy is None else " " + _numbers(xy)))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def png_digest(path) -> str | None:
+    """The content digest a PNG written by :func:`save` carries, or None (no such chunk)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.text.get(DIGEST_KEY) if hasattr(im, "text") else im.info.get(DIGEST_KEY)
+
+
+def check_mode(digests: dict | None):
+    """While `digests` is a dict, :func:`save` writes no file and puts each figure's content digest
+    into it under the figure's stem (``attnlab figures --check``); None writes files again.  Returns
+    the previous setting."""
+    previous, _CHECK[0] = _CHECK[0], digests
+    return previous
 
 
 def wrap(text: str, width_in: float, fontsize: float = 8.0) -> str:

@@ -1,0 +1,96 @@
+"""The committed figures are what the committed records give: `attnlab figures --check` draws each figure
+without writing it and compares its content digest (paper_figures/style.py: texts and data to four
+significant digits, not pixels) with the digest its committed PNG carries.  A figure drawn from records that
+later moved (a seed added, a record re-run) is reported stale, and this test fails until it is redrawn.
+
+Only the figures drawn from records are held here (the `*_experiments` modules): the theory figures print
+measured errors at the rounding level in their titles (efa_identifiability: "A 3.3e-16"), which another BLAS
+may print otherwise; `attnlab figures --check` reports them too."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.paper_figures import style
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record_figures() -> list[str]:
+    import importlib
+
+    names = []
+    for paper in ("efa", "bidir", "fenchel", "kernel"):
+        names += list(importlib.import_module(f"attnlab.paper_figures.{paper}_experiments").FIGURES)
+    return names
+
+
+def test_committed_figures_drawn_from_records_are_current(capsys):
+    if not (ROOT / "results").is_dir():
+        pytest.skip("no results/ folder to draw the figures from")
+    names = _record_figures()
+    rc = main(["figures", "--check", "--only", *names, "--out", str(ROOT / "paper_figures")])
+    out = capsys.readouterr().out
+    assert rc == 0, "figures that differ from what the committed records give (redraw them with " \
+                    "`attnlab figures`):\n" + "\n".join(line for line in out.splitlines()
+                                                         if not line.startswith("current"))
+    assert out.count("current") == len(names) >= 15
+
+
+def test_check_names_stale_missing_and_undigested_figures(tmp_path, capsys):
+    from PIL import Image
+
+    assert main(["figures", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    # one figure's file replaced by the other's: stale; a PNG without a digest; a figure without a file
+    shutil.copy(tmp_path / "fenchel_exp_ot_vit.png", tmp_path / "bidir_exp_table2.png")
+    assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"stale     {tmp_path / 'bidir_exp_table2.png'}", f"current   {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    Image.new("RGB", (4, 4)).save(tmp_path / "fenchel_exp_ot_vit.png")
+    (tmp_path / "bidir_exp_table2.png").unlink()
+    assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"missing   {tmp_path / 'bidir_exp_table2.png'}", f"no digest {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    # --check writes nothing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fenchel_exp_ot_vit.png"]
+
+
+def test_check_refuses_a_missing_folder_and_vector(tmp_path, capsys):
+    for argv, words in ((["--out", str(tmp_path / "none")], "no such folder"), (["--vector"], "--check writes no file")):
+        assert main(["figures", "--check", "--only", "table2", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "none").exists()
+
+
+def _figure(ys, title="t", dpi=100):
+    plt = style.pyplot()
+    fig, ax = plt.subplots(figsize=style.size(1, 2.0), dpi=dpi)
+    ax.errorbar([1, 2, 3], ys, yerr=[0.1, 0.2, 0.3], marker="o")
+    ax.bar([1, 2], [0.5, 0.25])
+    ax.set_title(title)
+    ax.annotate(f"{ys[0]:.3g}", (1, ys[0]))
+    d = style.content_digest(fig)
+    plt.close(fig)
+    return d
+
+
+def test_digest_follows_what_is_drawn_not_how():
+    base = _figure([1.0, 2.0, 3.0])
+    assert _figure([1.0, 2.0, 3.0], dpi=300) == base                  # the resolution is not content
+    assert _figure([1.0 + 1e-12, 2.0, 3.0]) == base                   # nor the last bits of a number
+    assert _figure([1.0, 2.001, 3.0]) != base                         # a moved point is
+    assert _figure([1.0, 2.0, 3.0], title="u") != base                # and a changed text
+
+
+def test_written_png_carries_the_digest_it_was_drawn_with(tmp_path):
+    plt = style.pyplot()
+    fig, ax = plt.subplots(figsize=style.size(1, 2.0))
+    ax.plot([0, 1], [1, 0])
+    digest = style.content_digest(fig)
+    (png,) = style.save(fig, tmp_path, "x.png")
+    assert style.png_digest(png) == digest
