@@ -128,11 +128,16 @@ def _png(fig, digest: str) -> bytes:
 
 
 def _numbers(x) -> str:
-    """`x` (any array-like of numbers) as text, each to four significant digits (so that the last bits
-    of a float, which a BLAS kernel or a numpy build may change, do not count), with its shape."""
+    """`x` (any array-like of numbers) as text, with its shape: each number to four significant digits,
+    and those below 1e-9 of the array's largest magnitude as 0 (a difference that is 0 up to rounding,
+    an error at the rounding level), so that the last bits of a float, which a BLAS kernel or a numpy
+    build may change, do not count."""
     import numpy as np
 
     a = np.ma.filled(np.ma.asarray(x, dtype=float), np.nan)
+    finite = np.abs(a[np.isfinite(a)])
+    if finite.size:
+        a = np.where(np.abs(a) < 1e-9 * finite.max(), 0.0, a) + 0.0     # + 0.0: no "-0"
     return f"{a.shape}:" + ",".join(f"{v:.4g}" for v in a.ravel())
 
 
