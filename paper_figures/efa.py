@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +21,16 @@ def _plt():
     return pyplot()
 
 
+def _below(x: float, tol: float) -> str:
+    """An error shown against its check's tolerance: "< tol" where it is below (a rounding-level value,
+    which another BLAS prints otherwise), the value itself where it is not."""
+    return f"< 1e{round(math.log10(tol))}" if x < tol else f"= {x:.1e}"
+
+
 def render_identifiability(outdir: Path) -> list[Path]:
     import sympy as sp
 
-    from attnlab.theory.efa.identifiability import (pointwise_counterexample, shift_counterexample,
+    from attnlab.theory.efa.identifiability import (TOL, pointwise_counterexample, shift_counterexample,
                                             theta1_recovery, theta2_recovery)
 
     plt = _plt()
@@ -43,7 +50,8 @@ def render_identifiability(outdir: Path) -> list[Path]:
     ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
     ax.set_xlabel("true entry")
     ax.set_ylabel("recovered entry (proof of Thm 1)")
-    ax.set_title("Thm 1 recoveries: max error\nA %.1e, C %.1e" % (r1["dev_A"], r2["dev_C"]), fontsize=7)
+    ax.set_title(f"Thm 1 recoveries: max error\nA {_below(r1['dev_A'], TOL)}, C {_below(r2['dev_C'], TOL)}",
+                 fontsize=7)
     ax.legend(fontsize=5.5, loc="upper left")
 
     # (2) counterexample (a): shifted center embeddings
@@ -56,8 +64,8 @@ def render_identifiability(outdir: Path) -> list[Path]:
     for k in range(len(E)):
         ax.annotate("", xy=Ep[k], xytext=E[k], arrowprops=dict(arrowstyle="->", color="0.6", lw=0.7))
         ax.plot([BE[k, 0], Ep[k, 0]], [BE[k, 1], Ep[k, 1]], ":", c="k", lw=0.8)
-    ax.set_title("(a) shift: identical p (|dlog p| = %.0e),\nmin_B ||E'-BE*||_F = %.2f"
-                 % (sh["dlogp"], sh["lstsq_residual"]), fontsize=7)
+    ax.set_title(f"(a) shift: identical p (|dlog p| {_below(sh['dlogp'], 1e-12)}),\n"
+                 f"min_B ||E'-BE*||_F = {sh['lstsq_residual']:.2f}", fontsize=7)
     ax.set_xlabel("coordinate 1")
     ax.set_ylabel("coordinate 2")
     ax.legend(fontsize=5.5, loc="center right")
