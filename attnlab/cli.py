@@ -446,7 +446,8 @@ def cmd_figures(args) -> int:
     if check:                                   # compares with the folder's PNGs: it must be there, not made
         out_dir = Path(args.out if args.out is not None else "paper_figures")
         if not out_dir.is_dir():
-            raise UsageError(f"--out {out_dir}: no such folder of figures to check")
+            raise UsageError(f"--out {out_dir}: " + ("is a file, not a folder of figures" if out_dir.exists()
+                                                     else "no such folder of figures to check"))
     else:
         out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
     missing = []
@@ -495,8 +496,8 @@ def cmd_figures(args) -> int:
 
 def _check_figures(drawn: dict, out_dir) -> int:
     """`attnlab figures --check`: each figure drawn (its content digest in `drawn`) against the digest its
-    PNG in `out_dir` carries; one line per figure (current, stale, missing, or no digest: a PNG written
-    without one), a summary line; returns how many are not current."""
+    PNG in `out_dir` carries; one line per figure (current, stale, missing, unreadable, or no digest: a PNG
+    written without one), a summary line; returns how many are not current."""
     from attnlab.paper_figures.style import png_digest
 
     bad = 0
@@ -507,11 +508,11 @@ def _check_figures(drawn: dict, out_dir) -> int:
         else:
             try:
                 stored = png_digest(path)
-            except OSError:                         # not a PNG (PIL cannot read it)
-                stored = None
-            state = "current" if stored == digest else "stale" if stored else "no digest"
+                state = "current" if stored == digest else "stale" if stored else "no digest"
+            except OSError:                         # not a PNG (PIL cannot read it), or not readable
+                state = "unreadable"
         bad += state != "current"
-        print(f"{state:9} {path}")
+        print(f"{state:10} {path}")
     print(f"{len(drawn) - bad} of {len(drawn)} figure(s) current"
           + (f"; redraw the others with `attnlab figures --out {out_dir}`" if bad else ""), file=sys.stderr)
     return bad

@@ -37,18 +37,23 @@ def test_check_names_stale_missing_and_undigested_figures(tmp_path, capsys):
     shutil.copy(tmp_path / "fenchel_exp_ot_vit.png", tmp_path / "bidir_exp_table2.png")
     assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"stale     {tmp_path / 'bidir_exp_table2.png'}", f"current   {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    assert out == [f"stale      {tmp_path / 'bidir_exp_table2.png'}", f"current    {tmp_path / 'fenchel_exp_ot_vit.png'}"]
     Image.new("RGB", (4, 4)).save(tmp_path / "fenchel_exp_ot_vit.png")
     (tmp_path / "bidir_exp_table2.png").unlink()
     assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"missing   {tmp_path / 'bidir_exp_table2.png'}", f"no digest {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    assert out == [f"missing    {tmp_path / 'bidir_exp_table2.png'}", f"no digest  {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    (tmp_path / "fenchel_exp_ot_vit.png").write_text("not a PNG")
+    assert main(["figures", "--check", "--only", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"unreadable {tmp_path / 'fenchel_exp_ot_vit.png'}"]
     # --check writes nothing
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fenchel_exp_ot_vit.png"]
 
 
 def test_check_refuses_a_missing_folder_and_vector(tmp_path, capsys):
-    for argv, words in ((["--out", str(tmp_path / "none")], "no such folder"), (["--vector"], "--check writes no file")):
+    (tmp_path / "file").write_text("x")
+    for argv, words in ((["--out", str(tmp_path / "none")], "no such folder"), (["--vector"], "--check writes no file"),
+                        (["--out", str(tmp_path / "file")], "is a file, not a folder")):
         assert main(["figures", "--check", "--only", "table2", *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0]

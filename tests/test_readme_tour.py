@@ -89,7 +89,7 @@ def test_tour_line_runs_as_printed(line, tier, codes, tmp_path):
                                       + (proc.stderr or proc.stdout)[-2000:])
     assert proc.stdout.strip(), f"`attnlab {line}` printed nothing"
     if check:                       # one line per figure, and nothing written
-        assert all(line.split()[0] in ("current", "stale", "missing", "no") for line in proc.stdout.splitlines())
+        assert all(line.split()[0] in ("current", "stale", "missing", "unreadable", "no") for line in proc.stdout.splitlines())
         assert not any(tmp_path.iterdir())
     elif argv[0] == "figures":      # each figure it names was written, drawn from the committed records alone
         written = [tmp_path / p for p in proc.stdout.split()]
