@@ -20,7 +20,7 @@ from pathlib import Path
 
 DEFAULT_CONFIG = "full"
 HEADLINE_KEYS = ("experiment", "setting", "model", "metric", "paper", "ours_mean", "ours_ci95", "n_seeds",
-                 "config", "converged", "n_not_converged", "claims", "verdicts", "data_source")
+                 "config", "converged", "n_not_converged", "n_unknown", "claims", "verdicts", "data_source")
 OURS = "ours (mean ± 95% CI)"
 
 
@@ -93,7 +93,7 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
             if e == exp and metric in metrics and (setting, model, metric) not in have:
                 kept.append({"experiment": e, "setting": setting, "model": model, "metric": metric, "paper": ref,
                              "ours_mean": None, "ours_ci95": None, "n_seeds": 0, "config": cfg, "converged": None,
-                             "n_not_converged": 0, "substitute": None, "device": None, "diff": None})
+                             "n_not_converged": 0, "n_unknown": 0, "substitute": None, "device": None, "diff": None})
         # the paper's order: its numbers first as it prints them, then ours by the paper's settings and models
         paper_keys = [k for k in numbers if k[0] == exp]
         s_rank = {s: i for i, s in reversed(list(enumerate(k[1] for k in paper_keys)))}
@@ -112,7 +112,7 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
                 data = source
             else:
                 data = "substitute" if r.get("substitute") else ("paper" if r["n_seeds"] else None)
-            out.append({**{k: r.get(k) for k in HEADLINE_KEYS[:11]}, "config": cfg,
+            out.append({**{k: r.get(k) for k in HEADLINE_KEYS[:HEADLINE_KEYS.index("claims")]}, "config": cfg,
                         "claims": [g.claim for g in regs], "verdicts": [g.expected for g in regs],
                         "data_source": data, "substitute": r.get("substitute"), "device": r.get("device")})
     return out
@@ -131,11 +131,11 @@ def verdict_text(row: dict) -> str:
 
 
 def _notes(row: dict) -> str:
-    if row["n_seeds"] and row.get("converged") is False:
-        return "not converged"
-    if row.get("n_not_converged"):
-        return f"{row['n_not_converged']} not converged (left out)"
-    return ""
+    from attnlab.results import convergence_note
+
+    if not row["n_seeds"] and row.get("converged") is False:
+        return ""
+    return convergence_note(row, " (left out)")
 
 
 def _groups(rows: list[dict]) -> dict[str, list[dict]]:

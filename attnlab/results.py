@@ -39,6 +39,32 @@ def row_converged(rec: dict, row: dict) -> bool:
     return record_converged(rec)
 
 
+def row_unknown(rec: dict, row: dict) -> bool:
+    """Whether a metric row that is not usable (:func:`row_converged` False) is so because its run's
+    convergence could not be judged (`converged: null` or missing: too little curve stored), rather than
+    because the rule found it did not converge."""
+    if row_converged(rec, row):
+        return False
+    return (row["converged"] if "converged" in row else rec.get("converged")) is None
+
+
+def convergence_note(row: dict, left_out: str = ", left out") -> str:
+    """What a reader must know about a row's convergence: "not converged" where none of its runs
+    converged and they are shown, "convergence unknown" where none could be judged, or how many runs
+    were left out and why (`left_out` ends that phrase); "" where every run converged."""
+    bad, unknown = row.get("n_not_converged") or 0, row.get("n_unknown") or 0
+    if row.get("converged") is False:
+        if not unknown:
+            return "not converged"
+        return "convergence unknown" if unknown == bad else \
+            f"not converged ({bad - unknown} run(s)) or unknown ({unknown})"
+    if bad:
+        parts = [f"{bad - unknown} run(s) not converged"] if bad > unknown else []
+        parts += [f"{unknown} run(s) of unknown convergence"] if unknown else []
+        return " and ".join(parts) + left_out
+    return ""
+
+
 def ci95(values: list[float]) -> float | None:
     """Half-width of the 95% Student-t confidence interval of the mean (None for one value)."""
     if len(values) < 2:
@@ -203,12 +229,14 @@ def paper_numbers(paper: str) -> dict:
 
 
 def summarize(paper: str, root: Path, config: str | None = None, records: list[dict] | None = None) -> list[dict]:
-    """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged`): one per (experiment, setting, model, metric,
+    """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged` and of those `n_unknown`, the runs whose
+    convergence could not be judged): one per (experiment, setting, model, metric,
     config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
     are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
     names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1").
     `records`: the paper's records as load_records(root, paper) gave them, where the caller has read them."""
     groups: dict[tuple, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
+    unknown: Counter = Counter()
     subst: dict[tuple, str | None] = {}
     devices: dict[tuple, Counter] = defaultdict(Counter)
     for r, m in unique_rows(load_records(root, paper) if records is None else records):
@@ -216,6 +244,7 @@ def summarize(paper: str, root: Path, config: str | None = None, records: list[d
             continue
         key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
         groups[key][row_converged(r, m)].append(float(m["value"]))
+        unknown[key] += row_unknown(r, m)
         subst[key] = r.get("substitute")
         devices[key][r.get("device_name") or r.get("device")] += 1
     numbers = paper_numbers(paper)
@@ -235,14 +264,14 @@ def summarize(paper: str, root: Path, config: str | None = None, records: list[d
             "paper": ref, "ours_mean": mean, "ours_ci95": ci95(vals), "n_seeds": len(vals),
             "device": dev, "config": cfg, "diff": None if ref is None else mean - ref,
             "substitute": subst[key], "converged": bool(groups[key][True]),
-            "n_not_converged": len(groups[key][False]),
+            "n_not_converged": len(groups[key][False]), "n_unknown": unknown[key],
         })
     for (exp, setting, model, metric), ref in sorted(numbers.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if (exp, setting, model, metric) not in seen:
             rows.append({"experiment": exp, "setting": setting, "model": model, "metric": metric,
                          "paper": ref, "ours_mean": None, "ours_ci95": None, "n_seeds": 0,
                          "device": None, "config": None, "diff": None, "substitute": None,
-                         "converged": None, "n_not_converged": 0})
+                         "converged": None, "n_not_converged": 0, "n_unknown": 0})
     return rows
 
 
@@ -357,10 +386,8 @@ def notes(row: dict) -> str:
     out = []
     if row.get("substitute"):
         out.append("substitute data")
-    if row.get("converged") is False:
-        out.append("not converged")
-    elif row.get("n_not_converged"):
-        out.append(f"{row['n_not_converged']} run(s) not converged, left out")
+    if convergence_note(row):
+        out.append(convergence_note(row))
     return "; ".join(out)
 
 
@@ -379,7 +406,7 @@ def table_frame(rows: list[dict], fmt: str = "table"):
     from attnlab.tables import frame
 
     if fmt in ("csv", "json"):
-        return frame(rows, ROW_KEYS + ("diff", "substitute", "n_not_converged"))
+        return frame(rows, ROW_KEYS + ("diff", "substitute", "n_not_converged", "n_unknown"))
     return frame([display_row(r) for r in rows], DISPLAY_COLUMNS)
 
 

@@ -136,12 +136,16 @@ def fig6(outdir: Path) -> list[Path]:
 
     from attnlab.experiments.paper_numbers.efa import PAPER_NUMBERS
 
+    from attnlab.results import row_converged
+
     recs, cfg = _records("efa-temperature")
     by = defaultdict(lambda: defaultdict(list))
+    judged = defaultdict(lambda: defaultdict(list))          # per setting and model: each run converged?
     subst = {}
     for r in recs:
         for m in r["metrics"]:
             by[m["setting"]][m["model"]].append(m["value"])
+            judged[m["setting"]][m["model"]].append(row_converged(r, m))
             subst[m["setting"]] = r.get("substitute")
     settings = sorted(by)
     panels = []                       # (models, title, paper?, unit)
@@ -150,11 +154,12 @@ def fig6(outdir: Path) -> list[Path]:
         fewer = sorted((m for m, v in by[s_].items() if len(v) < hi), key=lambda m: (len(m), m))
         seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {len(by[s_][m])}' for m in fewer)})" if lo < hi else "")
         label = f"ours: {s_}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s_) else " (°F)")
-        panels.append((by[s_], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s_) else "°F²"))
+        panels.append((by[s_], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s_) else "°F²",
+                       {m: all(v) for m, v in judged[s_].items()}))
     if "44 cities, October" not in by:
         paper = {m: [v] for (e, s_, m, met), v in PAPER_NUMBERS.items()
                  if e == "efa-temperature" and s_ == "44 cities, October"}
-        panels.append((paper, "paper (Figure 6 data):\n44 US cities, October daily, °F", True, "°F²"))
+        panels.append((paper, "paper (Figure 6 data):\n44 US cities, October daily, °F", True, "°F²", {}))
     # one colour per EFA variant in every panel, whichever variants have records
     colors = {"EFA(l=1)": "tab:red", "EFA(l=2)": "tab:orange", "EFA(l=4)": "tab:green",
               "EFA(l=4, 1D ahead)": "tab:purple", "EFA(l=4, 2D ahead)": "tab:brown"}
@@ -162,7 +167,7 @@ def fig6(outdir: Path) -> list[Path]:
     n_efa = max(sum(m.startswith("EFA") for m in models) for models, *_ in panels)
     fig, axes = plt.subplots(2, len(panels), figsize=size(2, 2.6 + 0.24 * n_efa + 0.6), squeeze=False,
                              gridspec_kw={"height_ratios": [2.3, 0.3 + 0.24 * n_efa]})
-    for col, (models, title, paper, unit) in enumerate(panels):
+    for col, (models, title, paper, unit, converged) in enumerate(panels):
         ax, dots = axes[0, col], axes[1, col]
         ks = sorted(int(m[5:-1]) for m in models if m.startswith("FM(k="))
         efas = order(m for m in models if m.startswith("EFA"))
@@ -172,6 +177,11 @@ def fig6(outdir: Path) -> list[Path]:
             ci = np.array([s[1] for s in stats])
             ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", ms=3, capsize=2,
                         label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
+            # runs whose convergence is unknown or that did not converge: hollow, and said in the legend
+            open_ = [i for i, k in enumerate(ks) if not paper and not converged.get(f"FM(k={k})", True)]
+            if open_:
+                ax.plot([ks[i] for i in open_], mean[open_], ls="none", marker="o", ms=3, mfc="white",
+                        mec="tab:blue", zorder=3, label="hollow: not all runs judged converged")
         for m in efas:
             ax.axhline(_t_ci(models[m])[0], color=colors.get(m, "tab:gray"), ls="--", lw=0.9)
         ax.plot([], [], color="0.4", ls="--", lw=0.9, label="EFA variants (below)")
@@ -183,7 +193,10 @@ def fig6(outdir: Path) -> list[Path]:
         ax.set_ylabel(f"test MSE ({unit}, log scale)")
         ax.set_title(title)
         ax.grid(which="major", alpha=0.3)
-        ax.legend(loc="upper left" if paper else "center right")    # clear of the curve and the lines
+        if paper:                                                   # clear of the curve and the lines
+            ax.legend(loc="upper left")
+        else:
+            ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.36))
         # the EFA variants on their own linear axis: mean and 95% CI over seeds, or the paper's value
         for i, m in enumerate(efas):
             mu, ci = _t_ci(models[m])

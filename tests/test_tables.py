@@ -56,3 +56,27 @@ def test_bad_format_is_a_usage_error():
 
     with pytest.raises(UsageError, match="--format"):
         tables.render(tables.frame([], ("a",)), "xml")
+
+
+def test_notes_tell_not_converged_from_unknown():
+    """A run the rule found unconverged and a run it could not judge (no curve: `converged` null) are told
+    apart in the notes and counted in n_unknown; both are left out where converged runs exist."""
+    from attnlab.results import convergence_note, summarize
+
+    def rec(seed, value, converged, model="M"):
+        return {"experiment": "efa-x", "config": "full", "seed": seed, "converged": converged,
+                "metrics": [{"setting": "s", "model": model, "metric": "MSE", "value": value}]}
+
+    def row(*records):
+        (r,) = [r for r in summarize("efa", None, records=list(records)) if r["experiment"] == "efa-x"]
+        return r, convergence_note(r)
+
+    assert row(rec(0, 1.0, None), rec(1, 2.0, None))[1] == "convergence unknown"
+    assert row(rec(0, 1.0, False), rec(1, 2.0, False))[1] == "not converged"
+    r, note = row(rec(0, 1.0, False), rec(1, 2.0, None), rec(2, 3.0, None))
+    assert (r["n_not_converged"], r["n_unknown"], note) == (3, 2, "not converged (1 run(s)) or unknown (2)")
+    r, note = row(rec(0, 1.0, True), rec(1, 2.0, False), rec(2, 3.0, None))
+    assert (r["ours_mean"], r["n_seeds"], r["n_unknown"]) == (1.0, 1, 1)
+    assert note == "1 run(s) not converged and 1 run(s) of unknown convergence, left out"
+    assert row(rec(0, 1.0, True), rec(1, 2.0, None))[1] == "1 run(s) of unknown convergence, left out"
+    assert row(rec(0, 1.0, True), rec(1, 2.0, True))[1] == ""
