@@ -111,10 +111,11 @@ def _stat(f: Path) -> tuple[int, int]:
 def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
                 root: Path | None = None) -> tuple[dict[int, float], Counter]:
     """({seed: value} over the converged rows of `config`, Counter of all matching rows by (config,
-    converged)): the second says what evidence there is when the first is short.  `setting` may be a
+    converged: True, False, or None where the run's convergence could not be judged)): the second says
+    what evidence there is when the first is short.  `setting` may be a
     tuple (a claim about an average over settings): a seed's value is then its mean over all of them,
     and only seeds that have all count."""
-    from attnlab.results import row_converged
+    from attnlab.results import row_converged, row_unknown
 
     root = Path(root) if root is not None else results_root()
     settings = (setting,) if isinstance(setting, str) else tuple(setting)
@@ -123,7 +124,7 @@ def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], mo
         if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
             continue
         ok = row_converged(r, m)
-        have[(r.get("config"), ok)] += 1
+        have[(r.get("config"), True if ok else None if row_unknown(r, m) else False)] += 1
         if r.get("config") == config and ok and isinstance(r.get("seed"), int):
             per[m["setting"]][r["seed"]] = float(m["value"])
     common = set.intersection(*(set(v) for v in per.values()))
@@ -187,7 +188,8 @@ def judge(reg, root: Path | None = None) -> Evidence:
             entry["decision"] = _decide(reg, part, entry) if not lack else "undecided"
         parts.append(entry)
     if not any(p["seeds"] for p in parts):
-        found = ", ".join(f"{cfg}: {c}{'' if ok else ' not converged'}"
+        state = {True: "", False: " not converged", None: " of unknown convergence"}
+        found = ", ".join(f"{cfg}: {c}{state[ok]}"
                           for (cfg, ok), c in sorted(have_all.items(), key=str))
         raise Skip(f"no registered seed ({_seeds(reg.seeds)}) of {reg.experiment} ({reg.config}) has converged records "
                    f"of every model it compares" + (f" (rows of {reg.parts[0].a}: {found})" if found else " (no records)"))

@@ -130,6 +130,11 @@ def test_unconverged_and_other_config_records_are_not_evidence(tmp_path):
         _write(tmp_path, s, {"A": 95.0 + NOISE[s], "B": 90.0}, config="quick")
     with pytest.raises(Skip, match=r"full: 5 not converged, quick: 5"):
         judge(_reg(paper=3.0), tmp_path)
+    # runs whose convergence could not be judged (converged: null) are no evidence either, and said so
+    for s in range(3):
+        _write(tmp_path, s, {"A": 95.0, "B": 90.0}, config="cpu", converged=None)
+    with pytest.raises(Skip, match=r"cpu: 3 of unknown convergence, full: 5 not converged, quick: 5"):
+        judge(_reg(paper=3.0), tmp_path)
 
 
 def test_a_copied_record_is_one_seed(tmp_path, capsys):
