@@ -9,7 +9,6 @@ The config (full / reduced / quick) of the records used is written in each title
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -32,18 +31,19 @@ def _records(experiment: str) -> tuple[list[dict], str]:
 
 
 def _stats(recs: list[dict]) -> dict:
-    from attnlab.results import ci95
+    """{(setting, model, metric): (mean, 95% CI half-width, seeds, converged)} by the rule of `attnlab
+    results` (attnlab.results.summarize): the converged runs only, or, where none converged, every run
+    (converged False, drawn hollow)."""
+    from attnlab.results import summarize
 
-    vals = defaultdict(list)
-    for r in recs:
-        for m in r["metrics"]:
-            vals[(m["setting"], m["model"], m["metric"])].append(m["value"])
-    return {k: (float(np.mean(v)), ci95(v) or 0.0, len(v)) for k, v in vals.items()}
+    return {(r["setting"], r["model"], r["metric"]): (r["ours_mean"], r["ours_ci95"] or 0.0, r["n_seeds"],
+                                                      r["converged"])
+            for r in summarize("bidir", None, records=recs) if r["n_seeds"]}
 
 
 def _seeds(st: dict, models) -> str:
     """'n seeds' when every model has the same number of seeds, else the count per model (Table 1 runs
-    the cheap ATN and LR for more seeds than the grid-searched baselines)."""
+    the cheap ATN and LR for more seeds than the grid-searched baselines): the most of any setting."""
     n = {m: max((v[2] for k, v in st.items() if k[1] == m), default=0) for m in models}
     have = {m: k for m, k in n.items() if k}
     if len(set(have.values())) == 1:
@@ -63,6 +63,14 @@ def _plt():
     return pyplot()
 
 
+def _hollow(ax, xs, ys, color, ms):
+    """The points of `ys` (tuples of :func:`_stats`) none of whose runs converged, drawn hollow over
+    their filled marker."""
+    pts = [(x, y[0]) for x, y in zip(xs, ys) if y[3] is False]
+    if pts:
+        ax.plot(*zip(*pts), ls="none", marker="o", ms=ms, mfc="white", mec=color, mew=0.6, zorder=3)
+
+
 def _bars(ax, settings, models, st, metric, paper, exp):
     w = 0.8 / len(models)
     colors = {"pooled": "tab:blue", "train-only": "tab:orange"}
@@ -71,10 +79,11 @@ def _bars(ax, settings, models, st, metric, paper, exp):
         for prot, suffix, off in (("pooled", "", -w / 4), ("train-only", " train-only bins", w / 4)):
             key = lambda s: (s + suffix if exp == "bidir-tabular-sim" else
                              ("origin split" + suffix), model, metric)
-            ys = [st.get(key(s), (np.nan, 0, 0)) for s in settings]
+            ys = [st.get(key(s), (np.nan, 0, 0, True)) for s in settings]
             ax.errorbar(x + i * w - 0.4 + w / 2 + off, [y[0] for y in ys], yerr=[y[1] for y in ys],
                         fmt="o", ms=1.6, elinewidth=0.6, capsize=1, color=colors[prot],
                         label=f"ours, {prot} bins" if i == 0 else None)
+            _hollow(ax, x + i * w - 0.4 + w / 2 + off, ys, colors[prot], 1.6)
         py = [paper.get((exp, s if exp == "bidir-tabular-sim" else "origin split", model, metric), np.nan)
               for s in settings]
         ax.scatter(x + i * w - 0.4 + w / 2, py, marker="_", s=30, lw=1.0, color="k",
@@ -104,7 +113,8 @@ def render_table1(outdir: Path) -> list[Path]:
     axes[0].legend(ncol=3, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[1].set_xlabel("setting (n_c, noise, corr)")
     fig.suptitle(wrap(f"Table 1 (n_c, noise, corr): models LR, RF, GB, MLP, ATN left to right in each group; "
-                      f"ours = mean ± 95% CI over {_seeds(st, MODELS1)}, config '{cfg}'{_missing(st, MODELS1)}",
+                      f"ours = mean ± 95% CI over the converged runs of {_seeds(st, MODELS1)} (hollow: no run judged converged), "
+                      f"config '{cfg}'{_missing(st, MODELS1)}",
                       fig.get_figwidth(), 9))
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table1.png")
@@ -122,9 +132,10 @@ def render_table2(outdir: Path) -> list[Path]:
     for ax, metric in zip(axes, ("acc", "mse")):
         x = np.arange(len(models))
         for prot, suffix, off, c in (("pooled", "", -0.15, "tab:blue"), ("train-only", " train-only bins", 0.15, "tab:orange")):
-            ys = [st.get(("origin split" + suffix, m, metric), (np.nan, 0, 0)) for m in models]
+            ys = [st.get(("origin split" + suffix, m, metric), (np.nan, 0, 0, True)) for m in models]
             ax.errorbar(x + off, [y[0] for y in ys], yerr=[y[1] for y in ys], fmt="o", ms=2.5, color=c,
                         label=f"ours, {prot} bins")
+            _hollow(ax, x + off, ys, c, 2.5)
         ax.scatter(x, [PAPER_NUMBERS.get(("bidir-auto-mpg", "origin split", m, metric), np.nan) for m in models],
                    marker="_", s=60, lw=1.2, color="k", label="paper (seed 42)", zorder=3)
         ax.set_xticks(x)
@@ -133,7 +144,8 @@ def render_table2(outdir: Path) -> list[Path]:
         ax.grid(axis="y")
     axes[0].legend()
     fig.suptitle(wrap(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over "
-                      f"{_seeds(st, models)}, config '{cfg}'{_missing(st, models)}", fig.get_figwidth(), 9))
+                      f"the converged runs of {_seeds(st, models)} (hollow: no run judged converged), config '{cfg}'"
+                      f"{_missing(st, models)}", fig.get_figwidth(), 9))
     fig.tight_layout()
     return save(fig, outdir, "bidir_exp_table2.png")
 

@@ -120,12 +120,6 @@ def fig4(outdir: Path) -> list[Path]:
     return save(fig, outdir, "efa_exp_fig4.png")
 
 
-def _t_ci(v):
-    from attnlab.results import ci95
-
-    return float(np.mean(v)), (ci95(list(v)) or 0.0)
-
-
 def fig6(outdir: Path) -> list[Path]:
     """Figure 6 in two rows: (top) FM(k) against k with the EFA variants as dashed lines, on a log y
     axis so that both lie on the page (our EFA errors are a fifth of FM's); (bottom) the EFA variants
@@ -135,31 +129,30 @@ def fig6(outdir: Path) -> list[Path]:
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     from attnlab.experiments.paper_numbers.efa import PAPER_NUMBERS
-
-    from attnlab.results import row_converged
+    from attnlab.results import summarize
 
     recs, cfg = _records("efa-temperature")
-    by = defaultdict(lambda: defaultdict(list))
-    judged = defaultdict(lambda: defaultdict(list))          # per setting and model: each run converged?
+    # per setting and model: (mean, 95% CI half-width, seeds, converged) by the rule of `attnlab results`
+    # (the converged runs only, or every run where none converged: drawn hollow)
+    by = defaultdict(dict)
     subst = {}
-    for r in recs:
-        for m in r["metrics"]:
-            by[m["setting"]][m["model"]].append(m["value"])
-            judged[m["setting"]][m["model"]].append(row_converged(r, m))
-            subst[m["setting"]] = r.get("substitute")
+    for row in summarize("efa", None, records=recs):
+        if row["experiment"] == "efa-temperature" and row["n_seeds"]:
+            by[row["setting"]][row["model"]] = (row["ours_mean"], row["ours_ci95"] or 0.0, row["n_seeds"],
+                                                row["converged"])
+            subst[row["setting"]] = row["substitute"]
     settings = sorted(by)
-    panels = []                       # (models, title, paper?, unit)
+    panels = []                       # (models, title, paper?, unit); models: {model: (mean, ci, n, converged)}
     for s_ in settings:
-        lo, hi = min(len(v) for v in by[s_].values()), max(len(v) for v in by[s_].values())
-        fewer = sorted((m for m, v in by[s_].items() if len(v) < hi), key=lambda m: (len(m), m))
-        seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {len(by[s_][m])}' for m in fewer)})" if lo < hi else "")
+        lo, hi = min(v[2] for v in by[s_].values()), max(v[2] for v in by[s_].values())
+        fewer = sorted((m for m, v in by[s_].items() if v[2] < hi), key=lambda m: (len(m), m))
+        seeds = f"{hi} seeds" + (f" ({', '.join(f'{m}: {by[s_][m][2]}' for m in fewer)})" if lo < hi else "")
         label = f"ours: {s_}" + (" [SUBSTITUTE data: monthly °C]" if subst.get(s_) else " (°F)")
-        panels.append((by[s_], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s_) else "°F²",
-                       {m: all(v) for m, v in judged[s_].items()}))
+        panels.append((by[s_], f"{label}\n{cfg} config, {seeds}", False, "°C²" if subst.get(s_) else "°F²"))
     if "44 cities, October" not in by:
-        paper = {m: [v] for (e, s_, m, met), v in PAPER_NUMBERS.items()
+        paper = {m: (v, 0.0, 1, True) for (e, s_, m, met), v in PAPER_NUMBERS.items()
                  if e == "efa-temperature" and s_ == "44 cities, October"}
-        panels.append((paper, "paper (Figure 6 data):\n44 US cities, October daily, °F", True, "°F²", {}))
+        panels.append((paper, "paper (Figure 6 data):\n44 US cities, October daily, °F", True, "°F²"))
     # one colour per EFA variant in every panel, whichever variants have records
     colors = {"EFA(l=1)": "tab:red", "EFA(l=2)": "tab:orange", "EFA(l=4)": "tab:green",
               "EFA(l=4, 1D ahead)": "tab:purple", "EFA(l=4, 2D ahead)": "tab:brown"}
@@ -167,23 +160,23 @@ def fig6(outdir: Path) -> list[Path]:
     n_efa = max(sum(m.startswith("EFA") for m in models) for models, *_ in panels)
     fig, axes = plt.subplots(2, len(panels), figsize=size(2, 2.6 + 0.24 * n_efa + 0.6), squeeze=False,
                              gridspec_kw={"height_ratios": [2.3, 0.3 + 0.24 * n_efa]})
-    for col, (models, title, paper, unit, converged) in enumerate(panels):
+    for col, (models, title, paper, unit) in enumerate(panels):
         ax, dots = axes[0, col], axes[1, col]
         ks = sorted(int(m[5:-1]) for m in models if m.startswith("FM(k="))
         efas = order(m for m in models if m.startswith("EFA"))
         if ks:
-            stats = [_t_ci(models[f"FM(k={k})"]) for k in ks]
+            stats = [models[f"FM(k={k})"] for k in ks]
             mean = np.array([s[0] for s in stats])
             ci = np.array([s[1] for s in stats])
             ax.errorbar(ks, mean, yerr=ci, color="tab:blue", marker="o", ms=3, capsize=2,
                         label="FM(k) (single run)" if paper else "FM(k) (mean ± 95% CI)")
             # runs whose convergence is unknown or that did not converge: hollow, and said in the legend
-            open_ = [i for i, k in enumerate(ks) if not paper and not converged.get(f"FM(k={k})", True)]
+            open_ = [i for i, k in enumerate(ks) if not models[f"FM(k={k})"][3]]
             if open_:
                 ax.plot([ks[i] for i in open_], mean[open_], ls="none", marker="o", ms=3, mfc="white",
-                        mec="tab:blue", zorder=3, label="hollow: not all runs judged converged")
+                        mec="tab:blue", zorder=3, label="hollow: no run judged converged")
         for m in efas:
-            ax.axhline(_t_ci(models[m])[0], color=colors.get(m, "tab:gray"), ls="--", lw=0.9)
+            ax.axhline(models[m][0], color=colors.get(m, "tab:gray"), ls="--", lw=0.9)
         ax.plot([], [], color="0.4", ls="--", lw=0.9, label="EFA variants (below)")
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
@@ -199,7 +192,7 @@ def fig6(outdir: Path) -> list[Path]:
             ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.36))
         # the EFA variants on their own linear axis: mean and 95% CI over seeds, or the paper's value
         for i, m in enumerate(efas):
-            mu, ci = _t_ci(models[m])
+            mu, ci = models[m][:2]
             c = colors.get(m, "tab:gray")
             dots.errorbar([mu], [i], xerr=[ci] if ci else None, color=c, marker="o", ms=3, capsize=2)
             dots.annotate(f"{mu:.3g}" + (f" ± {ci:.2g}" if ci else ""), (mu + ci, i), xytext=(3, 0),

@@ -540,13 +540,22 @@ def test_table_figure_titles_count_seeds_per_model_and_name_the_missing_models()
     the seeds per model when they differ, and names the models drawn with the paper's number only."""
     from attnlab.paper_figures import bidir_experiments as F
 
-    recs = [{"metrics": [{"setting": "s", "model": m, "metric": "acc", "value": 0.5 + 0.01 * k}]}
+    recs = [{"experiment": "bidir-tabular-sim", "config": "full", "seed": k, "tag": m, "converged": True,
+             "metrics": [{"setting": "s", "model": m, "metric": "acc", "value": 0.5 + 0.01 * k}]}
             for m, n in (("LR", 20), ("ATN", 5)) for k in range(n)]
     st = F._stats(recs)
     assert F._seeds(st, F.MODELS1) == "seeds LR 20, ATN 5"
     assert F._missing(st, F.MODELS1).endswith("the paper's number only: RF, GB, MLP)")
     even = F._stats([r for r in recs if r["metrics"][0]["model"] == "ATN"])
     assert F._seeds(even, ("ATN",)) == "5 seed(s)" and F._missing(even, ("ATN",)) == ""
+    # as `attnlab results` counts them: unconverged runs left out, or all drawn (hollow) where none converged
+    more = [{"experiment": "bidir-tabular-sim", "config": "full", "seed": k, "tag": m, "converged": c,
+             "metrics": [{"setting": "s", "model": m, "metric": "acc", "value": v}]}
+            for m, k, c, v in (("GB", 0, True, 0.5), ("GB", 1, True, 0.6), ("GB", 2, False, 0.0),
+                               ("RF", 0, None, 0.2), ("RF", 1, None, 0.4))]
+    st = F._stats(more)
+    assert st[("s", "GB", "acc")][0] == pytest.approx(0.55) and st[("s", "GB", "acc")][2:] == (2, True)
+    assert st[("s", "RF", "acc")][0] == pytest.approx(0.3) and st[("s", "RF", "acc")][2:] == (2, False)
 
 
 def test_baseline_records_name_the_cpu_on_a_gpu_machine(tmp_path, monkeypatch):
