@@ -228,18 +228,15 @@ def paper_numbers(paper: str) -> dict:
     return dict(getattr(mod, "PAPER_NUMBERS", {}))
 
 
-def summarize(paper: str, root: Path, config: str | None = None, records: list[dict] | None = None) -> list[dict]:
-    """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged` and of those `n_unknown`, the runs whose
-    convergence could not be judged): one per (experiment, setting, model, metric,
-    config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
-    are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
-    names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1").
-    `records`: the paper's records as load_records(root, paper) gave them, where the caller has read them."""
+def group_runs(records: list[dict], config: str | None = None) -> tuple[dict, Counter, dict, dict]:
+    """The runs of `records` (copies counted once), of `config` only where given, per (experiment,
+    setting, model, metric, config): ({True: the values of its converged runs, False: the others}, the
+    count of runs of unknown convergence, the substitute note, Counter of the devices)."""
     groups: dict[tuple, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     unknown: Counter = Counter()
     subst: dict[tuple, str | None] = {}
     devices: dict[tuple, Counter] = defaultdict(Counter)
-    for r, m in unique_rows(load_records(root, paper) if records is None else records):
+    for r, m in unique_rows(records):
         if config and r.get("config") != config:
             continue
         key = (r["experiment"], m["setting"], m["model"], m["metric"], r["config"])
@@ -247,15 +244,32 @@ def summarize(paper: str, root: Path, config: str | None = None, records: list[d
         unknown[key] += row_unknown(r, m)
         subst[key] = r.get("substitute")
         devices[key][r.get("device_name") or r.get("device")] += 1
+    return groups, unknown, subst, devices
+
+
+def usable_values(group: dict) -> tuple[list[float], bool]:
+    """The values a results row stands on (one group of :func:`group_runs`) and whether they converged:
+    its converged runs' values; where none converged (a quick or reduced config), every run's, marked
+    not converged.  The runs left out are reported (n_not_converged), never averaged in.  The tables and
+    the figures drawn from records both take their numbers from here."""
+    return (group[True], True) if group[True] else (group[False], False)
+
+
+def summarize(paper: str, root: Path, config: str | None = None, records: list[dict] | None = None) -> list[dict]:
+    """Rows with ROW_KEYS (+ `diff`, `substitute`, `n_not_converged` and of those `n_unknown`, the runs whose
+    convergence could not be judged): one per (experiment, setting, model, metric,
+    config) we ran, plus one per paper number we have not run (ours = None).  The seeds of a config
+    are pooled whatever device ran them (the verdicts of attnlab.evidence pool them too); `device`
+    names it, or, where several did, each with its count of records ("cuda:... ×4; cpu:... ×1").
+    `records`: the paper's records as load_records(root, paper) gave them, where the caller has read them."""
+    groups, unknown, subst, devices = group_runs(load_records(root, paper) if records is None else records, config)
     numbers = paper_numbers(paper)
     rows, seen = [], set()
     for key in sorted(groups):
         exp, setting, model, metric, cfg = key
         dev = (next(iter(devices[key])) if len(devices[key]) == 1
                else "; ".join(f"{d} ×{n}" for d, n in sorted(devices[key].items(), key=lambda kv: str(kv[0]))))
-        # runs that did not converge are reported (n_not_converged), not averaged in -- unless no run of
-        # the row converged (a quick or reduced config), when the row shows them, marked not converged
-        vals = groups[key][True] or groups[key][False]
+        vals, _ = usable_values(groups[key])
         mean = sum(vals) / len(vals)
         ref = numbers.get((exp, setting, model, metric))
         seen.add((exp, setting, model, metric))

@@ -21,7 +21,6 @@ Nothing here trains: a missing record is one line naming the ``attnlab run`` com
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -60,15 +59,20 @@ def _records(experiment: str):
     return [], None
 
 
-def _accuracies(recs) -> tuple[dict, str | None]:
-    """Per (setting, model), our test accuracies (one per seed), and the substitute note if any."""
-    vals, sub = defaultdict(list), None
-    for r in recs:
-        sub = sub or r.get("substitute")
-        for m in r["metrics"]:
-            if m["metric"] == "accuracy":
-                vals[(m["setting"], m["model"])].append(m["value"])
-    return vals, sub
+def _accuracies(recs) -> tuple[dict, set, str | None]:
+    """Per (setting, model), our test accuracies (one per seed) by the rule of `attnlab results`
+    (attnlab.results.usable_values: the converged runs', or every run's where none converged), the
+    (setting, model) pairs of which no run converged, and the substitute note if any."""
+    from attnlab.results import group_runs, usable_values
+
+    groups, _, subst, _ = group_runs(recs)
+    vals, unconverged = {}, set()
+    for (_, setting, model, metric, _), group in groups.items():
+        if metric == "accuracy":
+            vals[(setting, model)], ok = usable_values(group)
+            if not ok:
+                unconverged.add((setting, model))
+    return vals, unconverged, next((v for v in subst.values() if v), None)
 
 
 def _results_panel(ax, exp, title, PAPER_NUMBERS):
@@ -78,7 +82,7 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
     from attnlab.results import ci95
 
     recs, cfg = _records(exp)
-    vals, sub = _accuracies(recs)
+    vals, unconverged, sub = _accuracies(recs)
     paper_settings = {s for (e, s, _, met) in PAPER_NUMBERS if e == exp}
     settings = sorted((set() if sub else paper_settings) | {s for s, _ in vals}, key=lambda s: (len(s), s))
     models = [m for m in ORDER if any((s, m) in vals or (not sub and (exp, s, m, "accuracy") in PAPER_NUMBERS)
@@ -96,10 +100,14 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
                             color=color)
             elif v:
                 ax.plot([x] * len(v), v, "o", ms=2.5, mfc="none", mew=0.7, color=color)
+            if v and (s, m) in unconverged:             # no run judged converged: crossed
+                ax.plot([x], [np.mean(v)], "x", ms=4, mew=0.8, color="k", zorder=4)
             shown += v
         if n:
             label = f"ours, {s}: " + ("mean ± 95% CI" if n >= 5 else "each seed")
             ax.plot([], [], "o", ms=2.5, color=color, mfc=color if n >= 5 else "none", label=label + f" (n ≤ {n})")
+        if any(k[0] == s for k in unconverged):
+            ax.plot([], [], "x", ms=4, mew=0.8, color="k", label=f"{s}: no run judged converged")
         if not sub:
             paper = [PAPER_NUMBERS.get((exp, s, m, "accuracy"), np.nan) for m in models]
             ax.plot(xs, paper, "k_", ms=6, mew=1.2, label="paper" if j == 0 else None)
