@@ -15,7 +15,6 @@ Our deviation models are SUBSTITUTES (small BERT-/T5-like models trained offline
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -349,12 +348,16 @@ def ot_vit(outdir: Path) -> list[Path]:
     from attnlab.experiments.paper_numbers.fenchel import PAPER_CI, PAPER_NUMBERS
 
     plt = _plt()
+    from attnlab.results import group_runs, usable_values
+
     recs, cfg = _records("fenchel-ot-vit")
-    acc = defaultdict(list)
-    for r in recs:
-        for m in r["metrics"]:
-            if m["metric"] == "test_acc":
-                acc[(m["setting"], m["model"])].append(m["value"])
+    # by the rule of `attnlab results`: the converged runs, or every run (marked) where none converged
+    acc, unconverged = {}, set()
+    for (_, setting, model, metric, _), group in group_runs(recs)[0].items():
+        if metric == "test_acc":
+            acc[(setting, model)], ok = usable_values(group)
+            if not ok:
+                unconverged.add((setting, model))
     ours = sorted({s for s, _ in acc})
     paper = sorted({k[1] for k in PAPER_NUMBERS if k[0] == "fenchel-ot-vit"})
     fig, axes = plt.subplots(1, 2, figsize=size(2, 2.9), gridspec_kw={"width_ratios": [max(1.6, len(ours)), len(paper)]})
@@ -368,7 +371,12 @@ def ot_vit(outdir: Path) -> list[Path]:
                 key = lambda s: ("fenchel-ot-vit", s, model, "test_acc")
                 mean = [PAPER_NUMBERS[key(s)] for s in sets]
                 err = [PAPER_CI[key(s)] for s in sets]
-            ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=2, color=col, label=model.upper())
+            hatch = [src == "ours" and (s, model) in unconverged for s in sets]
+            bars = ax.bar(x + (k - 0.5) * 0.38, mean, 0.38, yerr=err, capsize=2, color=col, label=model.upper())
+            for bar, h in zip(bars, hatch):
+                if h:                                       # no run judged converged
+                    bar.set_hatch("////")
+                    bar.set_edgecolor("white")
             for xi, mi, ei in zip(x, mean, err):
                 ax.text(xi + (k - 0.5) * 0.38, mi + ei + 0.01, f"{mi:.3f}", ha="center", va="bottom", fontsize=5.5)
         ax.set_xticks(x)
@@ -380,7 +388,8 @@ def ot_vit(outdir: Path) -> list[Path]:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", ncol=2, frameon=False)
     n = max(len(v) for v in acc.values())
-    axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE data)\n{n} seeds, mean ± 95% t-CI, config '{cfg}'")
+    axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE), config '{cfg}'\nconverged runs of {n} seeds, "
+                      f"mean ± 95% t-CI" + ("\nhatched: none judged converged" if unconverged else ""))
     axes[1].set_title("paper: Tables 1–2, mean ± 95% CI (CIFAR-10,\nCIFAR-100 learning-rate grid, Fashion-MNIST)")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return save(fig, outdir, "fenchel_exp_ot_vit.png")
