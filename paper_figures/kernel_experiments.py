@@ -228,7 +228,7 @@ def render_time_warping(outdir: Path) -> list[Path]:
     class-1 head and max(0, 2u - 1) for the class-2 head: mean over seeds (each seed: the mean of its
     stored test curves), band from the lowest to the highest seed."""
     from attnlab.experiments.kernel.common import warp
-    from attnlab.results import ci95
+    from attnlab.results import ci95, row_converged, usable_values
 
     recs, cfg = _sampled("kernel-time-warping", TW_KINDS, ("full", "cpu", "quick"),
                          "attnlab run kernel-time-warping --config cpu --models " + ",".join(TW_KINDS)
@@ -296,12 +296,20 @@ def render_time_warping(outdir: Path) -> list[Path]:
                Line2D([], [], color="0.5", lw=2.5, alpha=0.5,
                       label="oracle mass: min(2u, 1) (class 1), max(0, 2u − 1) (class 2)")]
     for k in TW_KINDS:
-        acc = [_accuracy(r) for r in every[k]]
+        # the seeds' accuracy by the rule of `attnlab results`: the converged runs, or every run where none
+        runs = {True: [], False: []}
+        for r in every[k]:
+            row = next(m for m in r["metrics"] if m["metric"] == "accuracy")
+            runs[row_converged(r, row)].append(row["value"])
+        acc, ok = usable_values(runs)
+        which = (f"{len(acc)} of {len(every[k])} seeds converged" if ok else
+                 f"{len(acc)} seeds, none judged converged")
         note = " (a Gaussian on R: mass outside [0, 1])" if k == "cts_softmax" else ""
+        ci = ci95(acc)
         handles.append(Line2D([], [], color=colors[k], lw=1.0,
                               label=f"{k.replace('_', ' ')}{note}: test accuracy seed {first['seed']} "
-                                    f"{_accuracy(recs[k]):.1f}%, {len(acc)} seeds {np.mean(acc):.1f} ± "
-                                    f"{ci95(acc) or 0:.1f}%"))
+                                    f"{_accuracy(recs[k]):.1f}%, {which}: {np.mean(acc):.1f}"
+                                    + (f" ± {ci:.1f}%" if ci is not None else "%")))
     handles.append(Patch(color="0.5", alpha=0.25, label="band: lowest to highest seed (each seed: the mean over its test curves)"))
     fig.legend(handles=handles, loc="lower center", ncol=1, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(wrap(f"Time warping (App. B.3), {cfg} config: learned densities vs the oracle individualised "
