@@ -123,7 +123,7 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
         note = f"ours: config {cfg}"
     if sub:
         pv = [v for (e, s, m, met), v in PAPER_NUMBERS.items() if e == exp and met == "accuracy"]
-        note += ", SUBSTITUTE data" + (f"\n(paper: {min(pv):.0f}–{max(pv):.0f} % on its data; not comparable)"
+        note += ", SUBSTITUTE data" + (f"\n(paper: {min(pv):.0f}–{max(pv):.0f} % on its data;\nnot comparable)"
                                        if pv else "")
     ax.set_title(f"{title}\n{note}", fontsize=7)
     ax.grid(axis="y")
