@@ -33,8 +33,8 @@ CAPTIONS = {
         r"Test MSE of the factor model FM($k$) against the number of neighbours $k$ (log scale) above the EFA "
         r"variants (depth $\ell$, 1D and 2D ahead) on their own axis: ours (mean and 95% CI over seeds) on "
         r"Colorado monthly temperatures, a labelled substitute for the paper's daily temperatures of 44 US "
-        r"cities, beside the paper's values.  Hollow FM($k$) points: runs whose convergence is unknown (their "
-        r"records predate the stored validation curve) or that did not converge; only FM(5) enters a verdict."),
+        r"cities, beside the paper's values.  A point none of whose runs was judged converged would be drawn "
+        r"hollow (none is: every FM($k$) converged on five seeds); FM(5) is the one a verdict compares."),
     "efa_identifiability": Caption(
         None,
         r"Theorem 1 (linear identifiability): the proof's recoveries on constructed parameter pairs (true "
