@@ -133,8 +133,6 @@ def verdict_text(row: dict) -> str:
 def _notes(row: dict) -> str:
     from attnlab.results import convergence_note
 
-    if not row["n_seeds"] and row.get("converged") is False:
-        return ""
     return convergence_note(row, " (left out)")
 
 
