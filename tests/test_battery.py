@@ -1080,3 +1080,24 @@ def test_a_huge_number_is_named_in_a_short_line(capsys):
     err = _one_line_exit_2(capsys, ["compare", "bidir-moe", "--seed", "9" * 5000], "--seed", "4294967295")
     assert len(err) < 200
 
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"a": 1e+308, "b": [1.5e299, -3], "c": 1e-400}', {"a": 1e308, "b": [1.5e299, -3], "c": 0.0}),
+    ('{"h": "5e1234", "x": 5e123}', {"h": "5e1234", "x": 5e123}),            # only the slower path
+    ('{"a": 2e308}', "beyond float64"), ('[1, -1E+999]', "beyond float64"), ('[1e0400]', "beyond float64"),
+    ('{"a": %s}' % ("9" * 400), "beyond float64"), ('[NaN]', "not finite"), ('[-Infinity]', "not finite"),
+    ('{"a": 1, "a": 2}', "appears twice"), ('{"a": 1e999, "a": 2}', "beyond float64"),
+])
+def test_read_json_refuses_what_float64_cannot_hold(tmp_path, text, expected):
+    """atomic_io.read_json reads texts without a candidate for a number beyond float64 by json's own number
+    parsing and the others with the per-number checks: the same values, the same refusals."""
+    from attnlab.atomic_io import read_json
+
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    if isinstance(expected, str):
+        with pytest.raises(ValueError, match=expected):
+            read_json(path)
+    else:
+        assert read_json(path) == expected
