@@ -47,17 +47,18 @@ def _check_choice(name: str, value, allowed) -> None:
 # --------------------------------------------------------------------------- value function
 class GaussianBasis(nn.Module):
     """N Gaussian RBF pdfs psi_n(t) = N(t; mu_n, sigma_n^2): N // len(sigmas) centres linspace(0, 1)
-    for each width (as in Martins et al.'s and the kernel paper's code).  Fixed, not trained."""
+    for each width (as in Martins et al.'s and the kernel paper's code).  Fixed, not trained.
+    ``persistent=False`` leaves mu and sigma out of the owner's state dict (they follow from n_basis)."""
 
-    def __init__(self, n_basis: int, sigmas=(0.1, 0.5), dtype=None):
+    def __init__(self, n_basis: int, sigmas=(0.1, 0.5), dtype=None, persistent: bool = True):
         super().__init__()
         if int(n_basis) < len(sigmas) or len(sigmas) == 0:
             raise ValueError(f"n_basis must be >= len(sigmas) = {len(sigmas)} >= 1; got {n_basis}")
         per = int(n_basis) // len(sigmas)
         mu = torch.cat([torch.linspace(0.0, 1.0, per, dtype=dtype) for _ in sigmas])
         sd = torch.cat([torch.full((per,), float(s), dtype=dtype) for s in sigmas])
-        self.register_buffer("mu", mu)
-        self.register_buffer("sigma", sd)
+        self.register_buffer("mu", mu, persistent=persistent)
+        self.register_buffer("sigma", sd, persistent=persistent)
 
     @property
     def n(self) -> int:
@@ -209,8 +210,9 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
        $\text{softmax}(s)$ over the positions (Martins et al.'s unimodal encoder, the paper's
        baselines); ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
        $p(t) \propto \exp f(t)$ / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
-       $p(t) = [1 + (\alpha-1)(f(t) - \tau)]_+^{1/(\alpha-1)}$ with
-       $f(t) = \sum_j s_j\, k(t, t_j)$;
+       $p(t) \propto [1 + (\alpha-1)(f(t) - \max f)]_+^{1/(\alpha-1)}$ (App. E.1's shift by the
+       maximum of $f$ on the grid, then normalised by the trapezoid rule; not the threshold $\tau$ that
+       would make it integrate to 1) with $f(t) = \sum_j s_j\, k(t, t_j)$;
     3. the value function $V(t) = B\Psi(t)$, $B = H F^\top(FF^\top + \lambda I)^{-1}$ fitted
        to the allowed values by ridge regression (Eq. 6);
     4. the context $c = \mathbb{E}_p[V(T)] = B\,\mathbb{E}_p[\Psi(T)]$ (Eq. 1; kernel families by the
@@ -342,7 +344,13 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         mu = m[..., 0]
         var = (m[..., 1] - mu * mu).clamp_min(1e-4)
         fn = nca.gaussian_expected_rbf if kind == "cts_softmax" else nca.parabola_expected_rbf
+        nan = torch.isnan(var)                  # a NaN score: NaN for its query, as in SDPA (not a refusal
+        if bool(nan.any()):                     # that named sigma2, which the caller never gave)
+            var = var.masked_fill(nan, 1.0)
+            mu = mu.masked_fill(nan, 0.5)
         r = fn(mu, var, tab.centres, tab.widths)                                  # (..., L, N)
+        if bool(nan.any()):
+            r = r.masked_fill(nan.unsqueeze(-1), float("nan"))
         if return_density:
             grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)
             dens = nca.unimodal_density_on_grid(grid, kind, mu, var)
@@ -428,6 +436,13 @@ class _SparsemaxMoments(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         x, y, W, u, idx = ctx.saved_tensors
+        if torch.is_grad_enabled():             # create_graph=True: u was saved without its graph; recompute
+            f = torch.matmul(x, y)              # the map with autograd so that higher derivatives see all of it
+            rz = (f - f.gather(-1, idx) + 1.0).relu() @ W                  # (the max at max()'s index, as forward)
+            need = [t for t, n in zip((x, y), ctx.needs_input_grad[:2]) if n]
+            got = iter(torch.autograd.grad(rz, need, g, create_graph=True))
+            return (next(got) if ctx.needs_input_grad[0] else None, next(got) if ctx.needs_input_grad[1] else None,
+                    None)
         gu = g @ W.transpose(0, 1)
         torch.ops.aten.threshold_backward.grad_input(gu, u, 0, grad_input=gu)   # d relu
         gu.scatter_add_(-1, idx, -gu.sum(-1, keepdim=True))                      # d max (to max()'s index)
@@ -547,7 +562,22 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         self.bandwidth = check_positive(bandwidth, "bandwidth")
         self.alpha = _check_alpha_deformed(alpha)
         self.ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
-        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2), dtype=dtype).to(device=device)
+        # (fixed by n_basis: not in the state dict, which then holds nn.MultiheadAttention's keys only)
+        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2), dtype=dtype, persistent=False).to(device=device)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # state dicts of earlier releases hold the fixed basis (basis.mu, basis.sigma): taken out where they equal
+        # this layer's, an error naming n_basis where they do not
+        for name in ("mu", "sigma"):
+            key = f"{prefix}basis.{name}"
+            if key in state_dict:
+                old, mine = state_dict.pop(key), getattr(self.basis, name)
+                if old.shape != mine.shape or not torch.allclose(old.to(mine), mine):
+                    error_msgs.append(f"{key}: the state dict's basis ({old.numel()} functions) is not this layer's "
+                                      f"(n_basis = {mine.numel()}); build the layer with the n_basis it was saved with")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):

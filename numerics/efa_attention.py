@@ -358,7 +358,7 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
     def _reset_parameters(self):
         if getattr(self, "convention", "standard") != "paper":
             return super()._reset_parameters()
-        H, E = self.num_heads, self.embed_dim
+        E = self.embed_dim
         for W in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):   # Glorot per head (see AttentionLayer)
             bound = math.sqrt(6.0 / (E + W.shape[1]))
             nn.init.uniform_(W, -bound, bound)

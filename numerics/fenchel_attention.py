@@ -28,9 +28,9 @@ from torch import nn
 
 from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
-from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, broadcast_shapes, check_dropout,
-                                         check_mask, check_positive, check_qkv, check_scale, compute_dtype,
-                                         deprecated, empty_attention, sdpa_mask, shift_rows)
+from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, broadcast_shapes,
+                                         check_dropout, check_mask, check_positive, check_qkv, check_scale,
+                                         compute_dtype, deprecated, empty_attention, sdpa_mask, shift_rows)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -39,6 +39,15 @@ def _foc(lam, T, logu, z, alpha):
     p = torch.softmax(logu + (T @ lam.unsqueeze(-1)).squeeze(-1), -1)
     h = (p.unsqueeze(-2) @ T).squeeze(-2)
     return mu + z - lam / alpha.unsqueeze(-1) - h
+
+
+def _first_order_only(what: str) -> None:
+    """RuntimeError when a backward runs with create_graph=True (grad mode on inside it): the implicit-function
+    gradient is computed from the solution, not through an autograd graph, so a second derivative taken
+    through it would leave this function's part out without a word."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(f"{what} has first derivatives only: its backward cannot build a graph "
+                           f"(create_graph=True); use exact=False, or take higher derivatives elsewhere")
 
 
 class FenchelDual(torch.autograd.Function):
@@ -53,6 +62,7 @@ class FenchelDual(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_lam):
+        _first_order_only("fenchel_dual_lambda")
         T, logu, z, alpha, lam = ctx.saved_tensors
         with torch.no_grad():
             a = alpha.expand(lam.shape[:-1]).unsqueeze(-1)
@@ -765,6 +775,7 @@ class _ExactAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_out, g_p):
+        _first_order_only("fenchel_attention (exact=True)")
         K, logu, Z, a, V, lam, p, G = ctx.saved_tensors
         K_shape, lu_shape, Z_shape, alpha_shape, V_shape, batch = ctx.shapes
         need_K, need_lu, need_Z, need_a, need_V = ctx.needs_input_grad
@@ -879,12 +890,17 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         return_weights: keyword-only; also return the weights $p$.
 
     Shape:
-        - output: (..., L, Ev), in the dtype of the inputs (float16 and bfloat16 are computed in float32).
+        - output: (..., L, Ev), in the dtype of the inputs (float16 and bfloat16 are computed in float32,
+          also under ``torch.autocast``).
         - weights: (..., L, S).
 
     Returns:
         The output, or ``(output, weights)`` with ``return_weights=True``.  A query whose keys are all
-        masked gets output 0 and weights 0, as in ``scaled_dot_product_attention``.
+        masked gets output 0 and weights 0, as in ``scaled_dot_product_attention``.  The exact form
+        needs finite queries and keys (a non-finite one raises ValueError: the solver has no answer
+        to give for it); ``exact=False`` lets a NaN through as softmax attention does.  Gradients are
+        first order for the exact form (``create_graph=True`` through it raises RuntimeError: its
+        implicit-function backward builds no graph).
 
     Example:
         >>> import torch
@@ -897,6 +913,10 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         True
     """
     batch = check_qkv(query, key, value)
+    if _autocast(query):                        # the solver's fused steps write into float32 buffers: no autocast
+        with torch.autocast(query.device.type, enabled=False):
+            return fenchel_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, alpha=alpha,
+                                     log_u=log_u, exact=exact, return_weights=return_weights)
     dropout_p = check_dropout(dropout_p)
     if not isinstance(exact, bool):             # exact="no" was truthy
         raise ValueError(f"exact must be True or False; got {exact!r}")
@@ -909,7 +929,13 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
             raise ValueError(f"log_u must be a floating-point tensor; got "
                              f"{log_u.dtype if torch.is_tensor(log_u) else type(log_u).__name__}")
         _check_broadcast(log_u, (*batch, L, S), "log_u", "(..., L, S)")
-        log_u = shift_rows(log_u.to(cdt))
+        if log_u.device != query.device:
+            raise ValueError(f"log_u must be on the device of query ({query.device}); got {log_u.device}")
+        log_u = log_u.to(cdt)
+        if bool((torch.isnan(log_u) | torch.isposinf(log_u)).any()):   # (NaN gave NaN weights and a warning)
+            raise ValueError(f"log_u must hold finite numbers or -inf (which excludes a key); got "
+                             f"{'nan' if bool(torch.isnan(log_u).any()) else '+inf'}")
+        log_u = shift_rows(log_u)
     E = query.shape[-1]
     scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
     alpha = check_alpha(alpha, query)
@@ -922,6 +948,9 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     if not _all_finite(K):                     # an inf template (or scale * key overflowing) stalled the solver
         raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
                          f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
+    if exact and not _all_finite(query):       # (a NaN query ran the whole Newton continuation, then warned)
+        raise ValueError(f"query must be finite for the exact form (the evidence z of Eq. (3)); got "
+                         f"{int((~torch.isfinite(query)).sum())} non-finite entries of {query.numel()}")
     lu = torch.zeros(1, S, dtype=cdt, device=query.device) if log_u is None else log_u
     if mask is not None:
         # log u and the mask, each shifted so that its largest entry is 0, and large finite entries
@@ -1070,6 +1099,8 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
             raise ValueError(f"alpha_mode must be one of fixed, head, query; got {alpha_mode!r}")
         self.alpha0 = check_positive(alpha, "alpha", " (the reliability of the evidence, Eq. (3))")
         dt = dtype or torch.get_default_dtype()
+        if alpha_mode == "fixed":               # (held as a Python float, used in the attention's float32 or float64)
+            dt = torch.promote_types(dt, torch.float32)
         stored = float(torch.tensor(self.alpha0, dtype=torch.float64).to(dt))    # (to(): inf on overflow)
         if not (math.isfinite(stored) and stored > 0):
             raise ValueError(f"alpha must be finite and > 0 in the layer's dtype {str(dt).replace('torch.', '')}; "
@@ -1085,8 +1116,8 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
 
     def alphas(self, x):
         """alpha per (batch, head, query), broadcastable to (N, H, L); x the query input (N, L, E)."""
-        if self.alpha_mode == "fixed":
-            return torch.tensor(self.alpha0, dtype=x.dtype, device=x.device)
+        if self.alpha_mode == "fixed":          # (in the dtype the attention computes in: float32 for a half module)
+            return torch.tensor(self.alpha0, dtype=torch.promote_types(x.dtype, torch.float32), device=x.device)
         # softplus in the exact form (torch's drops e^-x above 20), in float32 at least and float64 for a
         # float64 module (a half-precision alpha would round the dual's scale)
         if self.alpha_mode == "head":

@@ -32,8 +32,9 @@ HALF = (torch.float16, torch.bfloat16)
 
 
 # --------------------------------------------------------------------------- argument checks
-def check_mask(mask, name: str):
-    """mask unchanged if None, bool or floating; else a one-line ValueError naming `name`."""
+def check_mask(mask, name: str, device=None):
+    """mask unchanged if None, bool or floating (and on `device` when given); else a one-line ValueError
+    naming `name`."""
     if mask is None:
         return None
     if isinstance(mask, str) or isinstance(mask, numbers.Number):
@@ -44,6 +45,8 @@ def check_mask(mask, name: str):
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
         raise ValueError(f"{name} must be a bool or floating-point tensor; got dtype {mask.dtype} "
                          f"(convert it with .bool() or .float(): integer masks are refused, not added)")
+    if device is not None:
+        check_device(mask, name, device)
     if mask.dtype.is_floating_point and bool((torch.isnan(mask) | torch.isposinf(mask)).any()):
         raise ValueError(f"{name} must hold finite numbers or -inf (a float mask is added to the scores); "
                          f"got {'nan' if bool(torch.isnan(mask).any()) else '+inf'}")
@@ -76,11 +79,24 @@ def check_scale(scale) -> float:
     return v
 
 
-def check_dropout(p) -> float:
+def check_dropout(p, name: str = "dropout_p") -> float:
     if (torch.is_tensor(p) or isinstance(p, bool) or not isinstance(p, numbers.Real)
-            or not (0.0 <= float(p) <= 1.0)):
-        raise ValueError(f"dropout_p must be a number in [0, 1]; got {p!r}")
+            or not (0.0 <= float(p) <= 1.0)):       # (a string "0.1" was read as 0.1, "x" named no argument)
+        raise ValueError(f"{name} must be a number in [0, 1]; got {p!r}")
     return float(p)
+
+
+def check_flag(value, name: str) -> bool:
+    """value if True or False; else a one-line ValueError naming `name` (is_causal="no" was truthy)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
+def check_device(x, name: str, device) -> None:
+    """ValueError naming `name` unless the tensor x is on `device` (torch's error named neither)."""
+    if x is not None and x.device != device:
+        raise ValueError(f"{name} must be on the device of query ({device}); got {x.device}")
 
 
 def broadcast_shapes(*shapes) -> torch.Size:
@@ -104,6 +120,11 @@ def check_qkv(query, key, value):
                              f"{x.dtype if torch.is_tensor(x) else type(x).__name__}")
         if x.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, features); got {tuple(x.shape)}")
+    if not query.dtype == key.dtype == value.dtype:      # (as scaled_dot_product_attention; promoting returned
+        raise ValueError(f"query, key and value must have the same dtype; got {query.dtype}, {key.dtype} and "
+                         f"{value.dtype}")                # a dtype that was none of theirs)
+    check_device(key, "key", query.device)
+    check_device(value, "value", query.device)
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"query and key must share the last dimension E; got {query.shape[-1]} and {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
@@ -141,9 +162,8 @@ def compute_dtype(*xs):
 def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "attn_mask", batch=None):
     """The functional forms' mask: attn_mask (SDPA convention) or the causal mask of is_causal (bool,
     True = may attend, top-left aligned as in scaled_dot_product_attention); None for neither."""
-    attn_mask = check_mask(attn_mask, name)
-    if not isinstance(is_causal, bool):         # is_causal="no" was truthy: a causal mask nobody asked for
-        raise ValueError(f"is_causal must be True or False; got {is_causal!r}")
+    attn_mask = check_mask(attn_mask, name, device)
+    check_flag(is_causal, "is_causal")          # is_causal="no" was truthy: a causal mask nobody asked for
     if attn_mask is not None:
         try:
             shape = broadcast_shapes(tuple(attn_mask.shape), (L, S))
@@ -222,8 +242,7 @@ class MultiheadAttentionBase(nn.Module):
         if add_bias_kv or add_zero_attn:
             raise ValueError("add_bias_kv and add_zero_attn are not supported by the attnlab layers (they add "
                              "keys that have no position, which the continuous layers need)")
-        if not (0.0 <= float(dropout) < 1.0):
-            raise ValueError(f"dropout must be in [0, 1); got {dropout!r}")
+        check_dropout(dropout, "dropout")       # (as nn.Dropout: p = 1 zeroes every weight)
         self.embed_dim = int(embed_dim)
         self.kdim = int(kdim) if kdim is not None else self.embed_dim
         self.vdim = int(vdim) if vdim is not None else self.embed_dim
@@ -337,6 +356,17 @@ class MultiheadAttentionBase(nn.Module):
             averaged over heads, (N, num_heads, L, S) with ``average_attn_weights=False`` (without the
             N for unbatched input), or None when ``need_weights=False``.
         """
+        for nm, x in (("query", query), ("key", key), ("value", value)):
+            if not torch.is_tensor(x):          # (a list or an array met an AttributeError below)
+                raise ValueError(f"{nm} must be a torch.Tensor; got {type(x).__name__}")
+        key_padding_mask = check_mask(key_padding_mask, "key_padding_mask", query.device)
+        attn_mask = check_mask(attn_mask, "attn_mask", query.device)
+        check_device(key, "key", query.device)
+        check_device(value, "value", query.device)
+        is_causal = False if is_causal is None else is_causal     # (torch's own blocks may pass None)
+        for nm, flag in (("need_weights", need_weights), ("average_attn_weights", average_attn_weights),
+                         ("is_causal", is_causal)):
+            check_flag(flag, nm)
         if query.is_nested or key.is_nested or value.is_nested:
             raise ValueError("query, key, value must not be nested tensors; build nn.TransformerEncoder with "
                              "enable_nested_tensor=False (or after putting the attnlab layer in)")

@@ -397,3 +397,131 @@ def test_exact_converges_at_extreme_scales(dtype, s, alpha):
         out = layers.fenchel_attention(q.to(dtype), k.to(dtype), v.to(dtype), alpha=alpha)
         ref = layers.fenchel_attention(q, k, v, alpha=alpha)
     assert (out.double() - ref).abs().max() < (2e-2 if dtype == torch.float32 else 1e-8)
+
+
+# --------------------------------------------------------------------------- what a new user tried (2026-12-07)
+@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_modules_under_autocast(name, dtype):
+    """Under torch.autocast the projections give half-precision tensors; the attention computes in float32
+    inside (the exact Fenchel solver's fused steps failed there) and the output is autocast's dtype, as MHA's."""
+    m = MODULES[name](batch_first=True)
+    x = torch.randn(2, 5, E)
+    with torch.autocast("cpu", dtype=dtype):
+        out, w = m(x, x, x)
+        ref, _ = nn.MultiheadAttention(E, H, batch_first=True)(x, x, x)
+    assert out.dtype == ref.dtype == dtype and torch.isfinite(out.float()).all() and torch.isfinite(w.float()).all()
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+def test_functionals_under_autocast_compute_in_float32(name):
+    q, k, v = _qkv(4, dtype=torch.float32)
+    ref = FUNCTIONALS[name](q, k, v)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = FUNCTIONALS[name](q, k, v)
+    assert out.dtype == torch.float32
+    assert (out - ref).abs().max() < 5e-2 * (1 + ref.abs().max())
+
+
+@pytest.mark.parametrize("name", ["continuous-kernel", "continuous-cts", "fenchel-exact", "efa-standard"])
+def test_state_dict_moves_to_and_from_mha_strictly(name):
+    """The fixed Gaussian basis of the continuous layer is not in its state dict (it follows from n_basis):
+    with strict=True a state dict moves either way; one of an earlier release, holding the basis, loads too,
+    and one with another basis is refused naming n_basis."""
+    mha = nn.MultiheadAttention(E, H, batch_first=True)
+    m = MODULES[name](batch_first=True)
+    m.load_state_dict(mha.state_dict())
+    nn.MultiheadAttention(E, H, batch_first=True).load_state_dict(m.state_dict())
+    assert set(m.state_dict()) == set(mha.state_dict())
+    if name.startswith("continuous"):
+        old = dict(m.state_dict(), **{"basis.mu": m.basis.mu.clone(), "basis.sigma": m.basis.sigma.clone()})
+        m.load_state_dict(old)
+        old["basis.mu"] = torch.zeros(4)
+        with pytest.raises(RuntimeError, match="n_basis = 8"):
+            m.load_state_dict(old)
+
+
+def test_second_derivatives_are_right_or_refused():
+    """kernel sparsemax's one-node moments recompute their map under create_graph=True, so second derivatives
+    agree with finite differences (gradgradcheck) for every kind; the exact Fenchel form's implicit backward
+    builds no graph and says so, instead of a second derivative that silently leaves its part out."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, n, 4, generator=g, dtype=torch.float64, requires_grad=True) for n in (3, 5, 5))
+    for kind in KINDS:
+        assert torch.autograd.gradgradcheck(lambda q, k, v, kind=kind: layers.continuous_attention(
+            q, k, v, kind=kind, n_basis=4, grid_size=32), (q, k, v))
+    assert torch.autograd.gradgradcheck(lambda q, k, v: layers.fenchel_attention(q, k, v, exact=False), (q, k, v))
+    with pytest.raises(RuntimeError, match="^fenchel_attention \\(exact=True\\) has first derivatives only"):
+        torch.autograd.grad(layers.fenchel_attention(q, k, v).sum(), q, create_graph=True)
+    torch.autograd.grad(layers.fenchel_attention(q, k, v).sum(), q)          # first order as before
+
+
+def test_non_finite_inputs_one_policy_per_argument():
+    """query/key/value with a NaN: NaN where it reaches, as in SDPA (the cts kinds named sigma2, which the user
+    never gave); the exact Fenchel form refuses a non-finite query or key by name (its solver ran the whole
+    Newton continuation on a NaN query); log_u holds finite numbers or -inf."""
+    q, k, v = _qkv(6)
+    q[0, 0, 1, 2] = float("nan")
+    for name in sorted(FUNCTIONALS):
+        if name == "fenchel":
+            with pytest.raises(ValueError, match="^query must be finite for the exact form"):
+                FUNCTIONALS[name](q, k, v)
+            continue
+        out = FUNCTIONALS[name](q, k, v)
+        assert torch.isnan(out[0, 0, 1]).all(), name
+        assert torch.isfinite(out[0, 1]).all() and torch.isfinite(out[0, 0, 0]).all(), name
+    q, k, v = _qkv(6)
+    for bad in ("nan", "inf"):
+        lu = torch.zeros(5, dtype=torch.float64)
+        lu[1] = float(bad)
+        for exact in (True, False):
+            with pytest.raises(ValueError, match=f"^log_u must hold finite numbers or -inf .*got \\+?{bad}$"):
+                layers.fenchel_attention(q, k, v, log_u=lu, exact=exact)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_arguments_named_in_one_line(name):
+    m = MODULES[name](batch_first=True)
+    x = torch.randn(2, 5, E)
+    for bad, msg in ((dict(query=x.tolist()), "^query must be a torch.Tensor; got list"),
+                     (dict(value=x.numpy()), "^value must be a torch.Tensor; got ndarray"),
+                     (dict(key_padding_mask=[False] * 5), "^key_padding_mask must be a bool or floating-point tensor"),
+                     (dict(key_padding_mask=torch.zeros(2, 5, dtype=torch.bool, device="meta")),
+                      "^key_padding_mask must be on the device of query \\(cpu\\); got meta"),
+                     (dict(attn_mask=torch.zeros(5, 5, device="meta")), "^attn_mask must be on the device of query"),
+                     (dict(is_causal=1), "^is_causal must be True or False; got 1"),
+                     (dict(need_weights="no"), "^need_weights must be True or False")):
+        args = dict(query=x, key=x, value=x)
+        args.update(bad)
+        with pytest.raises(ValueError, match=msg):
+            m(**args)
+    for d in ("x", None, "0.1", 1.5, -0.1, True):
+        with pytest.raises(ValueError, match="^dropout must be a number in \\[0, 1\\]"):
+            MODULES[name](dropout=d)
+    assert m(x, x, x, is_causal=None)[0].shape == x.shape           # (torch's blocks may pass None)
+    assert MODULES[name](dropout=1.0).dropout == 1.0                # as nn.Dropout and MHA
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+def test_functionals_refuse_mixed_dtypes_and_devices(name):
+    """As scaled_dot_product_attention: one dtype for query, key and value (they were promoted, and the output
+    came back in a dtype that was none of theirs); masks and tensors on query's device."""
+    q, k, v = _qkv(7, dtype=torch.float32)
+    with pytest.raises(ValueError, match="^query, key and value must have the same dtype"):
+        FUNCTIONALS[name](q.half(), k.half(), v.bfloat16())
+    with pytest.raises(ValueError, match="^query, key and value must have the same dtype"):
+        FUNCTIONALS[name](q, k.double(), v.double())
+    with pytest.raises(ValueError, match="^attn_mask must be on the device of query"):
+        FUNCTIONALS[name](q, k, v, attn_mask=torch.ones(4, 5, dtype=torch.bool, device="meta"))
+    with pytest.raises(ValueError, match="^key must be on the device of query"):
+        FUNCTIONALS[name](q, k.to("meta"), v)
+
+
+def test_half_precision_fenchel_module_keeps_alpha_in_float32():
+    """A fixed alpha is held as given and used in the attention's float32 (in half it was rounded, and 1e5
+    overflowed to inf and was refused)."""
+    x = torch.randn(2, 5, E, dtype=torch.float16)
+    m = layers.FenchelMultiheadAttention(E, H, alpha=0.1).half()
+    assert m.alphas(x).dtype == torch.float32 and float(m.alphas(x)) == pytest.approx(0.1, rel=1e-7)
+    out, _ = layers.FenchelMultiheadAttention(E, H, alpha=1e5, dtype=torch.float16)(x, x, x)
+    assert out.dtype == torch.float16 and torch.isfinite(out.float()).all()
