@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -35,7 +36,11 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
         raise UsageError(f"{what} is empty; give a file name")
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    probe = _check_names(path, what)
+    probe = _check_names(path, what, file=True)
+    if _special(path):                          # /dev/null, a named pipe: written through, not replaced
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{what} {path}: cannot write to it")
+        return path
     if path.is_dir():
         raise UsageError(f"{what} {path}: is a folder; give a file name")
     if probe == path:                           # the file exists: its folder is what must be writable
@@ -55,9 +60,10 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     return path
 
 
-def _check_names(path: Path, what: str) -> Path:
+def _check_names(path: Path, what: str, file: bool = False) -> Path:
     """The nearest existing ancestor of `path` (itself when it exists), after checking that no name on
-    the way down from it exceeds the file system's limit (NAME_MAX) or the whole path PATH_MAX."""
+    the way down from it exceeds the file system's limit (NAME_MAX) or the whole path PATH_MAX (for a
+    `file` to be written, its name together with the temporary name's TMP_EXTRA)."""
     from attnlab.errors import UsageError
 
     def exists(q: Path) -> bool:
@@ -75,10 +81,17 @@ def _check_names(path: Path, what: str) -> Path:
         path_max = os.pathconf(base, "PC_PATH_MAX")
     except (OSError, ValueError, AttributeError):
         name_max, path_max = 255, 4096
-    for part in path.parts:
+    for i, part in enumerate(path.parts):
         if len(os.fsencode(part)) > name_max:
             raise UsageError(f"{what} {str(path)[:80]}...: the name {part[:20]}... is {len(os.fsencode(part))} "
                              f"bytes long, over the file system's limit of {name_max}")
+        # a file is written through a temporary `.<name>.<8 characters>.tmp` beside it (_atomic_replace): a name
+        # within TMP_EXTRA of the limit passed and failed after the work
+        if (file and i == len(path.parts) - 1 and len(os.fsencode(part)) + TMP_EXTRA > name_max
+                and not _special(path)):
+            raise UsageError(f"{what} {str(path)[:80]}...: the name {part[:20]}... is {len(os.fsencode(part))} "
+                             f"bytes long; written through a temporary name {TMP_EXTRA} bytes longer, it would be "
+                             f"over the file system's limit of {name_max}: give at most {name_max - TMP_EXTRA}")
     if len(os.fsencode(str(path.absolute()))) >= path_max:
         raise UsageError(f"{what} {str(path)[:80]}...: the path is longer than the file system's limit "
                          f"of {path_max} bytes")
@@ -167,15 +180,22 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 def check_json_dest(dest: str | None, what: str = "--json") -> None:
-    """A `--json FILE` destination ('-' is stdout, None is none) checked before any work."""
-    if dest and dest != "-":
+    """A `--json FILE` destination ('-' is stdout, None is none) checked before any work; '' is refused
+    (it was read as "none", and the command wrote nothing and exited 0)."""
+    if dest is not None and dest != "-":
         check_writable(dest, what)
 
 
-def write_json_dest(dest: str | None, obj: Any) -> None:
-    """Write `obj` as JSON to a `--json FILE` destination (checked by check_json_dest), atomically."""
-    if dest and dest != "-":
-        atomic_write_text(dest, json.dumps(obj, indent=2) + "\n")
+def write_json_dest(dest: str | None, obj: Any, what: str = "--json") -> None:
+    """Write `obj` as JSON to a `--json FILE` destination (checked by check_json_dest), atomically; what the
+    check could not foresee (a full disk) is a UsageError naming the option."""
+    if dest is not None and dest != "-":
+        from attnlab.errors import UsageError
+
+        try:
+            atomic_write_text(dest, json.dumps(obj, indent=2) + "\n")
+        except OSError as exc:
+            raise UsageError(f"{what} {dest}: cannot write it ({exc.strerror or exc})") from None
 
 
 def _remove_stale_temporaries(path: Path, older_than: float = 3600.0) -> None:
@@ -193,15 +213,41 @@ def _remove_stale_temporaries(path: Path, older_than: float = 3600.0) -> None:
         pass
 
 
+#: the bytes a temporary name ``.<name>.<8 characters>.tmp`` adds to the name it stands for
+TMP_EXTRA = 1 + 1 + 8 + 4
+
+
+def _special(path: Path) -> bool:
+    """Whether `path` is an existing file that is not a regular one (a device such as /dev/null, a named pipe,
+    a socket), followed through links: one to write into, not to replace."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _atomic_replace(path: str | os.PathLike, write) -> Path:
-    """Write `path` by ``write(fd, tmp)`` into a temporary file in its folder (with the mode the umask gives
-    new files), then rename it over `path`; the temporary file is removed when anything fails."""
+    """Write `path` by ``write(fd, tmp)`` into a temporary file in its folder, then rename it over `path`;
+    the temporary file is removed when anything fails.  A link is followed (the file it names is replaced,
+    the link kept); an existing file keeps its mode (a new one gets the mode the umask gives); a device or a
+    named pipe (/dev/null, a FIFO) is written into, not replaced by a regular file."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if _special(path):
+        with open(path, "wb") as fh:
+            fd = os.dup(fh.fileno())
+        write(fd, None)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = _umask_mode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, _umask_mode())
+        os.fchmod(fd, mode)
         write(fd, tmp)
         os.replace(tmp, path)
     except BaseException:
@@ -220,7 +266,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if tmp is not None:                 # (a device or a pipe: nothing to sync)
+                os.fsync(fh.fileno())
     return _atomic_replace(path, write)
 
 
@@ -235,6 +282,10 @@ def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
     import torch
 
     def write(fd, tmp):
+        if tmp is None:                         # a device or a pipe
+            with os.fdopen(fd, "wb") as fh:
+                torch.save(obj, fh)
+            return
         os.close(fd)
         torch.save(obj, tmp)
     return _atomic_replace(path, write)

@@ -111,16 +111,12 @@ def _build_parser() -> argparse.ArgumentParser:
 def _write_json(obj, dest: str) -> None:
     from attnlab.catalog import jsonable
 
-    text = json.dumps(jsonable(obj), indent=2) + "\n"
     if dest == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(json.dumps(jsonable(obj), indent=2) + "\n")
     else:
-        from attnlab.atomic_io import atomic_write_text
+        from attnlab.atomic_io import write_json_dest
 
-        try:
-            atomic_write_text(dest, text)
-        except OSError as exc:                 # what the check before the work could not foresee (a full disk)
-            raise UsageError(f"--json {dest}: cannot write it ({exc.strerror or exc})") from None
+        write_json_dest(dest, jsonable(obj))
 
 
 def _select(args) -> list:

@@ -13,6 +13,11 @@ class UsageError(ValueError):
     """Bad input: one line to stderr, exit code 2."""
 
 
+class Diverged(UsageError):
+    """A training run whose loss left the finite numbers (a learning rate too large for the model, as a
+    rule): one line naming the model and the epoch, exit code 2; the records written before it stay."""
+
+
 import argparse  # noqa: E402
 
 

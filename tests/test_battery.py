@@ -1101,3 +1101,79 @@ def test_read_json_refuses_what_float64_cannot_hold(tmp_path, text, expected):
             read_json(path)
     else:
         assert read_json(path) == expected
+
+
+# --------------------------------------------------------------------------- --json destinations (2026-12-07)
+@pytest.mark.parametrize("argv", [["compare", "fenchel"], ["compare", "efa-fm"], ["compare", "bidir-moe"],
+                                  ["converge"], ["list"]])
+def test_empty_json_destination_is_refused(capsys, argv):
+    """--json '' was read as "no file" by the compare commands: they wrote nothing and exited 0."""
+    _one_line_exit_2(capsys, argv + ["--json", ""], "--json is empty")
+
+
+@pytest.mark.parametrize("argv", [["compare", "efa-fm"], ["list"]])
+def test_json_name_too_long_for_its_temporary_is_refused_before_the_work(tmp_path, capsys, argv):
+    """A name of 242-255 bytes passed the check and failed after the work: the atomic write's temporary
+    name is 14 bytes longer."""
+    from attnlab.atomic_io import TMP_EXTRA
+
+    name = "a" * (255 - TMP_EXTRA + 1) + ".json"
+    _one_line_exit_2(capsys, argv + ["--json", str(tmp_path / name[-(255 - TMP_EXTRA + 1):])], "temporary name")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_keeps_links_modes_and_special_files(tmp_path):
+    """The atomic write replaced a link by a file (its target never updated), a 0600 file came back 0644,
+    and /dev/null or a named pipe was replaced by a regular file."""
+    import os
+    import stat
+    import threading
+
+    from attnlab.atomic_io import atomic_write_text
+
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target.name)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    private = tmp_path / "private.json"
+    private.write_text("old")
+    private.chmod(0o600)
+    atomic_write_text(private, "new")
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text() == "new"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    atomic_write_text(fifo, "through the pipe")
+    reader.join(10)
+    assert got == ["through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)
+    atomic_write_text(os.devnull, "gone")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "private.json", "target.json"]
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["run", "bidir-toy-corpus", "--dims", "100000000"], ("--dims", "[1, 10000]")),
+    (["run", "kernel-gestures", "--basis", "10000000"], ("--basis", "[2, 4096]")),
+    (["run", "bidir-analogies", "--questions", "/nonexistent/questions-words.txt"], ("--questions", "cannot read")),
+    (["run", "bidir-analogies", "--questions", ""], ("--questions is empty",)),
+])
+def test_run_sizes_and_files_refused_before_the_work(tmp_path, capsys, argv, fragments):
+    """Sizes without a bound started work that never ended; a missing --questions file was a traceback."""
+    if "bidir-analogies" in argv:
+        pytest.importorskip("gensim")
+    _one_line_exit_2(capsys, argv + ["--quick", "--seed", "0", "--results-dir", str(tmp_path)], *fragments)
+
+
+def test_a_diverging_efa_run_ends_in_one_line(tmp_path, capsys):
+    """--lr 1e10: the validation loss is NaN after one epoch: one line naming the model and the epoch (it was
+    a FloatingPointError traceback)."""
+    assert cli.main(["run", "efa-movielens-sequences", "--lr", "1e10", "--quick", "--seed", "0", "--results-dir",
+                     str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]            # (after the progress of the runs before it)
+    assert last.startswith("attnlab: error: unidirectional-EFA diverged") and "epoch 1" in last and "--lr" in last

@@ -334,7 +334,15 @@ def main(argv: list[str]) -> int:
     one_thread()
     name = config_name(args)
     cfg = dict(CONFIGS[name])
-    questions = read_questions(args.questions or datapath("questions-words.txt"))
+    if args.questions is not None and not args.questions.strip():
+        raise UsageError("--questions is empty; give a questions-words.txt file (or leave it out for gensim's copy)")
+    try:
+        questions = read_questions(args.questions or datapath("questions-words.txt"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:    # (a missing file was a traceback)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0][:200]
+        raise UsageError(f"--questions {args.questions}: cannot read it as questions-words.txt ({why})") from None
+    if not questions:
+        raise UsageError(f"--questions {args.questions}: holds no analogy question")
     if args.data is not None and name != "gcide":
         raise UsageError(f"--data is GCIDE's file for --config gcide; config {name!r} trains on gensim's bundled "
                          "corpus")

@@ -56,6 +56,8 @@ CONFIG = dict(dims=[30, 100, 300, 900], n_sentences=N_SENTENCES,
               optimizer="L-BFGS (strong Wolfe, history 50), full batch", steps=1000, init_std=0.1, batch="full (weighted distinct instances)",
               masking="every position of every sentence (S tasks per sentence)", dtype="float64")
 CONFIG_QUICK = dict(CONFIG, dims=[30], steps=100)
+#: the largest embedding dimension --dims takes (the paper's is 900; 100,000,000 ran without end)
+MAX_DIM = 10000
 
 
 # --------------------------------------------------------------------------- exact distribution
@@ -383,10 +385,12 @@ def main(argv: list[str]) -> int:
     if args.dims is not None:
         try:
             dims = [int(d) for d in args.dims.split(",")]
-            if not dims or min(dims) < 1 or len(set(dims)) != len(dims):
-                raise ValueError
+            if not dims or min(dims) < 1 or max(dims) > MAX_DIM or len(set(dims)) != len(dims):
+                raise ValueError                   # (--dims 100000000 ran without end)
         except ValueError:
-            raise UsageError(f"--dims must be comma-separated integers >= 1, none twice; got {args.dims!r}") from None
+            shown = args.dims if len(args.dims) <= 60 else args.dims[:40] + f"...({len(args.dims)} characters)"
+            raise UsageError(f"--dims must be comma-separated integers in [1, {MAX_DIM}], none twice; got "
+                             f"{shown!r}") from None
         cfg["dims"] = dims
     if args.steps is not None:
         if args.steps < 1:

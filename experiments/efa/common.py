@@ -365,7 +365,10 @@ def fit(ctx, model, loss_fn, train: dict, val: dict, cfg: TrainConfig, name: str
             tot = train_epoch(fwd, loss_fn, opt, train, perm, step, causal, device)
             v = evaluate(fwd, loss_fn, val, device)
         if not math.isfinite(v):
-            raise FloatingPointError(f"{name}: validation loss is {v} at epoch {epoch + 1}")
+            from attnlab.errors import Diverged
+
+            raise Diverged(f"{name} diverged: validation loss is {v} at epoch {epoch + 1} (lr {cfg.lr:g}; a smaller "
+                           "--lr, as a rule)")
         history.append((epoch + 1, tot, v))
         if v < best_val:
             best_val, best_epoch, bad = v, epoch + 1, 0

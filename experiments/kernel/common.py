@@ -57,6 +57,10 @@ def config_name(args, configs, allowed) -> str:
     return name
 
 
+#: the most basis functions --basis takes (the paper's largest is 128; 10,000,000 ran without end)
+MAX_BASIS = 4096
+
+
 def add_basis_flag(p, default: tuple[int, ...]) -> None:
     """--basis: the numbers of basis functions N to run (a subset of a config's, e.g. for choosing the
     learning rate on one N)."""
@@ -72,10 +76,12 @@ def with_basis(args, config: dict) -> dict:
         return config
     try:
         basis = tuple(int(v) for v in args.basis.split(","))
-        if not basis or any(v < 2 for v in basis) or len(set(basis)) != len(basis):
+        if not basis or any(v < 2 or v > MAX_BASIS for v in basis) or len(set(basis)) != len(basis):
             raise ValueError
     except ValueError:
-        raise UsageError(f"--basis must be a comma list of integers >= 2, none twice; got {args.basis!r}") from None
+        shown = args.basis if len(args.basis) <= 60 else args.basis[:40] + f"...({len(args.basis)} characters)"
+        raise UsageError(f"--basis must be a comma list of integers in [2, {MAX_BASIS}], none twice; got "
+                         f"{shown!r}") from None
     return dict(config, basis=basis)
 
 

@@ -356,10 +356,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--allow-large", action="store_true",
                     help=f"run even when the cvxpy column is estimated to take more than {LARGE_SECONDS:g} s")
     args = ap.parse_args(argv)
-    if args.json and args.json != "-":
-        from attnlab.atomic_io import check_writable
+    from attnlab.atomic_io import check_json_dest, write_json_dest
 
-        check_writable(args.json, "--json")
+    check_json_dest(args.json)                 # before the work, not after it
     if args.instance is not None:
         if not args.instance.strip():
             raise UsageError("--instance is empty; give a JSON file (or leave --instance out for a random instance)")
@@ -395,14 +394,10 @@ def main(argv: list[str]) -> int:
         if r["h_exact"] is None and not args.no_cvxpy:
             print(f"attnlab compare fenchel: warning: alpha {r['alpha']:g}: h_exact is null: {r['cvxpy_status']}",
                   file=sys.stderr)
-    if args.json:
-        text = json.dumps(rows, indent=2)
-        if args.json == "-":
-            print(text)
-            return 0
-        from attnlab.atomic_io import atomic_write_text
-
-        atomic_write_text(args.json, text + "\n")
+    if args.json == "-":
+        print(json.dumps(rows, indent=2))
+        return 0
+    write_json_dest(args.json, rows)
     print(f"Fenchel-dual attention, {src}: n = {n} templates in R^{d}")
     print("h_newton: Newton on the dual (7) (the reference); h_exact: cvxpy primal (3) (least accurate); "
           "h_approx: (16); h_refined: h at (13); h_limit: projection of mu + z onto the hull (alpha -> inf); "
