@@ -478,7 +478,7 @@ def cmd_figures(args) -> int:
     finally:
         style.check_mode(previous_check)
     if check:
-        n = _check_figures(drawn, out_dir)
+        n = _check_figures(drawn, out_dir, len(missing))
     else:
         print(f"{n} file(s) written", file=sys.stderr)
     if missing:                                     # the others are drawn; each missing one is one line
@@ -490,10 +490,11 @@ def cmd_figures(args) -> int:
     return 1 if check and n else 0
 
 
-def _check_figures(drawn: dict, out_dir) -> int:
+def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
     """`attnlab figures --check`: each figure drawn (its content digest in `drawn`) against the digest its
     PNG in `out_dir` carries; one line per figure (current, stale, missing, unreadable, or no digest: a PNG
-    written without one), a summary line; returns how many are not current."""
+    written without one), a summary line that counts the `not_drawn` figures (no records to draw them
+    from) among those asked for; returns how many are not current."""
     from attnlab.paper_figures.style import png_digest
 
     bad = 0
@@ -509,7 +510,8 @@ def _check_figures(drawn: dict, out_dir) -> int:
                 state = "unreadable"
         bad += state != "current"
         print(f"{state:10} {path}")
-    print(f"{len(drawn) - bad} of {len(drawn)} figure(s) current"
+    print(f"{len(drawn) - bad} of {len(drawn) + not_drawn} figure(s) current"
+          + (f"; {not_drawn} could not be drawn (below)" if not_drawn else "")
           + (f"; redraw the others with `attnlab figures --out {out_dir}`" if bad else ""), file=sys.stderr)
     return bad
 

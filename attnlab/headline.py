@@ -6,8 +6,11 @@ that row and its data source.  `attnlab results <paper>` prints it by default (`
 The paper's configuration of an experiment is the config its pre-registered claims use
 (theory/preregistration.py; e.g. efa-instacart ``full-es``), ``full`` for an experiment no claim is
 about; its metric is the metric of those claims (for an experiment without a claim: the metrics the
-paper prints a number for).  A row's verdict is the registered (expected) verdict of every claim whose
-parts name its setting and model (as model a or model b) on that metric.
+paper prints a number for).  A row's verdict is the verdict of every claim whose parts name its setting and
+model (as model a or model b) on that metric: on the committed records, the registered (expected) one, which
+`attnlab verify` holds them to; on any other records (``--results-dir``, $ATTNLAB_RESULTS, a ./results of
+one's own runs), the claim's rule applied to those records (:func:`attnlab.evidence.judge`), so that the
+verdict speaks of the numbers beside it.
 
 The rows are those of :func:`attnlab.results.summarize` (one results table); they are rendered by
 :mod:`attnlab.tables` (one renderer).
@@ -74,9 +77,24 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
     for a row no claim is about, that of the experiment's claims where they agree, else of its records).
     `summary`: the rows of summarize(paper, root, config) where the caller has them already (the records
     are read, and their warnings printed, once)."""
+    from attnlab.evidence import committed_records, judge
     from attnlab.results import paper_numbers, summarize
 
     rows = summarize(paper, root, config=config) if summary is None else summary
+    judged: dict[str, str] = {}
+
+    def verdict(g) -> str:
+        if Path(root).resolve() == committed_records().resolve():
+            return g.expected
+        if g.claim not in judged:
+            from attnlab.catalog import Skip
+
+            try:
+                judged[g.claim] = judge(g, Path(root)).verdict
+            except Skip:                     # no usable record of its registered seeds there
+                judged[g.claim] = "skipped"
+        return judged[g.claim]
+
     numbers = paper_numbers(paper)
     experiments = sorted({r["experiment"] for r in rows})
     rank = {k: i for i, k in enumerate(numbers)}
@@ -113,7 +131,7 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
             else:
                 data = "substitute" if r.get("substitute") else ("paper" if r["n_seeds"] else None)
             out.append({**{k: r.get(k) for k in HEADLINE_KEYS[:HEADLINE_KEYS.index("claims")]}, "config": cfg,
-                        "claims": [g.claim for g in regs], "verdicts": [g.expected for g in regs],
+                        "claims": [g.claim for g in regs], "verdicts": [verdict(g) for g in regs],
                         "data_source": data, "substitute": r.get("substitute"), "device": r.get("device")})
     return out
 
