@@ -211,8 +211,12 @@ def cmd_verify(args) -> int:
         verdict_cache.store(records, before)
     from attnlab.tables import terminal_width
 
-    print(records_table(records, None if to_stdout else terminal_width()), file=out)
-    print(summary_line(records), file=out)
+    width = None if to_stdout else terminal_width()
+    print(records_table(records, width), file=out)
+    import textwrap
+
+    line = summary_line(records)
+    print(textwrap.fill(line, width, break_on_hyphens=False) if width else line, file=out)
     if args.json:
         _write_json([r.to_json() for r in records], args.json)
     return 0 if all(r.ok for r in records) else 1
@@ -448,13 +452,15 @@ def cmd_figures(args) -> int:
         out_dir = check_folder(args.out if args.out is not None else "paper_figures", "--out", make=True)
     missing = []
     from attnlab.paper_figures import style
+    from attnlab.progress import is_tty
 
     drawn = {} if check else None
     previous_check = style.check_mode(drawn)
     try:
         for name in names:
             paper, fn, _ = available[name]
-            print(f"[{paper}] {'drawing' if check else 'rendering'} {name} ...", file=sys.stderr, flush=True)
+            if is_tty():                                # (quiet where stderr is no terminal)
+                print(f"[{paper}] {'drawing' if check else 'rendering'} {name} ...", file=sys.stderr, flush=True)
             previous = style.vector_output(args.vector)
             try:
                 paths = fn(out_dir) or []

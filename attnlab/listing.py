@@ -11,10 +11,9 @@ from attnlab.tables import frame, markdown, text
 def claims_table(claims: list[Claim], width: int | None = None) -> str:
     """One line per claim; with `width` (the terminal's) the columns are cut to fit, the reference first and
     the statement last, and left out (the reference first) where that is not enough."""
-    rows = [(c.id, c.reference, c.method, c.tier, c.expected, c.statement[:70] + ("…" if len(c.statement) > 70 else ""))
-            for c in claims]
+    rows = [(c.id, c.reference, c.method, c.tier, c.expected, c.statement) for c in claims]   # (cut by the fit)
     df = frame(rows, ("id", "reference", "method", "tier", "expected", "statement"))
-    return text(df, width=width, priority=("id", "statement", "expected", "method", "tier", "reference"),
+    return text(df, width=width, whole="--json -", priority=("id", "statement", "expected", "method", "tier", "reference"),
                 keep=("id",), overflow="elide") + f"\n{len(claims)} claim(s)"
 
 
@@ -57,13 +56,13 @@ def records_table(records: list[Record], width: int | None = None) -> str:
     for r in records:
         v = VERDICT_WORDS[r.verdict] if r.ok else f"{VERDICT_WORDS[r.verdict]} (expected {VERDICT_WORDS[r.claim.expected]})"
         reason = r.evidence.explanation if r.verdict in ("skipped", "error") else ""
-        rows.append((r.claim.id, r.claim.reference[:28], r.claim.method, v,
+        rows.append((r.claim.id, r.claim.reference, r.claim.method, v,       # (cut by the fit, with a mark)
                      format_value(r.evidence.measured, 34), format_value(r.evidence.tolerance, 18),
                      f"{r.seconds:.2f}", reason))
     columns = ("id", "reference", "method", "verdict", "measured", "tolerance", "seconds", "reason")
     if not any(r[-1] for r in rows):                   # no claim skipped: no empty column
         rows, columns = [r[:-1] for r in rows], columns[:-1]
-    return text(frame(rows, columns), width=width, priority=("id", "verdict", "reason", "measured", "tolerance", "seconds", "method",
+    return text(frame(rows, columns), width=width, whole="--json -", priority=("id", "verdict", "reason", "measured", "tolerance", "seconds", "method",
                                        "reference"), keep=("id",))
 
 
@@ -90,11 +89,15 @@ def summary_line(records: list[Record]) -> str:
 class ProgressLine:
     """'[3/17] fenchel.thm1.strong-duality: holds (0.41s)' on stderr, one line per claim; on a terminal the
     claim running is shown on a line of its own that is overwritten, with the overall ETA (the mean time
-    of the claims run so far times the claims left) and cut to the terminal's width."""
+    of the claims run so far times the claims left) and cut to the terminal's width.  Where stderr is not a
+    terminal, quiet: a line only for a claim whose verdict is not the expected one (the table that follows
+    has every claim)."""
 
     def __init__(self, total: int, stream=sys.stderr):
+        from attnlab.progress import is_tty
+
         self.total, self.stream, self.i = total, stream, 0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = is_tty(stream)
         self.t0 = None
 
     def eta(self) -> str:
@@ -123,6 +126,8 @@ class ProgressLine:
             self.stream.flush()
 
     def done(self, rec: Record) -> None:
+        if not self.tty and rec.ok:
+            return
         mark = "" if rec.ok else "  <-- expected " + rec.claim.expected
         line = f"[{self.i}/{self.total}] {rec.claim.id}: {rec.verdict} ({rec.seconds:.2f}s){mark}"
         if rec.verdict == "error":

@@ -1,19 +1,36 @@
-"""The progress line of long loops (training epochs, seeds): 'name  12/100  loss=0.53  elapsed 5s  ETA
-1m03s' on stderr, at most about two lines a second, silent with --quiet.
+"""The progress line of long loops (training epochs, seeds, reference pieces): 'name  12/100  loss=0.53
+elapsed 5s  ETA 1m03s' on stderr, silent with --quiet.  On a terminal at most about two lines a second,
+the last step included; where stderr is not a terminal (a log file, a pipe, CI) quiet: one line a minute
+(HEARTBEAT) for work that runs that long, so that a log shows it alive, and the last step only where such a
+line was written.
 """
 from __future__ import annotations
 
 import sys
 import time
 
+#: seconds between two progress lines where stderr is not a terminal
+HEARTBEAT = 60.0
+
+
+def is_tty(stream=None) -> bool:
+    """Whether `stream` (default stderr) is a terminal."""
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):       # (a closed or foreign stream)
+        return False
 
 
 class Progress:
-    """Progress for long loops: 'name  12/100  loss=0.53  ETA 1m03s' on stderr, at most ~2 lines/s."""
+    """Progress for long loops: 'name  12/100  loss=0.53  ETA 1m03s' on stderr, at most ~2 lines/s on a
+    terminal, one a minute elsewhere (`min_interval` given: that interval wherever it goes)."""
 
-    def __init__(self, total: int, name: str = "", enabled: bool = True, min_interval: float = 0.5):
+    def __init__(self, total: int, name: str = "", enabled: bool = True, min_interval: float | None = None):
         self.total, self.name, self.enabled = int(total), name, enabled
-        self.min_interval = min_interval
+        self.tty = is_tty()
+        self.min_interval = (0.5 if self.tty else HEARTBEAT) if min_interval is None else min_interval
+        self._shown = False
         self.t0 = time.perf_counter()
         self._last = 0.0
         self.i = 0
@@ -30,9 +47,15 @@ class Progress:
             # past step 0, and its rate is taken over the steps run here only.
             self._done_before = max(self.i - 1, 0)
         now = time.perf_counter()
-        if not self.enabled or (now - self._last < self.min_interval and self.i < self.total):
+        if not self.enabled:
             return
-        self._last = now
+        last = self.i >= self.total
+        if self.tty or self.min_interval < HEARTBEAT:      # a terminal, or an interval asked for
+            if not last and now - self._last < self.min_interval:
+                return
+        elif (not self._shown) if last else (now - (self._last or self.t0) < self.min_interval):
+            return                                          # off a terminal: a heartbeat, and the end after one
+        self._last, self._shown = now, True
         el = now - self.t0
         eta = el / max(self.i - self._done_before, 1) * (self.total - self.i)
         s = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())

@@ -58,7 +58,7 @@ def _fit(widths: list[int], floors: list[int], order: list[int], width: int, gap
     return w, hidden
 
 
-def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "wrap") -> str:
+def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "wrap", whole: str = "--format csv") -> str:
     """Left-aligned columns separated by two spaces, a dashed rule under the header.
 
     With `width` (the terminal's: :func:`terminal_width`) the table fits it: the columns are narrowed
@@ -66,7 +66,8 @@ def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "
     to their longest word (6 to 20 characters; the columns in `keep`, e.g. numbers and ids, no narrower
     than their cells), their cells wrapped onto more
     lines (`overflow="wrap"`) or cut with an ellipsis (`"elide"`: one line per row); where even that does
-    not fit, the least important columns are left out and a last line names them."""
+    not fit, the least important columns are left out and a last line names them (and the option that
+    gives every column, `whole`)."""
     import textwrap
 
     head = [str(c) for c in df.columns]
@@ -105,7 +106,7 @@ def text(df, width: int | None = None, priority=None, keep=(), overflow: str = "
     if hidden:
         lines.append(textwrap.fill(f"({len(hidden)} column(s) left out to fit {width} characters: "
                                    f"{', '.join(head[i] for i in sorted(hidden))}; widen the terminal or use "
-                                   "--format csv)", max(width, 20)))
+                                   f"{whole})", max(width, 20)))
     return "\n".join(lines)
 
 

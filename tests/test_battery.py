@@ -481,10 +481,15 @@ def test_fenchel_cost_estimate_counts_d():
 
 
 def test_fenchel_prints_its_estimate_and_progress_on_long_work(tmp_path, capsys, monkeypatch):
+    from attnlab import progress
     from attnlab.theory.fenchel import compare as fc
 
     monkeypatch.setattr(fc, "_newton_estimate", lambda n, d, k: 60.0)
     inst = _instance(tmp_path, "i.json", _fenchel_instance(alphas=(1.0, 2.0)))
+    assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy"]) == 0
+    err = capsys.readouterr().err
+    assert "estimated ~60 s" in err and "alpha 2/2" not in err          # stderr no terminal: the estimate only
+    monkeypatch.setattr(progress, "is_tty", lambda stream=None: True)
     assert cli.main(["compare", "fenchel", "--instance", inst, "--no-cvxpy"]) == 0
     err = capsys.readouterr().err
     assert "estimated ~60 s" in err and "alpha 2/2" in err
@@ -514,9 +519,11 @@ def test_converge_long_reference_needs_allow_large(tmp_path, capsys, monkeypatch
 
 
 def test_converge_progress_from_the_first_piece(tmp_path, capsys, monkeypatch):
+    from attnlab import progress
     from attnlab.theory.kernel import compare as kc
 
     monkeypatch.setattr(kc, "_SECONDS_PER_EXP", 1.0)           # every instance looks long: progress shown
+    monkeypatch.setattr(progress, "is_tty", lambda stream=None: True)       # (on a terminal)
     inst = _instance(tmp_path, "i.json", _HUGE_Z)
     assert cli.main(["converge", "--instance", inst, "--allow-large"]) == 0
     err = capsys.readouterr().err

@@ -322,7 +322,10 @@ def test_progress_eta_on_a_terminal_only(monkeypatch):
     quiet.start(c.id)
     assert pipe.getvalue() == ""                       # not a terminal: no progress line, only the results
     quiet.done(rec)
-    assert pipe.getvalue() == f"[1/4] {c.id}: holds (1.00s)\n"
+    assert pipe.getvalue() == ""                       # ... and no line for a claim as expected (the table has it)
+    quiet.start(c.id)
+    quiet.done(catalog.Record(c, catalog.Evidence("fails"), 1.0))
+    assert pipe.getvalue() == f"[2/4] {c.id}: fails (1.00s)  <-- expected holds\n"
 
 
 def test_per_seed_and_wall_times_fit_a_narrow_terminal(root, capsys, monkeypatch):

@@ -382,7 +382,7 @@ def main(argv: list[str]) -> int:
 
         print(f"attnlab compare fenchel: n = {n} templates in R^{d}, {len(alphas)} alpha(s): estimated ~{total:.0f} s"
               + ("" if args.no_cvxpy else f" (cvxpy ~{est:.0f} s; --no-cvxpy skips it)"), file=sys.stderr, flush=True)
-        progress = Progress(len(alphas), "alpha", min_interval=0.0)
+        progress = Progress(len(alphas), "alpha")
     rows = compare(T, u, z, alphas, cvxpy=not args.no_cvxpy, progress=progress, limit=not args.no_cvxpy)
     for r in rows:
         if not r["newton_converged"]:
