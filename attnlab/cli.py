@@ -100,7 +100,7 @@ def _build_parser() -> argparse.ArgumentParser:
     h.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
     h.add_argument("--screenshots", action="store_true",
                    help="also load each page in headless Chromium and save <page>.png beside it")
-    h.add_argument("--screenshot-size", default="1280x1600", metavar="WxH",
+    h.add_argument("--screenshot-size", default=None, metavar="WxH",
                    help="browser window of the screenshots in pixels (default 1280x1600)")
 
     d = sub.add_parser("data", help="locate and checksum the real data sets")
@@ -138,10 +138,12 @@ def _select(args) -> list:
             else:
                 named += hits
             if not hits:
-                near = difflib.get_close_matches(cid, ids, n=5, cutoff=0.6) or [
-                    i for i in ids if i.startswith(cid.split(".")[0] + ".")][:5]
-                raise UsageError((f"no claim matches {cid!r}" + (" of --paper / --tier" if paper or args.tier else "")
-                                  if glob else f"unknown claim id {cid!r}")
+                low = cid.lower()[:200]               # (ids are lower case: FENCHEL.THM1... found no suggestion)
+                near = difflib.get_close_matches(low, ids, n=5, cutoff=0.6) or [
+                    i for i in ids if i.startswith(low.split(".")[0] + ".")][:5]
+                shown = cid if len(cid) <= 80 else cid[:60] + f"...({len(cid)} characters)"
+                raise UsageError((f"no claim matches {shown!r}" + (" of --paper / --tier" if paper or args.tier else "")
+                                  if glob else f"unknown claim id {shown!r}")
                                  + (f"; did you mean: {', '.join(near)}?" if near else "")
                                  + f" ({len(ids)} claims: `attnlab list`; a glob such as 'fenchel.thm1.*' picks several)")
             out += [catalog.get_claim(i) for i in hits if catalog.get_claim(i) not in out]
@@ -176,6 +178,8 @@ def call(fn, argv: list[str]) -> int:
 
 def cmd_list(args) -> int:
     _check_json_dest(args)
+    if args.json == "-" and args.markdown:
+        raise UsageError("--json - prints JSON on stdout and --markdown a table there: give one of them")
     claims = _select(args)
     if args.json:
         _write_json([{"id": c.id, "paper": c.paper, "reference": c.reference, "statement": c.statement,
@@ -321,10 +325,12 @@ def _claim_workers(n: int):
 def _dispatch(table: dict, target: str | None, rest: list[str], what: str) -> int:
     import importlib
 
-    if not target or target in ("-h", "--help"):
+    if target in ("-h", "--help"):
         print(f"usage: attnlab {what} NAME [options]   (attnlab {what} NAME --help)\n"
               f"names: {', '.join(table)}")
-        return 0 if target else 2
+        return 0
+    if not target or not target.strip():        # (the usage block went to stdout, with exit 2)
+        raise UsageError(f"{what} needs a NAME, one of {', '.join(table)} (attnlab {what} NAME --help)")
     _choice(target, table, f"{what} target")
     mod_name, func = table[target].split(":")
     try:
@@ -354,6 +360,9 @@ def cmd_results(args) -> int:
 
     _choice(args.paper, PAPERS, "paper")
     _choice(args.format, TABLE_FORMATS, "--format")
+    if args.json == "-" and args.format not in ("table", "json"):     # (--format was dropped without a word)
+        raise UsageError(f"--json - prints JSON on stdout and --format {args.format} a table there: give one of them "
+                         "(--format json is the same rows as a table of JSON)")
     if args.config is not None and not args.config.strip():
         raise UsageError("--config is empty; give a config name (quick, full, or a named one such as cpu)")
     _check_json_dest(args)
@@ -547,7 +556,10 @@ def cmd_report(args) -> int:
 
     out = check_folder(args.out, "--out")
     check_writable(str(out / "index.html"), "--out")
-    size = _window_size(args.screenshot_size)
+    size = _window_size(args.screenshot_size or "1280x1600")
+    if not args.screenshots and args.screenshot_size is not None:
+        raise UsageError("--screenshot-size is the browser window of --screenshots; without --screenshots it would "
+                         "be ignored")
     if args.screenshots:
         from attnlab.browser import BROWSERS, find_browser
 

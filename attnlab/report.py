@@ -73,6 +73,8 @@ def read_claim_records(path: str | Path, option: str = "--verdicts") -> dict[str
     UsageError naming `option` (the command-line option that gave the file)."""
     from attnlab.atomic_io import read_json
 
+    if not str(path).strip():                  # ('' read as the current folder: "Is a directory")
+        raise UsageError(f"{option} is empty; give a file written by `attnlab verify --json FILE`")
     p = Path(path)
     try:
         data = read_json(p)                    # unreadable, binary, not JSON, nested too deeply: one line
@@ -82,6 +84,8 @@ def read_claim_records(path: str | Path, option: str = "--verdicts") -> dict[str
                                              and isinstance(r.get("verdict"), str) for r in data):
         raise UsageError(f"{option} {p}: not a list of claim records with 'id' and 'verdict'; "
                          "give a file written by `attnlab verify --json FILE`")
+    if not data:                    # (a report with "not run" everywhere, exit 0)
+        raise UsageError(f"{option} {p}: holds no claim record; give a file written by `attnlab verify --json FILE`")
     from attnlab.catalog import VERDICTS
 
     bad = next((r for r in data if r["verdict"] not in VERDICTS), None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from attnlab.devices import DEVICES
 from attnlab.errors import ArgumentParser
@@ -75,6 +76,10 @@ class _ExperimentParser(ArgumentParser):
         ns, rest = super().parse_known_args(args, namespace)
         if getattr(ns, "address", None) is not None and getattr(ns, "backend", "local") != "ray":
             self.error("--address is the Ray cluster of --backend ray; without --backend ray it would be ignored")
+        given = list(sys.argv[1:] if args is None else args)
+        if (getattr(ns, "quick", False) and getattr(ns, "config", "quick") != "quick"
+                and any(a == "--config" or a.startswith("--config=") for a in given)):
+            self.error(f"--quick runs config quick, --config {ns.config} another: give one of them")
         return ns, rest
 
 

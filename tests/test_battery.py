@@ -1184,3 +1184,37 @@ def test_a_diverging_efa_run_ends_in_one_line(tmp_path, capsys):
     assert "Traceback" not in err
     last = err.splitlines()[-1]            # (after the progress of the runs before it)
     assert last.startswith("attnlab: error: unidirectional-EFA diverged") and "epoch 1" in last and "--lr" in last
+
+
+# --------------------------------------------------------------------------- options that meant nothing together
+@pytest.mark.parametrize("argv, fragments", [
+    (["results", "efa", "--json", "-", "--format", "latex"], ("--json -", "--format latex")),
+    (["list", "--json", "-", "--markdown"], ("--json -", "--markdown")),
+    (["run", "kernel-time-warping", "--quick", "--config", "full"], ("--quick", "--config full")),
+    (["report", "--screenshot-size", "800x600"], ("--screenshot-size", "--screenshots")),
+    (["report", "--verdicts", ""], ("--verdicts is empty",)),
+    (["run", "efa-movielens-sequences", "--data", "", "--quick", "--seed", "0"], ("--data is empty",)),
+    (["run"], ("run needs a NAME",)), (["compare", ""], ("compare needs a NAME",)),
+    (["verify", "--claim", "FENCHEL.THM1.STRONG-DUALITY"], ("did you mean: fenchel.thm1.strong-duality",)),
+])
+def test_options_that_would_be_ignored_are_refused(tmp_path, capsys, monkeypatch, argv, fragments):
+    monkeypatch.chdir(tmp_path)
+    _one_line_exit_2(capsys, argv, *fragments)
+
+
+def test_report_verdicts_with_no_record_refused(tmp_path, capsys):
+    empty = tmp_path / "v.json"
+    empty.write_text("[]")
+    _one_line_exit_2(capsys, ["report", "--verdicts", str(empty), "--out", str(tmp_path / "site")], "holds no claim")
+
+
+@pytest.mark.parametrize("instance, fragments", [
+    ({"family": "kernel-softmax", "alpha": 1.5}, ("alpha is the index of family kernel-deformed",)),
+    ({"family": "kernel-deformed"}, ("got no alpha",)),
+    ({"bandwidth": None}, ("got null",)),
+    ({"grids": [11, 21]}, ("on R give steps",)),
+    ({"domain": [0, 1], "grids": [11, 21], "steps": [0.5, 0.25]}, ("give grids",)),
+])
+def test_kernel_quadrature_instance_keys_that_would_be_ignored(tmp_path, capsys, instance, fragments):
+    inst = _instance(tmp_path, "i.json", instance)
+    _one_line_exit_2(capsys, ["converge", "--instance", inst], "--instance", *fragments)

@@ -127,6 +127,8 @@ def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, 
     """Where to look, in order.  An explicit path, else $ATTNLAB_DATA when set, is the only place
     looked at: a file missing there is an error, never a silent fall-back to another copy."""
     if path is not None:
+        if not str(path).strip():               # ('' read as the current folder: "not found in .")
+            raise UsageError("--data is empty; give the folder (or file) of your copy, or leave --data out")
         p = Path(path).expanduser()
         return [("explicit path", p.parent if p.is_file() else p)]
     env = os.environ.get(ENV_VAR)

@@ -63,7 +63,7 @@ def _num_list(inst, key, positive=False, integer=False, min_len=1):
     v = inst.get(key)
     if not isinstance(v, list) or len(v) < min_len or not all(isinstance(x, (int, float))
                                                                and not isinstance(x, bool) for x in v):
-        raise InstanceError(f"{key} must be a list of >= {min_len} numbers")
+        raise InstanceError(f"{key} must be a list of >= {min_len} numbers; got {_json_words(v)}")
     if not all(math.isfinite(x) for x in v):
         raise InstanceError(f"{key} must be finite")
     if positive and not all(x > 0 for x in v):
@@ -76,8 +76,17 @@ def _num_list(inst, key, positive=False, integer=False, min_len=1):
 def _positive(inst, key):
     v = inst.get(key)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
-        raise InstanceError(f"{key} must be a number > 0; got {v!r}")
+        raise InstanceError(f"{key} must be a number > 0; got {_json_words(v)}")
     return float(v)
+
+
+def _json_words(v) -> str:
+    """A value of the instance as its JSON reads (null, true; not Python's None, True), cut at 60 characters."""
+    try:
+        text = json.dumps(v)
+    except (TypeError, ValueError):
+        text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def validate(inst: dict) -> dict:
@@ -102,9 +111,13 @@ def validate(inst: dict) -> dict:
     if fam == "kernel-deformed":
         a = out.get("alpha")
         if not isinstance(a, (int, float)) or isinstance(a, bool) or not (1.0 < a <= 2.0):
-            raise InstanceError(f"alpha must be a number in (1, 2] for kernel-deformed; got {a!r}")
+            shown = "no alpha" if "alpha" not in out else "null" if a is None else repr(a)   # (JSON's words)
+            raise InstanceError(f"alpha must be a number in (1, 2] for kernel-deformed; got {shown}")
         out["alpha"] = float(a)
     else:
+        if out.get("alpha") is not None:       # (it was dropped, and the record said alpha null)
+            raise InstanceError(f"alpha is the index of family kernel-deformed; family {fam} has none: leave it "
+                                f"out, or give family kernel-deformed (got alpha {out['alpha']!r})")
         out["alpha"] = None
     g = _num_list(out, "gamma")
     s = _num_list(out, "inducing")
@@ -130,10 +143,16 @@ def validate(inst: dict) -> dict:
         if out["base"] == "uniform":
             raise InstanceError("base uniform is not a probability measure on R: use domain [a, b] or base normal")
         out["domain"] = "R"
+        if "grids" in inst:                     # (ignored without a word: the rule on R takes steps)
+            raise InstanceError("grids are the trapezoid's points on a domain [a, b]; on R give steps (the "
+                                "spacings h), or give domain [a, b]")
         out["steps"] = _num_list(out, "steps", positive=True, min_len=2)
     elif isinstance(dom, list) and len(dom) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                          and math.isfinite(x) for x in dom) and dom[1] > dom[0]:
         out["domain"] = [float(dom[0]), float(dom[1])]
+        if "steps" in inst:
+            raise InstanceError("steps are the trapezoid's spacings on R; on a domain [a, b] give grids (numbers of "
+                                "points), or give domain \"R\"")
         out["grids"] = [int(x) for x in _num_list(out, "grids", integer=True, min_len=2)]
     else:
         raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
