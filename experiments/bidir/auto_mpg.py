@@ -20,7 +20,6 @@ from __future__ import annotations
 from attnlab.errors import UsageError
 
 import contextlib
-import sys
 import tempfile
 import time
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import sys
 import time
 
 import numpy as np

@@ -8,7 +8,6 @@ at import time.  Sequences are stored padded with 0 on the right; item ids are 1
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -317,7 +316,7 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     sites = sorted(set(wide.columns) & set(cities["City"]))
     wide = wide[sites]
     oct_days = wide.index[(wide.index.month == 10)]
-    keep, temps, lags, labels, split = [], [], [], [], []
+    temps, lags, labels, split = [], [], [], []
     for d in oct_days:
         prev = [d - pd.Timedelta(days=k) for k in range(1, n_lags + 1)]
         if wide.loc[d].isna().any() or any(p not in wide.index or wide.loc[p].isna().any() for p in prev):
@@ -348,7 +347,6 @@ def colorado_grid(path=None, n_sites: int = 44, years=(1961, 1990), n_lags: int 
     complete record over `years`; one sample per (year, month) at which all these stations report,
     and whose `n_lags` previous months are complete too.  Split by year in the paper's 6/4/3
     proportions: the first 6/13 of the years train, the next 4/13 validation, the last 3/13 test."""
-    import pandas as pd
     from attnlab.experiments.data import read_table
 
     st = read_table("colorado-monthly-met", "stations.csv", path, dtype={"station": str})

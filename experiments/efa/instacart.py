@@ -17,7 +17,6 @@ import sys
 
 import numpy as np
 
-from attnlab.experiment import metric_row
 from attnlab.experiments.efa import categorical as T
 from attnlab.experiments.efa import common as C
 from attnlab.experiments.efa import data as D

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
-import math
 import sys
 
 from attnlab.experiment import context, metric_row

@@ -42,8 +42,6 @@ def build(model: str, setting: str, cfg: dict):
 
 
 def mse_loss(model, b):
-    import torch
-
     pred = model(b)
     y = C.at_targets(b, b["values"])
     # (y - μ)²: the Gaussian NLL up to an affine map; 0 at padded positions of sequences

@@ -18,7 +18,6 @@ from attnlab.errors import UsageError
 
 import os
 import statistics
-import sys
 import time
 
 import torch

@@ -8,9 +8,6 @@ task shape.  Architecture (Fig. 11): two conv layers, LSTM, attention (discrete,
 """
 from __future__ import annotations
 
-import numpy as np
-import torch
-
 from attnlab.experiments.kernel import common as C
 from attnlab.experiments.kernel.forda import MODELS as FORDA_MODELS
 from attnlab.experiments.kernel.forda import run_series_experiment
