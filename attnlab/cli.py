@@ -507,10 +507,11 @@ def cmd_figures(args) -> int:
 
 def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
     """`attnlab figures --check`: each figure drawn (its content digest in `drawn`) against the digest its
-    PNG in `out_dir` carries; one line per figure (current, stale, missing, unreadable, or no digest: a PNG
-    written without one), a summary line that counts the `not_drawn` figures (no records to draw them
+    PNG in `out_dir` carries; one line per figure (current, stale, missing, unreadable, no digest: a PNG
+    written without one or without the digest of its pixels, or modified: its pixels are not those it was
+    written with), a summary line that counts the `not_drawn` figures (no records to draw them
     from) among those asked for; returns how many are not current."""
-    from attnlab.paper_figures.style import png_digest
+    from attnlab.paper_figures.style import png_digest, png_pixels_intact
 
     bad = 0
     for stem, digest in drawn.items():
@@ -521,6 +522,9 @@ def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
             try:
                 stored = png_digest(path)
                 state = "current" if stored == digest else "stale" if stored else "no digest"
+                if state == "current":
+                    intact = png_pixels_intact(path)
+                    state = "no digest" if intact is None else "current" if intact else "modified"   # (changed after)
             except OSError:                         # not a PNG (PIL cannot read it), or not readable
                 state = "unreadable"
         bad += state != "current"

@@ -34,6 +34,7 @@ _METADATA = {
 }
 _VECTOR = [False]                         # switched on by `attnlab figures --vector`
 DIGEST_KEY = "attnlab-content"            # the PNG text chunk holding content_digest
+PIXELS_KEY = "attnlab-pixels"             # the PNG text chunk holding the digest of its own pixels (pixel_digest)
 _CHECK: list = [None]                     # {stem: digest} while `attnlab figures --check` draws (check_mode)
 
 
@@ -94,7 +95,7 @@ def save(fig, outdir, name: str, vector: bool | None = None) -> list[Path]:
     for fmt in formats(vector):
         p = outdir / f"{stem}.{fmt}"
         if fmt == "png":
-            p.write_bytes(_png(fig, digest))
+            p.write_bytes(_with_pixel_digest(_png(fig, digest)))
         else:
             fig.savefig(p, format=fmt, metadata=_METADATA[fmt])
         paths.append(p)
@@ -179,6 +180,48 @@ def content_digest(fig) -> str:
             parts.append("text " + t.get_text() + " " + _numbers(t.get_position())
                          + ("" if xy is None else " " + _numbers(xy)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def pixel_digest(image) -> str:
+    """sha256 (hex) of a decoded image's mode, size and pixels: what a viewer shows, whatever the PNG's
+    compression and chunks."""
+    import hashlib
+
+    h = hashlib.sha256(f"{image.mode} {image.size}".encode())
+    h.update(image.tobytes())
+    if image.mode == "P":                       # (the colours of a palette image)
+        h.update(bytes(image.getpalette() or ()))
+    return h.hexdigest()
+
+
+def _with_pixel_digest(png: bytes) -> bytes:
+    """The PNG `png` with a text chunk PIXELS_KEY holding :func:`pixel_digest` of its own pixels, put before
+    its IEND chunk (the pixels and the other chunks unchanged): `attnlab figures --check` then tells a file
+    whose image was changed after it was drawn (edited, replaced, cropped) from the one attnlab wrote."""
+    import io
+    import struct
+    import zlib
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        im.load()
+        text = f"{PIXELS_KEY}\0{pixel_digest(im)}".encode("latin-1")
+    chunk = struct.pack(">I", len(text)) + b"tEXt" + text + struct.pack(">I", zlib.crc32(b"tEXt" + text))
+    end = png.rindex(b"IEND") - 4                # (the IEND chunk: its length, 0, then its type)
+    return png[:end] + chunk + png[end:]
+
+
+def png_pixels_intact(path) -> bool | None:
+    """Whether the PNG's pixels are those its PIXELS_KEY chunk was computed from; None without the chunk."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        stored = (im.text if hasattr(im, "text") else im.info).get(PIXELS_KEY)
+        if stored is None:
+            return None
+        im.load()
+        return stored == pixel_digest(im)
 
 
 def png_digest(path) -> str | None:

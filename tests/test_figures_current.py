@@ -88,3 +88,27 @@ def test_written_png_carries_the_digest_it_was_drawn_with(tmp_path):
     digest = style.content_digest(fig)
     (png,) = style.save(fig, tmp_path, "x.png")
     assert style.png_digest(png) == digest
+
+
+def test_check_names_a_figure_whose_image_changed_after_it_was_drawn(tmp_path, capsys):
+    """A PNG whose pixels were replaced (a blank image carrying the committed content digest) or edited was
+    reported current: each PNG also carries the digest of its own pixels, written with it."""
+    from PIL import Image, PngImagePlugin
+
+    assert main(["figures", "--only", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    path = tmp_path / "fenchel_exp_ot_vit.png"
+    assert style.png_pixels_intact(path) is True
+    with Image.open(path) as im:
+        info = PngImagePlugin.PngInfo()
+        for key, value in im.text.items():
+            info.add_text(key, value)
+        blank = Image.new(im.mode, im.size, "white" if im.mode in ("RGB", "RGBA") else 0)
+        edited = im.copy()
+    blank.save(path, pnginfo=info)
+    assert main(["figures", "--check", "--only", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"modified   {path}"]
+    edited.putpixel((0, 0), (0, 0, 0, 255) if edited.mode == "RGBA" else 0 if edited.mode in ("L", "P") else (0, 0, 0))
+    edited.save(path, pnginfo=info)
+    assert main(["figures", "--check", "--only", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"modified   {path}"]

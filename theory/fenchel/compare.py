@@ -36,6 +36,9 @@ def random_instance(seed: int):
 KEYS = ("T", "u", "z", "alphas")
 MAX_ENTRY = 1e100                   # largest |T_ij|, |z_j| of an instance file
 MIN_ALPHA = 1e-290                  # smallest alpha: lambda* = alpha nu stays a normal float64 for |nu| >= 1e-17
+# (Measured again on 2026-12-07, idle machine, one alpha: random N(0, 1) templates with Dirichlet u, as the
+# random instance draws them, 2.0 s at (2000, 50), 9.9 s at (4500, 50), ~50 s at (4000, 200); templates
+# normalised to norm ~1 (N(0, 1/d)) 0.8, 2.4 and 14 s.  The fit below is an upper bound, 5-20x above these.)
 # A size guard: the cvxpy column (CLARABEL on the primal, an n-variable exponential cone, retried at the
 # default tolerances when the tight ones fail, plus the hull projection) costs about
 # 3.3 s (n/1000)^1.7 (d/50)^1.6 per alpha (fitted on n = 1000..2000, d = 50..200 on 2 cores; n = 4000,
@@ -262,7 +265,8 @@ def check_size(n: int, d: int, n_alphas: int, cvxpy: bool, allow_large: bool,
     est = _cost_estimate(n, d, n_alphas)
     if cvxpy and est > LARGE_SECONDS and not allow_large:
         raise UsageError(f"{where}: n = {n} templates in R^{d} with {n_alphas} alphas: the cvxpy column "
-                         f"is estimated at ~{est:.0f} s (and memory ~n^2); pass {skip} to skip it, or "
+                         f"is estimated at up to ~{est:.0f} s (and memory ~n^2; the bound is for templates of norm "
+                         f"~sqrt(d): normalised ones take about a tenth); pass {skip} to skip it, or "
                          f"{allow} to run it anyway")
     # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies
     mem = 8 * n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3
