@@ -403,8 +403,8 @@ def cmd_results(args) -> int:
 
     if not args.all:
         rows = headline.headline_rows(args.paper, root, config=args.config, summary=rows)
-    if args.json:
-        _write_json(rows, args.json)
+    if args.json:                       # the rows --format json prints (the headline's keys), one JSON shape
+        _write_json(rows if args.all else [{k: r.get(k) for k in headline.HEADLINE_KEYS} for r in rows], args.json)
         if args.json == "-":
             return 0
     if not rows:
