@@ -185,6 +185,9 @@ def judge(reg, root: Path | None = None) -> Evidence:
                  "paper_effect": part.paper}
         if len(vals) >= 2:
             entry.update({k: v for k, v in t_interval(entry["values"]).items() if k in ("mean", "lo", "hi")})
+            # the interval the paper's number is held against: where the mean of R runs of ours would fall
+            wide = t_interval(entry["values"], reg.paper_runs)
+            entry["paper_interval"] = [wide["lo"], wide["hi"]]
             entry["decision"] = _decide(reg, part, entry) if not lack else "undecided"
         parts.append(entry)
     if not any(p["seeds"] for p in parts):
@@ -202,16 +205,26 @@ def judge(reg, root: Path | None = None) -> Evidence:
     else:
         verdict = VERDICT_OF[(overall, reg.data_source)]
     key = _deciding_part(reg, parts, overall)
-    used = min(len(p["seeds"]) for p in parts)
+    # the seeds behind the interval shown: the deciding part's (the fewest over the parts paired a part's interval
+    # with another part's count, e.g. a CI over 10 seeds shown as "6/10")
+    used = len(key["seeds"])
     measured = {"part": key["part"], "mean": key.get("mean"),
                 "ci95": [key["lo"], key["hi"]] if "lo" in key else None, "paper_effect": key["paper_effect"],
-                "n": used}
+                "paper_interval": key.get("paper_interval"), "n": used}
     results = {"data_source": reg.data_source, "statistic": reg.statistic, "ci95": measured["ci95"],
+               "paper_interval": measured["paper_interval"], "paper_runs": reg.paper_runs,
                "paper_effect": key["paper_effect"], "margin": reg.margin if reg.rule != "value" else None,
                "n_seeds_registered": len(reg.seeds), "n_seeds_used": used}
+    # on the paper's data a part may be supported (lo > margin) while the paper's printed effect lies above the
+    # interval of R runs of ours: the rule decides "supported" first (as registered); the size is said here
+    above = [p for p in parts if reg.rule != "value" and reg.data_source == "paper" and p.get("decision") == "supported"
+             and p["paper_effect"] is not None and "paper_interval" in p and p["paper_effect"] > p["paper_interval"][1]]
     expl = (f"{reg.experiment} ({reg.config}), seeds {_seeds(reg.seeds)}: {reg.rule_text()}"
             + (f"; registered seeds missing: {'; '.join(f'{k}: {_seeds(v)}' for k, v in missing.items())}"
-               if missing else ""))
+               if missing else "")
+            + "".join(f"; {p['part']}: the direction holds, but the paper's effect {p['paper_effect']:.3g} lies above "
+                      f"the interval of {reg.paper_runs} run(s) of ours (up to {p['paper_interval'][1]:.3g}): the size "
+                      "it prints is not reproduced" for p in above))
     return Evidence(verdict, measured, reg.tolerance_text(), expl,
                     {"results": results, "parts": parts, "margin_source": reg.margin_source,
                      "deviation": reg.deviation or None})

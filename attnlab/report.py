@@ -157,6 +157,8 @@ def claim_rows(paper: str, records: dict[str, dict]) -> list[dict]:
             "data_source": None if c.registration is None else c.registration.data_source,
             "deviation": "" if c.registration is None else c.registration.deviation,
             "ci95": _short(r.get("ci95")) if r and r.get("ci95") else "-",
+            "paper_interval": (f"{_short(r.get('paper_interval'))} (R = {r.get('paper_runs')})"
+                               if r and r.get("paper_interval") else "-"),
             "paper_effect": _short(r.get("paper_effect")) if r and r.get("paper_effect") is not None else "-",
             "seeds": f"{r.get('n_seeds_used', 0)}/{len(c.registration.seeds)}"
                      if r and c.registration is not None else "",

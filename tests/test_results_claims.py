@@ -332,3 +332,30 @@ def test_an_installed_package_reads_the_committed_records(tmp_path, monkeypatch)
     assert str(results_root()) == "results"
     (tmp_path / "results").mkdir()
     assert str(results_root(read=True)) == "results"          # the user's own records, where they exist
+
+
+def test_shown_interval_and_seed_count_belong_to_one_part():
+    """A CI over the 10 seeds of one part was shown beside the fewest seeds of another part ("6/10"); a value
+    claim showed the CI of our mean, not the interval its verdict holds the paper's number against."""
+    from attnlab.catalog import get_claim, run_claim
+
+    rec = run_claim(get_claim("bidir.results.tabular-atn-competitive-gb"))
+    part = next(p for p in rec.evidence.data["parts"] if p["part"] == rec.evidence.measured["part"])
+    assert rec.evidence.measured["n"] == rec.evidence.data["results"]["n_seeds_used"] == len(part["seeds"])
+    assert rec.evidence.measured["ci95"] == [part["lo"], part["hi"]]
+    rec = run_claim(get_claim("bidir.results.toy-corpus-p100"))
+    lo, hi = rec.evidence.data["results"]["paper_interval"]
+    paper = rec.evidence.data["results"]["paper_effect"]
+    assert rec.verdict == "reproduced-on-substitute" and lo <= paper <= hi        # what decided it, shown
+    assert not rec.evidence.measured["ci95"][0] <= paper <= rec.evidence.measured["ci95"][1]
+
+
+def test_supported_direction_with_the_paper_size_outside_is_said():
+    """On the paper's data a part supported by lo > margin whose printed effect lies above the interval of R runs
+    of ours stays supported (the rule as registered), and its explanation says the size is not reproduced."""
+    from attnlab.catalog import get_claim, run_claim
+
+    rec = run_claim(get_claim("efa.results.movielens-ratings-v1"))
+    res = rec.evidence.data["results"]
+    assert rec.verdict == "holds" and res["paper_effect"] > res["paper_interval"][1]
+    assert "the size it prints is not reproduced" in rec.evidence.explanation
