@@ -1218,3 +1218,17 @@ def test_report_verdicts_with_no_record_refused(tmp_path, capsys):
 def test_kernel_quadrature_instance_keys_that_would_be_ignored(tmp_path, capsys, instance, fragments):
     inst = _instance(tmp_path, "i.json", instance)
     _one_line_exit_2(capsys, ["converge", "--instance", inst], "--instance", *fragments)
+
+
+def test_converge_says_a_fast_rate_over_kinks_is_pre_asymptotic(tmp_path, capsys):
+    """Kernel sparsemax on R with 2 kinks and 3 coarse steps: err_Z fell fast enough to read 'exponential', which
+    the trapezoid rule over kinks is not (O(h^2) as h -> 0; finer steps showed it); the kinks were listed 4 times
+    each (once per integral)."""
+    inst = _instance(tmp_path, "k.json", {"family": "kernel-deformed", "alpha": 2, "gamma": [2.0, -3.0, 1.0, 0.5],
+                                          "inducing": [-1.0, 0.0, 1.0, 2.0], "bandwidth": 3, "base": "normal",
+                                          "domain": "R", "steps": [0.5, 0.25, 0.125], "B": [[1.0, 0.0, -1.0]],
+                                          "basis_centers": [-1, 0, 1], "basis_bandwidth": 1})
+    assert cli.main(["converge", "--instance", inst, "--json", "-"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["kinks"]) == len(set(res["kinks"])) == 2
+    assert res["rate_Z"] == "exponential" and "pre-asymptotic" in res["rate_note"] and "2 kink(s)" in res["rate_note"]
