@@ -180,6 +180,13 @@ def caption(experiment: str, rows: list[dict]) -> str:
     devs = {g.deviation for g in regs}
     if regs and len(devs) == 1 and all(g.data_source == "substitute" for g in regs):
         text += f"; substitute: {devs.pop()}"
+    ran = [r for r in rows if r.get("n_seeds")]
+    if len({r["n_seeds"] for r in ran}) > 1 or any(r.get("n_not_converged") or r.get("n_unknown") or
+                                                   r.get("converged") is False for r in ran):
+        # (time warping: kernel softmax's 2 converged seeds beside continuous softmax's 10 unconverged ones read as a
+        # comparison of the models; it is one of different seeds)
+        text += ("; the rows stand on different runs (n and notes: the converged ones, or every run where none "
+                 "converged): compare models by the claims, which pair seeds")
     return text
 
 
