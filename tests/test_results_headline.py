@@ -385,8 +385,9 @@ def test_verdicts_speak_of_the_records_shown(tmp_path, capsys):
 def test_caption_says_when_rows_stand_on_different_runs():
     """kernel time warping: 2 converged seeds of one model beside 10 unconverged of another read as a comparison
     of the models; the caption says the rows stand on different runs."""
-    rows = [r for r in headline.headline_rows("kernel", __import__("attnlab.evidence", fromlist=["x"]).committed_records())
-            if r["experiment"] == "kernel-time-warping"]
+    from attnlab.evidence import committed_records
+
+    rows = [r for r in headline.headline_rows("kernel", committed_records()) if r["experiment"] == "kernel-time-warping"]
     assert len({r["n_seeds"] for r in rows}) > 1
     assert "stand on different runs" in headline.caption("kernel-time-warping", rows)
     same = [dict(r, n_seeds=5, n_not_converged=0, n_unknown=0, converged=True) for r in rows]
