@@ -377,7 +377,7 @@ def format_per_seed(rows: list[dict], fmt: str = "table", width: int | None = No
 
     if fmt in ("csv", "json"):
         return render(frame(rows, SEED_COLUMNS[:7] + ("seeds", "values", "converged", "device")), fmt)
-    shown = [{**r, "paper": _num(r["paper"]), "seeds": ", ".join(str(s) for s in r["seeds"]),
+    shown = [{**r, "paper": _num(r["paper"], 6), "seeds": ", ".join(str(s) for s in r["seeds"]),
               "per seed": ", ".join(_num(v) for v in r["values"]),
               "converged": f"{r['converged']}/{r['n']}"} for r in rows]
     return render(frame(shown, SEED_COLUMNS), fmt, width)
@@ -409,7 +409,7 @@ def display_row(r: dict) -> dict:
     """A row of :func:`summarize` as the strings a reader sees (DISPLAY_COLUMNS)."""
     ours = "-" if r["ours_mean"] is None else (
         _num(r["ours_mean"]) + ("" if r["ours_ci95"] is None else f" ± {_num(r['ours_ci95'], 2)}"))
-    return dict(zip(DISPLAY_COLUMNS, (r["experiment"], r["setting"], r["model"], r["metric"], _num(r["paper"]),
+    return dict(zip(DISPLAY_COLUMNS, (r["experiment"], r["setting"], r["model"], r["metric"], _num(r["paper"], 6),
                                       ours, _num(r["diff"], 3), str(r["n_seeds"]), _num(r["config"]),
                                       _num(r["device"]), notes(r))))
 
