@@ -59,6 +59,13 @@ def results_root(args=None, read: bool = False) -> Path:
     return Path("results")
 
 
+def _folder_key(folder: Path) -> str:
+    """A short name for a results folder (the digest of its absolute path): its runs' checkpoints go under it."""
+    import hashlib
+
+    return "results-" + hashlib.sha256(str(Path(folder).absolute()).encode()).hexdigest()[:12]
+
+
 def runs_root() -> Path:
     return Path(os.environ.get("ATTNLAB_RUNS") or "runs")
 
@@ -80,6 +87,8 @@ WALL_KEY = "_attnlab_wall_seconds"
 # the devices (device_description) of the invocations up to the last checkpoint, in order, so that the
 # record of a run resumed elsewhere (a GPU machine's checkpoint finished on a CPU) names every one
 DEVICES_KEY = "_attnlab_devices"
+# the torch thread count the run's checkpoint was written with: a resume on another count is refused
+THREADS_KEY = "_attnlab_torch_threads"
 # what a checkpoint written before DEVICES_KEY existed says about its invocations' devices
 _UNRECORDED = "not recorded"
 # Flags (and config values of the same name) that only pick which runs to do; every runner names the
@@ -141,7 +150,10 @@ class RunContext:
         self.settings = run_settings(experiment, self.config_name, self.config, tag, self.seed, args)
         stem = f"{tag + '-' if tag else ''}seed{self.seed}"
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
-        self.checkpoint_path = runs_root() / experiment / self.config_name / f"{stem}.ckpt"
+        # (one checkpoint per results folder: a run into another folder resumed from this one's, and two runs into
+        # two folders overwrote each other's)
+        self.checkpoint_path = (runs_root() / experiment / self.config_name / _folder_key(results_root(args))
+                                / f"{stem}.ckpt")
         # every output path is checked before the first step, not found unwritable after hours of training
         where = "--results-dir" if getattr(args, "results_dir", None) else (
             "$ATTNLAB_RESULTS" if os.environ.get("ATTNLAB_RESULTS") else "the results folder")
@@ -201,13 +213,8 @@ class RunContext:
             print(f"attnlab: warning: {self.record_path} exists but cannot be used ({problem}); running this "
                   "seed again (the new record replaces it)", file=sys.stderr)
             return False
-        status = (rec.get("convergence") or {}).get("status") if isinstance(rec.get("convergence"), dict) else None
-        if self.rerun_unjudged and status in (None, "unknown"):
-            if self.verbose:
-                why = (rec.get("convergence") or {}).get("reason") if status else "no convergence judgement stored"
-                print(f"  {self.record_path} exists but its convergence cannot be judged ({why}); running this "
-                      "seed again (--rerun-unjudged)", file=sys.stderr)
-            return False
+        # other settings first: --rerun-unjudged re-runs a record of this run, never one of another config (it
+        # replaced those silently, leaving a folder of mixed settings)
         saved = rec.get("config_values") or {}
         if isinstance(saved, dict):
             from attnlab.catalog import jsonable
@@ -221,6 +228,13 @@ class RunContext:
                 raise UsageError(f"{self.record_path} exists but was written with other settings ("
                                  + ", ".join(f"{k}: {saved[k]!r} there, {now[k]!r} now" for k in diff)
                                  + "); pass --force to replace it, or --results-dir for another folder")
+        status = (rec.get("convergence") or {}).get("status") if isinstance(rec.get("convergence"), dict) else None
+        if self.rerun_unjudged and status in (None, "unknown"):
+            if self.verbose:
+                why = (rec.get("convergence") or {}).get("reason") if status else "no convergence judgement stored"
+                print(f"  {self.record_path} exists but its convergence cannot be judged ({why}); running this "
+                      "seed again (--rerun-unjudged)", file=sys.stderr)
+            return False
         if self.verbose:
             print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
         self._release_lock()
@@ -303,8 +317,10 @@ class RunContext:
         """Save `state` (tensors, numbers, strings, None, numpy arrays and scalars, in dicts, lists and
         tuples) so that it loads without pickle (``torch.load(weights_only=True)``)."""
         try:
+            import torch
+
             plain = _plain({**state, SETTINGS_KEY: self.settings, WALL_KEY: self.wall_seconds(),
-                            DEVICES_KEY: self.devices()})
+                            DEVICES_KEY: self.devices(), THREADS_KEY: torch.get_num_threads()})
         except TypeError as exc:    # never crash a training run over its checkpoint: it goes on without one
             if not getattr(self, "_warned_checkpoint", False):
                 print(f"attnlab: warning: {self.checkpoint_path}: not checkpointed ({exc})", file=sys.stderr)
@@ -324,6 +340,15 @@ class RunContext:
         saved = state.pop(SETTINGS_KEY, None) if isinstance(state, dict) else None
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
         devices = state.pop(DEVICES_KEY, [_UNRECORDED]) if isinstance(state, dict) else [_UNRECORDED]
+        threads = state.pop(THREADS_KEY, None) if isinstance(state, dict) else None
+        import torch
+
+        if isinstance(threads, int) and threads != torch.get_num_threads():
+            # the numbers of a run depend on its thread count (the order of its sums): a run continued on another
+            # count is neither run (bidir-toy-corpus: 173 values of its second half moved)
+            raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} was written with {threads} torch "
+                             f"thread(s), this run has {torch.get_num_threads()}; resume with --threads {threads} (and "
+                             "a --jobs that leaves each run that many cores), or run without --resume to start afresh")
         if isinstance(saved, dict):
             saved = _defining(saved)
         if saved != self.settings:

@@ -22,7 +22,18 @@ def torch_threads(args=None) -> int:
     --jobs processes of a local fan-out."""
     threads = int(getattr(args, "threads", 1) or 1)
     jobs = int(getattr(args, "jobs", 1) or 1) if getattr(args, "backend", "local") == "local" else 1
-    return max(1, min(threads, available_cores() // jobs))
+    n = max(1, min(threads, available_cores() // jobs))
+    if n < threads and not _NOTED:
+        # said once: the numbers of a run depend on its thread count, so the same command gives other numbers on
+        # a machine with more cores (the records say torch_threads)
+        _NOTED.append(threads)
+        print(f"attnlab: note: --threads {threads} with --jobs {jobs} on {available_cores()} core(s): each run gets {n} "
+              f"thread(s), and numbers that differ at rounding level from a run with {threads} (its record says "
+              "torch_threads)", file=sys.stderr)
+    return n
+
+
+_NOTED: list = []               # (the thread cap is noted once a process)
 
 
 def set_torch_threads(args=None) -> int:

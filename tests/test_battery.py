@@ -1233,3 +1233,71 @@ def test_converge_says_a_fast_rate_over_kinks_is_pre_asymptotic(tmp_path, capsys
     res = json.loads(capsys.readouterr().out)
     assert len(res["kinks"]) == len(set(res["kinks"])) == 2
     assert res["rate_Z"] == "exponential" and "pre-asymptotic" in res["rate_note"] and "2 kink(s)" in res["rate_note"]
+
+
+# --------------------------------------------------------------------------- a resumed run is the same run (2026-12-07)
+def test_resume_on_another_thread_count_is_refused(tmp_path, monkeypatch):
+    """A run checkpointed with 1 torch thread and continued with 2 was neither run (bidir-toy-corpus: 173 values
+    of its second half moved)."""
+    import torch
+
+    from attnlab.errors import UsageError
+
+    ctx = _ctx(tmp_path, monkeypatch)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        ctx.save_checkpoint({"epoch": 3})
+        assert ctx.load_checkpoint() == {"epoch": 3}
+        torch.set_num_threads(2)
+        with pytest.raises(UsageError, match="written with 1 torch thread"):
+            _ctx(tmp_path, monkeypatch).load_checkpoint()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_checkpoints_belong_to_their_results_folder(tmp_path, monkeypatch):
+    """Two results folders of the same run shared one checkpoint: a run into one resumed from the other's, and
+    two runs at once overwrote each other's progress."""
+    a = _ctx(tmp_path, monkeypatch)
+    monkeypatch.setattr(a.args, "results_dir", str(tmp_path / "other"), raising=False)
+    from attnlab.experiment import RunContext
+
+    b = RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4}, a.args, tag="A-EFA")
+    assert a.checkpoint_path != b.checkpoint_path and a.checkpoint_path.name == b.checkpoint_path.name
+    a.save_checkpoint({"epoch": 3})
+    assert b.load_checkpoint() is None
+
+
+def test_rerun_unjudged_never_replaces_a_record_of_other_settings(tmp_path, monkeypatch):
+    """--rerun-unjudged skipped the settings check: a record of another config (convergence unknown) was replaced,
+    leaving a folder of mixed settings."""
+    import json
+
+    from attnlab.errors import UsageError
+
+    ctx = _ctx(tmp_path, monkeypatch)
+    ctx.write_record([{"setting": "A", "model": "EFA", "metric": "test MSE", "value": 0.5}])
+    rec = json.loads(ctx.record_path.read_text())
+    rec["config_values"]["lr"] = 0.01
+    rec.pop("convergence", None)
+    ctx.record_path.write_text(json.dumps(rec))
+    with pytest.raises(UsageError, match="written with other settings .*lr: 0.01 there"):
+        _ctx(tmp_path, monkeypatch, rerun_unjudged=True).done()
+
+
+def test_thread_cap_is_said_once(monkeypatch, capsys):
+    """--threads beyond the cores a run gets was cut silently: the same command then gave other numbers on a
+    machine with more cores."""
+    import argparse
+
+    from attnlab import parallel
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "_NOTED", [])
+    args = argparse.Namespace(threads=2, jobs=2, backend="local")
+    assert parallel.torch_threads(args) == parallel.torch_threads(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("attnlab: note: --threads 2 with --jobs 2 on 2 core(s): each run gets 1 thread(s)") == 1
+    assert parallel.torch_threads(argparse.Namespace(threads=1, jobs=2, backend="local")) == 1
+    assert capsys.readouterr().err == ""

@@ -212,6 +212,7 @@ def test_jobs_give_the_same_records_and_resume(tmp_path, monkeypatch, capsys):
     assert stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "two").rglob("*.json")}
     assert torch_threads(type("A", (), {"threads": 64, "jobs": 1})()) <= os.cpu_count()
     assert torch_threads(type("A", (), {"threads": 1, "jobs": 2})()) == 1
+    capsys.readouterr()                                                 # (the cap's note, said once a process)
     from attnlab.experiments.efa import movielens_sequences
 
     from attnlab.cli import call
