@@ -212,9 +212,10 @@ def _special(path: Path) -> bool:
     """Whether `path` is an existing file that is not a regular one (a device such as /dev/null, a named pipe,
     a socket), followed through links: one to write into, not to replace."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _atomic_replace(path: str | os.PathLike, write) -> Path:
@@ -226,9 +227,7 @@ def _atomic_replace(path: str | os.PathLike, write) -> Path:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if _special(path):
-        with open(path, "wb") as fh:
-            fd = os.dup(fh.fileno())
-        write(fd, None)
+        write(os.open(path, os.O_WRONLY), None)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)

@@ -316,9 +316,9 @@ class RunContext:
     def save_checkpoint(self, state: dict) -> None:
         """Save `state` (tensors, numbers, strings, None, numpy arrays and scalars, in dicts, lists and
         tuples) so that it loads without pickle (``torch.load(weights_only=True)``)."""
-        try:
-            import torch
+        import torch
 
+        try:
             plain = _plain({**state, SETTINGS_KEY: self.settings, WALL_KEY: self.wall_seconds(),
                             DEVICES_KEY: self.devices(), THREADS_KEY: torch.get_num_threads()})
         except TypeError as exc:    # never crash a training run over its checkpoint: it goes on without one
@@ -334,6 +334,8 @@ class RunContext:
         the same run."""
         if not self.resume or not self.checkpoint_path.exists():
             return None
+        import torch
+
         from attnlab.errors import UsageError
 
         state = _load_plain(self.checkpoint_path)
@@ -341,8 +343,6 @@ class RunContext:
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
         devices = state.pop(DEVICES_KEY, [_UNRECORDED]) if isinstance(state, dict) else [_UNRECORDED]
         threads = state.pop(THREADS_KEY, None) if isinstance(state, dict) else None
-        import torch
-
         if isinstance(threads, int) and threads != torch.get_num_threads():
             # the numbers of a run depend on its thread count (the order of its sums): a run continued on another
             # count is neither run (bidir-toy-corpus: 173 values of its second half moved)

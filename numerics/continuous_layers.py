@@ -345,11 +345,11 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         var = (m[..., 1] - mu * mu).clamp_min(1e-4)
         fn = nca.gaussian_expected_rbf if kind == "cts_softmax" else nca.parabola_expected_rbf
         nan = torch.isnan(var)                  # a NaN score: NaN for its query, as in SDPA (not a refusal
-        if bool(nan.any()):                     # that named sigma2, which the caller never gave)
-            var = var.masked_fill(nan, 1.0)
-            mu = mu.masked_fill(nan, 0.5)
+        has_nan = bool(nan.any())               # that named sigma2, which the caller never gave)
+        if has_nan:
+            var, mu = var.masked_fill(nan, 1.0), mu.masked_fill(nan, 0.5)
         r = fn(mu, var, tab.centres, tab.widths)                                  # (..., L, N)
-        if bool(nan.any()):
+        if has_nan:
             r = r.masked_fill(nan.unsqueeze(-1), float("nan"))
         if return_density:
             grid = torch.linspace(0.0, 1.0, grid_size, dtype=cdt, device=dev)

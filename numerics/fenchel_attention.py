@@ -29,7 +29,8 @@ from torch import nn
 from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, broadcast_shapes,
-                                         check_dropout, check_mask, check_positive, check_qkv, check_scale,
+                                         check_device, check_dropout, check_mask, check_positive, check_qkv,
+                                         check_scale,
                                          compute_dtype, deprecated, empty_attention, sdpa_mask, shift_rows)
 
 
@@ -929,8 +930,7 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
             raise ValueError(f"log_u must be a floating-point tensor; got "
                              f"{log_u.dtype if torch.is_tensor(log_u) else type(log_u).__name__}")
         _check_broadcast(log_u, (*batch, L, S), "log_u", "(..., L, S)")
-        if log_u.device != query.device:
-            raise ValueError(f"log_u must be on the device of query ({query.device}); got {log_u.device}")
+        check_device(log_u, "log_u", query.device)
         log_u = log_u.to(cdt)
         if bool((torch.isnan(log_u) | torch.isposinf(log_u)).any()):   # (NaN gave NaN weights and a warning)
             raise ValueError(f"log_u must hold finite numbers or -inf (which excludes a key); got "
