@@ -82,9 +82,10 @@ def headline_rows(paper: str, root: Path, config: str | None = None, summary: li
 
     rows = summarize(paper, root, config=config) if summary is None else summary
     judged: dict[str, str] = {}
+    committed = Path(root).resolve() == committed_records().resolve()
 
     def verdict(g) -> str:
-        if Path(root).resolve() == committed_records().resolve():
+        if committed:
             return g.expected
         if g.claim not in judged:
             from attnlab.catalog import Skip
