@@ -28,11 +28,9 @@ def terminal_width() -> int | None:
     import shutil
     import sys
 
-    try:
-        tty = sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    return shutil.get_terminal_size().columns if tty else None
+    from attnlab.progress import is_tty
+
+    return shutil.get_terminal_size().columns if is_tty(sys.stdout) else None
 
 
 def _fit(widths: list[int], floors: list[int], order: list[int], width: int, gap: int) -> tuple[list[int], list[int]]:
