@@ -394,13 +394,17 @@ def solve(T, u, z, alpha, tol: float = 1e-12):
     return dict(lam=lam, p=p, h=u @ T + z - lam / float(alpha), info=info)
 
 
-def project_onto_hull(T, y) -> np.ndarray:
+def project_onto_hull(T, y, u=None) -> np.ndarray:
     """The Euclidean projection of y onto conv{t_i} (rows of T): the alpha -> infinity limit of h-hat.
+    With `u` (the base weights of (3)), onto the hull of the templates u gives weight to, conv{t_i : u_i > 0}:
+    p in (3) cannot put mass where u_i = 0 (K(p, u) = +inf), so that hull is where h-hat goes as alpha grows.
     Solved as a small QP over the simplex by cvxpy; for checks, not for speed."""
     import cvxpy as cp
 
     T = as_matrix(T, "T")
     y = as_vector(y, "y", T.shape[1])
+    if u is not None:
+        T = T[probability_vector(u, "u", T.shape[0]) > 0]
     w = cp.Variable(T.shape[0], nonneg=True)
     prob = cp.Problem(cp.Minimize(cp.sum_squares(T.T @ w - y)), [cp.sum(w) == 1])
     with warnings.catch_warnings():

@@ -81,6 +81,30 @@ def test_fenchel_reports_a_scale_free_error(tmp_path, capsys):
         assert row["newton_rel_error"] > 1e-8 and row["newton_rel_error"] >= err and err > 1e-11
 
 
+def test_fenchel_limit_leaves_out_templates_u_does_not_weigh(tmp_path, capsys):
+    """u_i = 0 (a padding token) is allowed: p cannot weigh that template, so the alpha -> infinity limit is the
+    projection of mu + z = (4.5, 4) onto the segment (0,0)-(1,0), i.e. (1, 0), not onto the hull with (5, 5)
+    (which gave (4.32, 4.15), outside every h the instance can have)."""
+    inst = dict(T=[[0, 0], [1, 0], [5, 5]], u=[0.5, 0.5, 0.0], z=[4, 4], alphas=[1e6, 1.0])
+    path = _instance(tmp_path, "i.json", inst)
+    assert cli.main(["compare", "fenchel", "--instance", path, "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert np.abs(np.subtract(rows[0]["h_limit"], [1.0, 0.0])).max() < 1e-7
+    assert rows[0]["err_limit"] < 1e-7
+    # at alpha = 1: err_limit is |h_newton - (1, 0)|
+    assert abs(rows[1]["err_limit"] - np.linalg.norm(np.subtract(rows[1]["h_newton"], [1.0, 0.0]))) < 1e-7
+
+
+def test_fenchel_rel_dev_at_the_smallest_alphas(tmp_path, capsys):
+    """alpha down to 1e-290 is allowed: lambda* ~ alpha z is then below 1e-154, whose square is 0 in float64;
+    rel_dev stays a number (lambda* = alpha z to rounding), not null (which says lambda* = 0)."""
+    inst = dict(T=[[1, 2], [3, -1], [0, 1]], u=[0.2, 0.3, 0.5], z=[1, -2], alphas=[1e-290, 1e-200, 1e-160])
+    path = _instance(tmp_path, "i.json", inst)
+    assert cli.main(["compare", "fenchel", "--instance", path, "--no-cvxpy", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["rel_dev"] is not None and 0 <= r["rel_dev"] < 1e-12 for r in rows)
+
+
 def test_fenchel_help_states_cvxpy_accuracy_honestly(capsys):
     with pytest.raises(SystemExit):
         cli.main(["compare", "fenchel", "--help"])

@@ -1310,7 +1310,7 @@ def test_mem_line_fails_when_the_hull_projection_is_wrong(monkeypatch):
     from attnlab.numerics import entropic_dual as ed
     from attnlab.theory.fenchel import kl_problem as kp
 
-    monkeypatch.setattr(ed, "project_onto_hull", lambda T, y: np.asarray(y, dtype=float))
+    monkeypatch.setattr(ed, "project_onto_hull", lambda T, y, u=None: np.asarray(y, dtype=float))
     assert not kp.check_mem_infeasible()[0]
     assert _verdict("fenchel.sec4.mem-equivalence") == "fails"
 

@@ -142,7 +142,7 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
     h_exact is cvxpy's primal (3), the least accurate column (accepted at a KKT residual <= 1e-6; its h is
     off h_newton by 1e-8 to a few 1e-7); where cvxpy gives no acceptable answer it is null and cvxpy_status says why.
     h_limit (null without `limit`: it is a cvxpy QP too) is the alpha -> infinity limit, the projection of mu + z onto the convex hull of the
-    templates."""
+    templates that u gives weight to (u_i > 0)."""
     import numpy as np
 
     from attnlab.numerics import entropic_dual as ed
@@ -151,7 +151,7 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
     if limit:
         try:
             with np.errstate(all="ignore"):
-                h_limit = ed.project_onto_hull(T, u @ T + z)
+                h_limit = ed.project_onto_hull(T, u @ T + z, u)
         except Exception as exc:    # cvxpy raises its own errors (SolverError, ValueError on huge data)
             print(f"attnlab compare fenchel: warning: h_limit is null: the projection onto the hull failed "
                   f"({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", file=sys.stderr)
@@ -175,7 +175,11 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
             except np.linalg.LinAlgError:
                 h_ref = np.full(T.shape[1], np.nan)     # reported as null
             lam = ex["lam"]
-            nl = float(np.linalg.norm(lam))
+            # the norms taken of lambda* / max|lambda*|: |lambda*| below 1e-154 (alpha down to 1e-290 is allowed)
+            # squares to 0 in float64, which read as lambda* = 0
+            big = float(np.abs(lam).max()) if lam.size else 0.0
+            unit = big if 0 < big < math.inf else 1.0
+            nl = float(np.linalg.norm(lam / unit))
             gn, step = newton_error(T, u, z, a, lam)
         rel_err = step / scale
         # Newton's own flag is held to its rounding floor, which grows with alpha and says nothing at huge
@@ -204,7 +208,7 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
                 err_limit=None if h_limit is None else float(np.linalg.norm(ex["h"] - h_limit)),
                 # lambda* = 0 (z = 0, or z lost below the rounding of mu + z) against alpha z != 0: the
                 # relative deviation is infinite, reported null, not 0
-                rel_dev=(float(np.linalg.norm(lam - a * z) / nl) if nl > 0 or not math.isfinite(nl)
+                rel_dev=(float(np.linalg.norm((lam - a * z) / unit) / nl) if nl > 0 or not math.isfinite(nl)
                          else 0.0 if not np.any(a * z) else math.inf),
                 tv=float(0.5 * np.abs(ex["p"] - ed.tilted(a * z, T, u)).sum()),
             )))
