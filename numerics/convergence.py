@@ -73,7 +73,7 @@ def classify_rate(err, h=None, last: int = 3, order_threshold: float = 6.0) -> s
 
 
 def rate_parts(h, err, floor: float, labels=None, order_threshold: float = 6.0) -> dict:
-    """The convergence rate of errors err_k on grids of spacing h_k (decreasing), judged only from the
+    """The convergence rate of errors err_k on grids of spacing h_k (in any order), judged only from the
     errors above `floor` (the float64 floor: a point at the floor says nothing about the rate, and a
     slope is never fitted through one), as one value per key: ``rate`` ('super-exponential' |
     'exponential' | 'algebraic' | 'at floor'), ``slope`` (the log-log slope of the points above the floor;
@@ -92,6 +92,10 @@ def rate_parts(h, err, floor: float, labels=None, order_threshold: float = 6.0) 
     h = np.asarray(h, dtype=float)
     e = np.asarray(err, dtype=float)
     labels = list(labels) if labels is not None else [f"h={x:g}" for x in h]
+    # from the coarsest grid to the finest, in whatever order they were given (the local orders and "the first
+    # point at the floor" are read along the refinement)
+    order = np.argsort(-h, kind="stable")
+    h, e, labels = h[order], e[order], [labels[i] for i in order]
     above = [i for i in range(e.size) if e[i] > floor]
     # the points above the floor that come before the first point at the floor
     first_floor = next((i for i in range(e.size) if e[i] <= floor), None)

@@ -278,8 +278,10 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
 
     The integrals are Arb's rigorous ones (python-flint's ``acb.integral``, Gauss-Legendre with error
     bounds from the integrand on complex ellipses around the path; F. Johansson, ICMS 2018) at dps + 10
-    digits: each result is a ball guaranteed to contain the integral, and `error` is the relative error of
-    the context that the radii of Z and of the N basis integrals allow.  The kinks of exp_{2-alpha} (the
+    digits: each result is a ball guaranteed to contain the integral, and `error` is the error of the
+    context that the radii of Z and of the N basis integrals allow, relative to the context's scale
+    E_p[|B| psi] (componentwise at least |c|, so a bound on |c_d - c_d,true| / |c_d| wherever c_d does not
+    cancel; a component that cancels to 0 gets an absolute bound on that scale instead of 1 / 0).  The kinks of exp_{2-alpha} (the
     roots of 1 + (alpha - 1) f, found by a scan and refined by mp_roots) are where u is not analytic: u is
     max(0, 1 + (alpha - 1) f)^(1/(alpha - 1)) on the path, and on the ellipses its analytic continuation
     where 1 + (alpha - 1) f keeps one sign, else no bound (Arb then bisects towards the kink).  Every
@@ -435,8 +437,11 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
                     progress(k + 2, total)
             Bmp = [[mp.mpf(float(x)) for x in row] for row in Bm]
             ctx_ = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
-            # relative error of c_d = (sum_n B_dn P_n) / Z: |B| radii of the P_n, plus |c_d| eZ / Z
+            # error of c_d = (sum_n B_dn P_n) / Z (|B| radii of the P_n, plus |c_d| eZ / Z) relative to c_d's
+            # scale sum_n |B_dn| P_n / Z = E_p[|B| psi]_d, which is >= |c_d| (u, psi >= 0): so a component that
+            # cancels to 0 (an odd integrand) has a finite relative error, not 1 / 0
             err = max((mp.fsum(abs(Bij) * ej for Bij, ej in zip(row, psi_err)) / abs(Z) + abs(cd) * eZ / abs(Z))
-                      / max(abs(cd), floor) for row, cd in zip(Bmp, ctx_))
+                      / max(mp.fsum(abs(Bij) * pj for Bij, pj in zip(row, psi_int)) / abs(Z), floor)
+                      for row, cd in zip(Bmp, ctx_))
     # the reference is given to dps digits, so its relative error is never stated finer than 10^-dps
     return Z, ctx_, kinks, max(float(err), 10.0 ** (-dps))

@@ -145,3 +145,49 @@ def test_large_gamma_sum_on_R_has_a_half_width():
     assert abs(_log_normal_tail(29.9) - math.log(math.erfc(29.9 / math.sqrt(2)))) < 1e-3
     L = _half_width(validate({"gamma": [280.0, 280.0], "inducing": [0.0, 0.5]}))
     assert 35 < L <= 60
+
+
+def _converge_json(tmp_path, capsys, inst):
+    from attnlab.theory.kernel.compare import main
+
+    p = tmp_path / "inst.json"
+    p.write_text(json.dumps(inst))
+    assert main(["--instance", str(p), "--json", "-"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_converge_rate_does_not_depend_on_the_order_of_the_grids(tmp_path, capsys):
+    """The same grids listed coarse-to-fine, fine-to-coarse or shuffled give the same rows (coarse to fine) and
+    the same rate: read along the order given, the local orders of an O(h^2) rule were called 'exponential'."""
+    base = {"family": "kernel-softmax", "gamma": [1.0, -0.5], "inducing": [0.3, 0.7], "bandwidth": 10.0,
+            "base": "uniform", "domain": [0, 1], "B": [[1.0, -0.5]], "basis_centers": [0.2, 0.8],
+            "basis_bandwidth": 10.0}
+    outs = [_converge_json(tmp_path, capsys, dict(base, grids=g))
+            for g in ([9, 17, 33, 65], [65, 33, 17, 9], [17, 65, 9, 33])]
+    assert all(o["grids"] == ["G=9", "G=17", "G=33", "G=65"] for o in outs)
+    assert {(o["rate"], o["rate_Z"], o["slope"]) for o in outs} == {(outs[0]["rate"], outs[0]["rate_Z"],
+                                                                     outs[0]["slope"])}
+    assert outs[0]["rate"] == "algebraic"          # the trapezoid on [a, b] without end corrections: O(h^2)
+    steps = [_converge_json(tmp_path, capsys, {"steps": s}) for s in ([1, 0.5, 0.25, 0.125], [0.125, 0.25, 1, 0.5])]
+    assert steps[0]["grids"] == steps[1]["grids"] and steps[0]["rate"] == steps[1]["rate"] == "exponential"
+
+
+def test_converge_floor_scales_with_the_context(tmp_path, capsys):
+    """B scaled by 1e-20 scales every context error by 1e-20: the verdict is the default instance's, not 'at
+    floor' from the first grid (a floor of 1e3 eps max(1, |c|) did that, with 100 % errors at h = 1)."""
+    from attnlab.theory.kernel.compare import _default_instance
+
+    ref = _converge_json(tmp_path, capsys, {})
+    small = _converge_json(tmp_path, capsys, {"B": [[x * 1e-20 for x in _default_instance()["B"][0]]]})
+    assert (small["rate"], small["floor_from"]) == (ref["rate"], ref["floor_from"])
+    assert small["points_in_fit"] == ref["points_in_fit"] >= 3
+    assert small["float64_floor"] == pytest.approx(ref["float64_floor"] * 1e-20, rel=1e-6)
+
+
+def test_converge_takes_a_context_that_cancels_to_zero(tmp_path, capsys):
+    """An odd integrand (c_1 = 0 exactly) was refused as 'cannot be trusted' (its error relative to |c_1| = 0);
+    the reference's error is relative to the context's scale E_p[|B| psi], and the run goes on."""
+    res = _converge_json(tmp_path, capsys, {"gamma": [1, 1], "inducing": [-1, 1], "B": [[1, -1], [1, 1]],
+                                            "basis_centers": [-1, 1], "steps": [1, 0.5, 0.25, 0.125]})
+    assert res["ref_error_estimate"] < 1e-25 and abs(float(res["context_ref"][0])) < 1e-40
+    assert res["err_context"][-1] < 1e-6

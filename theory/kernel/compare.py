@@ -148,14 +148,14 @@ def validate(inst: dict) -> dict:
         if "grids" in inst:                     # (ignored without a word: the rule on R takes steps)
             raise InstanceError("grids are the trapezoid's points on a domain [a, b]; on R give steps (the "
                                 "spacings h), or give domain [a, b]")
-        out["steps"] = _num_list(out, "steps", positive=True, min_len=2)
+        out["steps"] = sorted(_num_list(out, "steps", positive=True, min_len=2), reverse=True)   # coarse to fine
     elif isinstance(dom, list) and len(dom) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                          and math.isfinite(x) for x in dom) and dom[1] > dom[0]:
         out["domain"] = [float(dom[0]), float(dom[1])]
         if "steps" in inst:
             raise InstanceError("steps are the trapezoid's spacings on R; on a domain [a, b] give grids (numbers of "
                                 "points), or give domain \"R\"")
-        out["grids"] = [int(x) for x in _num_list(out, "grids", integer=True, min_len=2)]
+        out["grids"] = sorted(int(x) for x in _num_list(out, "grids", integer=True, min_len=2))   # coarse to fine
     else:
         raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
     # what float64 and the trapezoid can take (the reference is Arb's and has no such limits)
@@ -264,10 +264,11 @@ def _log_normal_tail(x: float) -> float:
 
 
 def trapezoid_context(inst):
-    """Per grid: (label, h, Z, context) as the library's kernel attention computes them in float64: f =
+    """Per grid: (label, h, Z, context, scale) as the library's kernel attention computes them in float64: f =
     kernel_expansion of gaussian_kernel sections, the density and Z by
     numerics.continuous_attention.kernel_softmax (Z = exp A, log q0 passed) or kernel_deformed (Algorithm 1,
-    q0 passed), the context by context_vector with Psi the basis' Gaussian sections."""
+    q0 passed), the context by context_vector with Psi the basis' Gaussian sections, and its scale E_p[|B| psi]
+    (the same with |B|: at least |c| componentwise, and what the rounding of c is relative to)."""
     import torch
 
     from attnlab.numerics import continuous_attention as ca
@@ -305,10 +306,11 @@ def trapezoid_context(inst):
         if not float(Z) > 0:
             raise empty
         ctx = ca.context_vector(dens, t, Psi, B)
+        scale = ca.context_vector(dens, t, Psi, B.abs())          # E_p[|B| psi] >= |c|: the context's scale
         if not (math.isfinite(float(Z)) and bool(torch.isfinite(ctx).all())):
             raise UsageError(f"--instance: the trapezoid on the grid {label} is not finite in float64 (Z = {float(Z):g}): "
                              "the density overflows; scale gamma or B down")
-        out.append((label, h, float(Z), [float(x) for x in ctx]))
+        out.append((label, h, float(Z), [float(x) for x in ctx], [float(x) for x in scale]))
     return out
 
 
@@ -348,21 +350,24 @@ def compare(inst: dict, progress=None, on_piece=None) -> dict:
             inst["basis_bandwidth"], family=inst["family"], alpha=inst["alpha"], base=inst["base"], domain=dom,
             dps=inst["dps"], progress=progress, on_piece=on_piece, **({} if L is None else {"half_width": L}))
     except InaccurateReference as exc:
-        raise UsageError(f"the reference for this instance cannot be trusted: {exc}") from None
+        raise UsageError(f"--instance: the reference for this instance cannot be trusted: {exc}") from None
     if ref_err > 1e-25:             # float64 errors down to ~1e-16 need a reference far finer than that
-        raise UsageError(f"the reference for this instance cannot be trusted: its stated relative error "
+        raise UsageError(f"--instance: the reference for this instance cannot be trusted: its stated relative error "
                          f"{ref_err:.1e} is above 1e-25, too coarse to measure float64 errors against (integrals "
                          f"of size Z = {mp.nstr(Zr, 3)} sit near the absolute floor of the quadrature); rescale "
                          "the instance")
-    Zrf, crf = float(Zr), [float(x) for x in cr]
-    err_Z = [abs(float(mp.mpf(z) - Zr)) for _, _, z, _ in rows]
-    err_c = [max(abs(float(mp.mpf(x) - y)) for x, y in zip(c, cr)) for _, _, _, c in rows]
-    hs = np.array([h for _, h, _, _ in rows])
+    Zrf = float(Zr)
+    err_Z = [abs(float(mp.mpf(z) - Zr)) for _, _, z, _, _ in rows]
+    err_c = [max(abs(float(mp.mpf(x) - y)) for x, y in zip(c, cr)) for _, _, _, c, _ in rows]
+    hs = np.array([h for _, h, _, _, _ in rows])
     xs = hs if dom is None else 1.0 / np.array(inst["grids"], float)
     labels = [r[0] for r in rows]
-    # errors at the float64 floor say nothing about the rate (numerics.convergence.rate_parts)
-    floor = 1e3 * np.finfo(float).eps * max(1.0, max(abs(x) for x in crf))
-    floor_Z = 1e3 * np.finfo(float).eps * max(1.0, abs(Zrf))
+    # errors at the float64 floor say nothing about the rate (numerics.convergence.rate_parts).  The floor is
+    # relative to what the sums are made of: Z is a sum of positive terms (1e3 eps |Z|), and c = B P / Z rounds
+    # relative to its scale E_p[|B| psi] on the finest grid (>= |c|; a component that cancels to 0 keeps the
+    # rounding of its terms).  A floor of 1e3 eps max(1, |c|) called 100 % errors "at floor" where |c| ~ 1e-21.
+    floor = 1e3 * np.finfo(float).eps * max(min(rows, key=lambda r: r[1])[4])
+    floor_Z = 1e3 * np.finfo(float).eps * abs(Zrf)
     # one value per key: the rate's kind, its slope, the grid from which the errors are at the floor
     fit, fit_Z = rate_parts(xs, err_c, floor, labels), rate_parts(xs, err_Z, floor_Z, labels)
     kinks = list(dict.fromkeys(mp.nstr(k, 20) for k in kinks))     # (each integral reported its own: 2 as 8)
@@ -404,7 +409,8 @@ def _print_text(res):
           + (f" (truncated to [-{res['truncation_half_width']:g}, {res['truncation_half_width']:g}])"
              if inst["domain"] == "R" else ""))
     print(f"reference ({inst['dps']} digits, split at {len(res['kinks'])} kink(s) and at every inducing point "
-          f"and centre; relative error <= {res['ref_error_estimate']:.1e} by Arb's radii):")
+          f"and centre; relative error <= {res['ref_error_estimate']:.1e} by Arb's radii, c's against its scale "
+          "E_p[|B| psi]):")
     print(f"  Z_ref = {short_number(res['Z_ref'], 20)}")
     print(f"  c_ref = [{', '.join(short_number(x, 17) for x in res['context_ref'])}]")
     print(f"{'grid':>10}  {'Z':>22}  {'err_Z':>9}  {'err_c':>9}  context")
