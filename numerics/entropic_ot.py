@@ -76,14 +76,24 @@ def conjugate_grad(g, u, M, gamma) -> np.ndarray:
     return softmax((g[:, None] - M[:, keep]) / gamma, axis=0) @ u[keep]
 
 
+def check_plan_instance(p, u, M, gamma):
+    """Validate (p, u, M, gamma) of (20) and return them as float64 arrays and a float: p and u probability
+    vectors (zeros allowed), M finite of shape (len(p), len(u)), gamma a finite number > 0."""
+    p = probability_vector(p, "p")
+    u = probability_vector(u, "u")
+    M = as_matrix(M, "M")
+    if M.shape != (p.size, u.size):
+        raise ValueError(f"M must have shape (len(p), len(u)) = ({p.size}, {u.size}); got {M.shape}")
+    return p, u, M, positive(gamma, "gamma")
+
+
 def sinkhorn(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 20000, _potentials=False):
     """W_gamma(p, u; M) of (20) by log-domain Sinkhorn (Cuturi 2013).  Returns (W, X).
 
     Zero-mass atoms of p or u are dropped (their rows/columns of X are 0).  The columns are exact after each
     g-update; the iteration stops when the row marginal is met to `tol` (max abs), and raises SolverError
     when it is not within max_iter iterations."""
-    p = np.asarray(p, float)
-    u = np.asarray(u, float)
+    p, u, M, gamma = check_plan_instance(p, u, M, gamma)
     r, c = p > 0, u > 0
     Mr = M[np.ix_(r, c)]
     lp, lu = np.log(p[r]), np.log(u[c])
@@ -118,9 +128,11 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
 
     (concave; invariant to g + c, fixed by g_0 = 0).  Quadratic convergence where Sinkhorn is slow
     (small gamma: its rate degrades like exp(-max M / gamma)).  Stops when the column marginal u is met to
-    `tol` (max abs); raises SolverError when it is not within max_iter steps.  Returns (W, X)."""
-    p = np.asarray(p, float)
-    u = np.asarray(u, float)
+    `tol` (max abs) at the point it returns; raises SolverError when it is not within max_iter steps, or
+    when no step along Newton's direction raises the semi-dual any more while the marginal is still off
+    (a singular Hessian: the least-squares step of a Hessian of condition 3e26 was taken, and W came back
+    wrong with the marginal 0.05 off).  Returns (W, X)."""
+    p, u, M, gamma = check_plan_instance(p, u, M, gamma)
     r, c = p > 0, u > 0
     Mr = M[np.ix_(r, c)]
     pr, uc = p[r], u[c]
@@ -133,28 +145,31 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
     g = sinkhorn(p, u, M, gamma, max_iter=100, _potentials=True)   # warm start
     g = g - g[0]
     f0 = val(g)
+    why = f"after max_iter = {max_iter} Newton steps"
     for _ in range(max_iter):
         P = softmax((g[None, :] - Mr) / gamma, axis=1)         # rows: conditional plans
         grad = uc - pr @ P
+        if np.max(np.abs(grad)) < tol:                         # met at this g: the answer is this g
+            break
         Hn = (np.diag(pr @ P) - (P * pr[:, None]).T @ P) / gamma   # minus the Hessian, PSD
         step = np.zeros(m)
         if m > 1:
             step[1:] = np.linalg.lstsq(Hn[1:, 1:], grad[1:], rcond=None)[0]
         t = 1.0
-        while True:
+        while t >= 1e-10:
             fn = val(g + t * step)
-            if fn >= f0 - 1e-15 * max(1.0, abs(f0)) or t < 1e-10:
+            if fn >= f0 - 1e-15 * max(1.0, abs(f0)):
                 break
             t *= 0.5
-        g, f0 = g + t * step, fn
-        if np.max(np.abs(grad)) < tol:
+        else:                                                  # no step keeps the semi-dual: stalled
+            why = "where no step along Newton's direction keeps the semi-dual (a singular Hessian)"
             break
-    else:
-        grad = uc - pr @ softmax((g[None, :] - Mr) / gamma, axis=1)
-        if not np.max(np.abs(grad)) < tol:
-            raise SolverError(f"entropic_ot_newton: the column marginal is still off by {np.max(np.abs(grad)):.3g} "
-                              f"(tol = {tol:g}) after max_iter = {max_iter} Newton steps")
+        g, f0 = g + t * step, fn
     P = softmax((g[None, :] - Mr) / gamma, axis=1)
+    off = float(np.max(np.abs(uc - pr @ P))) if m else 0.0
+    if not off < tol:
+        raise SolverError(f"entropic_ot_newton: the column marginal is still off by {off:.3g} (tol = {tol:g}) "
+                          f"{why}")
     X = np.zeros_like(M, dtype=float)
     X[np.ix_(r, c)] = P * pr[:, None]
     return float(np.sum(M * X) - gamma * entropy(X)), X

@@ -192,3 +192,43 @@ def test_primal_objective_is_infinite_off_the_support_of_u():
         r = u @ T + z - T.T @ p
         want = 0.5 * float(r @ r) + 0.4 * math.log(0.4 / 0.5) + 0.6 * math.log(0.6 / 0.5)
         assert abs(ed.primal_objective(p, T, u, z, 1.0) - want) <= 1e-15
+
+
+def test_entropic_ot_newton_at_a_warm_start_that_is_already_optimal():
+    """p equal to u up to 4e-15, gamma = 0.05: Sinkhorn's warm start meets the marginal, and the minus Hessian
+    has condition ~3e26.  Newton took a least-squares step of ~7.7e11 all the same (a line search that accepted
+    any step below t = 1e-10) and returned W = 0.110 with the column marginal 0.052 off; now the answer is
+    Sinkhorn's W = -0.0495634 with the marginal met."""
+    from attnlab.numerics import entropic_ot as eo
+
+    p = np.array([0.18856001404961634, 0.052369696628809914, 0.6762466158190262, 0.05703925546842934,
+                  0.02578441803411836])
+    u = np.array([0.1885600140496122, 0.052369696628809914, 0.6762466158190262, 0.05703925546842934,
+                  0.025784418034122493])
+    M = np.array([[0.0, 3.9770292429220007, 10.642440624035425, 9.771009862544087, 2.7979176177902305],
+                  [3.9770292429220007, 0.0, 4.308718007875989, 5.3936021909951615, 3.047174082451874],
+                  [10.642440624035425, 4.308718007875989, 0.0, 12.405507890156395, 13.679385281105578],
+                  [9.771009862544087, 5.3936021909951615, 12.405507890156395, 0.0, 4.423939557555598],
+                  [2.7979176177902305, 3.047174082451874, 13.679385281105578, 4.423939557555598, 0.0]])
+    W, X = eo.entropic_ot_newton(p, u, M, 0.05)
+    Ws, Xs = eo.sinkhorn(p, u, M, 0.05)
+    assert abs(W - Ws) < 1e-10 and np.abs(X.sum(0) - u).max() < 1e-12 and np.abs(X.sum(1) - p).max() < 1e-12
+
+
+@pytest.mark.parametrize("args,frag", [
+    (([0.5, 0.5], [0.5, 0.5], [[0, 1], [1, 0]], -0.5), "gamma must be a finite number > 0"),
+    (([0.5, 0.5], [0.5, 0.5], [[0, 1], [1, 0]], 0.0), "gamma must be a finite number > 0"),
+    (([np.nan, 1.0], [0.5, 0.5], [[0, 1], [1, 0]], 0.5), "p must"),
+    (([1.5, -0.5], [0.5, 0.5], [[0, 1], [1, 0]], 0.5), "p must be a probability vector"),
+    (([0.5, 0.5], [0.5, 0.5], np.zeros((3, 3)), 0.5), "M must have shape (len(p), len(u)) = (2, 2)"),
+    (([0.5, 0.5], [0.5, 0.5], [[0, np.inf], [1, 0]], 0.5), "M must"),
+])
+@pytest.mark.parametrize("solver", ["sinkhorn", "entropic_ot_newton"])
+def test_entropic_ot_solvers_refuse_bad_instances(args, frag, solver):
+    """A NaN atom was dropped, a 3x3 M read through its top-left block, gamma < 0 answered, and Sinkhorn ran
+    2.4 s on negative p before calling itself slow: each now a ValueError naming the argument."""
+    from attnlab.numerics import entropic_ot as eo
+
+    with pytest.raises(ValueError) as exc:
+        getattr(eo, solver)(*args)
+    assert frag in str(exc.value)
