@@ -191,3 +191,24 @@ def test_converge_takes_a_context_that_cancels_to_zero(tmp_path, capsys):
                                             "basis_centers": [-1, 1], "steps": [1, 0.5, 0.25, 0.125]})
     assert res["ref_error_estimate"] < 1e-25 and abs(float(res["context_ref"][0])) < 1e-40
     assert res["err_context"][-1] < 1e-6
+
+
+@pytest.mark.parametrize("change,frag", [
+    (dict(gamma=[float("nan"), -0.7, 2.1]), "gamma must be finite"),
+    (dict(gamma=[float("inf"), -0.7, 2.1]), "gamma must be finite"),
+    (dict(gamma=[1.3, -0.7, 2.1, 5.0]), "gamma and inducing must have the same length"),
+    (dict(B=[[1.0, 2.0, 3.0]]), "B must have one column per basis centre"),
+    (dict(basis_centers=[float("nan"), 0.7]), "basis_centers must be finite"),
+    (dict(domain=(1.0, 0.0)), "domain must be"),
+    (dict(bandwidth=float("nan")), "bandwidth must be a finite number > 0"),
+])
+def test_mp_context_reference_refuses_what_it_cannot_mean(change, frag):
+    """A NaN or inf gamma became 0 in Arb's balls (Z as for gamma = 0, 'error 1e-15'), zip dropped the extra
+    entries of a longer list, and a reversed domain was integrated forwards: each now a ValueError naming it."""
+    from attnlab.numerics.mp_reference import mp_context_reference
+
+    kw = dict(gamma=[1.3, -0.7, 2.1], inducing=[0.2, 0.5, 0.8], bandwidth=10.0, B=[[1.0, -0.5]],
+              basis_centers=[0.3, 0.7], basis_bandwidth=20.0, domain=(0.0, 1.0), base="uniform", dps=15)
+    kw.update(change)
+    with pytest.raises(ValueError, match=frag.replace("(", r"\(")):
+        mp_context_reference(**kw)
