@@ -278,11 +278,18 @@ def gaussian_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.
 # --------------------------------------------------------------------------------------------
 # continuous sparsemax: truncated parabola (alpha = 2), p = [(r^2 - (t - mu)^2)/(2 sigma2)]_+
 def _parabola_mass(r, mu, sigma2, a, b):
+    """(mass on [a, b], support width) of [(r^2 - (t - mu)^2)/(2 sigma2)]_+.  With A = hi - mu, B = lo - mu and
+    w = hi - lo the mass is w (3 r^2 - A^2 - AB - B^2) / (6 sigma2), summed as w (2 (r^2 - A^2) + (r^2 - B^2)
+    + A w) / (6 sigma2) with r^2 - X^2 = (r - |X|)(r + |X|): with mu far outside the domain r and |A| are
+    large and nearly equal, and r^2 w - (A^3 - B^3)/3 lost 8 digits of the mass at mu = 1e3."""
     lo = torch.maximum(mu - r, torch.full_like(r, a))
     hi = torch.minimum(mu + r, torch.full_like(r, b))
     hi = torch.maximum(hi, lo)
-    m = (r * r * (hi - lo) - ((hi - mu) ** 3 - (lo - mu) ** 3) / 3) / (2 * sigma2)
-    return m, hi - lo
+    A, B, w = hi - mu, lo - mu, hi - lo
+    rA = (r - A.abs()) * (r + A.abs())
+    rB = (r - B.abs()) * (r + B.abs())
+    m = w * (2 * rA + rB + A * w) / (6 * sigma2)
+    return m, w
 
 
 def truncated_parabola_radius(mu, sigma2, domain=None, iters: int = 200) -> torch.Tensor:
@@ -347,21 +354,27 @@ def _gauss_interval_moments(c, s, lo, hi):
 
 def truncated_parabola_rbf_expectation(mu, sigma2, centers, widths, domain=None) -> torch.Tensor:
     """Closed form E_p[psi_n] for the truncated parabola (on R or [a, b]) via Gaussian interval
-    moments (as quati's integrate_psi / integrate_t_times_psi / integrate_t2_times_psi): [..., N]."""
+    moments (as quati's integrate_psi / integrate_t_times_psi / integrate_t2_times_psi): [..., N].
+    On [a, b] computed in float64 (cast back), as truncated_parabola_density: with mu far outside the
+    domain r^2 m0 and the second moment cancel (float32 gave 26.1 for 0.106 at mu = 1e3)."""
     mu = _tensor(mu)
     sigma2 = _positive_tensor(sigma2, "sigma2", mu)
-    r = truncated_parabola_radius(mu, sigma2, domain)
     c = _tensor(centers, mu).to(mu)
     s = _positive_tensor(widths, "widths", mu).to(mu)
+    dom = _domain(domain)
+    dt = mu.dtype
+    if dom is not None:
+        mu, sigma2, c, s = mu.double(), sigma2.double(), c.double(), s.double()
+        _check_outside(mu.detach(), torch.sqrt(sigma2).detach() + (dom[1] - dom[0]), dom, "widths (sigma + b - a)")
+    r = truncated_parabola_radius(mu, sigma2, domain)
     m, v, r = mu[..., None], sigma2[..., None], r[..., None]
     lo, hi = m - r, m + r
-    dom = _domain(domain)
     if dom is not None:
         lo = torch.clamp(lo, min=dom[0])
         hi = torch.maximum(torch.clamp(hi, max=dom[1]), lo)
     m0, m1, m2 = _gauss_interval_moments(c, s, lo, hi)
     d = c - m          # (t - mu) = (t - c) + d
-    return (r * r * m0 - (m2 + 2 * d * m1 + d * d * m0)) / (2 * v)
+    return ((r * r * m0 - (m2 + 2 * d * m1 + d * d * m0)) / (2 * v)).to(dt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,19 +389,38 @@ def _check_mixture(weights, mu, sigma2):
     return w, mu, sigma2
 
 
+def _mixture_log_masses(mu, sigma2, dom):
+    """(log m_k, max_k log m_k) in float64 for the components' masses m_k on [a, b] ([..., K], [..., 1]).  The
+    mixture on [a, b] is sum_k pi_k N_k / sum_k pi_k m_k; with every component far outside the domain the m_k
+    underflow (a plain ndtr difference gave inf in float32 at mu = 10 on [0, 1], NaN in float64 at mu = 40),
+    so both sums are taken relative to the largest m_k, which keeps them representable and the answer linear
+    in the weights."""
+    sig = torch.sqrt(sigma2)
+    _check_outside(mu.detach(), sig.detach(), dom, "standard deviations")
+    a, b = dom
+    logm = _log_interval_mass((a - mu) / sig, (b - mu) / sig)
+    return logm, logm.detach().max(-1, keepdim=True).values
+
+
 def gaussian_mixture_density(t, weights, mu, sigma2, domain=None) -> torch.Tensor:
-    """sum_k pi_k N(t; mu_k, sigma2_k) (renormalized to [a, b] if given); params [..., K] -> [..., G]."""
+    """sum_k pi_k N(t; mu_k, sigma2_k) (renormalized to [a, b] if given); params [..., K] -> [..., G].
+    On [a, b] computed in float64, each component and mass relative to the largest mass (cast back), as
+    gaussian_density computes one."""
     t = _tensor(t)
     w, mu, sigma2 = _check_mixture(weights, mu, sigma2)
-    s = torch.sqrt(sigma2)[..., None]
-    comp = _std_pdf((t - mu[..., None]) / s) / s                     # [..., K, G]
-    p = (w[..., None] * comp).sum(-2)
     dom = _domain(domain)
-    if dom is not None:
-        a, b = dom
-        mass = (w * (_ndtr((b - mu) / s[..., 0]) - _ndtr((a - mu) / s[..., 0]))).sum(-1)
-        p = p * ((t >= a) & (t <= b)).to(p.dtype) / mass[..., None]
-    return p
+    if dom is None:
+        s = torch.sqrt(sigma2)[..., None]
+        comp = _std_pdf((t - mu[..., None]) / s) / s                     # [..., K, G]
+        return (w[..., None] * comp).sum(-2)
+    dt = torch.promote_types(t.dtype, mu.dtype)
+    t64, w64, mu64, s64 = t.double(), w.double(), mu.double(), torch.sqrt(sigma2.double())
+    logm, top = _mixture_log_masses(mu64, s64 * s64, dom)
+    x = (t64 - mu64[..., None]) / s64[..., None]
+    comp = torch.exp(-0.5 * x * x - math.log(_SQRT2PI) - torch.log(s64)[..., None] - top[..., None])  # N_k / max m
+    p = (w64[..., None] * comp).sum(-2) / (w64 * torch.exp(logm - top)).sum(-1)[..., None]
+    p = p * ((t64 >= dom[0]) & (t64 <= dom[1])).to(p.dtype)
+    return p.to(dt)
 
 
 def gaussian_mixture_rbf_expectation(weights, mu, sigma2, centers, widths, domain=None):
@@ -398,9 +430,9 @@ def gaussian_mixture_rbf_expectation(weights, mu, sigma2, centers, widths, domai
     dom = _domain(domain)
     if dom is None:
         return (w[..., None] * e).sum(-2)
-    a, b = dom
-    sig = torch.sqrt(sigma2)
-    mass = _ndtr((b - mu) / sig) - _ndtr((a - mu) / sig)                       # [..., K]
+    # the components' masses on [a, b] relative to the largest (float64 log space: they underflow far outside)
+    logm, top = _mixture_log_masses(mu.double(), sigma2.double(), dom)
+    mass = torch.exp(logm - top).to(e.dtype)                                    # [..., K]
     return (w[..., None] * mass[..., None] * e).sum(-2) / (w * mass).sum(-1)[..., None]
 
 

@@ -173,3 +173,62 @@ def test_truncated_gaussian_rbf_expectation_on_narrow_intervals(mu, sigma2):
             f = lambda x: mp.npdf(x, mp.mpf(mu), s) * mp.npdf(x, mp.mpf(c), mp.mpf(w))  # noqa: E731
             ref = mp.quad(f, [0, mp.mpf(c), 1]) / Z
             assert _rel(g, ref) <= 1e-13, (c, _rel(g, ref))
+
+
+@pytest.mark.parametrize("mus,dtype", (([10.0, 12.0], torch.float32), ([40.0, 45.0], torch.float64),
+                                       ([0.3, 40.0], torch.float64), ([-30.0, 0.6], torch.float32)))
+def test_gaussian_mixture_on_a_domain_far_outside(mus, dtype):
+    """The mixture renormalised to [0, 1] with components far outside it: the masses were an ndtr difference
+    that underflowed (inf in float32 at mu = 10, NaN in float64 at mu = 40).  Against mpmath at 60 digits:
+    the density and E_p[psi_n], to float32's or float64's rounding of the exponents."""
+    from attnlab.numerics.continuous_attention import gaussian_mixture_density, gaussian_mixture_rbf_expectation
+
+    w, v, t = [0.5, 0.5], [1.0, 1.0], [0.0, 0.5, 1.0]
+    centers, widths = [0.1, 0.5, 0.9], [0.05, 0.2, 0.5]
+    T = lambda x: torch.tensor(x, dtype=dtype)                                   # noqa: E731
+    p = gaussian_mixture_density(T(t), T(w), T(mus), T(v), domain=(0.0, 1.0))
+    e = gaussian_mixture_rbf_expectation(T(w), T(mus), T(v), T(centers), T(widths), domain=(0.0, 1.0))
+    assert p.dtype == e.dtype == dtype
+    tol = 1e-4 if dtype == torch.float32 else 1e-11
+    with mp.workdps(60):
+        # the masses and the products of Gaussians in closed form at 60 digits (tanh-sinh across [0, 1], where a
+        # component 40 standard deviations out changes by e^40, was off in the 6th digit on one piece, 1e-10 on 16)
+        comps = [(mp.mpf(wk), mp.mpf(mk), mp.sqrt(vk)) for wk, mk, vk in zip(w, mus, v)]
+        Z = mp.fsum(wk * _mp_interval_mass(-mk / sk, (1 - mk) / sk) for wk, mk, sk in comps)
+        for ti, pi in zip(t, p.tolist()):
+            ref = mp.fsum(wk * mp.npdf(mp.mpf(ti), mk, sk) for wk, mk, sk in comps) / Z
+            assert _rel(pi, ref) <= tol, (ti, pi)
+        for c, wd, g in zip(centers, widths, e.tolist()):
+            c, wd = mp.mpf(c), mp.mpf(wd)
+            ref = 0
+            for wk, mk, sk in comps:                   # N(x; m, s^2) N(x; c, wd^2) = N(m; c, s^2 + wd^2) N(x; m*, v*)
+                v_ = sk ** 2 + wd ** 2
+                ms, ss = (mk * wd ** 2 + c * sk ** 2) / v_, sk * wd / mp.sqrt(v_)
+                ref += wk * mp.npdf(mk, c, mp.sqrt(v_)) * _mp_interval_mass(-ms / ss, (1 - ms) / ss)
+            ref /= Z
+            assert _rel(g, ref) <= tol, (c, g, ref)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+def test_truncated_parabola_rbf_expectation_with_mu_far_outside(dtype):
+    """Continuous sparsemax on [0, 1] with mu = 1e3: r^2 m0 and the second moment cancel; in float32 they gave
+    26.1 and 51.1 for 0.106 and 0.786.  Computed in float64 as the density is; against the same expectation
+    of truncated_parabola_density integrated by mpmath (the radius from the library, checked by its mass)."""
+    from attnlab.numerics.continuous_attention import (truncated_parabola_radius,
+                                                       truncated_parabola_rbf_expectation)
+
+    mu, s2 = 1e3, 1.0
+    centers, widths = [0.1, 0.5, 0.9], [0.05, 0.2, 0.5]
+    T = lambda x: torch.tensor(x, dtype=dtype)                                   # noqa: E731
+    got = truncated_parabola_rbf_expectation(T(mu), T(s2), T(centers), T(widths), domain=(0.0, 1.0))
+    assert got.dtype == dtype
+    r = truncated_parabola_radius(_t(mu), _t(s2), domain=(0.0, 1.0)).item()
+    with mp.workdps(60):
+        R, M = mp.mpf(r), mp.mpf(mu)
+        lo = M - R                                                                 # the support is [mu - r, 1]
+        p = lambda x: (R - (M - x)) * (R + (M - x)) / 2                            # noqa: E731
+        assert 0 < lo < 1 and abs(mp.quad(p, [lo, 1]) - 1) < 1e-10                 # the radius is sparsemax's
+        for c, wd, g in zip(centers, widths, got.tolist()):
+            ref = mp.quad(lambda x: p(x) * mp.npdf(x, mp.mpf(c), mp.mpf(wd)), [lo, 1])
+            # (entries far below 1 are right to rounding in absolute terms, not relative)
+            assert abs(g - ref) <= (1e-6 if dtype == torch.float32 else 1e-11) * max(1.0, abs(ref)), (c, g, ref)
