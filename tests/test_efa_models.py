@@ -293,3 +293,19 @@ def test_thm2_constant_inequality_random_reals():
     L = rng.integers(1, 201, size=n).astype(float)
     B, R, By = (10 ** rng.uniform(-6, 8, size=n) for _ in range(3))
     assert np.all(log_constant_rhs(L, B, R, By) - log_constant_lhs(L, B, R, By) > 0)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+def test_bai_efa_gradients_finite_with_an_all_zero_token(dtype):
+    """clip_norm floored the norm at 1e-300, which is 0 in float32: R / 0 = inf put NaN into the gradients of
+    G1, G2, V and W2 whenever a token vector was all zero (the masked column, when the embedding's ReLU is off)."""
+    from attnlab.experiments.models.efa_theory import BaiEFA, clip_norm
+
+    torch.manual_seed(0)
+    m = BaiEFA(R=3.0).to(dtype)
+    tau = torch.randn(2, 5, 2, dtype=dtype)
+    tau[0, 2] = 0.0
+    m.loss(tau, torch.randn(2, 5, dtype=dtype)).mean().backward()
+    assert all(bool(torch.isfinite(p.grad).all()) for p in m.parameters())
+    h = torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.3, 0.4]], dtype=dtype)
+    assert torch.allclose(clip_norm(h, 1.0), torch.tensor([[0.0, 0.0], [0.6, 0.8], [0.3, 0.4]], dtype=dtype))

@@ -34,7 +34,10 @@ def clip_norm(h: torch.Tensor, R: Optional[float]) -> torch.Tensor:
     if R is None:
         return h
     n = h.norm(dim=-1, keepdim=True)
-    return h * torch.clamp(R / n.clamp_min(1e-300), max=1.0)
+    # R / n only where n > R: a floor of 1e-300 is 0 in float32, and R / 0 = inf sent NaN into the gradient of
+    # every all-zero vector (a masked column whose ReLU is off); the unused branch gets a safe denominator
+    over = n > R
+    return h * torch.where(over, R / torch.where(over, n, torch.ones_like(n)), torch.ones_like(n))
 
 
 class BaiEFA(nn.Module):
