@@ -184,8 +184,8 @@ def gaussian_rbf(t, centers, widths) -> torch.Tensor:
 def ridge_value_coefficients(H, positions, centers, widths, lam: float = 0.01) -> torch.Tensor:
     """Eq. 6: B* = argmin ||B F - H||_F^2 + lam ||B||_F^2 = H F^T (F F^T + lam I_N)^{-1},
     F_{nl} = psi_n(t_l).  H: [..., D, L] observations at `positions` [L]; returns B [..., D, N]."""
-    if float(lam) < 0:
-        raise ValueError(f"lam (ridge penalty) must be >= 0; got {lam!r}")
+    if isinstance(lam, (str, bool)) or not (math.isfinite(float(lam)) and float(lam) >= 0):
+        raise ValueError(f"lam (ridge penalty) must be a finite number >= 0; got {lam!r}")
     H = _tensor(H)
     pos = _tensor(positions, H).to(H)
     F = gaussian_rbf(pos, centers, widths).to(H)          # [N, L]
@@ -484,7 +484,9 @@ def kernel_deformed_softplus(f_tilde, t, alpha: float, rho: float, q0=None):
 
 
 def escort_weights(f, tau, alpha: float):
-    """exp_{2-alpha}(f - tau)^{2-alpha} = d exp_{2-alpha}(x)/dx at x = f - tau (indicator for alpha=2)."""
+    """exp_{2-alpha}(f - tau)^{2-alpha} = d exp_{2-alpha}(x)/dx at x = f - tau (indicator for alpha=2);
+    alpha in (1, 2] (check_alpha)."""
+    alpha = check_alpha(alpha)
     x = 1.0 + (alpha - 1.0) * (f - tau)
     if alpha == 2.0:
         return (x > 0).to(f.dtype)

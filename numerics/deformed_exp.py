@@ -33,7 +33,10 @@ __all__ = ["check_alpha", "exp_beta", "log_beta", "exp_2ma", "log_alpha", "alpha
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:
-    """The paper assumes the Tsallis index 1 < alpha <= 2 throughout."""
+    """The paper assumes the Tsallis index 1 < alpha <= 2 throughout: a number (not a string or a bool) in
+    (1, 2], returned as a float."""
+    if isinstance(alpha, (str, bool)):
+        raise ValueError(f"{name} must be a number in (1, 2]; got {alpha!r}")
     a = float(alpha)
     if not (math.isfinite(a) and 1.0 < a <= 2.0):
         raise ValueError(f"{name} must lie in (1, 2]; got {alpha!r}")

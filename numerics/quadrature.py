@@ -66,9 +66,14 @@ def real_line_grid(h: float, half_width: float, *, center: float = 0.0, shift: f
 
 
 def normal_tail_half_width(eps: float = 1e-40, scale: float = 1.0) -> float:
-    """Smallest L with 2 * P(N(0, scale^2) > L) < eps (bound by the Mills ratio), for truncating R."""
-    if not (0 < eps < 1):
+    """A half-width L for truncating R to [-L, L]: scale times the smallest point of the quarter grid
+    {1, 1.25, 1.5, ..., 60} where the two-sided normal tail 2 P(N(0, 1) > L) = erfc(L / sqrt 2) is below eps
+    (so at most a quarter width above the smallest such L, and the same L for nearby eps; 60 where erfc
+    underflows first, eps below ~1e-300)."""
+    if isinstance(eps, (str, bool)) or not (0 < float(eps) < 1):
         raise ValueError(f"eps must lie in (0, 1); got {eps!r}")
+    if isinstance(scale, (str, bool)) or not (math.isfinite(float(scale)) and float(scale) > 0):
+        raise ValueError(f"scale must be a finite number > 0; got {scale!r}")
     L = 1.0
     while math.erfc(L / math.sqrt(2)) >= eps and L < 60:
         L += 0.25

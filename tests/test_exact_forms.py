@@ -251,3 +251,25 @@ def test_deformed_exponential_near_alpha_one(alpha):
             assert (g == 0 if ref == 0 else _rel(g, ref) <= 1e-14), (ti, g, ref)
         for ti, g in zip([0.5, 3.0, 40.0], lg):
             assert _rel(g, mp_log_beta(mp.mpf(ti), beta)) <= 1e-14, (ti, g)
+
+
+def test_small_numerics_refuse_what_they_cannot_mean():
+    """Each of these returned a number (or NaN, inf, a ZeroDivisionError) for an argument outside its domain."""
+    from attnlab.numerics.continuous_attention import escort_weights, ridge_value_coefficients
+    from attnlab.numerics.deformed_exp import check_alpha
+    from attnlab.numerics.quadrature import normal_tail_half_width
+
+    f, tau = _t([0.1, 0.5]), _t(0.0)
+    for alpha in (3.0, 1.0, "1.5"):
+        with pytest.raises(ValueError, match="alpha must"):
+            escort_weights(f, tau, alpha)
+    with pytest.raises(ValueError, match="alpha must be a number in"):
+        check_alpha("1.5")
+    for lam in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="lam .ridge penalty. must be a finite number >= 0"):
+            ridge_value_coefficients(_t([[1.0, 2.0]]), _t([0.2, 0.8]), _t([0.5]), _t([0.3]), lam)
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        normal_tail_half_width(1e-10, scale=-1.0)
+    # the documented quarter grid: the smallest of its points with the tail below eps
+    L = normal_tail_half_width(1e-10)
+    assert math.erfc(L / math.sqrt(2)) < 1e-10 <= math.erfc((L - 0.25) / math.sqrt(2)) and L % 0.25 == 0
