@@ -103,7 +103,8 @@ def _build_parser() -> argparse.ArgumentParser:
     h.add_argument("--screenshot-size", default=None, metavar="WxH",
                    help="browser window of the screenshots in pixels (default 1280x1600)")
 
-    d = sub.add_parser("data", help="locate and checksum the real data sets")
+    d = sub.add_parser("data", help="locate the real data sets and verify their checksums (md5 of the uncompressed "
+                       "content; a .gz file may also be given uncompressed)")
     d.add_argument("names", nargs="*", help="data set names (default: all)")
     return p
 
@@ -601,18 +602,21 @@ def cmd_report(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from attnlab.experiments.data import DATASETS, DataError, locate
+    from attnlab.experiments.data import DATASETS, DataError, data_file, locate
 
     names = args.names or list(DATASETS)
-    bad = 0
     for name in names:
         _choice(name, DATASETS, "data set")
+    bad = 0
+    for name in names:
         try:
             path = locate(name, verify=True)
             print(f"{name:28s} ok       {path}")
+            for f in DATASETS[name].files:         # the checksums verified (md5 of the uncompressed content)
+                print(f"{'':28s}   md5 {f.md5}  {data_file(name, f.name, path, verify=False).name}")
         except DataError as exc:
             bad += 1
-            print(f"{name:28s} MISSING  {exc}")
+            print(f"{name:28s} {'CORRUPT ' if exc.kind == 'corrupt' else 'MISSING '} {exc}")
     return 1 if bad else 0
 
 

@@ -84,3 +84,37 @@ def test_a_system_package_folder_is_looked_in_last(tmp_path, monkeypatch):
         D.locate("gcide")
     msg = str(e.value)
     assert "gcide.dict.dz" in msg and "packages.debian.org" in msg and "/usr/share/dictd" in msg
+
+
+@pytest.mark.skipif(not _bundle_has("ucr-ecg200"), reason="offline bundle not present")
+def test_a_gz_file_may_be_given_uncompressed(tmp_path, capsys, monkeypatch):
+    """The official pages ship u.data and FordA_TRAIN.tsv, not their .gz: the same md5 (of the uncompressed
+    content) holds, so the plain files are found, verified and read, in a folder or given as the file itself;
+    `attnlab data` shows the checksums and calls a damaged file CORRUPT, not MISSING."""
+    from attnlab.cli import main
+
+    src = D.locate("ucr-ecg200")
+    folder = tmp_path / "ucr"
+    folder.mkdir()
+    for split in ("TRAIN", "TEST"):
+        with gzip.open(src / f"ECG200_{split}.tsv.gz", "rb") as fh:
+            (folder / f"ECG200_{split}.tsv").write_bytes(fh.read())
+    assert D.locate("ucr-ecg200", folder) == folder
+    assert D.data_file("ucr-ecg200", "ECG200_TRAIN.tsv.gz", folder) == folder / "ECG200_TRAIN.tsv"
+    assert D.data_file("ucr-ecg200", "ECG200_TEST.tsv.gz", folder / "ECG200_TEST.tsv") == folder / "ECG200_TEST.tsv"
+    assert len(D.read_table("ucr-ecg200", "ECG200_TRAIN.tsv.gz", folder, sep="\t", header=None)) == 100
+    with pytest.raises(D.DataError, match="expected a file named ECG200_TRAIN.tsv.gz or ECG200_TRAIN.tsv"):
+        D.data_file("ucr-ecg200", "ECG200_TRAIN.tsv.gz", folder / "ECG200_TEST.tsv")
+    # attnlab data: the checksums; a damaged copy is CORRUPT
+    bundle = tmp_path / "bundle"
+    shutil.copytree(folder, bundle / "ucr")
+    with open(bundle / "ucr" / "ECG200_TEST.tsv", "ab") as fh:
+        fh.write(b"1\t2\n")
+    monkeypatch.setenv(D.ENV_VAR, str(bundle))
+    assert main(["data", "ucr-ecg200"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("ucr-ecg200") and "CORRUPT" in out and "MISSING" not in out
+    monkeypatch.delenv(D.ENV_VAR)
+    assert main(["data", "ucr-ecg200"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"md5 {f.md5}" in out for f in D.DATASETS["ucr-ecg200"].files)

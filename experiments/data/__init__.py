@@ -10,7 +10,8 @@ Search order for data set NAME (a folder of files, laid out as in the offline bu
      (``Dataset.system``; e.g. Debian's ``dict-gcide`` puts GCIDE in ``/usr/share/dictd``).
 
 Every file is checked against the md5 of its uncompressed content (``.gz`` and dictzip's ``.dz`` are
-gzip streams).  A missing or corrupt file is a
+gzip streams), so a ``.gz`` file may also be given uncompressed, as its official page ships it (``u.data``
+for ``u.data.gz``, ``FordA_TRAIN.tsv`` for ``FordA_TRAIN.tsv.gz``): the same checksum holds for both.  A missing or corrupt file is a
 :class:`DataError` naming the file, the official download page and how to point attnlab at it.
 Nothing is read at import time.
 """
@@ -30,7 +31,12 @@ _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 class DataError(UsageError, FileNotFoundError):
     """A data file is missing, unreadable or does not match its checksum (the command line answers it
-    with one line and exit code 2, like every bad input)."""
+    with one line and exit code 2, like every bad input).  `kind`: 'missing' or 'corrupt' (unreadable,
+    damaged, or another version: its checksum differs)."""
+
+    def __init__(self, message: str, kind: str = "missing"):
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +148,16 @@ def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, 
 _VERIFIED: dict[tuple, bool] = {}
 
 
+def _names(fname: str) -> tuple[str, ...]:
+    """The names a file of a data set may have: as listed, and for a .gz one its uncompressed twin."""
+    return (fname, fname[:-3]) if fname.endswith(".gz") else (fname,)
+
+
+def _on_disk(folder: Path, fname: str) -> Path | None:
+    """The file `fname` of a data set in `folder` (or its uncompressed twin, _names), or None."""
+    return next((folder / n for n in _names(fname) if (folder / n).is_file()), None)
+
+
 def md5_uncompressed(path: Path) -> str:
     """md5 of the file's content (of the decompressed content for .gz); a truncated or damaged gzip
     stream is a DataError naming the file."""
@@ -154,9 +170,9 @@ def md5_uncompressed(path: Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise DataError(f"{path} is corrupt: cannot decompress it ({type(exc).__name__}: {exc})") from None
+        raise DataError(f"{path} is corrupt: cannot decompress it ({type(exc).__name__}: {exc})", "corrupt") from None
     except OSError as exc:
-        raise DataError(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raise DataError(f"{path} cannot be read: {exc.strerror or exc}", "corrupt") from None
     return h.hexdigest()
 
 
@@ -176,22 +192,24 @@ def locate(name: str, path: str | os.PathLike | None = None, verify: bool = True
     ds = DATASETS[name]
     tried = []
     for origin, folder in _candidates(ds, path):
-        missing = [f.name for f in ds.files if not (folder / f.name).is_file()]
+        missing = [f.name for f in ds.files if _on_disk(folder, f.name) is None]
         if not missing:
             if verify:
                 for f in ds.files:
-                    verify_file(ds, folder / f.name)
+                    verify_file(ds, _on_disk(folder, f.name), f.name)
             return folder
         tried.append((origin, folder, missing))
     # name the files that are really missing, in the first place that holds any of the set's files
     origin, folder, missing = next((t for t in tried if len(t[2]) < len(ds.files)), tried[0])
     where = (f"in {folder} ({origin})" if len(tried) == 1 else
              "; ".join(f"in {f} ({o})" for o, f, _ in tried))
-    raise DataError(f"data set {name!r}: {', '.join(missing)} not found {where}; " + _how_to(ds, missing[0]))
+    raise DataError(f"data set {name!r}: {', '.join(' or '.join(_names(m)) for m in missing)} not found {where}; "
+                    + _how_to(ds, missing[0]))
 
 
-def verify_file(ds: Dataset, p: Path) -> None:
-    f = ds.file(p.name)
+def verify_file(ds: Dataset, p: Path, fname: str | None = None) -> None:
+    """Check the file at `p` against the md5 of file `fname` of the data set (default: p's own name)."""
+    f = ds.file(fname or p.name)
     st = p.stat()
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if _VERIFIED.get(key):
@@ -199,24 +217,24 @@ def verify_file(ds: Dataset, p: Path) -> None:
     got = md5_uncompressed(p)
     if got != f.md5:
         raise DataError(f"data set {ds.name!r}: {p} is corrupt or a different version "
-                        f"(md5 of uncompressed content {got}, expected {f.md5}); " + _how_to(ds, p.name))
+                        f"(md5 of uncompressed content {got}, expected {f.md5}); " + _how_to(ds, f.name), "corrupt")
     _VERIFIED[key] = True
 
 
 def data_file(name: str, fname: str, path: str | os.PathLike | None = None, verify: bool = True) -> Path:
-    """Path of one file of data set `name` (checksum verified)."""
+    """Path of one file of data set `name` (checksum verified): `fname`, or its uncompressed twin (_names)."""
     ds = DATASETS.get(name)
     if ds is None:
         raise ValueError(f"unknown data set {name!r}; valid: {', '.join(DATASETS)}")
     ds.file(fname)
     if path is not None and Path(path).is_file():
         p = Path(path)
-        if p.name != fname:
-            raise DataError(f"data set {name!r}: expected a file named {fname}, got {p}")
+        if p.name not in _names(fname):
+            raise DataError(f"data set {name!r}: expected a file named {' or '.join(_names(fname))}, got {p}")
         if verify:
-            verify_file(ds, p)
+            verify_file(ds, p, fname)
         return p
-    return locate(name, path, verify) / fname
+    return _on_disk(locate(name, path, verify), fname)
 
 
 def read_table(name: str, fname: str, path: str | os.PathLike | None = None, **read_kw):
