@@ -800,9 +800,15 @@ def test_runner_lists_and_configs_are_checked(capsys, argv, fragment):
     _one_line_exit_2(capsys, argv, fragment)
 
 
-@pytest.mark.parametrize("content", ["hello\n", "a,b\n1,2\n", "\x00\x01\x02\n\x03,\x04\n"])
+_KAGGLE_HEAD = "Region,Country,State,City,Month,Day,Year,AvgTemperature\n"
+
+
+@pytest.mark.parametrize("content", ["hello\n", "a,b\n1,2\n", "\x00\x01\x02\n\x03,\x04\n",
+                                     _KAGGLE_HEAD + "North America,US,Alabama,Birmingham,10,1,2009,abc\n",
+                                     _KAGGLE_HEAD + "North America,US,Alabama,Birmingham,10,1,20O9,70.1\n"])
 def test_temperature_data_that_is_not_the_kaggle_csv(tmp_path, capsys, content):
-    """A text file or another CSV as --data: KeyError 'Country' (a traceback) before."""
+    """A text file or another CSV as --data: KeyError 'Country' (a traceback) before; text in a number column
+    of the Kaggle file: a TypeError traceback."""
     path = tmp_path / "t.csv"
     path.write_text(content)
     _one_line_exit_2(capsys, ["run", "efa-temperature", "--quick", "--data", str(path)], "--data")

@@ -336,3 +336,58 @@ def test_minilm_extraction_and_metrics(monkeypatch, tmp_path):
     assert all(bool(torch.isfinite(r["rel_dev"]).all()) and float(r["rel_dev"].max()) < 1 for r in res["layer1"])
 
 
+
+
+def _idx_gz(path, arr):
+    import gzip
+
+    arr = np.asarray(arr, dtype=np.uint8)
+    head = (0x0800 | arr.ndim).to_bytes(4, "big") + b"".join(int(d).to_bytes(4, "big") for d in arr.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(head + arr.tobytes())
+
+
+def test_ot_vit_local_data_is_checked_before_training(tmp_path):
+    """A truncated IDX file, 100 images with 60 labels, labels up to 249, a crafted CIFAR pickle: each a one-line
+    UsageError before any training (they were an EOFError traceback, an IndexError mid-run, or code run by
+    pickle); --data with the default digits data set is refused, not ignored."""
+    import os
+    import pickle
+
+    from attnlab.errors import UsageError
+    from attnlab.experiments.fenchel import ot_vit
+
+    def fm(folder, n_tr=100, n_lab=100, top=9):
+        folder.mkdir()
+        rng = np.random.default_rng(0)
+        _idx_gz(folder / "train-images-idx3-ubyte.gz", rng.integers(0, 256, (n_tr, 28, 28)))
+        _idx_gz(folder / "train-labels-idx1-ubyte.gz", rng.integers(0, top + 1, n_lab))
+        _idx_gz(folder / "t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (10, 28, 28)))
+        _idx_gz(folder / "t10k-labels-idx1-ubyte.gz", rng.integers(0, 10, 10))
+        return folder
+
+    ok = fm(tmp_path / "ok")
+    assert ot_vit.load_local("fashion-mnist", str(ok))[0].shape == (100, 1, 28, 28)
+    for folder, frag in ((fm(tmp_path / "few", n_lab=60), "100 images and 60 labels"),
+                         (fm(tmp_path / "lab", top=249), "not in [0, 9]")):
+        with pytest.raises(FileNotFoundError, match=frag.replace("[", r"\[").replace("]", r"\]")):
+            ot_vit.load_local("fashion-mnist", str(folder))
+    trunc = fm(tmp_path / "trunc")
+    data = (trunc / "train-images-idx3-ubyte.gz").read_bytes()
+    (trunc / "train-images-idx3-ubyte.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(FileNotFoundError, match="corrupt"):
+        ot_vit.load_local("fashion-mnist", str(trunc))
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo crafted",))
+
+    cif = tmp_path / "cifar"
+    cif.mkdir()
+    for n in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(cif / n, "wb") as fh:
+            pickle.dump({"data": Evil(), "labels": [0]}, fh)
+    with pytest.raises(FileNotFoundError, match="refused unread"):
+        ot_vit.load_local("cifar10", str(cif))
+    with pytest.raises(UsageError, match="--data is for --dataset"):
+        ot_vit.main(["--quick", "--data", str(ok), "--results-dir", str(tmp_path / "r")])

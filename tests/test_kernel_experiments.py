@@ -433,3 +433,42 @@ def test_fit_without_patience_is_the_fixed_schedule_and_max_epochs_is_not_conver
     assert ctx.converged(rec, res["trivial"])["converged"] is not True       # 2 epochs: too short to judge
     with pytest.raises(ValueError, match="val_fraction"):
         _toy_fit(tmp_path / "c", monkeypatch, epochs=2, patience=3)
+
+
+def test_quick_subsets_are_random_not_the_first_rows():
+    """Files sorted by class gave --quick one class: IMDB's first 400 reviews are all positive."""
+    y = np.repeat([0, 1], 450)
+    tr = [f"t{i}" for i in range(900)]
+    a, ya, b, yb = C.quick_subset({"subset": 400}, tr, y, tr, y)
+    assert len(a) == len(ya) == 400 and set(ya.tolist()) == {0, 1} and set(yb.tolist()) == {0, 1}
+    assert all(tr.index(t) in np.flatnonzero(y == lab) for t, lab in zip(a, ya))     # rows stay with their labels
+    assert C.quick_subset({}, tr, y, tr, y)[0] is tr
+
+
+def test_user_data_of_the_kernel_runners_is_checked(tmp_path):
+    """--data with another UCR set named UWaveGestureLibraryAll_* trained on it (ECG200: 2 classes, length 96);
+    a non-numeric or ragged table, a Latin-1 review, an IMDB folder without reviews were tracebacks."""
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.kernel.gestures import load_series
+    from attnlab.experiments.kernel.sentiment import load_texts
+
+    uw = tmp_path / "uw"
+    uw.mkdir()
+    rows = "\n".join("1\t" + "\t".join(["0.5"] * 96) for _ in range(100))
+    for split in ("TRAIN", "TEST"):
+        (uw / f"UWaveGestureLibraryAll_{split}.tsv").write_text(rows + "\n")
+    with pytest.raises(DataError, match="holds 100 series of length 96; UWaveGestureLibraryAll_TEST has 3582"):
+        load_series(uw)
+    (uw / "UWaveGestureLibraryAll_TEST.tsv").write_text("1\t0.5\tx\n")
+    with pytest.raises(DataError, match="is not a UCR table of numbers"):
+        load_series(uw)
+    imdb = tmp_path / "imdb"
+    for split in ("train", "test"):
+        for sub in ("pos", "neg"):
+            (imdb / split / sub).mkdir(parents=True)
+    with pytest.raises(DataError, match="has no reviews"):
+        load_texts(imdb)
+    (imdb / "train" / "pos" / "0_9.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (imdb / "train" / "neg" / "0_1.txt").write_text("bad")
+    with pytest.raises(DataError, match="cannot be read as UTF-8"):
+        load_texts(imdb)

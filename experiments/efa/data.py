@@ -303,6 +303,14 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     if missing:                     # another CSV (or a text file) read as one: the Kaggle file's columns
         raise DataError(f"--data {csv_path}: lacks the column(s) {', '.join(missing)} of the Kaggle "
                         "city_temperature.csv (Region, Country, State, City, Month, Day, Year, AvgTemperature)")
+    for col in ("Year", "Month", "Day", "AvgTemperature"):      # text there was a TypeError traceback
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = num.isna() & df[col].notna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise DataError(f"--data {csv_path}: column {col} holds {df[col].iloc[row]!r} (data row {row + 1}), "
+                            "not a number")
+        df[col] = num
     cities = read_table("us-cities", "all_cities_lat_lon.csv", coords_path)
     cities.columns = [c.strip() for c in cities.columns]
     df = df[(df["Country"] == "US") & (df["Year"] >= 2007) & (df["Year"] <= 2019)]

@@ -83,12 +83,49 @@ def load_digits_split():
 
 
 def _idx(path: Path):
-    with gzip.open(path, "rb") as fh:
-        data = fh.read()
+    """An IDX file (gzip) of unsigned bytes; a truncated or foreign file is a ValueError naming it."""
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = fh.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ValueError(f"{path} is corrupt: cannot decompress it ({type(exc).__name__}: {exc})") from None
     magic = int.from_bytes(data[:4], "big")
     ndim = magic & 0xFF
+    if len(data) < 4 + 4 * ndim or magic >> 8 != 0x08 or not 1 <= ndim <= 3:
+        raise ValueError(f"{path} is not an IDX file of unsigned bytes (magic {magic:#x})")
     dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    if len(data) != 4 + 4 * ndim + int(np.prod(dims)):
+        raise ValueError(f"{path} holds {len(data) - 4 - 4 * ndim} bytes of data where its header says "
+                         f"{' x '.join(map(str, dims))}")
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """Unpickles CIFAR's python batches (dicts, lists, bytes, numpy arrays) and nothing else: pickle can
+    call any function a crafted file names, so a --data file could run code; every other global is refused."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+               ("numpy._core.multiarray", "scalar"), ("builtins", "bytes"), ("_codecs", "encode")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which a CIFAR batch does not (refused unread: "
+                                         "a crafted file could run code)")
+        return super().find_class(module, name)
+
+
+def _check_split(Xtr, ytr, Xte, yte, n_classes: int, path):
+    """Images and labels of each split agree in number and the labels lie in 0..n_classes-1 (a file of 60
+    labels for 100 images, or labels up to 249, trained until an IndexError mid-run)."""
+    for name, X, y in (("training", Xtr, ytr), ("test", Xte, yte)):
+        y = np.asarray(y)
+        if len(X) != len(y) or len(y) == 0:
+            raise ValueError(f"the {name} split has {len(X)} images and {len(y)} labels")
+        if y.min() < 0 or y.max() >= n_classes:
+            raise ValueError(f"the {name} labels lie in [{y.min()}, {y.max()}], not in [0, {n_classes - 1}]")
 
 
 def load_local(dataset: str, path: str | None):
@@ -101,12 +138,13 @@ def load_local(dataset: str, path: str | None):
             f = lambda n: _idx(p / n)
             Xtr, ytr = f("train-images-idx3-ubyte.gz"), f("train-labels-idx1-ubyte.gz")
             Xte, yte = f("t10k-images-idx3-ubyte.gz"), f("t10k-labels-idx1-ubyte.gz")
+            _check_split(Xtr, ytr, Xte, yte, 10, p)
             return (Xtr[:, None] / 255.0).astype(np.float32), ytr.astype(int), \
                    (Xte[:, None] / 255.0).astype(np.float32), yte.astype(int), 10
         if dataset == "cifar10":
             def rd(n):
                 with open(p / n, "rb") as fh:
-                    d = pickle.load(fh, encoding="latin1")
+                    d = _ArraysOnly(fh, encoding="latin1").load()
                 return d["data"], d["labels"]
             parts = [rd(f"data_batch_{i}") for i in range(1, 6)]
             Xtr = np.concatenate([a for a, _ in parts])
@@ -116,11 +154,15 @@ def load_local(dataset: str, path: str | None):
         else:
             def rd(n):
                 with open(p / n, "rb") as fh:
-                    d = pickle.load(fh, encoding="latin1")
+                    d = _ArraysOnly(fh, encoding="latin1").load()
                 return d["data"], d["fine_labels"]
             (Xtr, ytr), (Xte, yte) = rd("train"), rd("test")
             n_cls = 100
-    except (OSError, KeyError, ValueError, pickle.UnpicklingError) as exc:
+        Xtr, Xte = (np.asarray(X) for X in (Xtr, Xte))
+        if Xtr.ndim != 2 or Xtr.shape[1:] != (3072,) or Xte.shape[1:] != (3072,):
+            raise ValueError(f"images of shape {Xtr.shape[1:]} and {Xte.shape[1:]}, not 3072 bytes (3 x 32 x 32)")
+        _check_split(Xtr, ytr, Xte, yte, n_cls, p)
+    except (OSError, KeyError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
         raise FileNotFoundError(f"--data {path}: could not read {dataset} ({exc}); expected {FORMATS[dataset]}") from None
     sh = lambda X: (np.asarray(X).reshape(-1, 3, 32, 32) / 255.0).astype(np.float32)
     return sh(Xtr), np.asarray(ytr, dtype=int), sh(Xte), np.asarray(yte, dtype=int), n_cls
@@ -236,6 +278,9 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         raise UsageError(f"--device: {exc}") from None
     if args.dataset == "digits":
+        if args.data is not None:           # (it was ignored: a run on digits, recorded, exit 0)
+            raise UsageError("--data is for --dataset fashion-mnist, cifar10 or cifar100; digits ships with "
+                             "scikit-learn and takes none")
         cfg = dict(CONFIG_DIGITS_QUICK if args.quick else CONFIG_DIGITS)
         substitute = SUBSTITUTE_DIGITS
         data = load_digits_split()

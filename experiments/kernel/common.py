@@ -133,6 +133,18 @@ def encode_labels(*ys):
 
 # --------------------------------------------------------------------------- time warping (App. B.3)
 
+def quick_subset(cfg: dict, tr, ytr, te, yte):
+    """The first cfg['subset'] of a fixed random order of each split (seeded, as load_ucr_split's): the
+    files are sorted by class, and their first rows held one or two classes (kernel-sentiment's IMDB quick
+    subset was 400 positive reviews and no negative one).  Without 'subset' the splits as they are."""
+    n = cfg.get("subset")
+    if not n:
+        return tr, ytr, te, yte
+    i = np.random.default_rng(0).permutation(len(ytr))[:n]
+    j = np.random.default_rng(1).permutation(len(yte))[:n]
+    return [tr[k] for k in i], np.asarray(ytr)[i], [te[k] for k in j], np.asarray(yte)[j]
+
+
 def load_ucr_split(dataset: str, cfg: dict, path=None):
     """A UCR set's TRAIN/TEST as torch tensors: labels encoded 0..k-1, every cfg['downsample']-th point
     of each series (reduced configs), and fixed random subsets for the quick config."""

@@ -52,27 +52,55 @@ CONFIGS = {
 }
 
 
+# UWaveGestureLibraryAll as UCR describes it: (series in the UCR split, length, classes)
+UWAVE = {"TRAIN": 896, "TEST": 3582, "length": 945, "classes": 8}
+_UWAVE_HOW = ("download UWaveGestureLibraryAll from https://www.cs.ucr.edu/~eamonn/time_series_data_2018/ and pass "
+              "--data FOLDER")
+
+
 def _read_ucr_file(folder: Path, stem: str):
+    """(X, y) of a user's UCR file: one line naming the file for a file that does not parse, or that is not
+    UWaveGestureLibraryAll (another UCR set in its place trained without a word)."""
     import pandas as pd
 
+    from attnlab.experiments.data import DataError
+
+    split = stem.rsplit("_", 1)[1]
     for suffix in (".tsv", ".tsv.gz", ".txt", ".txt.gz"):
         p = folder / f"{stem}{suffix}"
         if p.is_file():
-            df = pd.read_csv(p, sep="\t" if ".tsv" in suffix else r"\s+", header=None)
-            return df.iloc[:, 1:].to_numpy(dtype=np.float64), df[0].to_numpy()
-    raise FileNotFoundError(f"{stem}.tsv[.gz] not found in {folder}; download UWaveGestureLibraryAll from "
-                            "https://www.cs.ucr.edu/~eamonn/time_series_data_2018/ and pass --data FOLDER")
+            try:
+                df = pd.read_csv(p, sep="\t" if ".tsv" in suffix else r"\s+", header=None)
+                X, y = df.iloc[:, 1:].to_numpy(dtype=np.float64), df[0].to_numpy(dtype=np.float64)
+            except (ValueError, OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+                raise DataError(f"--data: {p} is not a UCR table of numbers ({str(exc).splitlines()[0][:120]})",
+                                "corrupt") from None
+            problem = (f"{X.shape[0]} series of length {X.shape[1]}" if X.shape != (UWAVE[split], UWAVE["length"])
+                       else "missing values (NaN)" if np.isnan(X).any() or np.isnan(y).any()
+                       else "labels that are not whole numbers" if not np.all(y == np.round(y))
+                       else None)
+            if problem:
+                raise DataError(f"--data: {p} holds {problem}; UWaveGestureLibraryAll_{split} has {UWAVE[split]} "
+                                f"series of length {UWAVE['length']}, no missing values, {UWAVE['classes']} classes "
+                                f"(UCR 2018); {_UWAVE_HOW}", "corrupt")
+            return X, y.astype(np.int64)
+    raise FileNotFoundError(f"{stem}.tsv[.gz] not found in {folder}; {_UWAVE_HOW}")
 
 
 def load_series(path=None):
     """(train list of 1-D arrays, y_train, test list, y_test, n_classes, substitute label or None)."""
     if path is not None:
+        from attnlab.experiments.data import DataError
+
         folder = Path(path).expanduser()
         Xa, ya = _read_ucr_file(folder, "UWaveGestureLibraryAll_TEST")     # 3582: the paper's training set
         Xb, yb = _read_ucr_file(folder, "UWaveGestureLibraryAll_TRAIN")    # 896: the paper's test set
-        tr, te = [r[~np.isnan(r)] for r in Xa], [r[~np.isnan(r)] for r in Xb]
+        classes = np.unique(np.concatenate([ya, yb]))
+        if classes.size != UWAVE["classes"]:
+            raise DataError(f"--data: {folder} holds {classes.size} classes; UWaveGestureLibraryAll has "
+                            f"{UWAVE['classes']} (UCR 2018); {_UWAVE_HOW}", "corrupt")
         (ya, yb), k = C.encode_labels(ya, yb)
-        return tr, ya, te, yb, k, None
+        return list(Xa), ya, list(Xb), yb, k, None
     from attnlab.experiments.data import read_table
 
     def axes(split):
@@ -131,8 +159,7 @@ def main(argv: list[str]) -> int:
         tr, ytr, te, yte, k, substitute = load_series(args.data)
     except (DataError, FileNotFoundError) as exc:
         raise UsageError(f"{exc}") from None
-    if cfg.get("subset"):
-        tr, ytr, te, yte = tr[:cfg["subset"]], ytr[:cfg["subset"]], te[:cfg["subset"]], yte[:cfg["subset"]]
+    tr, ytr, te, yte = C.quick_subset(cfg, tr, ytr, te, yte)
     seeds = seeds_of(args)
     C.announce(EXPERIMENT, substitute, name, cfg, seeds)
     def one(task):

@@ -57,6 +57,8 @@ def tokenize(text: str) -> list[str]:
 def load_texts(path=None, split_seed: int = 0):
     """(train_texts, y_train, test_texts, y_test, substitute label or None)."""
     if path is not None:
+        from attnlab.experiments.data import DataError
+
         root = Path(path).expanduser()
         root = root / "aclImdb" if (root / "aclImdb").is_dir() else root
         out = []
@@ -68,8 +70,16 @@ def load_texts(path=None, split_seed: int = 0):
                     raise FileNotFoundError(f"{d} not found; download IMDB (aclImdb_v1.tar.gz) from "
                                             "https://ai.stanford.edu/~amaas/data/sentiment/ and pass --data FOLDER")
                 for f in sorted(d.glob("*.txt")):
-                    texts.append(f.read_text(encoding="utf-8"))
+                    try:
+                        texts.append(f.read_text(encoding="utf-8"))
+                    except (UnicodeDecodeError, OSError) as exc:
+                        raise DataError(f"--data: {f} cannot be read as UTF-8 text ({exc}); IMDB's reviews are "
+                                        "UTF-8", "corrupt") from None
                     ys.append(lab)
+            if not {0, 1} <= set(ys):
+                raise DataError(f"--data: {root / split} has no reviews (*.txt) in "
+                                f"{' or '.join(s for lab, s in ((1, 'pos'), (0, 'neg')) if lab not in ys)}; IMDB "
+                                "(aclImdb) has 12,500 of each per split")
             out += [texts, np.array(ys)]
         return (*out, None)
     from attnlab.experiments.data import read_table
@@ -120,8 +130,7 @@ def main(argv: list[str]) -> int:
         tr, ytr, te, yte, substitute = load_texts(args.data)
     except (DataError, FileNotFoundError) as exc:
         raise UsageError(f"{exc}") from None
-    if cfg.get("subset"):
-        tr, ytr, te, yte = tr[:cfg["subset"]], ytr[:cfg["subset"]], te[:cfg["subset"]], yte[:cfg["subset"]]
+    tr, ytr, te, yte = C.quick_subset(cfg, tr, ytr, te, yte)
     vocab = build_vocab(tr, cfg["min_count"])
     train = [*encode(tr, vocab, cfg["max_len"]), torch.as_tensor(ytr)]
     test = [*encode(te, vocab, cfg["max_len"]), torch.as_tensor(yte)]
