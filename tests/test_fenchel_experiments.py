@@ -391,3 +391,21 @@ def test_ot_vit_local_data_is_checked_before_training(tmp_path):
         ot_vit.load_local("cifar10", str(cif))
     with pytest.raises(UsageError, match="--data is for --dataset"):
         ot_vit.main(["--quick", "--data", str(ok), "--results-dir", str(tmp_path / "r")])
+
+
+def test_t5_like_with_a_left_padded_target_stays_finite():
+    """The first target position padded: under the causal mask its query row excludes every key, and the softmax
+    of -inf's was NaN, which the next layer spread to every position of the sequence.  Now that row gives 0 (as
+    SDPA) and the real positions equal those of the same target with the pad's id changed (it is not attended)."""
+    torch.manual_seed(0)
+    t = T5Like(12, d_model=8, n_heads=2, n_layers=2, d_ff=8).eval()
+    src, sm = torch.randint(0, 12, (2, 5)), torch.ones(2, 5, dtype=torch.bool)
+    tgt, tm = torch.randint(0, 12, (2, 4)), torch.ones(2, 4, dtype=torch.bool)
+    tm[0, 0] = False
+    with torch.no_grad():
+        out = t(src, sm, tgt, tm)
+        tgt2 = tgt.clone()
+        tgt2[0, 0] = (tgt[0, 0] + 1) % 12
+        out2 = t(src, sm, tgt2, tm)
+    assert bool(torch.isfinite(out).all())
+    assert torch.allclose(out[0, 1:], out2[0, 1:]) and torch.equal(out[1], out2[1])

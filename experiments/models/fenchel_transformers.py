@@ -57,7 +57,12 @@ class Attention(nn.Module):
             self.capture.append({"xq": y.detach(), "xk": x.detach(), "add": add.detach()})
         q, k, v = self.split(self.q(y)), self.split(self.k(x)), self.split(self.v(x))
         logits = (q @ k.transpose(-1, -2)) * self.scale + add
-        a = self.drop(torch.softmax(logits, dim=-1))
+        # a query with every key excluded (a left-padded target under the causal mask: its first row) attends
+        # to nothing and gives 0, as SDPA; its softmax of -inf's was NaN, which the next layer spread to
+        # every position
+        none = torch.isneginf(logits).all(-1, keepdim=True)
+        a = torch.softmax(logits.masked_fill(none, 0.0), dim=-1).masked_fill(none, 0.0)
+        a = self.drop(a)
         out = (a @ v).transpose(1, 2).reshape(y.shape[0], y.shape[1], self.d_model)
         return self.o(out)
 
