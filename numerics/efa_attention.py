@@ -31,7 +31,11 @@ def _choice(value, allowed, name):
 
 
 def _posint(value, name, minimum=1):
-    if isinstance(value, bool) or int(value) != value or value < minimum:
+    """value as an int >= minimum, or a ValueError naming `name` (for None, a string, NaN, inf, 2.7, True)."""
+    import numbers
+
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or int(value) != value or value < minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
 
@@ -79,6 +83,9 @@ class AttentionLayer(nn.Module):
             self.scale = 1.0 / width
         elif scale == "sqrt_head":
             self.scale = 1.0 / math.sqrt(self.head_dim)
+        elif isinstance(scale, (str, bool)) or not (isinstance(scale, (int, float)) and math.isfinite(scale)
+                                                    and scale > 0):
+            raise ValueError(f"scale must be 'width', 'sqrt_head' or a finite number > 0; got {scale!r}")
         else:
             self.scale = float(scale)
         vdim = self.head_dim if self.out_proj else width
@@ -95,9 +102,9 @@ class AttentionLayer(nn.Module):
             self.b_O = nn.Parameter(torch.zeros(width)) if self.use_bias else None
         self.norm1 = nn.LayerNorm(width) if layer_norm else None
         self.ffn = None
-        if ffn_hidden:
-            self.ffn = nn.Sequential(nn.Linear(width, int(ffn_hidden)), nn.ReLU(),
-                                     nn.Linear(int(ffn_hidden), width))
+        if ffn_hidden is not None and ffn_hidden is not False and ffn_hidden != 0:
+            hidden = _posint(ffn_hidden, "ffn_hidden")
+            self.ffn = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, width))
             self.norm2 = nn.LayerNorm(width) if layer_norm else None
         self.reset_parameters()
 

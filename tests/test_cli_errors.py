@@ -70,7 +70,7 @@ def test_device_cuda_without_gpu_refused_while_parsing(capsys):
 def test_efa_data_nonexistent(capsys, tmp_path):
     _one_line_exit_2(capsys, ["run", "efa-movielens-sequences", "--quick", "--seed", "0", "--data",
                               str(tmp_path / "nonexistent"), "--results-dir", str(tmp_path / "r")],
-                     "u.data.gz not found", "--data PATH")
+                     "u.data.gz or u.data not found", "--data PATH")
 
 
 def test_unknown_choice_in_a_runner(capsys):

@@ -309,3 +309,43 @@ def test_bai_efa_gradients_finite_with_an_all_zero_token(dtype):
     assert all(bool(torch.isfinite(p.grad).all()) for p in m.parameters())
     h = torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.3, 0.4]], dtype=dtype)
     assert torch.allclose(clip_norm(h, 1.0), torch.tensor([[0.0, 0.0], [0.6, 0.8], [0.3, 0.4]], dtype=dtype))
+
+
+def test_efa_models_refuse_what_they_cannot_mean():
+    """Each was silently accepted (float targets truncated, ffn_hidden 2.7 read as 2, a zero-width layer, y of
+    shape (I,) broadcast, a neighbour list short of rows, a target among its own neighbours) or a deep torch
+    error that named no argument (I = 0, n_items None / inf / NaN, scale 'foo', ffn_hidden -3)."""
+    from attnlab.experiments.models.efa import FMAttributes, FMValue
+
+    x = torch.tensor([[1, 2, 3], [2, 3, 4]])
+    m = EFACategorical(6, 4)
+    for kw, frag in ((dict(targets=[[0.7], [1.2]]), "targets must be integer"),):
+        with pytest.raises(ValueError, match=frag):
+            m(x, **kw)
+    with pytest.raises(ValueError, match="I >= 1"):
+        m(torch.zeros(2, 0, dtype=torch.long))
+    for kw, frag in ((dict(n_items=None), "n_items must be an integer"), (dict(n_items=float("inf")), "n_items"),
+                     (dict(n_items=float("nan")), "n_items"), (dict(n_items=6, ffn_hidden=2.7), "ffn_hidden"),
+                     (dict(n_items=6, ffn_hidden=-3), "ffn_hidden"), (dict(n_items=6, scale="foo"), "scale"),
+                     (dict(n_items=6, scale=float("nan")), "scale")):
+        with pytest.raises(ValueError, match=frag):
+            EFACategorical(**{"dim": 4, **kw})
+    for kw, frag in ((dict(attr_hidden=0, attr_dim=2), "attr_hidden"), (dict(value_hidden=0), "value_hidden"),
+                     (dict(unembed_hidden=0), "unembed_hidden")):
+        with pytest.raises(ValueError, match=frag):
+            EFAValue(n_items=6, dim=4, **kw)
+    fv = FMValue("gaussian", n_items=6, dim=4)
+    y = torch.randn(2, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="y must have the shape of x"):
+        fv(y[0], x)
+    fa = FMAttributes(2, 4)
+    tau = torch.randn(3, 2)
+    targets = torch.tensor([[0, 1, 2], [0, 1, 2]])
+    for nb, frag in (([[1], [2]], "neighbors must have shape"), ([[1], [2], [7]], "positions in"),
+                     ([[1], [1], [0]], "must not list a target"), ([[1.0], [2.0], [0.0]], "integer positions")):
+        with pytest.raises(ValueError, match=frag):
+            fa(y.float(), tau, targets=targets, neighbors=nb)
+    assert fa(y.float(), tau, targets=targets, neighbors=[[1], [2], [0]]).shape == (2, 3)
+    fb = FMAttributes(2, 4, family="bernoulli")
+    with pytest.raises(ValueError):
+        fb.nll(torch.full((2, 3), 3.0), tau)

@@ -318,6 +318,8 @@ def input_checks(enabled: bool):
 
 
 def _prepare(x_like: torch.Tensor, valid, targets):
+    if x_like.ndim < 2 or x_like.shape[1] == 0:
+        raise ValueError(f"the sequences must have shape (B, I) with I >= 1; got {tuple(x_like.shape)}")
     B, I = x_like.shape[:2]
     dev = x_like.device
     if valid is None:
@@ -329,7 +331,10 @@ def _prepare(x_like: torch.Tensor, valid, targets):
     if targets is None:
         targets = all_targets(B, I, dev)
     else:
-        targets = torch.as_tensor(targets, dtype=torch.long, device=dev)
+        targets = torch.as_tensor(targets, device=dev)
+        if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+            raise ValueError(f"targets must be integer positions in [0, {I - 1}]; got dtype {targets.dtype}")
+        targets = targets.long()
         if targets.ndim != 2 or targets.shape[0] != B:
             raise ValueError(f"targets must have shape (B, T) with B = {B}; got {tuple(targets.shape)}")
         if _INPUT_CHECKS[0] and targets.numel() and (targets.min() < 0 or targets.max() >= I):
@@ -465,8 +470,9 @@ class EFACategorical(nn.Module):
 # ------------------------------------------------------------------------------------------------
 # EFA, exponential-family value part (Sec 2.2)
 # ------------------------------------------------------------------------------------------------
-def _mlp(d_in, hidden, d_out):
-    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+def _mlp(d_in, hidden, d_out, name="hidden"):
+    h = _posint(hidden, name)
+    return nn.Sequential(nn.Linear(d_in, h), nn.ReLU(), nn.Linear(h, d_out))
 
 
 class EFAValue(nn.Module):
@@ -524,7 +530,7 @@ class EFAValue(nn.Module):
             if isinstance(attr_map, nn.Module):
                 self.g = attr_map
             elif attr_map == "mlp":
-                self.g = _mlp(self.attr_dim, attr_hidden, self.dim)
+                self.g = _mlp(self.attr_dim, attr_hidden, self.dim, "attr_hidden")
             elif attr_map == "linear":
                 self.g = nn.Linear(self.attr_dim, self.dim)
             else:
@@ -542,7 +548,7 @@ class EFAValue(nn.Module):
         if self.value_embedding == "linear":
             self.lambda1 = nn.Linear(1, self.value_dim)
         elif self.value_embedding == "mlp":
-            self.lambda1 = _mlp(1, value_hidden, self.value_dim)
+            self.lambda1 = _mlp(1, value_hidden, self.value_dim, "value_hidden")
         elif self.value_embedding == "lookup":
             if n_values is None:
                 raise ValueError("n_values (size of the value table) is needed for value_embedding='lookup'")
@@ -564,7 +570,7 @@ class EFAValue(nn.Module):
         if self.unembedding == "linear":
             self.lambda2 = nn.Linear(self.width, n_out, bias=unembed_bias)
         elif self.unembedding == "mlp":
-            self.lambda2 = _mlp(self.width, unembed_hidden, n_out)
+            self.lambda2 = _mlp(self.width, unembed_hidden, n_out, "unembed_hidden")
         else:
             if n_out > self.width:
                 raise ValueError(f"unembedding='last' needs width >= {n_out}")
@@ -813,6 +819,8 @@ class FMValue(nn.Module):
     def forward(self, y, x, valid=None, targets=None):
         """kappa (B, T)."""
         y, x = torch.as_tensor(y), torch.as_tensor(x)
+        if y.shape != x.shape:         # (I,) was broadcast over the batch without a word
+            raise ValueError(f"y must have the shape of x, (B, I) = {tuple(x.shape)}; got {tuple(y.shape)}")
         valid, targets, _ = _prepare(x, valid, targets)
         x = torch.where(valid, x, torch.zeros_like(x))
         _check_ids(x, self.n_items, "x")
@@ -854,6 +862,30 @@ class FMValue(nn.Module):
         return self.family.mean(self.forward(y, x, valid, targets))
 
 
+def _check_neighbors(neighbors, targets, I: int) -> torch.Tensor:
+    """neighbors as a (B, T, k) long tensor: integer positions in [0, I - 1], one row per target ((T, k) is
+    shared by the batch), and never the target itself (its own y would be in its context: a leak).  A list
+    with fewer rows than targets gave the others an empty context; a target among its neighbours saw its y."""
+    B, T = targets.shape
+    nb = torch.as_tensor(neighbors, device=targets.device)
+    if nb.is_floating_point() or nb.is_complex() or nb.dtype == torch.bool:
+        raise ValueError(f"neighbors must be integer positions in [0, {I - 1}]; got dtype {nb.dtype}")
+    nb = nb.long()
+    if nb.ndim == 2:
+        nb = nb.expand(B, *nb.shape)
+    if nb.ndim != 3 or tuple(nb.shape[:2]) != (B, T) or nb.shape[2] < 1:
+        raise ValueError(f"neighbors must have shape (B, T, k) = ({B}, {T}, k) or (T, k) = ({T}, k) with k >= 1; "
+                         f"got {tuple(torch.as_tensor(neighbors).shape)}")
+    if _INPUT_CHECKS[0]:
+        if nb.min() < 0 or nb.max() >= I:
+            raise ValueError(f"neighbors must hold positions in [0, {I - 1}]; got range [{int(nb.min())}, "
+                             f"{int(nb.max())}]")
+        if bool((nb == targets[..., None]).any()):
+            raise ValueError("neighbors must not list a target among its own neighbours (its own y would be in "
+                             "its context)")
+    return nb
+
+
 class FMAttributes(nn.Module):
     """Prop 2: y_i | y_{-i} ~ N(h(tau_i)^T sum_{j in N(i)} h(tau_j) y_j, sigma^2) (no normalization).
 
@@ -878,9 +910,7 @@ class FMAttributes(nn.Module):
         if neighbors is None:
             ctx = context_matrix(valid, targets, "bidirectional").to(dt)
         else:
-            nb = torch.as_tensor(neighbors, dtype=torch.long, device=y.device)
-            if nb.ndim == 2:
-                nb = nb.expand(y.shape[0], *nb.shape)
+            nb = _check_neighbors(neighbors, targets, y.shape[1])
             ctx = torch.zeros(*targets.shape, y.shape[1], dtype=dt, device=y.device)
             ctx.scatter_(2, nb, 1.0)
             ctx = ctx * valid[:, None, :].to(dt)
@@ -897,7 +927,9 @@ class FMAttributes(nn.Module):
         y = torch.as_tensor(y)
         valid, targets, tv = _prepare(y, valid, targets)
         out = self.forward(y, tau, valid, targets, neighbors)
-        lp = self.family.log_prob(out, self._targets_y(y, targets, tv))
+        yt = self._targets_y(y, targets, tv)
+        self.family.validate_y(yt, "y")
+        lp = self.family.log_prob(out, yt)
         return lp * tv.to(lp.dtype)
 
     def nll(self, y, tau, valid=None, targets=None, neighbors=None):
@@ -911,4 +943,6 @@ class FMAttributes(nn.Module):
         y = torch.as_tensor(y)
         valid, targets, tv = _prepare(y, valid, targets)
         out = self.forward(y, tau, valid, targets, neighbors)
-        return _masked_mean(self.family.code_loss(out, self._targets_y(y, targets, tv)), tv)
+        yt = self._targets_y(y, targets, tv)
+        self.family.validate_y(yt, "y")
+        return _masked_mean(self.family.code_loss(out, yt), tv)

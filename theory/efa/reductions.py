@@ -452,7 +452,8 @@ def fm_printed_deviation(seed=4, D=6, K=3, I=5, F=4):
         fa = FMAttributes(2, K, h=h).double()
         tau = _t(rng.uniform(-1, 1, size=(I, 2)))
         yg = _t(rng.normal(size=(F, I)))
-        nb = torch.as_tensor(rng.integers(0, I, size=(I, 2)))
+        # two random other positions per target (a target is never its own neighbour: its y would be in its context)
+        nb = torch.as_tensor((np.arange(I)[:, None] + rng.integers(1, I, size=(I, 2))) % I)
         for name, kw in (("attributes,all", {}), ("attributes,neighbors", dict(neighbors=nb))):
             want = ref.fm_attributes_reference(h, yg, tau, valid, kw.get("neighbors"))
             ll = ref.gaussian_loglik_reference(want, yg, 1.0) * valid
