@@ -476,3 +476,32 @@ def test_user_data_of_the_kernel_runners_is_checked(tmp_path):
     (imdb / "train" / "neg" / "0_1.txt").write_text("bad")
     with pytest.raises(DataError, match="cannot be read as UTF-8"):
         load_texts(imdb)
+
+
+def test_kernel_models_refuse_what_they_cannot_mean():
+    """length 0 (ZeroDivisionError) or 20.7 (read as 20), zero heads / classes (zero-width layers), a series of
+    another length (discrete softmax took it), lengths that disagree with the tokens, heads not dividing
+    d_model (an AssertionError): each a ValueError naming the argument."""
+    from attnlab.experiments.models.kernel_models import (GestureNet, SentenceNet, SeriesAttentionNet,
+                                                          TransformerClassifier)
+
+    for kw, frag in ((dict(length=0), "length"), (dict(length=20.7), "length"), (dict(n_classes=0), "n_classes")):
+        with pytest.raises(ValueError, match=frag):
+            SeriesAttentionNet("discrete_softmax", **{"length": 20, "n_classes": 2, **kw})
+    net = SeriesAttentionNet("discrete_softmax", 20, 2, hidden=4)
+    assert net(torch.randn(3, 20)).shape == (3, 2)
+    with pytest.raises(ValueError, match=r"shape \(batch, 20\)"):
+        net(torch.randn(3, 17))
+    for kw, frag in ((dict(heads=0), "heads"), (dict(n_classes=0), "n_classes"), (dict(ref_points=5), "ref_points")):
+        with pytest.raises(ValueError, match=frag):
+            GestureNet("cts_softmax", **{"n_classes": 3, **kw})
+    sn = SentenceNet("cts_softmax", 9, embed=4, hidden=3, n_basis=6, grid_size=21)
+    tokens = torch.tensor([[3, 4, 0], [5, 6, 7]])
+    assert sn(tokens, torch.tensor([2, 3])).shape == (2, 2)
+    for toks, lens, frag in ((tokens, torch.tensor([3, 3]), "lengths must"), (tokens, torch.tensor([2]), "lengths must"),
+                             (torch.tensor([[0, 0], [5, 6]]), torch.tensor([0, 2]), "lengths must"),
+                             (torch.tensor([[3, 12]]), torch.tensor([2]), r"ids in \[0, 8\]")):
+        with pytest.raises(ValueError, match=frag):
+            sn(toks, lens)
+    with pytest.raises(ValueError, match="divisible by heads"):
+        TransformerClassifier(20, 2, d_model=6, heads=4)

@@ -21,6 +21,22 @@ from attnlab.numerics.continuous_layers import (ATTENTIONS, ContinuousAttention,
                                                      moments_from_discrete, ridge_value_coefficients)
 
 
+def _sizes(**kw) -> None:
+    """Each keyword a whole number >= its minimum (n_classes 2, ref_points 6: conv of 5 taps and a pool of 2,
+    else 1), or a ValueError naming it: length 0 was a ZeroDivisionError, 20.7 read as 20, heads = 0 or
+    n_classes = 0 built zero-width layers."""
+    from attnlab.numerics.efa_attention import _posint
+
+    for name, value in kw.items():
+        _posint(value, name, {"n_classes": 2, "ref_points": 6}.get(name, 1))
+
+
+def _check_series(x, length: int, name: str = "x") -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] != length or not x.is_floating_point():
+        raise ValueError(f"{name} must be a float tensor of shape (batch, {length}); got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+
+
 def _check_kind(kind: str, allowed=ATTENTIONS) -> None:
     if kind not in allowed:
         raise ValueError(f"kind must be one of {', '.join(allowed)}; got {kind!r}")
@@ -107,6 +123,7 @@ class SeriesAttentionNet(nn.Module):
                  ridge: float = 0.5, sigmas=(0.025, 0.1, 0.5), mixture_components: int = 10, setup: str = "ours"):
         super().__init__()
         _check_kind(kind)
+        _sizes(length=length, n_classes=n_classes, hidden=hidden, n_basis=n_basis, mixture_components=mixture_components)
         if setup not in self.SETUPS:
             raise ValueError(f"setup must be one of {', '.join(self.SETUPS)}; got {setup!r}")
         self.kind, self.length, self.setup = kind, int(length), setup
@@ -128,6 +145,7 @@ class SeriesAttentionNet(nn.Module):
         self.mix = nn.Linear(hidden, 3 * mixture_components) if kind == "gaussian_mixture" else None
 
     def states(self, x):
+        _check_series(x, self.length)           # (discrete softmax took any length without a word)
         z = self.conv(x.unsqueeze(1)).transpose(1, 2)                 # [b, L, 24]
         z = Fn.layer_norm(z, z.shape[-1:])
         h, _ = self.lstm(z)
@@ -178,6 +196,8 @@ class GestureNet(nn.Module):
                  bandwidth: float = 0.01, ridge: float = 0.01, sigmas=(0.03, 0.1), mixture_components: int = 100):
         super().__init__()
         _check_kind(kind, ATTENTIONS[1:])
+        _sizes(n_classes=n_classes, heads=heads, n_basis=n_basis, n_inducing=n_inducing, grid_size=grid_size,
+               ref_points=ref_points, hidden=hidden, mixture_components=mixture_components)
         self.kind, self.heads, self.ridge = kind, int(heads), float(ridge)
         self.basis = GaussianBasis(n_basis, sigmas)
         self.register_buffer("psi_ref", self.basis(torch.linspace(0.0, 1.0, ref_points)))   # [N, R]
@@ -235,6 +255,8 @@ class SentenceNet(nn.Module):
                  ridge: float = 0.1, sigmas=(0.1, 0.5)):
         super().__init__()
         _check_kind(kind, ("discrete_softmax",) + ATTENTIONS[1:3] + ATTENTIONS[4:])
+        _sizes(vocab_size=vocab_size, n_classes=n_classes, embed=embed, hidden=hidden, n_basis=n_basis,
+               n_inducing=n_inducing, grid_size=grid_size)
         self.kind, self.ridge = kind, float(ridge)
         self.embed = nn.Embedding(vocab_size, embed, padding_idx=0)
         self.lstm = nn.LSTM(embed, hidden, batch_first=True, bidirectional=True)
@@ -248,6 +270,17 @@ class SentenceNet(nn.Module):
             self.gamma = nn.Linear(2 * hidden, n_inducing) if kind.startswith("kernel") else None
 
     def forward(self, tokens, lengths):
+        """tokens (B, L) ids (0 = padding, after the words), lengths (B,) the words per sentence, >= 1."""
+        V = self.embed.num_embeddings
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.is_floating_point():
+            raise ValueError("tokens must be an integer tensor of shape (batch, L)")
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= V):
+            raise ValueError(f"tokens must hold ids in [0, {V - 1}]; got range [{int(tokens.min())}, {int(tokens.max())}]")
+        if (not isinstance(lengths, torch.Tensor) or lengths.shape != tokens.shape[:1]
+                or not torch.equal(lengths.to(tokens.device).long(), (tokens != 0).sum(1))
+                or bool((lengths < 1).any())):
+            raise ValueError("lengths must be a (batch,) tensor of each sentence's number of (non-zero) tokens, "
+                             "each >= 1 (an empty sentence has no positions to attend to)")
         tokens = tokens[:, :int(lengths.max())]                       # drop all-padding columns of this batch
         mask = tokens != 0
         h, _ = self.lstm(self.embed(tokens))                          # [b, L, 2h]
@@ -310,8 +343,11 @@ class TransformerClassifier(nn.Module):
     def __init__(self, length: int, n_classes: int, d_model: int = 64, heads: int = 4, layers: int = 2,
                  ff: int = 128, dropout: float = 0.1, patch: int = 1):
         super().__init__()
+        _sizes(length=length, n_classes=n_classes, d_model=d_model, heads=heads, layers=layers, ff=ff)
         if not isinstance(patch, int) or not 1 <= patch <= length:
             raise ValueError(f"patch must be an integer in 1..length ({length}); got {patch!r}")
+        if d_model % heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by heads ({heads})")
         self.patch = patch
         if patch == 1:
             self.proj, n_tokens = nn.Linear(1, d_model), length
