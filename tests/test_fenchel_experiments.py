@@ -409,3 +409,17 @@ def test_t5_like_with_a_left_padded_target_stays_finite():
         out2 = t(src, sm, tgt2, tm)
     assert bool(torch.isfinite(out).all())
     assert torch.allclose(out[0, 1:], out2[0, 1:]) and torch.equal(out[1], out2[1])
+
+
+def test_fenchel_models_refuse_what_they_cannot_mean():
+    """n_heads = 0 and patch = 0 were ZeroDivisionErrors, dim not divisible by heads an AssertionError without
+    ot, vocab = 0 and n_layers = -1 built empty models, gamma = NaN gave NaN weights."""
+    for build, frag in ((lambda: BertLike(10, n_heads=0), "n_heads"), (lambda: BertLike(0), "vocab"),
+                        (lambda: BertLike(10, n_layers=-1), "n_layers"), (lambda: T5Like(10, d_model=0), "d_model"),
+                        (lambda: ViT(8, 0, 1, 10), "patch"), (lambda: ViT(8, 2, 1, 10, dim=6, heads=4), "divisible"),
+                        (lambda: ViT(8, 2, 1, 1), "n_classes")):
+        with pytest.raises(ValueError, match=frag):
+            build()
+    qk, G = torch.zeros(1, 1, 3), torch.zeros(1, 2, 3)
+    with pytest.raises(ValueError, match="gamma must be a finite number > 0"):
+        ot_attention_weights(qk, G, torch.ones(1, 3, dtype=torch.bool), torch.full((1, 2), 0.5), float("nan"))

@@ -25,6 +25,15 @@ from torch import nn
 from torch.nn import functional as F
 
 
+def _sizes(**kw) -> None:
+    """Each a whole number >= 1, or a ValueError naming it (n_heads = 0 was a ZeroDivisionError, vocab = 0 and
+    n_layers = -1 built empty models)."""
+    from attnlab.numerics.efa_attention import _posint
+
+    for name, value in kw.items():
+        _posint(value, name)
+
+
 class Attention(nn.Module):
     """Multi-head attention: logits_h = <K_h x_i + b_K, Q_h y_k + b_Q> * scale + add_h[k, i].
 
@@ -36,6 +45,7 @@ class Attention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool, scaled: bool, dropout: float = 0.0):
         super().__init__()
+        _sizes(d_model=d_model, n_heads=n_heads)
         if d_model % n_heads:
             raise ValueError(f"d_model must be divisible by n_heads; got {d_model} and {n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
@@ -95,6 +105,7 @@ class BertLike(nn.Module):
     def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int = 128, max_len: int = 34, dropout: float = 0.1):
         super().__init__()
+        _sizes(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len)
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
         self.ln = nn.LayerNorm(d_model)
@@ -211,6 +222,7 @@ class T5Like(nn.Module):
     def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 3,
                  d_ff: int = 128, dropout: float = 0.1):
         super().__init__()
+        _sizes(vocab=vocab, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff)
         self.emb = nn.Embedding(vocab, d_model)
         self.enc_bias = RelativePositionBias(n_heads, bidirectional=True)
         self.dec_bias = RelativePositionBias(n_heads, bidirectional=False)

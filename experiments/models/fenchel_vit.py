@@ -53,8 +53,8 @@ def ot_attention_weights(qk, G, a_mask, u, gamma: float):
     atoms t_i of u (rows) and the templates of A (columns); a_mask (B, NA) bool: which templates of A
     exist; u (B, N): preference weights (rows sum to 1).  Returns p* (B, H, NA), each row summing to 1.
     """
-    if gamma <= 0:
-        raise ValueError(f"gamma must be > 0; got {gamma}")
+    if isinstance(gamma, bool) or not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be a finite number > 0; got {gamma!r}")      # (NaN gave NaN weights)
     s = (qk.unsqueeze(2) + G.unsqueeze(1)) / gamma                   # (B, H, N, NA): (alpha t^T z - M(t, t_i))/gamma
     s = s.masked_fill(~a_mask[:, None, None, :], -math.inf)
     return (u[:, None, :, None] * torch.softmax(s, dim=-1)).sum(2)    # sum_i u_i softmax_t(...)
@@ -122,10 +122,16 @@ class ViT(nn.Module):
                  depth: int = 4, heads: int = 4, mlp_dim: int = 128, dropout: float = 0.2,
                  ot: bool = False, gamma: float | None = None):
         super().__init__()
+        from attnlab.numerics.efa_attention import _posint
+
+        for name, value in (("image_size", image_size), ("patch", patch), ("channels", channels), ("dim", dim),
+                            ("depth", depth), ("heads", heads), ("mlp_dim", mlp_dim)):
+            _posint(value, name)                # (patch 0 was a ZeroDivisionError)
+        _posint(n_classes, "n_classes", 2)
         if image_size % patch:
             raise ValueError(f"image_size must be divisible by patch; got {image_size} and {patch}")
-        if depth < 1:
-            raise ValueError(f"depth must be >= 1; got {depth}")
+        if dim % heads:                          # (an AssertionError of nn.MultiheadAttention without ot)
+            raise ValueError(f"dim must be divisible by heads; got {dim} and {heads}")
         if gamma is not None and (isinstance(gamma, bool) or not isinstance(gamma, (int, float))
                                   or not math.isfinite(gamma) or gamma <= 0):
             raise ValueError(f"gamma must be a finite number > 0 (None: sqrt(mlp_dim)); got {gamma!r}")

@@ -168,7 +168,7 @@ def check_vit():
         from attnlab.theory._inputs import refused
 
         drop_ok = drop_ok and not any(isinstance(mod, OTBlock) for mod in model.modules()) and all(
-            refused(lambda d=d: ViT(4, 2, 1, 3, depth=d), "depth must be >= 1") for d in (0, -1))
+            refused(lambda d=d: ViT(4, 2, 1, 3, depth=d), "depth must be an integer >= 1") for d in (0, -1))
         # one learned position per patch and one for the class token: (1, (image/patch)^2 + 1, width)
         drop_ok = drop_ok and tuple(ViT(4, 2, 1, 3).pos.shape) == (1, 5, 64) and \
             tuple(ViT(32, 4, 3, 10, dim=8).pos.shape) == (1, 65, 8)
@@ -179,8 +179,8 @@ def check_vit():
         qk0, G0, am0, u0 = torch.zeros(1, 1, 2), torch.zeros(1, 1, 2), torch.ones(1, 2, dtype=torch.bool), torch.ones(1, 1)
         drop_ok = drop_ok and all(refused(lambda g_=g_: ViT(4, 2, 1, 3, ot=True, gamma=g_), "gamma must be")
                                   for g_ in (0.0, -0.5, math.nan)) \
-            and all(refused(lambda g_=g_: ot_attention_weights(qk0, G0, am0, u0, g_), "gamma must be > 0")
-                    for g_ in (0.0, -0.5))
+            and all(refused(lambda g_=g_: ot_attention_weights(qk0, G0, am0, u0, g_), "gamma must be a finite number > 0")
+                    for g_ in (0.0, -0.5, math.nan))
     finally:
         torch.set_default_dtype(old)
     partners = check_partners()
