@@ -208,3 +208,21 @@ def test_compare_json_and_errors(capsys):
     assert call(main, ["--seed", "-1"]) == 2
     with pytest.raises(ValueError, match="layers"):
         compare(layers=99)
+
+
+def test_bidir_models_refuse_what_they_cannot_mean():
+    """An empty batch (a RuntimeError of min()), a float m (of gather), init_std = inf (accepted), and a [MASK]
+    id at a context position of CBOW (read as word V - 1: two different sentences gave the same logits)."""
+    from attnlab.experiments.models.bidir import CBOW, BidirAttentionMLM
+
+    c = CBOW(5, 3, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(c(torch.tensor([[5, 4, 2, 3]]), torch.tensor([0]))).all()
+    with pytest.raises(ValueError, match="only at the centre"):
+        c(torch.tensor([[5, 5, 2, 3]]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="at least one sentence"):
+        c(torch.zeros(0, 4, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+    with pytest.raises(ValueError, match="m must be an integer tensor"):
+        c(torch.tensor([[5, 4, 2, 3]]), torch.tensor([0.0]))
+    for build in (lambda: CBOW(5, 3, init_std=float("inf")), lambda: BidirAttentionMLM(5, 4, 3, init_std=float("nan"))):
+        with pytest.raises(ValueError, match="init_std must be a finite number > 0"):
+            build()

@@ -54,7 +54,10 @@ def _check_inputs(x: torch.Tensor, m: torch.Tensor, vocab_size: int, seq_len: in
         raise ValueError("x must be an integer tensor of shape (batch, S)")
     if seq_len is not None and x.shape[1] != seq_len:
         raise ValueError(f"x must have S = {seq_len} columns; got {x.shape[1]}")
-    if not isinstance(m, torch.Tensor) or m.shape != (x.shape[0],):
+    if x.shape[0] == 0:
+        raise ValueError("x must hold at least one sentence (batch >= 1)")
+    if (not isinstance(m, torch.Tensor) or m.shape != (x.shape[0],) or m.is_floating_point()
+            or m.dtype == torch.bool):
         raise ValueError(f"m must be an integer tensor of shape ({x.shape[0]},)")
     if int(m.min()) < 0 or int(m.max()) >= x.shape[1]:
         raise ValueError(f"m must lie in [0, {x.shape[1] - 1}]")
@@ -113,8 +116,9 @@ class BidirAttentionMLM(nn.Module):
         self.d_w = _pos_int(p if d_w is None else d_w, "d_w")
         self.heads = _pos_int(heads, "heads")
         self.layers = _pos_int(layers, "layers")
-        if not (isinstance(init_std, (int, float)) and init_std > 0):
-            raise ValueError(f"init_std must be a number > 0; got {init_std!r}")
+        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
+                and init_std > 0):
+            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
         self.positional, self.residual = bool(positional), bool(residual)
         g, H = generator, self.heads
         self.C = _normal((vocab_size + 1, p), init_std, g, dtype)
@@ -427,8 +431,9 @@ class CBOW(nn.Module):
         self.vocab_size = _pos_int(vocab_size, "vocab_size", 2)
         self.p = _pos_int(p, "p")
         self.window = None if window is None else _pos_int(window, "window")
-        if not (isinstance(init_std, (int, float)) and init_std > 0):
-            raise ValueError(f"init_std must be a number > 0; got {init_std!r}")
+        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
+                and init_std > 0):
+            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
         self.W = _normal((vocab_size, p), init_std, generator, dtype)
         self.C = _normal((vocab_size, p), init_std, generator, dtype)
 
@@ -445,6 +450,10 @@ class CBOW(nn.Module):
         _check_inputs(x.clamp(max=self.vocab_size - 1), m, self.vocab_size, None, masked=False)
         if int(x.max()) > self.vocab_size:
             raise ValueError(f"token ids of x must lie in [0, {self.vocab_size}]")
+        context = torch.ones_like(x, dtype=torch.bool).scatter_(1, m[:, None], False)
+        if bool((x[context] == self.vocab_size).any()):     # (it was read as word V - 1)
+            raise ValueError(f"x may hold the [MASK] id {self.vocab_size} only at the centre m; a context word "
+                             f"must lie in [0, {self.vocab_size - 1}]")
         if x.shape[1] < 2:
             raise ValueError("x must have S >= 2 columns (CBOW needs a context)")
         om = self.gate(x.shape[1], m)
@@ -476,8 +485,9 @@ class AttentionCBOW(nn.Module):
         self.vocab_size = _pos_int(vocab_size, "vocab_size", 2)
         self.p = _pos_int(p, "p")
         self.d_w = _pos_int(p if d_w is None else d_w, "d_w")
-        if not (isinstance(init_std, (int, float)) and init_std > 0):
-            raise ValueError(f"init_std must be a number > 0; got {init_std!r}")
+        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
+                and init_std > 0):
+            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
         self.W = _normal((vocab_size, p), init_std, generator, dtype)
         self.C = _normal((vocab_size + 1, p), init_std, generator, dtype)
         self.WQ = _normal((self.d_w, p), init_std, generator, dtype)

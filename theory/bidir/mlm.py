@@ -8,6 +8,7 @@ Conventions: tokens are ids 0..|V|-1, the [MASK] id is |V| (Sec. 2.1's extra row
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -55,9 +56,9 @@ def check_mlm_domain():
         "3 targets for 2 sentences refused": _refusal(lambda: net.loss(x, m, torch.tensor([0, 1, 2])),
                                                       "shape (2,)"),
         # the CBOW of Eq. (1): its initial scale is a number > 0
-        "AttentionCBOW init_std -0.1, 0, '0.1' refused": all(
-            _refusal(lambda s=s: AttentionCBOW(V, 4, init_std=s), "init_std must be a number > 0")
-            for s in (-0.1, 0, "0.1")),
+        "AttentionCBOW init_std -0.1, 0, '0.1', inf refused": all(
+            _refusal(lambda s=s: AttentionCBOW(V, 4, init_std=s), "init_std must be a finite number > 0")
+            for s in (-0.1, 0, "0.1", math.inf)),
     }
     # on the valid batch: [MASK] at m and every other token kept (by hand), and the loss the mean of
     # -log softmax(logits)_b written out from the model's logits
