@@ -349,3 +349,14 @@ def test_efa_models_refuse_what_they_cannot_mean():
     fb = FMAttributes(2, 4, family="bernoulli")
     with pytest.raises(ValueError):
         fb.nll(torch.full((2, 3), 3.0), tau)
+
+
+def test_bai_efa_targets_are_checked():
+    from attnlab.experiments.models.efa_theory import BaiEFA
+
+    m = BaiEFA(R=3.0).double()
+    tau, y = torch.randn(2, 5, 2, dtype=torch.float64), torch.randn(2, 5, dtype=torch.float64)
+    assert m(tau, y, targets=[[0, 4], [1, 2]]).shape == (2, 2)
+    for t in ([[0, 5], [1, 2]], [[-1, 0], [1, 2]], [[0.5, 1.0], [1.0, 2.0]], [[0, 1]]):
+        with pytest.raises(ValueError, match="targets must be integer positions"):
+            m(tau, y, targets=t)

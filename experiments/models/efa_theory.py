@@ -110,11 +110,23 @@ class BaiEFA(nn.Module):
             H = self._layer(l, H, H)
         return H
 
+    @staticmethod
+    def _targets(targets, B: int, I: int, device) -> torch.Tensor:
+        """targets as a (B, T) long tensor of positions in [0, I - 1] (all positions when None), as
+        EFACategorical checks them (out of range was a deep torch error)."""
+        if targets is None:
+            return torch.arange(I, device=device).expand(B, I)
+        t = torch.as_tensor(targets, device=device)
+        if (t.is_floating_point() or t.dtype == torch.bool or t.ndim != 2 or t.shape[0] != B
+                or (t.numel() and (int(t.min()) < 0 or int(t.max()) >= I))):
+            raise ValueError(f"targets must be integer positions in [0, {I - 1}] of shape (B, T) with B = {B}; "
+                             f"got {t.dtype} of shape {tuple(t.shape)}")
+        return t.long()
+
     def forward_literal(self, tau, y, targets=None):
         """The same prediction by running every copy fully through the transformer (for tests)."""
         B, I = y.shape
-        if targets is None:
-            targets = torch.arange(I, device=y.device).expand(B, I)
+        targets = self._targets(targets, B, I, y.device)
         cols, masked = self.columns(tau, y)
         T = targets.shape[1]
         Z = replicate_targets(cols, masked, targets).reshape(B * T, I, self.D)
@@ -126,8 +138,7 @@ class BaiEFA(nn.Module):
         B, I = y.shape
         if tau.shape != (B, I, self.tau_dim):
             raise ValueError(f"tau must have shape (B, I, tau_dim) = {(B, I, self.tau_dim)}; got {tuple(tau.shape)}")
-        if targets is None:
-            targets = torch.arange(I, device=y.device).expand(B, I)
+        targets = self._targets(targets, B, I, y.device)
         cols, masked = self.columns(tau, y)
         T = targets.shape[1]
         if self.L == 1:
