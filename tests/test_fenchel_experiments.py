@@ -423,3 +423,18 @@ def test_fenchel_models_refuse_what_they_cannot_mean():
     qk, G = torch.zeros(1, 1, 3), torch.zeros(1, 2, 3)
     with pytest.raises(ValueError, match="gamma must be a finite number > 0"):
         ot_attention_weights(qk, G, torch.ones(1, 3, dtype=torch.bool), torch.full((1, 2), 0.5), float("nan"))
+
+
+def test_fenchel_models_check_their_inputs():
+    """A sequence longer than max_len and a partner outside the batch were IndexErrors."""
+    b = BertLike(10, d_model=8, n_heads=2, n_layers=1, d_ff=8, max_len=4)
+    with pytest.raises(ValueError, match="at most max_len = 4"):
+        b(torch.zeros(1, 5, dtype=torch.long), torch.ones(1, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, 9\]"):
+        b(torch.full((1, 3), 10), torch.ones(1, 3, dtype=torch.bool))
+    v = ViT(4, 2, 1, 3, dim=8, depth=1, heads=2, mlp_dim=8, ot=True).eval()
+    img = torch.randn(2, 1, 4, 4)
+    assert v(img, partner=torch.tensor([1, -1])).shape == (2, 3)
+    for bad in (torch.tensor([2, -1]), torch.tensor([0, -2]), torch.tensor([0])):
+        with pytest.raises(ValueError, match="partner must"):
+            v(img, partner=bad)

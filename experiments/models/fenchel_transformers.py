@@ -120,7 +120,11 @@ class BertLike(nn.Module):
     def forward(self, ids, pad_mask, only=None):
         """ids (B, L) int; pad_mask (B, L) bool, True on real tokens.  Returns MLM logits (B, L, V),
         or (P, V) at the positions where the bool mask `only` is True (saves the vocabulary head)."""
-        L = ids.shape[1]
+        L, V = ids.shape[1], self.tok.num_embeddings
+        if L > self.pos.num_embeddings:          # (an IndexError of the position embedding)
+            raise ValueError(f"ids has {L} positions; this model takes at most max_len = {self.pos.num_embeddings}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= V):
+            raise ValueError(f"ids must lie in [0, {V - 1}]; got range [{int(ids.min())}, {int(ids.max())}]")
         x = self.drop(self.ln(self.tok(ids) + self.pos(torch.arange(L, device=ids.device))))
         add = torch.zeros(pad_mask.shape, dtype=x.dtype, device=x.device).masked_fill(~pad_mask, -math.inf)
         add = add[:, None, None, :]                                      # (B, 1, 1, Lk)

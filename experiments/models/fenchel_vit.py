@@ -104,6 +104,10 @@ class OTBlock(nn.Module):
         cls, patches = y[:, 0], y[:, 1:]
         B, N, _ = patches.shape
         xa, a_mask = patches, torch.ones(B, N, dtype=torch.bool, device=x.device)
+        if partner is not None and (partner.shape != (x.shape[0],) or int(partner.max()) >= x.shape[0]
+                                    or int(partner.min()) < -1):      # (an IndexError)
+            raise ValueError(f"partner must have shape ({x.shape[0]},) and hold batch indices in [0, {x.shape[0] - 1}] "
+                             "or -1 (none)")
         if partner is not None and bool((partner >= 0).any()):
             extra = patches[partner.clamp(min=0)]
             xa = torch.cat([patches, extra], 1)
