@@ -1331,3 +1331,31 @@ def test_thread_cap_is_said_once(monkeypatch, capsys):
     assert err.count("attnlab: note: --threads 2 with --jobs 2 on 2 core(s): each run gets 1 thread(s)") == 1
     assert parallel.torch_threads(argparse.Namespace(threads=1, jobs=2, backend="local")) == 1
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir(str(__import__("pathlib").Path(__file__).resolve().parents[2]
+                                                         / "shared" / "data" / "us-cities")),
+                    reason="offline bundle not present")
+def test_kaggle_temperatures_keep_the_two_charlestons_apart(tmp_path, capsys):
+    """Sites were keyed by the city alone: Charleston, SC and Charleston, WV were averaged into one column (43
+    sites beside 44 coordinates).  A synthetic file in the Kaggle layout, every city of the list, October (and
+    the last days of September) 2007-2019; one day listed twice with different values is warned about."""
+    import pandas as pd
+
+    from attnlab.experiments.data import read_table
+    from attnlab.experiments.efa.data import kaggle_city_grid
+
+    cities = read_table("us-cities", "all_cities_lat_lon.csv")
+    cities.columns = [c.strip() for c in cities.columns]
+    rng = np.random.default_rng(0)
+    rows = [("North America", "US", r.State, r.City, m, d, y, round(50 + 10 * rng.standard_normal(), 1))
+            for r in cities.itertuples() for y in range(2007, 2020)
+            for m, d in [(9, 29), (9, 30)] + [(10, k) for k in range(1, 32)]]
+    rows.append(rows[40][:7] + (rows[40][7] + 5.0,))
+    path = tmp_path / "city_temperature.csv"
+    pd.DataFrame(rows, columns=["Region", "Country", "State", "City", "Month", "Day", "Year",
+                                "AvgTemperature"]).to_csv(path, index=False)
+    g = kaggle_city_grid(path)
+    assert g.temps.shape[1] == len(g.sites) == g.coords.shape[0] == 44
+    assert {"Charleston, South Carolina", "Charleston, West Virginia"} <= set(g.sites)
+    assert "1 (date, site) pair(s) have rows with different AvgTemperature" in capsys.readouterr().err

@@ -289,7 +289,7 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     October daily means (°F) of one city per contiguous state, 2007–2019; 44 cities after dropping
     AK, HI, DC, territories and AZ, CT, SD (missing values); Delaware has no city.  Train 2007–2012,
     validation 2013–2016, test 2017–2019; one sample per day.  Lags are the previous days (Oct 1's
-    lag is Sep 30)."""
+    lag is Sep 30).  A (date, city) listed more than once is averaged, with a warning where the rows differ."""
     import pandas as pd
     from attnlab.experiments.data import DataError, read_table
 
@@ -317,11 +317,23 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     df = df[~df["State"].isin(KAGGLE_EXCLUDED_STATES)]
     cities = cities[~cities["State"].isin(KAGGLE_EXCLUDED_STATES)]
     df = df.merge(cities, on=["State", "City"], how="inner")
+    # a site is a (city, state): Charleston, South Carolina and Charleston, West Virginia are two of the 44 (keyed by
+    # the city alone they were averaged into one column, 43 sites beside 44 coordinates)
+    df["site"] = df["City"] + ", " + df["State"]
+    cities = cities.assign(site=cities["City"] + ", " + cities["State"])
     df = df[df["AvgTemperature"] > -99]
     df["date"] = pd.to_datetime(dict(year=df["Year"], month=df["Month"], day=df["Day"]), errors="coerce")
     df = df.dropna(subset=["date"])
-    wide = df.pivot_table(index="date", columns="City", values="AvgTemperature", aggfunc="mean")
-    sites = sorted(set(wide.columns) & set(cities["City"]))
+    # a (date, city) listed more than once is averaged; where the rows differ, say so (a silent mean hid them)
+    spread = df.groupby(["date", "site"])["AvgTemperature"].agg(["min", "max"])
+    differ = int((spread["max"] > spread["min"]).sum())
+    if differ:
+        import sys
+
+        print(f"attnlab: warning: --data {csv_path}: {differ} (date, site) pair(s) have rows with different "
+              "AvgTemperature; their mean is used", file=sys.stderr)
+    wide = df.pivot_table(index="date", columns="site", values="AvgTemperature", aggfunc="mean")
+    sites = sorted(set(wide.columns) & set(cities["site"]))
     wide = wide[sites]
     oct_days = wide.index[(wide.index.month == 10)]
     temps, lags, labels, split = [], [], [], []
@@ -337,7 +349,7 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     if not temps or len({*split}) < 3:
         raise DataError(f"--data {csv_path}: no complete October days of US cities in 2007-2019 for each of the "
                         "train, validation and test years (is it the Kaggle city_temperature.csv?)")
-    c = cities.set_index("City").loc[sites]
+    c = cities.set_index("site").loc[sites]
     coords = c[["Latitude", "Longitude"]].to_numpy(float)
     return Grid(np.array(temps), coords, np.array(lags), np.array(split), sites, labels,
                 f"Kaggle city_temperature.csv: October 2007-2019, {len(sites)} cities (°F)")
