@@ -1628,15 +1628,33 @@ def test_kernel_family_mutants_change_the_expansion_claim(monkeypatch, old, new)
 
 # --- fenchel.thm1.implicit-gradients -------------------------------------------------------------
 
-@pytest.mark.parametrize("fault", ["hessian_without_covariance", "layer_alpha_sign"])
+@pytest.mark.parametrize("fault", ["hessian_without_covariance", "layer_alpha_sign", "last_entry_zeroed",
+                                   "entries_swapped"])
 def test_implicit_gradients_fail_under_a_faulty_backward(monkeypatch, fault):
     """Backward faults: the Hessian of (7) replaced by a multiple of the identity in fenchel_dual_lambda's
-    solve (its covariance structure lost), and the exact layer's alpha gradient with its sign flipped."""
+    solve (its covariance structure lost), the exact layer's alpha gradient with its sign flipped, and the
+    last entry of every gradient of fenchel_dual_lambda zeroed or entries 1 and 2 swapped (when the check
+    compared one entry per input, these two held)."""
     import torch
 
     from attnlab.numerics import fenchel_attention as fa
 
-    if fault == "hessian_without_covariance":
+    if fault in ("last_entry_zeroed", "entries_swapped"):
+        real_dual = fa.FenchelDual.backward
+
+        def dual_backward(ctx, grad_lam):
+            out = list(real_dual(ctx, grad_lam))
+            for j, g in enumerate(out):
+                if isinstance(g, torch.Tensor) and g.ndim >= 1 and g.shape[-1] > 2:
+                    g = g.clone()
+                    if fault == "last_entry_zeroed":
+                        g[..., -1] = 0.0
+                    else:
+                        g[..., [1, 2]] = g[..., [2, 1]]
+                    out[j] = g
+            return tuple(out)
+        monkeypatch.setattr(fa.FenchelDual, "backward", staticmethod(dual_backward))
+    elif fault == "hessian_without_covariance":
         real = torch.linalg.solve
 
         def solve(A, B, *a, **k):                    # H -> (mean of its diagonal) I

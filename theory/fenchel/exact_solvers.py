@@ -534,10 +534,10 @@ def check_gradients(cases=None, h: float = 1e-4):
     """The implicit-function gradients of the exact solvers against derivatives of the 50-digit solution.
 
     For fenchel_dual_lambda: L = <w, lambda*(T, log u, z, alpha)> with a random w, its autograd gradient
-    projected on one entry each of z, T and log u (a support atom's) and on alpha, against Richardson central
-    differences of the same L computed from the oracle's lambda* (mp_dual) at the perturbed inputs.  For the
-    exact layer (fenchel_attention, one query, t_i = k_i at scale 1, z = q): the output's <w, p* V> along one
-    entry of q, k, v and log u and alpha, likewise.  Tolerance: 100 times the instance's float64 resolution (the
+    projected on a random unit direction of each of z, T and log u (on the support of u) and on alpha, against
+    Richardson central differences of the same L along that direction computed from the oracle's lambda*
+    (mp_dual) at the perturbed inputs.  For the exact layer (fenchel_attention, one query, t_i = k_i at scale 1,
+    z = q): the output's <w, p* V> along a random direction of q, k, v and log u and along alpha, likewise.  Tolerance: 100 times the instance's float64 resolution (the
     gradient solves a linear system of condition kappa; the differences of float64-rounded oracle values at
     step 1e-4 carry about eps/1e-4 = 2e-12 of noise)."""
     import torch
@@ -566,7 +566,6 @@ def check_gradients(cases=None, h: float = 1e-4):
         d, n = T.shape[1], T.shape[0]
         w, wv = rng.normal(size=d), rng.normal(size=2)
         V = rng.normal(size=(n, 2))
-        i = int(np.flatnonzero(u > 0)[0])
         with np.errstate(divide="ignore"):
             lu = np.log(u)
         # --- fenchel_dual_lambda
@@ -578,22 +577,26 @@ def check_gradients(cases=None, h: float = 1e-4):
         def lam_L(T_=T, u_=u, z_=z, a_=a):
             return float(np.dot(w, oracle_at(T_, u_, z_, a_)["lam"]))
 
-        def with_entry(A, idx, x):
-            B = A.copy()
-            B[idx] = x
-            return B
+        # each input moved along a random unit direction (every entry at once: a gradient with one entry wrong, or
+        # two swapped, moves the projection; one entry per input let those through)
+        def unit(x):
+            return x / np.linalg.norm(x)
+        sup = u > 0
+        dz, dT, dV = unit(rng.normal(size=d)), unit(rng.normal(size=T.shape)), unit(rng.normal(size=V.shape))
+        dl = unit(np.where(sup, rng.normal(size=n), 0.0))
 
-        def u_with_logit(x):                         # u_i = exp(x), the others unchanged, renormalised by (7)
-            uu = u.copy()
-            uu[i] = np.exp(x)
+        def u_along(s):                              # log u + s dl on the support, renormalised by (7)
+            x = np.where(sup, np.where(sup, lu, 0.0) + s * dl, -np.inf)
+            uu = np.exp(x - x[sup].max())
             return uu / uu.sum()
-        # log u need not be normalised: moving log u_i alone moves lambda* as moving it and renormalising u
-        lib_lu = float(glu[i])
+        # log u need not be normalised: moving log u alone moves lambda* as moving it and renormalising u
         checks = {
-            "lambda / z_0": (float(gz[0]), _fd(lambda x: lam_L(z_=with_entry(z, 0, x)), z[0], h)),
+            "lambda / z (random direction)": (float((gz.numpy() * dz).sum()), _fd(lambda s: lam_L(z_=z + s * dz), 0.0, h)),
             "lambda / alpha": (float(ga), _fd(lambda x: lam_L(a_=x), a, h * a)),
-            f"lambda / T[{i},0]": (float(gT[i, 0]), _fd(lambda x: lam_L(T_=with_entry(T, (i, 0), x)), T[i, 0], h)),
-            f"lambda / log u_{i}": (lib_lu, _fd(lambda x: lam_L(u_=u_with_logit(x)), lu[i], h)),
+            "lambda / T (random direction)": (float((gT.numpy() * dT).sum()),
+                                              _fd(lambda s: lam_L(T_=T + s * dT), 0.0, h)),
+            "lambda / log u (random direction on the support)": (float((glu.numpy()[sup] * dl[sup]).sum()),
+                                                                 _fd(lambda s: lam_L(u_=u_along(s)), 0.0, h)),
         }
         # --- the exact layer, one query: templates t = k (scale 1), z = q, values V
         qt, kt, vt = (torch.tensor(x, requires_grad=True) for x in (z[None], T, V))
@@ -606,25 +609,25 @@ def check_gradients(cases=None, h: float = 1e-4):
 
         def out_L(T_=T, z_=z, a_=a, V_=V, u_=u):
             return float(wv @ (oracle_at(T_, u_, z_, a_)["p"] @ V_))
-        fd = dict(q=_fd(lambda x: out_L(z_=with_entry(z, 0, x)), z[0], h),
-                  k=_fd(lambda x: out_L(T_=with_entry(T, (i, 0), x)), T[i, 0], h),
-                  v=_fd(lambda x: out_L(V_=with_entry(V, (i, 1), x)), V[i, 1], h),
+        fd = dict(q=_fd(lambda s: out_L(z_=z + s * dz), 0.0, h),
+                  k=_fd(lambda s: out_L(T_=T + s * dT), 0.0, h),
+                  v=_fd(lambda s: out_L(V_=V + s * dV), 0.0, h),
                   alpha=_fd(lambda x: out_L(a_=x), a, h * a),
-                  lu=_fd(lambda x: out_L(u_=u_with_logit(x)), lu[i], h))
+                  lu=_fd(lambda s: out_L(u_=u_along(s)), 0.0, h))
         checks.update({
-            "layer / q_0": (float(gq[0, 0]), fd["q"]),
-            f"layer / k[{i},0]": (float(gk[i, 0]), fd["k"]),
-            f"layer / v[{i},1]": (float(gv[i, 1]), fd["v"]),
+            "layer / q (random direction)": (float((gq[0].numpy() * dz).sum()), fd["q"]),
+            "layer / k (random direction)": (float((gk.numpy() * dT).sum()), fd["k"]),
+            "layer / v (random direction)": (float((gv.numpy() * dV).sum()), fd["v"]),
             "layer / alpha": (float(ga2), fd["alpha"]),
-            f"layer / log u_{i}": (float(glu2[i]), fd["lu"]),
+            "layer / log u (random direction on the support)": (float((glu2.numpy()[sup] * dl[sup]).sum()), fd["lu"]),
         })
         # the same layer with alpha as a per-query tensor (shape (L,) = (1,)) instead of a number
         at3 = torch.full((1,), float(a), dtype=torch.float64, requires_grad=True)
         out3 = fa.fenchel_attention(qt, kt, vt, alpha=at3, log_u=logu_t, scale=1.0)
         gq3, gk3, ga3 = torch.autograd.grad((torch.tensor(wv) * out3[0]).sum(), (qt, kt, at3))
         checks.update({
-            "layer, per-query alpha / q_0": (float(gq3[0, 0]), fd["q"]),
-            f"layer, per-query alpha / k[{i},0]": (float(gk3[i, 0]), fd["k"]),
+            "layer, per-query alpha / q (random direction)": (float((gq3[0].numpy() * dz).sum()), fd["q"]),
+            "layer, per-query alpha / k (random direction)": (float((gk3.numpy() * dT).sum()), fd["k"]),
             "layer, per-query alpha / alpha": (float(ga3.sum()), fd["alpha"]),
         })
         errs = {k: abs(g - r) / max(1.0, abs(r)) / tol for k, (g, r) in checks.items()}
@@ -637,7 +640,8 @@ def check_gradients(cases=None, h: float = 1e-4):
                                           "relative to max(1, |derivative|)",
                                    batched_vs_alone=f"{BATCH_GRAD_TOL:g} relative (100 x the backward's CG residual)"),
                     explanation="autograd gradients of fenchel_dual_lambda (z, alpha, T, log u) and of the exact "
-                                "layer fenchel_attention (q, k, v, alpha, log u) against Richardson central differences "
+                                "layer fenchel_attention (q, k, v, alpha, log u), each projected on a random unit "
+                                "direction of its input (all entries at once), against Richardson central differences "
                                 "(steps 1e-4 and 5e-5) of the 50-digit oracle's lambda* and p* V, on I-rand "
                                 "(alpha = 0.5), the instance with zeros in u and one with fewer templates than "
                                 "dimensions (S = 3, E = 5, alpha = 2: the layer's Gram-space path); the layer also "
