@@ -1835,3 +1835,36 @@ def test_survivors_killed_since_the_sweep(where, claim_id):
             assert _verdict(claim_id) != expected, f"line {near}"
         finally:
             restore()
+
+
+# --- kernel.lemmaD4.proof-sign ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["threshold_shifted", "threshold_derivative_halved"])
+def test_lemmaD4_proof_sign_sees_a_wrong_threshold(monkeypatch, fault):
+    """dp = p^{2-alpha} (psi - dA) is the chain rule, true for any threshold A: a threshold 0.05 off (the density
+    no longer integrating to 1) or with half its derivative left the erratum verdict as it was."""
+    from attnlab.numerics import continuous_attention as ca
+
+    real = ca.kernel_deformed_threshold
+
+    def wrong(f, t, alpha, q0=None, iters=200):
+        p, tau = real(f, t, alpha, q0, iters)
+        tau2 = tau + 0.05 if fault == "threshold_shifted" else tau.detach() + 0.5 * (tau - tau.detach())
+        return ca.exp_2ma(f - tau2[..., None], alpha) * (1.0 if q0 is None else q0), tau2
+    monkeypatch.setattr(ca, "kernel_deformed_threshold", wrong)
+    assert _verdict("kernel.lemmaD4.proof-sign") != "erratum"
+
+
+# --- kernel.eq13.bregman-three-point ---------------------------------------------------------------
+
+def test_eq13_library_part_sees_the_omega_of_the_bregman_divergence(monkeypatch):
+    """B(x, z) - B(x, y) - B(y, z) = <x - y, g(y) - g(z)> holds for any Omega: a Bregman divergence whose Omega
+    is scaled by 1.5 (its gradient term kept) left the erratum verdict as it was."""
+    from attnlab.numerics import tsallis as ts
+
+    real = ts.tsallis_bregman
+
+    def scaled(p, q, t, alpha, *a, **k):
+        return real(p, q, t, alpha, *a, **k) + 0.5 * (ts.tsallis_negentropy(p, t, alpha) - ts.tsallis_negentropy(q, t, alpha))
+    monkeypatch.setattr(ts, "tsallis_bregman", scaled)
+    assert _verdict("kernel.eq13.bregman-three-point") != "erratum"
