@@ -83,6 +83,21 @@ def test_remark12_fails_without_the_causal_mask(monkeypatch):
     assert structure.check_remark12(seeds=(6,), uni_seeds=(2,)).verdict == "fails"
 
 
+def test_remark12_y_part_must_miss_one_on_its_own(monkeypatch):
+    """The joint sum's miss was inherited from x alone (95 % of the y conditionals were saturated): a y part that
+    sums to 1 for every x no longer passes as 'jointly with y not normalized'."""
+    from attnlab.theory.efa import structure
+
+    real = structure._enumerate_sum
+
+    def y_normalized(direction, joint, seed=2):
+        out = real(direction, joint, seed)
+        return (out[0], 0.0) if joint else out
+
+    monkeypatch.setattr(structure, "_enumerate_sum", y_normalized)
+    assert structure.check_remark12(seeds=(6,), uni_seeds=(2,)).verdict == "fails"
+
+
 def test_remark12_bidirectional_joint_must_miss_one_by_more_than_rounding(monkeypatch):
     """A bidirectional joint sum off 1 by rounding only (1e-9) no longer passes as 'not normalized'."""
     from attnlab.theory.efa import structure
@@ -91,7 +106,7 @@ def test_remark12_bidirectional_joint_must_miss_one_by_more_than_rounding(monkey
 
     def nearly_normalized(direction, joint, seed=2):
         if direction == "bidirectional" and joint:
-            return 1.0 + 1e-9
+            return 1.0 + 1e-9, real(direction, joint, seed)[1]
         return real(direction, joint, seed)
 
     monkeypatch.setattr(structure, "_enumerate_sum", nearly_normalized)
