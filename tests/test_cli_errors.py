@@ -183,7 +183,7 @@ def test_attnlab_data_env_lacking_a_file_refuses_and_names_it(tmp_path, monkeypa
     with pytest.raises(D.DataError) as e:
         D.locate("ucr-ecg200")
     msg = str(e.value)
-    assert "ECG200_TEST.tsv.gz not found" in msg and "ECG200_TRAIN" not in msg.split(";")[0]
+    assert "ECG200_TEST.tsv.gz or ECG200_TEST.tsv not found" in msg and "ECG200_TRAIN" not in msg.split(";")[0]
     assert "$ATTNLAB_DATA" in msg                          # no silent fall-back to the bundle
     monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(D.DataError, match=r"\$ATTNLAB_DATA"):

@@ -114,11 +114,12 @@ LATEX = {
         r"moved onto $\operatorname{argmax}_t \langle t, t' \rangle$.",
         of="c6cf64cf"),
     "fenchel.large-alpha.projection-limit": Tex(
-        r"$\hat h(\alpha)$ tends to the Euclidean projection of $\mu + z$ onto the convex hull of the templates, at "
+        r"$\hat h(\alpha)$ tends to the Euclidean projection of $\mu + z$ onto the convex hull of the templates that "
+        r"$u$ weighs ($u_i > 0$), at "
         r"the rate $1/\alpha$ when the projection lies inside an edge (error ratio per $\times 100$ in $\alpha$ "
         r"within $[50, 200]$), and the float64 Newton solver converges up to $\alpha = 10^{13}$ ($\hat h$ within "
         r"$10^{-8}$ of the limit from $\alpha = 10^{10}$).",
-        of="efba320d"),
+        of="1bd83d1e"),
     "fenchel.prop1.true-preference": Tex(
         r"$\tilde u = \operatorname{argmin}_p W_\gamma(p, u; M)$ is $\sum_{t'} u(t') \exp(-M(t,t')/\gamma) / "
         r"\sum_{t''} \exp(-M(t'',t')/\gamma)$ (37), with mean (38); $\tilde u \to u$ as $\gamma \to 0$; "
