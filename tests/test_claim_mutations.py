@@ -1883,3 +1883,64 @@ def test_eq13_library_part_sees_the_omega_of_the_bregman_divergence(monkeypatch)
         return real(p, q, t, alpha, *a, **k) + 0.5 * (ts.tsallis_negentropy(p, t, alpha) - ts.tsallis_negentropy(q, t, alpha))
     monkeypatch.setattr(ts, "tsallis_bregman", scaled)
     assert _verdict("kernel.eq13.bregman-three-point") != "erratum"
+
+
+# --- fenchel.eq2.evidence-model --------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["returns_b", "pull_sign_flipped", "ten_alpha"])
+def test_evidence_model_sees_the_solvers_own_part(monkeypatch, fault):
+    """||h-hat - h|| / ||eps|| = 1 + O(sigma) whatever the solver adds to b: solve() returning b itself, the pull
+    with its sign flipped, or the dual solved at 10 alpha all held before the pull was checked."""
+    from attnlab.numerics import entropic_dual as ed
+
+    real = ed.solve
+
+    def wrong(T, u, z, alpha, tol=1e-12):
+        if fault == "ten_alpha":
+            out = real(T, u, z, 10 * alpha, tol)
+            return dict(out, h=np.asarray(u) @ np.asarray(T) + np.asarray(z) - out["lam"] / (10 * alpha))
+        out = real(T, u, z, alpha, tol)
+        b = np.asarray(u) @ np.asarray(T) + np.asarray(z)
+        return dict(out, h=b if fault == "returns_b" else b + (b - out["h"]))
+    monkeypatch.setattr(ed, "solve", wrong)
+    assert _verdict("fenchel.eq2.evidence-model") == "fails"
+
+
+# --- bidir.sec4.eq1-is-lemma1 -----------------------------------------------------------------------
+
+def test_eq1_is_lemma1_sees_the_no_residual_branch_of_moe_parameters(monkeypatch):
+    """moe_parameters without the residual giving the residual formulas (g = W^l c_{|V|+1}, D = W^l P^T) left all six
+    claims that vouch for it holding: none built a MoE from a residual=False model."""
+    import dataclasses
+
+    import torch
+
+    from attnlab.experiments.models import bidir as bm
+
+    real = bm.moe_parameters
+
+    def wrong(model):
+        q = real(model)
+        if model.residual:
+            return q
+        with torch.no_grad():
+            g, D = q.W_l @ model.C[model.vocab_size], q.W_l @ model.P.T
+        return dataclasses.replace(q, g=g, D=D) if dataclasses.is_dataclass(q) else q._replace(g=g, D=D)
+    monkeypatch.setattr(bm, "moe_parameters", wrong)
+    assert _verdict("bidir.sec4.eq1-is-lemma1") == "fails"
+
+
+# --- kernel.eq1.sequence-layer ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["query_key_swapped", "keys_as_values"])
+def test_sequence_layer_sees_the_roles_of_query_key_and_value(monkeypatch, fault):
+    """With identity projections and mha(x, x, x), q = k = v in every head: the module attending with query and key
+    swapped, or with the keys as values, left the verdict holding."""
+    from attnlab.numerics.continuous_layers import ContinuousMultiheadAttention
+
+    real = ContinuousMultiheadAttention._attend
+
+    def wrong(self, q, k, v, *a, **kw):
+        return real(self, k, q, v, *a, **kw) if fault == "query_key_swapped" else real(self, q, k, k, *a, **kw)
+    monkeypatch.setattr(ContinuousMultiheadAttention, "_attend", wrong)
+    assert _verdict("kernel.eq1.sequence-layer") != "holds"       # (the swap with 4 queries and 5 keys: an error)

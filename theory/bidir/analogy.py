@@ -662,6 +662,11 @@ def _prop13():
 def _prop17():
     rng = np.random.default_rng(17)
     res = _context_analogy(_symmetric_joint(rng))              # pbar symmetric, balanced: c~ exact
+    # pbar symmetric with unbalanced marginals (b_king = -b_woman = 0.7, as in Prop 13's failing case): the formula's
+    # log-ratio term is nonzero there, and the c~-analogy error must equal it (on the balanced joint both are 0)
+    bias = np.zeros(12)
+    bias[1], bias[2] = 0.7, -0.7
+    unbal = _context_analogy(_symmetric_joint(np.random.default_rng(17), bias))
     Ct = res["C"]
     S = 5
     raw = {}
@@ -682,14 +687,20 @@ def _prop17():
     asym = _context_analogy(Pb)
     ok = (res["w_residual"] < 1e-10 and res["c_error"] < 1e-10 and raw["equal_zeta"] < 1e-10
           and raw["unequal_zeta"] > 1e-2
+          and unbal["w_residual"] < 1e-10 and unbal["predicted_norm"] > 1e-2 and unbal["symmetric_prediction_dev"] < 1e-10
           and asym["w_residual"] < 1e-10 and asym["c_error"] > 1e-2 and asym["general_prediction"] < 1e-10
           and abs(asym["predicted_norm"]) < 1e-12)
     return holds_if(ok, measured=dict(symmetric_c_tilde_error=res["c_error"], raw_c=raw,
+                                      unbalanced=dict(log_ratio_term=unbal["predicted_norm"],
+                                                      c_tilde_error=unbal["c_error"],
+                                                      dev_from_formula=unbal["symmetric_prediction_dev"]),
                                       asymmetric=dict(w_residual=asym["w_residual"], c_tilde_error=asym["c_error"],
                                                       dev_from_general_prediction=asym["general_prediction"],
                                                       marginal_log_ratio_term=asym["predicted_norm"])),
                     tolerance=dict(exact=1e-10, failure_min=1e-2),
-                    explanation="symmetric pbar of the Prop 13 construction: c~-analogy exact; raw c = "
+                    explanation="symmetric pbar of the Prop 13 construction: c~-analogy exact; with unbalanced "
+                                "marginals (b_king = -b_woman = 0.7) the error equals W^+ 1 log ratio, a nonzero "
+                                "term; raw c = "
                                 "c~/(S zeta): exact for equal zeta, > 0 for unequal zeta; an "
                                 "asymmetric pbar (column features perturbed at queen, marginals balanced): "
                                 "w-hypothesis exact, c~-analogy fails by W^+(column combination of N)")

@@ -575,9 +575,12 @@ def _eq1():
             out.append(att.W @ sum(gam[-1][j] * att.C[int(x[s, j])] for j in range(x.shape[1])))
         return torch.stack(out), torch.stack(gam), log_tau
 
+    from attnlab.experiments.models.bidir import CBOWMoE
+
     worst = dict(eq1_vs_attention=0.0, attention_vs_app_b=0.0, logits_vs_printed=0.0, loss_vs_printed=0.0,
                  gamma_vs_printed=0.0, log_tau_vs_printed=0.0, W_vs_app_c=0.0, similarity_vs_w_i_c_j=0.0,
-                 W_KQ_vs_printed=0.0, no_position_0_masked=0.0)
+                 W_KQ_vs_printed=0.0, no_position_0_masked=0.0, g_D_zero_without_residual=0.0,
+                 moe_from_attention_vs_model=0.0)
     for seed in range(3):
         model, x, m, b, tokens = random_instance(seed=seed, positional=False, residual=False)
         q = moe_parameters(model)
@@ -604,6 +607,11 @@ def _eq1():
                         similarity_vs_w_i_c_j=float((att.similarity() - torch.tensor(
                             [[float(att.W[i] @ att.C[j]) for j in range(V)] for i in range(V)],
                             dtype=torch.float64)).abs().max()))
+        # moe_parameters' no-residual branch: g = 0 and D = 0 (App. G.2), and the MoE it builds is the model (a
+        # branch that gave the residual formulas left every check above as it was)
+        with torch.no_grad():
+            devs["g_D_zero_without_residual"] = max(float(q.g.abs().max()), float(q.D.abs().max()))
+            devs["moe_from_attention_vs_model"] = float((CBOWMoE.from_attention(model)(x, m) - model(x, m)).abs().max())
         # a batch in which no sentence is masked at position 0 (the positions' range is checked, not assumed)
         m1 = m % (S - 1) + 1
         x1 = tokens.clone()
@@ -617,4 +625,5 @@ def _eq1():
                                 "difference| over 3 instances x 40 sentences, float64; each against the paper as "
                                 "printed (App. B for the attention MLM, Eq. (1) sentence by sentence for "
                                 "AttentionCBOW: tau, gamma, logits, loss; W'' W' W^O^T W^V for the map; the "
-                                "W_KQ the model reports against sum_r W^K_ri W^Q_rj)")
+                                "W_KQ the model reports against sum_r W^K_ri W^Q_rj); moe_parameters' g and D zero "
+                                "without the residual, and the CBOWMoE built from the model against the model")

@@ -233,7 +233,8 @@ KINDS = ("cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax")
 
 def check_sequence_layer():
     """continuous_attention (each kind, both kernels for the kernel kinds, alpha 2 and 1.5, no mask / a bool
-    mask / causal, S = 1, 2, 7; no key, no query) and ContinuousMultiheadAttention (2 heads, identity projections) against
+    mask / causal, S = 1, 2, 7; no key, no query) and ContinuousMultiheadAttention (2 heads, random projections and
+    biases, cross attention, applied by the oracle) against
     oracle_attention; GaussianBasis, ridge_value_coefficients and moments_from_discrete on their own against
     their definitions."""
     import torch
@@ -296,29 +297,38 @@ def check_sequence_layer():
         torch.manual_seed(0)
         mha = ContinuousMultiheadAttention(4, 2, batch_first=True, kind=kind, n_basis=6, grid_size=33,
                                            kernel="laplace", bandwidth=0.2, ridge=0.1, dtype=torch.float64)
-        _identity_projections(mha)
-        x = rng.normal(size=(1, 5, 4))
+        # random projections and biases, and cross attention (4 queries, 5 distinct keys and values): with identity
+        # projections and mha(x, x, x), q = k = v in every head and a query/key swap, keys used as values or W^Q used
+        # for all three could not show.  The oracle applies the projections itself.
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(torch.tensor(rng.normal(size=(12, 4)) / 2))
+            mha.in_proj_bias.copy_(torch.tensor(rng.normal(size=12) / 4))
+            mha.out_proj.weight.copy_(torch.tensor(rng.normal(size=(4, 4)) / 2))
+            mha.out_proj.bias.copy_(torch.tensor(rng.normal(size=4) / 4))
+        Win, bin_ = mha.in_proj_weight.detach().numpy(), mha.in_proj_bias.detach().numpy()
+        Wo, bo = mha.out_proj.weight.detach().numpy(), mha.out_proj.bias.detach().numpy()
+        xq, xk, xv = rng.normal(size=(1, 4, 4)), rng.normal(size=(1, 5, 4)), rng.normal(size=(1, 5, 4))
+        Q, K, Vv = (a[0] @ Win[4 * i:4 * i + 4].T + bin_[4 * i:4 * i + 4] for i, a in enumerate((xq, xk, xv)))
         pad = np.zeros((1, 5), bool)
         pad[0, 4] = True
-        out, _ = mha(torch.tensor(x), torch.tensor(x), torch.tensor(x), key_padding_mask=torch.tensor(pad))
-        allowed = np.ones((5, 5), bool)
+        allowed = np.ones((4, 5), bool)
         allowed[:, 4] = False
         mc, mw = mha.basis.mu.tolist(), mha.basis.sigma.tolist()
-        ref = np.concatenate([oracle_attention(x[0][:, 2 * h:2 * h + 2], x[0][:, 2 * h:2 * h + 2],
-                                               x[0][:, 2 * h:2 * h + 2], allowed, kind, mc, mw,
-                                               scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
-                                               grid_size=33) for h in range(2)], -1)
-        note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding)", _rel(out[0].detach().numpy(), ref))
+
+        def projected_oracle(add=None):
+            heads = [oracle_attention(Q[:, 2 * h:2 * h + 2], K[:, 2 * h:2 * h + 2], Vv[:, 2 * h:2 * h + 2], allowed,
+                                      kind, mc, mw, scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
+                                      grid_size=33, add=add) for h in range(2)]
+            return np.concatenate(heads, -1) @ Wo.T + bo
+        T_ = torch.tensor
+        out, _ = mha(T_(xq), T_(xk), T_(xv), key_padding_mask=T_(pad))
+        note(f"ContinuousMultiheadAttention / {kind} (2 heads, random projections, cross attention, key padding)",
+             _rel(out[0].detach().numpy(), projected_oracle()))
         # a float attn_mask with the key padding: its finite entries added to the scores as given
-        fm = rng.normal(size=(5, 5)) * 2
-        out, _ = mha(torch.tensor(x), torch.tensor(x), torch.tensor(x), key_padding_mask=torch.tensor(pad),
-                     attn_mask=torch.tensor(fm))
-        ref = np.concatenate([oracle_attention(x[0][:, 2 * h:2 * h + 2], x[0][:, 2 * h:2 * h + 2],
-                                               x[0][:, 2 * h:2 * h + 2], allowed, kind, mc, mw,
-                                               scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
-                                               grid_size=33, add=fm) for h in range(2)], -1)
-        note(f"ContinuousMultiheadAttention / {kind} (2 heads, key padding and a float mask)",
-             _rel(out[0].detach().numpy(), ref))
+        fm = rng.normal(size=(4, 5)) * 2
+        out, _ = mha(T_(xq), T_(xk), T_(xv), key_padding_mask=T_(pad), attn_mask=T_(fm))
+        note(f"ContinuousMultiheadAttention / {kind} (2 heads, random projections, key padding and a float mask)",
+             _rel(out[0].detach().numpy(), projected_oracle(fm)))
     # the deprecated SequenceContinuousAttention: one head, the old call forward(query, key_padding_mask=...)
     import warnings
 
