@@ -226,3 +226,34 @@ def test_bidir_models_refuse_what_they_cannot_mean():
     for build in (lambda: CBOW(5, 3, init_std=float("inf")), lambda: BidirAttentionMLM(5, 4, 3, init_std=float("nan"))):
         with pytest.raises(ValueError, match="init_std must be a finite number > 0"):
             build()
+
+
+@pytest.mark.skipif(not __import__("pathlib").Path(__file__).resolve().parents[1].joinpath(
+    "results", "bidir-toy-corpus", "full", "seed0.json").is_file(), reason="no committed toy-corpus records")
+def test_prop9_toy_corpus_judge_fails_a_pipeline_that_learns_nothing():
+    """The registered rule gives 'not reproduced on a substitute' as soon as one part is contradicted, which
+    embeddings of pure noise met too; the corrected statement's positive correlations now make that 'fails'.
+    On the committed records' similarities the verdict is the expected one."""
+    from pathlib import Path
+
+    from attnlab.experiments.bidir.toy_corpus import cooccurrence_counts, correlations, prop9_targets, sample_corpus
+    from attnlab.theory.bidir.toy_corpus import PROP9_DIMS, PROP9_SEEDS, judge_prop9
+
+    root = Path(__file__).resolve().parents[1] / "results" / "bidir-toy-corpus" / "full"
+    counts = {s: cooccurrence_counts(sample_corpus(10_000, np.random.default_rng(s))) for s in PROP9_SEEDS}
+    rng = np.random.default_rng(0)
+
+    def values(noise):
+        out = {}
+        for p in PROP9_DIMS:
+            sp, pe = [], []
+            for s in PROP9_SEEDS:
+                sim = np.array(json.loads((root / f"seed{s}.json").read_text())["extra"]["per_dim"][str(p)]["similarity_cbow"])
+                sim = rng.normal(size=sim.shape) if noise else sim
+                R, M = prop9_targets(counts[s])
+                sp.append(correlations(sim, R)["spearman"])
+                pe.append(correlations(sim, M, R > 0)["pearson"])
+            out[(p, "spearman")], out[(p, "pearson")] = sp, pe
+        return out
+    assert judge_prop9(values(False)).verdict == "not-reproduced-on-substitute"
+    assert judge_prop9(values(True)).verdict == "fails"

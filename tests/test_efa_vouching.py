@@ -196,3 +196,28 @@ def test_excess_rate_needs_the_teacher_to_be_the_transcribed_model():
     assert gen.check_excess_rate(dict(res, teacher_vs_transcription=1e-16)).verdict == "holds"
     assert gen.check_excess_rate(dict(res, teacher_vs_transcription=1e-3)).verdict == "fails"
     assert gen.check_excess_rate(res).verdict == "fails"
+
+
+def test_thm2_rate_premise_sees_how_y_enters_the_model(monkeypatch):
+    """The teacher's weights are zero wherever y enters, so its premise test could not see a fault in the y
+    path (the context y's sign flipped: 2e-15 at the teacher); the class at random parameters that read y
+    is held to the transcription too."""
+    import copy
+
+    from attnlab.experiments.models import efa_theory as et
+    from attnlab.theory.efa import generalization as gen
+
+    teacher = gen.make_teacher(5.0)
+    plain = copy.deepcopy(teacher).double()
+    plain.B_y = None
+    assert gen.premise_deviation(gen._reads_y(5.0), teacher.L, teacher.M, teacher.R) < gen.PREMISE_TOL
+    real = et.BaiEFA.columns
+
+    def flipped(self, tau, y):
+        cols, masked = real(self, tau, y)
+        cols = cols.clone()
+        cols[..., -1] = -cols[..., -1]
+        return cols, masked
+    monkeypatch.setattr(et.BaiEFA, "columns", flipped)
+    assert gen.premise_deviation(plain, teacher.L, teacher.M, teacher.R) < gen.PREMISE_TOL      # blind
+    assert gen.premise_deviation(gen._reads_y(5.0), teacher.L, teacher.M, teacher.R) > gen.PREMISE_TOL

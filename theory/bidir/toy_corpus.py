@@ -418,13 +418,21 @@ def judge_prop9(values: dict, reg=PROP9_REGISTRATION):
     overall = ("contradicted" if "contradicted" in decisions else
                "supported" if all(d == "supported" for d in decisions) else "undecided")
     verdict = VERDICT_OF[(overall, reg.data_source)]
+    # the corrected statement says the correlations are positive at every p: where a part's 95% interval is not
+    # above 0, that statement fails whatever the paper comparison says (embeddings of noise gave the expected
+    # "not reproduced" through the registered rule alone, which a pipeline that learns nothing also meets)
+    not_positive = [k for k, r in per.items() if not r["ci95"][0] > 0]
+    if not_positive:
+        verdict = "fails"
     first = next((k for k, r in per.items() if r["decision"] == overall), next(iter(per)))
     n = min(len(r["per_seed"]) for r in per.values())
     return Evidence(verdict, measured=per, tolerance=reg.tolerance_text(),
                     explanation="CBOW (full softmax, whole-sentence context) trained by L-BFGS (1000 iterations, "
                                 "N(0, 0.1^2)) on the App. I corpus (10,000 sentences drawn with seed s), seeds "
                                 f"{list(PROP9_SEEDS)}, p in {list(PROP9_DIMS)}: per-seed correlations against the "
-                                f"paper's single runs; {reg.rule_text()}",
+                                f"paper's single runs; {reg.rule_text()}; and the corrected statement's sign: every "
+                                "part's 95% interval above 0, else fails"
+                                + (f" (not above 0: {', '.join(not_positive)})" if not_positive else ""),
                     data={"results": {"data_source": reg.data_source, "statistic": reg.statistic,
                                       "ci95": per[first]["ci95"], "paper_effect": per[first]["paper"], "margin": None,
                                       "n_seeds_registered": len(reg.seeds), "n_seeds_used": n},
@@ -442,9 +450,10 @@ def judge_prop9(values: dict, reg=PROP9_REGISTRATION):
                  "at p = 300).  Not a paper error: for p > |V| = 12 the learned w_i^T c_j are not identified by "
                  "the loss and depend on the optimiser and initialisation, which the paper does not give.",
        method="training", tier="slow", expected="not-reproduced-on-substitute", registration=PROP9_REGISTRATION,
-       vouches_for=("experiments.models.bidir.CBOW.forward", "experiments.models.bidir.CBOW.similarity",
-                    "experiments.bidir.toy_corpus.train", "experiments.bidir.toy_corpus.prop9_targets",
-                    "experiments.bidir.toy_corpus.correlations"))
+       # (a transposed similarity or swapped targets keep correlations of this size: those functions are held by
+       # the fast claims bidir.prop9.single-context-optimum and bidir.prop9.*; this one sees a training that
+       # learns nothing, through the sign of its correlations)
+       vouches_for=("experiments.models.bidir.CBOW.forward", "experiments.bidir.toy_corpus.train"))
 def _prop9_toy():
     values = {}
     for p in PROP9_DIMS:
