@@ -358,5 +358,5 @@ def test_bai_efa_targets_are_checked():
     tau, y = torch.randn(2, 5, 2, dtype=torch.float64), torch.randn(2, 5, dtype=torch.float64)
     assert m(tau, y, targets=[[0, 4], [1, 2]]).shape == (2, 2)
     for t in ([[0, 5], [1, 2]], [[-1, 0], [1, 2]], [[0.5, 1.0], [1.0, 2.0]], [[0, 1]]):
-        with pytest.raises(ValueError, match="targets must be integer positions"):
+        with pytest.raises(ValueError, match="targets must"):
             m(tau, y, targets=t)

@@ -84,6 +84,12 @@ def mask_sentences(tokens: torch.Tensor, m: torch.Tensor, vocab_size: int) -> to
     return x
 
 
+def _check_init_std(init_std) -> None:
+    if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
+            and init_std > 0):
+        raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
+
+
 def _normal(shape, std, generator, dtype):
     return nn.Parameter(torch.randn(*shape, generator=generator, dtype=dtype) * std)
 
@@ -116,9 +122,7 @@ class BidirAttentionMLM(nn.Module):
         self.d_w = _pos_int(p if d_w is None else d_w, "d_w")
         self.heads = _pos_int(heads, "heads")
         self.layers = _pos_int(layers, "layers")
-        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
-                and init_std > 0):
-            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
+        _check_init_std(init_std)
         self.positional, self.residual = bool(positional), bool(residual)
         g, H = generator, self.heads
         self.C = _normal((vocab_size + 1, p), init_std, g, dtype)
@@ -431,9 +435,7 @@ class CBOW(nn.Module):
         self.vocab_size = _pos_int(vocab_size, "vocab_size", 2)
         self.p = _pos_int(p, "p")
         self.window = None if window is None else _pos_int(window, "window")
-        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
-                and init_std > 0):
-            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
+        _check_init_std(init_std)
         self.W = _normal((vocab_size, p), init_std, generator, dtype)
         self.C = _normal((vocab_size, p), init_std, generator, dtype)
 
@@ -485,9 +487,7 @@ class AttentionCBOW(nn.Module):
         self.vocab_size = _pos_int(vocab_size, "vocab_size", 2)
         self.p = _pos_int(p, "p")
         self.d_w = _pos_int(p if d_w is None else d_w, "d_w")
-        if not (isinstance(init_std, (int, float)) and not isinstance(init_std, bool) and math.isfinite(init_std)
-                and init_std > 0):
-            raise ValueError(f"init_std must be a finite number > 0; got {init_std!r}")
+        _check_init_std(init_std)
         self.W = _normal((vocab_size, p), init_std, generator, dtype)
         self.C = _normal((vocab_size + 1, p), init_std, generator, dtype)
         self.WQ = _normal((self.d_w, p), init_std, generator, dtype)

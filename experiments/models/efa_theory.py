@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from attnlab.experiments.models.efa import _posint, gather_targets, replicate_targets
+from attnlab.experiments.models.efa import _posint, _prepare, gather_targets, replicate_targets
 
 __all__ = ["BaiEFA", "clip_norm", "parameter_count"]
 
@@ -111,22 +111,15 @@ class BaiEFA(nn.Module):
         return H
 
     @staticmethod
-    def _targets(targets, B: int, I: int, device) -> torch.Tensor:
-        """targets as a (B, T) long tensor of positions in [0, I - 1] (all positions when None), as
-        EFACategorical checks them (out of range was a deep torch error)."""
-        if targets is None:
-            return torch.arange(I, device=device).expand(B, I)
-        t = torch.as_tensor(targets, device=device)
-        if (t.is_floating_point() or t.dtype == torch.bool or t.ndim != 2 or t.shape[0] != B
-                or (t.numel() and (int(t.min()) < 0 or int(t.max()) >= I))):
-            raise ValueError(f"targets must be integer positions in [0, {I - 1}] of shape (B, T) with B = {B}; "
-                             f"got {t.dtype} of shape {tuple(t.shape)}")
-        return t.long()
+    def _targets(targets, y: torch.Tensor) -> torch.Tensor:
+        """targets as a (B, T) long tensor of positions (all positions when None), checked as EFACategorical
+        checks them (experiments.models.efa._prepare; out of range was a deep torch error)."""
+        return _prepare(y, None, targets)[1]
 
     def forward_literal(self, tau, y, targets=None):
         """The same prediction by running every copy fully through the transformer (for tests)."""
         B, I = y.shape
-        targets = self._targets(targets, B, I, y.device)
+        targets = self._targets(targets, y)
         cols, masked = self.columns(tau, y)
         T = targets.shape[1]
         Z = replicate_targets(cols, masked, targets).reshape(B * T, I, self.D)
@@ -138,7 +131,7 @@ class BaiEFA(nn.Module):
         B, I = y.shape
         if tau.shape != (B, I, self.tau_dim):
             raise ValueError(f"tau must have shape (B, I, tau_dim) = {(B, I, self.tau_dim)}; got {tuple(tau.shape)}")
-        targets = self._targets(targets, B, I, y.device)
+        targets = self._targets(targets, y)
         cols, masked = self.columns(tau, y)
         T = targets.shape[1]
         if self.L == 1:
