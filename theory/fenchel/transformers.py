@@ -215,9 +215,12 @@ def _s11_hf():
         Kx = layer.k(x).view(1, n, H, dk).transpose(1, 2)[0]            # templates t_i per head
         Qy = layer.q(x).view(1, n, H, dk).transpose(1, 2)[0]            # evidence z_k per head
         Vx = layer.v(x).view(1, n, H, dk).transpose(1, 2)[0]
-        # (16) for every head and query: the library layer with exact=False, log u = the position bias,
-        # the mask added to it, scale 1 (t_i = K x_i)
-        heads, p = fenchel_attention(Qy, Kx, Vx, alpha=1.0, log_u=position_bias[0], attn_mask=mask[0],
+        # (16) for every head and query: the library layer with exact=False, log u = the relative-position bias
+        # alone (compute_bias; the position_bias the layer returns holds the mask too in some versions of
+        # transformers, and passing it beside the mask would add the mask twice, so that the masked weights were 0
+        # whatever the library did with attn_mask), the mask as the layer's attn_mask, scale 1 (t_i = K x_i)
+        bias = layer.compute_bias(n, n, device=x.device)
+        heads, p = fenchel_attention(Qy, Kx, Vx, alpha=1.0, log_u=bias[0], attn_mask=mask[0],
                                      scale=1.0, exact=False, return_weights=True)     # (H, n_q, d_kv)
         ours = layer.o(heads.transpose(0, 1).reshape(1, n, H * dk))
         u_masked = float(p[..., masked].max())
@@ -226,7 +229,8 @@ def _s11_hf():
                     tolerance=1e-12,
                     explanation="HF T5Attention (random init, 4 heads, d_kv 16, 32 buckets, float64, eager) vs "
                                 "numerics.fenchel_attention.fenchel_attention(exact=False), i.e. (16), with "
-                                "log u = position_bias, the attention mask added, alpha = 1, scale 1")
+                                "log u = the relative-position bias (compute_bias) and the attention mask as "
+                                "attn_mask, alpha = 1, scale 1")
 
 
 # Means transcribed from Fig 4 (per layer, head-averaged) and Figs 5-8 (per head).
