@@ -1262,6 +1262,18 @@ def test_t5_fails_when_the_layer_drops_log_u(monkeypatch):
     assert _verdict("fenchel.eq17.t5-hf-position-bias") == "fails"
 
 
+
+def test_t5_fails_when_the_layer_drops_the_mask(monkeypatch):
+    """Library mutation: the (16) layer ignores attn_mask.  With HF's returned position_bias (which holds the mask
+    in some versions) as log u, the masked weights were 0 all the same; the bias from compute_bias is the bias
+    alone."""
+    pytest.importorskip("transformers")
+    from attnlab.numerics import fenchel_attention as fa
+
+    real = fa.fenchel_attention
+    monkeypatch.setattr(fa, "fenchel_attention", lambda *a, attn_mask=None, **kw: real(*a, **kw))
+    assert _verdict("fenchel.eq17.t5-hf-position-bias") == "fails"
+
 # --- efa.thm2.log-constant-proof ----------------------------------------------------------------
 
 def test_thm2_log_constant_proof_fails_below_the_constant_it_proves():
