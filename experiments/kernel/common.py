@@ -131,8 +131,6 @@ def encode_labels(*ys):
     return [np.searchsorted(classes, y) for y in ys], len(classes)
 
 
-# --------------------------------------------------------------------------- time warping (App. B.3)
-
 def quick_subset(cfg: dict, tr, ytr, te, yte):
     """The first cfg['subset'] of a fixed random order of each split (seeded, as load_ucr_split's): the
     files are sorted by class, and their first rows held one or two classes (kernel-sentiment's IMDB quick
@@ -162,6 +160,7 @@ def load_ucr_split(dataset: str, cfg: dict, path=None):
     g = lambda a: torch.tensor(a, dtype=torch.int64)  # noqa: E731
     return [f(Xtr), g(ytr)], [f(Xte), g(yte)], k
 
+# --------------------------------------------------------------------------- time warping (App. B.3)
 def time_warping_data(n: int, length: int = 95, lam_max: float = 25.0, seed: int = 0):
     """The paper's synthetic time-warping process (Sec. 6.1, App. B.3), exactly:
 
