@@ -21,13 +21,16 @@ part of a claim (a setting, a pair of models, a layer):
   outside it); otherwise *undecided*.
 
 A claim with several parts is supported when every part is, contradicted when any part is, else
-undecided.  Verdicts: supported -> `holds` (paper's data and protocol) or `reproduced-on-substitute`;
-contradicted -> `erratum` (paper's data and protocol, and the paper prints the number that our interval
-excludes), `fails` (paper's data, but the paper prints no number for the statement) or
-`not-reproduced-on-substitute`; undecided -> `inconclusive`.  On a substitute the paper's number never
-decides a comparison (other data, other scale): only the margin does.  A claim whose registered seeds are
-not all there (converged, on the registered config) is `inconclusive`, with what there is; one with no
-usable record at all is `skipped`, with the reason.
+undecided; a claim whose registered seeds are not all there (converged, on the registered config) in every
+part is undecided whatever its parts say.  Verdicts: supported -> `holds` (paper's data and protocol) or
+`reproduced-on-substitute`; contradicted -> `erratum` (paper's data and protocol, and the paper's printed
+number lies outside the interval of R runs of ours), `fails` (paper's data, but the paper prints no number
+for the statement), `inconclusive` (paper's data, our interval at or below the margin, but the paper's
+number inside the interval of R runs of ours: not shown wrong) or `not-reproduced-on-substitute`;
+undecided -> `inconclusive`.  On a substitute the paper's number never decides a comparison (other data,
+other scale): only the margin does.  A claim with no usable record at all is `skipped`, with the reason.
+Copies of a row counted once or left out (attnlab.results.unique_rows) and record files that could not be
+used are said in the explanation.
 
 Results root: $ATTNLAB_RESULTS, else the committed records (:func:`committed_records`: the
 repository's results/ folder, or the copy an installed package ships), so that a claim reads the
@@ -82,12 +85,14 @@ def t_interval(values: list[float], runs: float = math.inf) -> dict:
     return {"mean": m, "sd": sd, "half": h, "lo": m - h, "hi": m + h, "n": n}
 
 
-_CACHE: dict[tuple, tuple] = {}   # (experiment, root) -> (the files' (path, mtime, size), rows)
+# (experiment, root) -> (the files' (path, mtime, size), rows, notes on copies by row key, files skipped)
+_CACHE: dict[tuple, tuple] = {}
 
 
-def _rows(experiment: str, root: Path) -> list:
-    """(record, metric row) pairs of one experiment, each (config, setting, model, metric, seed) once
-    (attnlab.results.unique_rows); read again only when a file of the experiment changed."""
+def _read(experiment: str, root: Path) -> tuple:
+    """(rows, notes, skipped) of one experiment: its (record, metric row) pairs, each (config, setting, model,
+    metric, seed) once (attnlab.results.unique_rows); the warnings on copies by that 6-tuple; the warnings on
+    the files that could not be used.  Read again only when a file of the experiment changed."""
     from attnlab.results import read_records, unique_rows
 
     files = sorted(root.glob(f"{experiment}/*/*.json"))
@@ -95,9 +100,16 @@ def _rows(experiment: str, root: Path) -> list:
     if _CACHE.get(key, (None,))[0] != stamp:
         # only this experiment's files (each read once per process): a record filed under another
         # experiment's folder is refused by read_records as misplaced
-        recs = [r for r in read_records(files, warn=lambda m: None) if r.get("experiment") == experiment]
-        _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None)))
-    return _CACHE[key][1]
+        skipped: list[str] = []
+        notes: dict[tuple, str] = {}
+        recs = [r for r in read_records(files, warn=skipped.append) if r.get("experiment") == experiment]
+        _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None, notes=notes)), notes, skipped)
+    return _CACHE[key][1:]
+
+
+def _rows(experiment: str, root: Path) -> list:
+    """(record, metric row) pairs of one experiment (:func:`_read`)."""
+    return _read(experiment, root)[0]
 
 
 def _stat(f: Path) -> tuple[int, int]:
@@ -174,10 +186,10 @@ def judge(reg, root: Path | None = None) -> Evidence:
     """The verdict of a registered results claim (a :class:`attnlab.theory.preregistration.Registration`)
     from the records under `root`, on exactly its registered seeds."""
     root = Path(root) if root is not None else results_root()
-    parts, missing, have_all = [], {}, Counter()
+    parts, missing, have_by_part = [], {}, []
     for part in reg.parts:
         vals, have = _part_values(reg, part, root)
-        have_all.update(have)
+        have_by_part.append((part, have))
         lack = [s for s in reg.seeds if s not in vals]
         if lack:
             missing[_where(part)] = lack
@@ -190,21 +202,37 @@ def judge(reg, root: Path | None = None) -> Evidence:
             entry["paper_interval"] = [wide["lo"], wide["hi"]]
             entry["decision"] = _decide(reg, part, entry) if not lack else "undecided"
         parts.append(entry)
+    notes, skipped = _notes(reg, root)
     if not any(p["seeds"] for p in parts):
         state = {True: "", False: " not converged", None: " of unknown convergence"}
-        found = ", ".join(f"{cfg}: {c}{state[ok]}"
-                          for (cfg, ok), c in sorted(have_all.items(), key=str))
+        found = "; ".join(f"{_where(part) if len(reg.parts) > 1 else part.a}: "
+                          + ", ".join(f"{cfg}: {c}{state[ok]}" for (cfg, ok), c in sorted(have.items(), key=str))
+                          for part, have in have_by_part if have)
         raise Skip(f"no registered seed ({_seeds(reg.seeds)}) of {reg.experiment} ({reg.config}) has converged records "
-                   f"of every model it compares" + (f" (rows of {reg.parts[0].a}: {found})" if found else " (no records)"))
+                   f"of every model it compares" + (f" (rows of {found})" if found else " (no records)")
+                   + "".join(f"; {m}" for m in notes + skipped))
     decisions = [p.get("decision", "undecided") for p in parts]
-    overall = ("contradicted" if "contradicted" in decisions else
+    # a registered seed missing anywhere makes the claim inconclusive (docs/results_verdicts.md), also where
+    # another part is contradicted: erratum and not-reproduced need the registered seeds
+    overall = ("undecided" if missing else "contradicted" if "contradicted" in decisions else
                "supported" if all(d == "supported" for d in decisions) else "undecided")
+    inside = []
     if overall == "contradicted" and reg.data_source == "paper":
-        hit = next(p for p in parts if p.get("decision") == "contradicted")
-        verdict = "erratum" if hit["paper_effect"] is not None else "fails"
+        hits = [p for p in parts if p.get("decision") == "contradicted"]
+        # an erratum needs the paper's printed number outside the interval R runs of ours would fall in; a
+        # statement our mean contradicts while the paper's number lies inside that interval is inconclusive
+        outside = [p for p in hits if p["paper_effect"] is not None
+                   and not p["paper_interval"][0] <= p["paper_effect"] <= p["paper_interval"][1]]
+        inside = [p for p in hits if p["paper_effect"] is not None and p not in outside]
+        if outside:
+            verdict = "erratum"
+        elif len(inside) < len(hits):
+            verdict = "fails"
+        else:
+            verdict, overall = "inconclusive", "undecided"
     else:
         verdict = VERDICT_OF[(overall, reg.data_source)]
-    key = _deciding_part(reg, parts, overall)
+    key = inside[0] if inside else _deciding_part(reg, parts, overall)
     # the seeds behind the interval shown: the deciding part's (the fewest over the parts paired a part's interval
     # with another part's count, e.g. a CI over 10 seeds shown as "6/10")
     used = len(key["seeds"])
@@ -224,10 +252,34 @@ def judge(reg, root: Path | None = None) -> Evidence:
                if missing else "")
             + "".join(f"; {p['part']}: the direction holds, but the paper's effect {p['paper_effect']:.3g} lies above "
                       f"the interval of {reg.paper_runs} run(s) of ours (up to {p['paper_interval'][1]:.3g}): the size "
-                      "it prints is not reproduced" for p in above))
+                      "it prints is not reproduced" for p in above)
+            + "".join(f"; {p['part']}: our interval lies at or below the margin {reg.margin:g} (the statement does not "
+                      f"hold on average), but the paper's {p['paper_effect']:.3g} lies inside the interval of "
+                      f"{reg.paper_runs} run(s) of ours [{p['paper_interval'][0]:.3g}, {p['paper_interval'][1]:.3g}]: "
+                      "its number is not shown wrong" for p in inside)
+            + "".join(f"; {m}" for m in notes + skipped))
     return Evidence(verdict, measured, reg.tolerance_text(), expl,
                     {"results": results, "parts": parts, "margin_source": reg.margin_source,
                      "deviation": reg.deviation or None})
+
+
+def _notes(reg, root: Path) -> tuple[list[str], list[str]]:
+    """What the reader of a claim must know about its records: the copies of its rows (counted once, or the
+    seed left out where they disagree), for its registered seeds, and the files of its experiment that could
+    not be used (unreadable, misplaced, a number beyond float64), at most three named."""
+    _, notes, skipped = _read(reg.experiment, root)
+    mine = []
+    for part in reg.parts:
+        settings = (part.setting,) if isinstance(part.setting, str) else tuple(part.setting)
+        for model in (part.a, part.b) if part.b else (part.a,):
+            for st in settings:
+                for seed in reg.seeds:
+                    msg = notes.get((reg.experiment, reg.config, st, model, part.metric, seed))
+                    if msg and msg not in mine:
+                        mine.append(msg)
+    files = [f"{len(skipped)} record file(s) of {reg.experiment} skipped: " + "; ".join(skipped[:3])
+             + ("; ..." if len(skipped) > 3 else "")] if skipped else []
+    return mine, files
 
 
 def _deciding_part(reg, parts: list[dict], overall: str) -> dict:

@@ -185,11 +185,18 @@ def read_records(paths, warn=None) -> list[dict]:
     return recs
 
 
-def unique_rows(records: list[dict], warn=None):
+def _row_status(rec: dict, row: dict) -> bool | None:
+    """True (converged), False (not), None (convergence unknown) of one metric row."""
+    return True if row_converged(rec, row) else None if row_unknown(rec, row) else False
+
+
+def unique_rows(records: list[dict], warn=None, notes: dict | None = None):
     """(record, metric row) pairs with each (experiment, config, setting, model, metric, seed) once: a
-    copied record (``seed0 (copy).json``) is one seed, not two.  A duplicate with the same value is
-    dropped with a warning; duplicates that disagree are all dropped (which one is right cannot be
-    told), with a warning naming them.  Rows without a seed are kept as they are."""
+    copied record (``seed0 (copy).json``) is one seed, not two.  A duplicate with the same value and the
+    same convergence is dropped with a warning; duplicates that disagree on either are all dropped (which
+    one is right cannot be told: keeping the first file would let a file's name decide), with a warning
+    naming them.  Rows without a seed are kept as they are.  `notes`, when given, receives each warning
+    under its 6-tuple key (the claims say it where the key is theirs)."""
     import sys
 
     warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
@@ -210,13 +217,26 @@ def unique_rows(records: list[dict], warn=None):
             yield item
             continue
         dups = seen[item]
+        msg = None
         if len({float(m["value"]) for _, m in dups}) > 1:
-            warn(f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} disagree on {item[3]} / {item[2]} / "
-                 f"{item[4]}: {', '.join(repr(m['value']) for _, m in dups)}; that seed is left out")
+            msg = (f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} disagree on {item[3]} / {item[2]} / "
+                   f"{item[4]}: {', '.join(repr(m['value']) for _, m in dups)}; that seed is left out")
+        elif len({_row_status(r, m) for r, m in dups}) > 1:
+            state = {True: "converged", False: "not converged", None: "convergence unknown"}
+            msg = (f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} hold the same {item[3]} / {item[2]} / "
+                   f"{item[4]} but disagree on its convergence ({', '.join(state[_row_status(r, m)] for r, m in dups)});"
+                   " that seed is left out")
+        if msg:
+            warn(msg)
+            if notes is not None:
+                notes[item] = msg
             continue
         if len(dups) > 1:
-            warn(f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} hold {item[3]} / {item[2]} / "
-                 f"{item[4]}; counted once")
+            msg = (f"{len(dups)} records of {item[0]} ({item[1]}) seed {item[5]} hold {item[3]} / {item[2]} / "
+                   f"{item[4]}; counted once")
+            warn(msg)
+            if notes is not None:
+                notes[item] = msg
         yield dups[0]
 
 

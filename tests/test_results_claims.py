@@ -158,6 +158,63 @@ def test_a_copied_record_is_one_seed(tmp_path, capsys):
     assert "disagree" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("paper, verdict", [(0.3, "inconclusive"), (1.0, "erratum"), (None, "fails")])
+def test_an_erratum_needs_the_papers_number_outside_the_interval_of_its_runs(tmp_path, paper, verdict):
+    """CI of our mean [-1.08, -0.12] lies below the margin 0; the interval a single run of ours falls in is
+    [-1.78, 0.58]: the paper's single-run +0.3 lies inside it (its number is not shown wrong: inconclusive, and
+    the explanation says why), +1.0 outside (erratum); no printed number: fails."""
+    _pairs(tmp_path, -0.6)
+    ev = judge(_reg(paper=paper), tmp_path)
+    lo, hi = ev.data["parts"][0]["paper_interval"]
+    assert ev.data["parts"][0]["hi"] < 0 and abs(lo + 1.777) < 1e-3 and abs(hi - 0.577) < 1e-3
+    assert ev.verdict == verdict
+    assert ("its number is not shown wrong" in ev.explanation) == (verdict == "inconclusive")
+
+
+def test_a_missing_seed_anywhere_makes_a_contradicted_claim_inconclusive(tmp_path):
+    """Two parts: N=64 contradicted on all five seeds, N=128 short of seed 3.  The registered seeds are not
+    all there, so neither an erratum (paper's data) nor not-reproduced (substitute): inconclusive."""
+    for s in range(5):
+        _write(tmp_path, s, {"A": 87.0 + NOISE[s], "B": 90.0}, name=f"seed{s}-64.json")
+        if s != 3:
+            _write(tmp_path, s, {"A": 93.0 + NOISE[s], "B": 90.0}, name=f"seed{s}-128.json", setting="N=128")
+    for source, done in (("paper", "erratum"), ("substitute", "not-reproduced-on-substitute")):
+        reg = _reg(source, paper=3.0)
+        two = Registration(reg.claim, EXP, "full", "beats", (reg.parts[0], Part("N=128", "A", "accuracy", b="B",
+                           paper=3.0)), reg.seeds, source, "holds", margin=0.0, paper_runs=1, deviation=reg.deviation)
+        ev = judge(two, tmp_path)
+        assert ev.verdict == "inconclusive" and "registered seeds missing" in ev.explanation
+        _write(tmp_path, 3, {"A": 93.0 + NOISE[3], "B": 90.0}, name="seed3-128.json", setting="N=128")
+        assert judge(two, tmp_path).verdict == done
+        (tmp_path / EXP / "full" / "seed3-128.json").unlink()
+
+
+@pytest.mark.parametrize("name", ["seed2 (copy).json", "seed2~copy.json"])
+def test_copies_that_disagree_on_convergence_drop_the_seed_whatever_their_names(tmp_path, name):
+    """A copy of an unconverged record marked converged, with the same value: which file sorts first must not
+    decide (it did: 'holds' with n = 5 or 'inconclusive' with n = 4 by the name); the seed is left out and the
+    claim says why."""
+    _pairs(tmp_path, 3.0)
+    _write(tmp_path, 2, {"A": 93.1, "B": 90.0}, converged=False)
+    _write(tmp_path, 2, {"A": 93.1, "B": 90.0}, name=name)
+    ev = judge(_reg(paper=3.0), tmp_path)
+    assert ev.verdict == "inconclusive" and ev.data["results"]["n_seeds_used"] == 4
+    assert "disagree on its convergence" in ev.explanation
+
+
+def test_a_claim_names_the_copies_and_unusable_files_behind_it(tmp_path):
+    """A copy counted once and a file that could not be used are said in the claim's explanation (they were
+    only warnings of `attnlab results`)."""
+    _pairs(tmp_path, 3.0)
+    f = tmp_path / EXP / "full" / "seed0.json"
+    (f.parent / "seed0 (copy).json").write_text(f.read_text())
+    (f.parent / "seed7.json").write_text("{not json")
+    ev = judge(_reg(paper=3.0), tmp_path)
+    assert ev.verdict == "holds"
+    assert "seed 0 hold A / N=64 / accuracy; counted once" in ev.explanation
+    assert "1 record file(s) of kernel-time-warping skipped" in ev.explanation and "seed7.json" in ev.explanation
+
+
 def test_a_nan_metric_is_refused_not_pooled(tmp_path, capsys):
     from attnlab.results import load_records
 
@@ -265,6 +322,13 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
     records({mlm: 0.014, cbow: 0.019})
     with pytest.raises(Skip, match="both below 0.05"):
         cl.check()
+    records({mlm: 0.08, cbow: 0.06})
+    for s in range(5, 14):                      # seeds outside the registry (0-4) at 0: they change nothing
+        f = tmp_path / "bidir-analogies" / "full" / f"seed{s}.json"
+        f.write_text(json.dumps({"experiment": "bidir-analogies", "config": "full", "seed": s, "converged": True,
+                                 "training": {}, "metrics": [{"setting": "overall", "model": m, "metric": "acc",
+                                                              "value": 0.0} for m in (mlm, cbow)]}))
+    assert catalog.run_claim(cl).verdict == "reproduced-on-substitute"
     records({mlm: 0.30, cbow: 0.20})
     assert catalog.run_claim(cl).verdict == "reproduced-on-substitute"
     records({mlm: 0.20, cbow: 0.30})

@@ -285,7 +285,7 @@ register(Registration("bidir.results.analogies-mlm-vs-cbow", "bidir-analogies", 
 # MLM-against-CBOW comparison at the config was made.  Expected: skipped until the records exist.
 # 2026-12-07: seed 0's record (both models converged; overall MLM 10.9 %, CBOW 14.1 % of 4,061 questions) makes it
 # inconclusive until seeds 1-4 land (the expected verdict follows the judged one; rule, margin and seeds unchanged);
-# seed 1 (MLM 10.1 %, CBOW 12.8 %) the same day: still inconclusive, seeds 2-4 missing; seed 2 (MLM 12.0 %,
+# seed 1 (MLM 10.0 %, CBOW 12.8 %) the same day: still inconclusive, seeds 2-4 missing; seed 2 (MLM 12.0 %,
 # CBOW 13.5 %) the same day: still inconclusive, seeds 3 and 4 missing; seed 3 (MLM 10.6 %, CBOW 13.6 %): still
 # inconclusive, seed 4 missing; seed 4 (MLM 11.8 %, CBOW 14.1 %) the same day completes the five registered seeds:
 # MLM - CBOW = -0.025, 95 % CI [-0.033, -0.017], at or below the margin 0: not-reproduced-on-substitute (rule,
