@@ -183,6 +183,22 @@ def _check_int(value, name: str, minimum: int) -> int:
     return int(value)
 
 
+def _check_n_basis(n_basis) -> int:
+    """n_basis of the default basis: a whole number >= 2 and even (n_basis / 2 centres for each of its two widths,
+    0.1 and 0.5: an odd number was rounded down silently, 3 to 2 functions both centred at 0)."""
+    n = _check_int(n_basis, "n_basis", 2)
+    if n % 2:
+        raise ValueError(f"n_basis must be even (n_basis / 2 centres for each of the widths 0.1 and 0.5); got {n}")
+    return n
+
+
+def _check_table_size(n: int, S: int, grid_size: int, name: str) -> None:
+    tables = 8 * n * (n + S + grid_size + 2)                # the cached tables (float64 Gram, F, M, WPsi)
+    if tables > MAX_TABLE_BYTES:
+        raise ValueError(f"{name} = {n} functions need ~{tables / 2 ** 30:.0f} GiB of tables (n_basis x (n_basis + "
+                         f"S + grid_size)), over {MAX_TABLE_BYTES / 2 ** 30:g} GiB; use fewer basis functions")
+
+
 def _check_alpha_deformed(alpha) -> float:
     try:
         a = float(alpha)
@@ -201,7 +217,9 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     r"""Continuous attention over a sequence, called like ``torch.nn.functional.scaled_dot_product_attention``.
 
     "Kernel Multimodal Continuous Attention" (Moreno et al., NeurIPS 2022), Eq. (1), (2), (6), (8) and
-    Algorithm 1.  Keys and values sit at the positions $t_s = s/(S-1)$ of [0, 1]; for each query:
+    Algorithm 1.  Keys and values sit at the positions $t_s = s/(S-1)$ of [0, 1] (1/2 for S = 1); a key that
+    no query of its sequence may attend to (padding) is absent: the n keys present sit at $j/(n-1)$ in their
+    order, so that padding changes no output, as in ``nn.MultiheadAttention``.  For each query:
 
     1. scores $s_j = \text{scale}\,\langle q, k_j\rangle$ (+ a float mask), the logits of discrete
        attention;
@@ -303,14 +321,11 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
                                          additive_mask(mask, cdt, shift=False) + additive_mask(kpm, cdt, shift=False))
     scale = 1.0 / math.sqrt(E) if scale is None else check_scale(scale)
     if basis is None:
-        n_basis = _check_int(n_basis, "n_basis", 2)
+        n_basis = _check_n_basis(n_basis)
         centres = widths = None
-        tables = 8 * n_basis * (n_basis + S + grid_size + 2)    # the cached tables (float64 Gram, F, M, WPsi)
-        if tables > MAX_TABLE_BYTES:
-            raise ValueError(f"n_basis = {n_basis} needs ~{tables / 2 ** 30:.0f} GiB of tables (n_basis x (n_basis + "
-                             f"S + grid_size)), over {MAX_TABLE_BYTES / 2 ** 30:g} GiB; use fewer basis functions")
     else:
         n_basis, centres, widths = basis.n, tuple(basis.mu.tolist()), tuple(basis.sigma.tolist())
+    _check_table_size(n_basis, S, grid_size, "n_basis" if basis is None else "basis")
     tab = _sequence_tables(S, grid_size if kind.startswith("kernel") else 0, n_basis, centres, widths, kernel,
                            bandwidth, ridge, cdt, dev)
     if mask is None:
@@ -324,6 +339,13 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             # k(t, t_j), not a constant in t), so the per-row shift that softmax ignores would change the density
             add = torch.where(torch.isneginf(add), add, mask.to(cdt))
         keep = ~torch.isneginf(add)
+    # a key that no query of its sequence may attend to (padding) is absent: the present keys of each sequence
+    # sit at t = j/(n-1), j = 0..n-1 (1/2 for n = 1), as an unpadded sequence of n keys would, so that padding
+    # changes no output (as in nn.MultiheadAttention); per-query masks (causal, ...) keep the positions
+    T2, F, Kg = tab.T2, tab.F, getattr(tab, "Kg", None)
+    present = None if keep is None else keep.any(-2)
+    if present is not None and not bool(present.all()):
+        T2, F, Kg = _present_tables(present, tab, kernel, bandwidth, cdt)
     dens = None
     if kind.startswith("kernel") and keep is None:
         # f = s K_g = scale q (K_g^T k)^T: the (S x G) kernel folded into the keys first (E G work per key
@@ -340,7 +362,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         if keep is not None:
             empty = ~keep.any(-1, keepdim=True)
             s = torch.where(empty, torch.zeros_like(s), s.masked_fill(~keep, float("-inf")))
-        m = torch.softmax(s, -1) @ tab.T2                                        # (E_w[t], E_w[t^2])
+        m = torch.softmax(s, -1) @ T2                                            # (E_w[t], E_w[t^2])
         mu = m[..., 0]
         var = (m[..., 1] - mu * mu).clamp_min(1e-4)
         fn = nca.gaussian_expected_rbf if kind == "cts_softmax" else nca.parabola_expected_rbf
@@ -356,7 +378,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             dens = nca.unimodal_density_on_grid(grid, kind, mu, var)
     else:
         if keep is not None:
-            f = s.masked_fill(~keep, 0.0) @ tab.Kg                               # (..., L, G)
+            f = s.masked_fill(~keep, 0.0) @ Kg                                   # (..., L, G)
         # the unnormalised density u on the grid (kernel paper App. E.1: shifted by the max of f), then
         # E_p[Psi] = (u w Psi^T) / (u w^T) with the trapezoid weights w: one product gives both
         if kind == "kernel_softmax":
@@ -364,10 +386,15 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             u = torch.exp((f - f.amax(-1, keepdim=True).detach()).clamp_min(math.log(torch.finfo(cdt).tiny)))
         elif alpha == 2.0 and keep is None and not return_density and query.shape[:-2] == ktab.shape[:-2]:
             u = None                                                              # (sparsemax: one node below)
+        elif alpha == 2.0:
+            u = _ShiftedRelu.apply(f, 1.0, True)                                  # [1 + (f - max f)]_+
         else:
-            a1 = alpha - 1.0
-            u = _ShiftedRelu.apply(f, 1.0 / a1, True)                             # [1 + (a-1)(f - max f)]_+ / (a-1)
-            u = u if a1 == 1.0 else (a1 * u) ** (1.0 / a1)
+            # [1 + (a-1)(f - max f)]_+^(1/(a-1)) as exp(log1p(z)/(a-1)), z = (a-1)(f - max f): the power of the
+            # relu form lost every digit as alpha -> 1 in float32 (f - max f + 1/(a-1) rounds to 1/(a-1); 0.65
+            # off at alpha = 1 + 1e-9); the shift's gradient reaches the maximiser, as in _ShiftedRelu
+            z = (alpha - 1.0) * (f - f.amax(-1, keepdim=True))
+            inside = z > -1.0
+            u = torch.where(inside, torch.exp(torch.log1p(torch.where(inside, z, 0.0)) / (alpha - 1.0)), 0.0)
         rz = _SparsemaxMoments.apply(query, ktab, tab.WPsi) if u is None else u @ tab.WPsi   # (..., L, N + 1)
         r = rz[..., :-1] / rz[..., -1:]
         if return_density:
@@ -377,10 +404,10 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     if keep is None:
         w = r @ tab.M if (return_weights or dropout_p > 0) else None             # M = G^{-1} F, (N, S)
     else:
-        F, N = tab.F, tab.F.shape[0]
+        N = F.shape[-2]
         eye = ridge * torch.eye(N, dtype=cdt, device=dev)
-        FF = (F.unsqueeze(1) * F.unsqueeze(0)).reshape(N * N, S)                  # outer products F_s F_s^T
-        Gm = (keep.to(cdt) @ FF.transpose(0, 1)).unflatten(-1, (N, N)) + eye     # (..., Lm, N, N)
+        FF = (F.unsqueeze(-2) * F.unsqueeze(-3)).flatten(-3, -2)                  # outer products F_s F_s^T
+        Gm = (keep.to(cdt) @ FF.transpose(-1, -2)).unflatten(-1, (N, N)) + eye   # (..., Lm, N, N)
         if Gm.shape[-3] == 1:
             x = torch.linalg.solve(Gm.squeeze(-3), r.transpose(-1, -2)).transpose(-1, -2)   # (..., L, N)
         else:
@@ -486,6 +513,25 @@ def _sequence_tables(S: int, G: int, n_basis: int, centres, widths, kernel: str,
     return tab
 
 
+def _present_tables(present: torch.Tensor, tab: _Tables, kernel: str, bandwidth: float, cdt):
+    """T2 (..., S, 2), F (..., N, S) and K_g (..., S, G) (None without a grid) of sequences whose present keys
+    (``present`` (..., S), True where some query may attend) sit at j/(n-1), j = 0..n-1 in their order (1/2 for
+    n = 1); an absent key's entries are those of t = 0 (the masks leave it out)."""
+    n = present.sum(-1, keepdim=True)
+    rank = (present.cumsum(-1) - 1).to(cdt)
+    t = torch.where(n > 1, rank / (n - 1).clamp_min(1).to(cdt), torch.full_like(rank, 0.5))
+    t = t.masked_fill(~present, 0.0)
+    flat = t.reshape(-1)
+    F = nca.gaussian_rbf(flat, tab.centres, tab.widths).unflatten(1, t.shape).movedim(0, -2)     # (..., N, S)
+    Kg = None
+    if getattr(tab, "Kg", None) is not None:
+        G = tab.Kg.shape[-1]
+        grid = torch.linspace(0.0, 1.0, G, dtype=cdt, device=t.device)
+        Kg = nca.kernel_matrix(flat, grid, kernel, bandwidth).to(cdt).unflatten(0, t.shape)    # (..., S, G)
+        Kg = Kg.masked_fill(Kg.abs() < torch.finfo(cdt).tiny, 0.0)
+    return torch.stack([t, t * t], -1), F, Kg
+
+
 def _fixed_basis(centres, widths) -> GaussianBasis:
     b = GaussianBasis(len(centres), sigmas=(1.0,))
     b.mu = torch.tensor(centres, dtype=torch.float64)
@@ -563,7 +609,9 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         self.alpha = _check_alpha_deformed(alpha)
         self.ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
         # (fixed by n_basis: not in the state dict, which then holds nn.MultiheadAttention's keys only)
-        self.basis = GaussianBasis(_check_int(n_basis, "n_basis", 2), dtype=dtype, persistent=False).to(device=device)
+        n_basis = _check_n_basis(n_basis)
+        _check_table_size(n_basis, 0, self.grid_size, "n_basis")
+        self.basis = GaussianBasis(n_basis, dtype=dtype, persistent=False).to(device=device)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
@@ -602,8 +650,10 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
                                is_causal)
 
     def _attend(self, q, k, v, mask, query, need_weights):
+        # the basis by its size (it is fixed by n_basis): its tables are built in the computation's dtype (the
+        # buffers, built in float32 and cast by .double(), held the centres and widths rounded to float32)
         return continuous_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
-                                    kind=self.kind, basis=self.basis, grid_size=self.grid_size, kernel=self.kernel,
+                                    kind=self.kind, n_basis=self.basis.n, grid_size=self.grid_size, kernel=self.kernel,
                                     bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge,
                                     return_weights=True)
 

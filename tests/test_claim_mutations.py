@@ -1956,3 +1956,19 @@ def test_sequence_layer_sees_the_roles_of_query_key_and_value(monkeypatch, fault
         return real(self, k, q, v, *a, **kw) if fault == "query_key_swapped" else real(self, q, k, k, *a, **kw)
     monkeypatch.setattr(ContinuousMultiheadAttention, "_attend", wrong)
     assert _verdict("kernel.eq1.sequence-layer") != "holds"       # (the swap with 4 queries and 5 keys: an error)
+
+
+@pytest.mark.parametrize("fault", ["positions_over_the_padded_length", "deformed_power_form_near_one"])
+def test_sequence_layer_sees_padding_positions_and_the_deformed_map(monkeypatch, fault):
+    """Padded keys that keep positions over the padded length (the real keys move: 0.21 off for a user's padded
+    batch), or a deformed map off by a factor in its exponent, change the verdict."""
+    import torch
+
+    from attnlab.numerics import continuous_layers as cl
+
+    if fault == "positions_over_the_padded_length":
+        monkeypatch.setattr(cl, "_present_tables", lambda present, tab, *a: (tab.T2, tab.F, getattr(tab, "Kg", None)))
+    else:
+        real_log1p = torch.log1p
+        monkeypatch.setattr(cl.torch, "log1p", lambda z: real_log1p(z) * (1 + 1e-6))
+    assert _verdict("kernel.eq1.sequence-layer") == "fails"

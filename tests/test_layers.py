@@ -212,3 +212,68 @@ def test_broadcast_shapes_is_torchs():
                 broadcast_shapes(*shapes)
             continue
         assert broadcast_shapes(*shapes) == want, shapes
+
+
+@pytest.mark.parametrize("kind", ["cts_softmax", "kernel_sparsemax"])
+def test_continuous_padding_changes_nothing(kind):
+    """Padded keys appended (their key_padding_mask True) leave the real queries' outputs as they are, as in
+    nn.MultiheadAttention (float64, 1e-12): the present keys keep their positions j/(n-1).  Positions over the
+    padded length moved the real keys and the output by 0.21."""
+    torch.manual_seed(0)
+    m = layers.ContinuousMultiheadAttention(8, 2, batch_first=True, kind=kind, dtype=torch.float64).eval()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    xp = torch.cat([x, torch.randn(3, 4, 8, dtype=torch.float64)], 1)
+    kpm = torch.zeros(3, 9, dtype=torch.bool)
+    kpm[:, 5:] = True
+    kpm[1, 5:7] = False                      # another length in the batch: 7 keys, its own positions
+    with torch.no_grad():
+        got = m(xp, xp, xp, key_padding_mask=kpm)[0]
+        for b, n in ((0, 5), (2, 5)):
+            want = m(xp[b:b + 1, :n], xp[b:b + 1, :n], xp[b:b + 1, :n])[0]
+            assert (got[b:b + 1, :n] - want).abs().max() < 1e-12
+        assert (got[1:2, :7] - m(xp[1:2, :7], xp[1:2, :7], xp[1:2, :7])[0]).abs().max() < 1e-12
+        # a hole (keys 2 and 3 padded): the keys present, in their order, as a sequence of their own
+        hole = torch.zeros(1, 9, dtype=torch.bool)
+        hole[0, [2, 3]] = True
+        keys = xp[:1, [0, 1, 4, 5, 6, 7, 8]]
+        got = m(xp[:1], xp[:1], xp[:1], key_padding_mask=hole)[0]
+        assert (got - m(xp[:1], keys, keys)[0]).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("alpha", [1 + 1e-3, 1 + 1e-6, 1 + 1e-9])
+def test_kernel_deformed_float32_near_alpha_one(alpha):
+    """kernel_sparsemax with alpha -> 1 in float32 within 1e-4 (relative to the largest output) of float64;
+    the power of the relu form was 4.7e-3, 6.3e-2 and 0.65 off at 1 + 1e-6, 1e-7, 1e-9."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(6, 8) * 2, torch.randn(20, 8) * 2, torch.randn(20, 3)
+    lo = layers.continuous_attention(q, k, v, alpha=alpha)
+    hi = layers.continuous_attention(q.double(), k.double(), v.double(), alpha=alpha)
+    assert (lo.double() - hi).abs().max() / hi.abs().max() < 1e-4
+
+
+def test_continuous_n_basis_odd_or_too_large_is_refused_at_the_boundary():
+    """An odd n_basis was rounded down (3 -> 2 functions, both at 0); a module with n_basis = 10^5 was built and
+    failed in its forward asking for 80 GB."""
+    q = torch.randn(2, 4, 8)
+    for bad in (3, 5):
+        with pytest.raises(ValueError, match="n_basis must be even"):
+            layers.continuous_attention(q, q, q, n_basis=bad)
+        with pytest.raises(ValueError, match="n_basis must be even"):
+            layers.ContinuousMultiheadAttention(8, 2, n_basis=bad)
+    with pytest.raises(ValueError, match="GiB of tables"):
+        layers.ContinuousMultiheadAttention(8, 2, n_basis=10 ** 5)
+
+
+def test_continuous_module_cast_to_float64_is_the_float64_layer():
+    """.double() of a module built in float32 equals the module built in float64 to rounding (its basis was the
+    float32 one cast: 5e-9 off)."""
+    torch.manual_seed(0)
+    a = layers.ContinuousMultiheadAttention(8, 2, batch_first=True).double()
+    torch.manual_seed(0)
+    b = layers.ContinuousMultiheadAttention(8, 2, batch_first=True)
+    b = b.to(torch.float64)
+    c = layers.ContinuousMultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
+    c.load_state_dict(b.state_dict())
+    x = torch.randn(2, 6, 8, dtype=torch.float64)
+    with torch.no_grad():
+        assert (a(x, x, x)[0] - c(x, x, x)[0]).abs().max() < 1e-13

@@ -175,7 +175,12 @@ def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="
     kernel kinds, receives each query's density on the grid (normalised by the trapezoid rule; None for a
     query with no key)."""
     L, S = q.shape[0], k.shape[0]
-    t = np.arange(S) / (S - 1) if S > 1 else np.array([0.5])
+    # the keys some query may attend to, at j/(n-1) in their order (1/2 for one); a key no query may attend to
+    # (padding) is not there
+    present = [j for j in range(S) if allowed[:, j].any()]
+    t = np.zeros(S)
+    for i, j in enumerate(present):
+        t[j] = i / (len(present) - 1) if len(present) > 1 else 0.5
     grid = np.arange(grid_size) / (grid_size - 1)
     cen, wid = np.asarray(centres, float), np.asarray(widths, float)
     psi_t = _psi64(t, cen, wid)
@@ -329,6 +334,19 @@ def check_sequence_layer():
         out, _ = mha(T_(xq), T_(xk), T_(xv), key_padding_mask=T_(pad), attn_mask=T_(fm))
         note(f"ContinuousMultiheadAttention / {kind} (2 heads, random projections, key padding and a float mask)",
              _rel(out[0].detach().numpy(), projected_oracle(fm)))
+    # padding changes nothing, as in nn.MultiheadAttention: three padded keys appended (random, not zeros) leave
+    # every output as it is without them (the present keys keep their positions j/(n-1))
+    for kind in KINDS:
+        torch.manual_seed(1)
+        m = ContinuousMultiheadAttention(4, 2, batch_first=True, kind=kind, n_basis=6, grid_size=33,
+                                         dtype=torch.float64)
+        x = torch.tensor(rng.normal(size=(2, 5, 4)))
+        xp = torch.cat([x, torch.tensor(rng.normal(size=(2, 3, 4)) * 3)], 1)
+        kpm = torch.tensor([[False] * 5 + [True] * 3] * 2)
+        with torch.no_grad():
+            plain, padded = m(x, x, x)[0], m(x, xp, xp, key_padding_mask=kpm)[0]
+        note(f"ContinuousMultiheadAttention / {kind} (3 padded keys appended = no padding)",
+             _rel(padded.numpy(), plain.numpy()))
     # the deprecated SequenceContinuousAttention: one head, the old call forward(query, key_padding_mask=...)
     import warnings
 
@@ -344,7 +362,9 @@ def check_sequence_layer():
         out = seq(torch.tensor(x), key_padding_mask=torch.tensor(pad))
         allowed = np.ones((5, 5), bool)
         allowed[:, 1] = False
-        ref = oracle_attention(x[0], x[0], x[0], allowed, kind, seq.basis.mu.tolist(), seq.basis.sigma.tolist(),
+        # the basis n_basis documents, in float64 (the module is cast by .double(): its tables follow the dtype)
+        exact = GaussianBasis(seq.basis.n, dtype=torch.float64)
+        ref = oracle_attention(x[0], x[0], x[0], allowed, kind, exact.mu.tolist(), exact.sigma.tolist(),
                                scale=1 / 2.0, kernel="laplace", bandwidth=0.2, ridge=0.1, grid_size=33)
         note(f"SequenceContinuousAttention / {kind} (deprecated call, key padding)", _rel(out[0].detach().numpy(), ref))
     # its defaults are the one-head module's; the functional form's deprecated key_padding_mask= is attn_mask=~kpm
@@ -519,7 +539,8 @@ GRAD_TOL = 1e-7
 @claim("kernel.eq1.sequence-layer",
        reference="Sec. 3 Eq. (1), (2), (6); Eq. (8); Sec. 5.2; App. E.1; Algorithm 1",
        statement="The library's continuous-attention layer computes the paper's context c = B E_p[Psi] for every "
-                 "query: scores scale <q, k_j> at positions t_j = j/(S-1); the continuous softmax / sparsemax "
+                 "query: scores scale <q, k_j> at positions t_j = j/(n-1) of the n keys present (a key no query may attend "
+                 "to, padding, is absent: appending padded keys changes nothing); the continuous softmax / sparsemax "
                  "density with the moments of softmax over the positions, or the kernel exponential / deformed "
                  "family f(t) = sum_j s_j k(t, t_j) shifted by its maximum (App. E.1) with the trapezoid rule of "
                  "Algorithm 1; the ridge value function of Eq. (6) over the allowed keys -- in float64 within 1e-10 "
