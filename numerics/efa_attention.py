@@ -288,6 +288,15 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
     return (out, w.to(odt)) if return_weights else out
 
 
+class NoOutputProjection(nn.Identity):
+    """The paper convention's missing W^O (Eq. (1) sums the heads): the identity, with ``weight`` and ``bias``
+    None, as torch's encoder reads ``self_attn.out_proj.weight`` before it calls the layer (None was read as a
+    module and raised an AttributeError there)."""
+
+    weight = None
+    bias = None
+
+
 class EFAMultiheadAttention(MultiheadAttentionBase):
     r"""The attention block of Exponential Family Attention (Eq. (1)) as a drop-in for
     ``torch.nn.MultiheadAttention``: the same constructor, masks, and ``forward`` returning
@@ -359,7 +368,7 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
             self.v_proj_weight = nn.Parameter(torch.empty((H * E, self.vdim), **fk))
             if bias:
                 self.in_proj_bias = nn.Parameter(torch.zeros(3 * H * E, **fk))
-            self.out_proj = None
+            self.out_proj = NoOutputProjection()
             self._reset_parameters()
 
     def _reset_parameters(self):

@@ -1097,6 +1097,8 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
                          batch_first, device, dtype)
         if alpha_mode not in ("fixed", "head", "query"):
             raise ValueError(f"alpha_mode must be one of fixed, head, query; got {alpha_mode!r}")
+        if not isinstance(exact, bool):         # exact="False" was truthy: the exact form ran
+            raise ValueError(f"exact must be True or False; got {exact!r}")
         self.alpha0 = check_positive(alpha, "alpha", " (the reliability of the evidence, Eq. (3))")
         dt = dtype or torch.get_default_dtype()
         if alpha_mode == "fixed":               # (held as a Python float, used in the attention's float32 or float64)
@@ -1105,7 +1107,7 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
         if not (math.isfinite(stored) and stored > 0):
             raise ValueError(f"alpha must be finite and > 0 in the layer's dtype {str(dt).replace('torch.', '')}; "
                              f"got {self.alpha0:g}, which it stores as {stored:g}")
-        self.alpha_mode, self.exact = alpha_mode, bool(exact)
+        self.alpha_mode, self.exact = alpha_mode, exact
         inv = inverse_softplus(self.alpha0)
         if alpha_mode == "head":
             self.alpha_raw = nn.Parameter(torch.full((num_heads,), inv, device=device, dtype=dtype))

@@ -54,9 +54,10 @@ def check_mask(mask, name: str, device=None):
 
 
 def check_positive(value, name: str, what: str = "") -> float:
-    """float(value) if finite and > 0; else a one-line ValueError naming `name`."""
+    """float(value) if finite and > 0; else a one-line ValueError naming `name` (a string or a bool too: float("2")
+    read a string, True read as 1)."""
     try:
-        v = float(value)
+        v = None if isinstance(value, (str, bytes, bool)) else float(value)
     except (TypeError, ValueError, OverflowError):        # (OverflowError: an int beyond float64)
         v = None
     if v is None or not (math.isfinite(v) and v > 0):
@@ -380,7 +381,8 @@ class MultiheadAttentionBase(nn.Module):
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         elif not self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        pdt = self.out_proj.weight.dtype if self.out_proj is not None else self.v_proj_weight.dtype
+        pdt = self.out_proj.weight.dtype if getattr(self.out_proj, "weight", None) is not None else \
+            self.v_proj_weight.dtype
         for nm, x, d in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             if x.shape[-1] != d:
                 raise ValueError(f"{nm} must have {d} features (the last dimension); got {tuple(x.shape)}")

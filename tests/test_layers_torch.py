@@ -530,3 +530,24 @@ def test_half_precision_fenchel_module_keeps_alpha_in_float32():
     assert m.alphas(x).dtype == torch.float32 and float(m.alphas(x)) == pytest.approx(0.1, rel=1e-7)
     out, _ = layers.FenchelMultiheadAttention(E, H, alpha=1e5, dtype=torch.float16)(x, x, x)
     assert out.dtype == torch.float16 and torch.isfinite(out.float()).all()
+
+
+@pytest.mark.parametrize("convention", ["standard", "paper"])
+def test_layer_put_into_a_built_encoder_says_what_to_do(convention):
+    """Swapped into an nn.TransformerEncoder built with nested tensors, eval mode with a padding mask: torch reads
+    self_attn.out_proj.weight before calling the layer (the paper convention's out_proj was None: an
+    AttributeError), then hands it nested tensors; the layer says how to build the encoder."""
+    import warnings
+
+    from attnlab.layers import EFAMultiheadAttention
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
+    enc.layers[0].self_attn = EFAMultiheadAttention(8, 2, batch_first=True, convention=convention)
+    enc.eval()
+    kpm = torch.zeros(2, 5, dtype=torch.bool)
+    kpm[1, 3:] = True
+    with torch.no_grad(), warnings.catch_warnings(), pytest.raises(ValueError, match="enable_nested_tensor=False"):
+        warnings.simplefilter("ignore", UserWarning)
+        enc(torch.randn(2, 5, 8), src_key_padding_mask=kpm)
