@@ -89,6 +89,9 @@ WALL_KEY = "_attnlab_wall_seconds"
 DEVICES_KEY = "_attnlab_devices"
 # the torch thread count the run's checkpoint was written with: a resume on another count is refused
 THREADS_KEY = "_attnlab_torch_threads"
+# torch's global random state(s) when the checkpoint was written (CPU, and CUDA's where it was in use): what
+# dropout draws from; a run resumed without it drew other dropout masks (fenchel-deviation: 235 values moved)
+RNG_KEY = "_attnlab_torch_rng"
 # what a checkpoint written before DEVICES_KEY existed says about its invocations' devices
 _UNRECORDED = "not recorded"
 # Flags (and config values of the same name) that only pick which runs to do; every runner names the
@@ -319,8 +322,11 @@ class RunContext:
         import torch
 
         try:
+            rng = {"cpu": torch.get_rng_state()}
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                rng["cuda"] = torch.cuda.get_rng_state_all()
             plain = _plain({**state, SETTINGS_KEY: self.settings, WALL_KEY: self.wall_seconds(),
-                            DEVICES_KEY: self.devices(), THREADS_KEY: torch.get_num_threads()})
+                            DEVICES_KEY: self.devices(), THREADS_KEY: torch.get_num_threads(), RNG_KEY: rng})
         except TypeError as exc:    # never crash a training run over its checkpoint: it goes on without one
             if not getattr(self, "_warned_checkpoint", False):
                 print(f"attnlab: warning: {self.checkpoint_path}: not checkpointed ({exc})", file=sys.stderr)
@@ -331,7 +337,9 @@ class RunContext:
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
         under other settings (another config, split seed, model, ...) is refused: a resumed run must be
-        the same run."""
+        the same run.  torch's global random state is set back to what it was when the checkpoint was
+        written (dropout draws from it): call this where the training loop goes on, after building the
+        model (whose initialisation draws from it too)."""
         if not self.resume or not self.checkpoint_path.exists():
             return None
         import torch
@@ -343,6 +351,7 @@ class RunContext:
         wall = state.pop(WALL_KEY, 0.0) if isinstance(state, dict) else 0.0
         devices = state.pop(DEVICES_KEY, [_UNRECORDED]) if isinstance(state, dict) else [_UNRECORDED]
         threads = state.pop(THREADS_KEY, None) if isinstance(state, dict) else None
+        rng = state.pop(RNG_KEY, None) if isinstance(state, dict) else None
         if isinstance(threads, int) and threads != torch.get_num_threads():
             # the numbers of a run depend on its thread count (the order of its sums): a run continued on another
             # count is neither run (bidir-toy-corpus: 173 values of its second half moved)
@@ -357,11 +366,26 @@ class RunContext:
                 for k in sorted(set(saved) | set(self.settings)) if saved.get(k) != self.settings.get(k)))
             raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} was written under other settings "
                              f"({diff}); run with those settings, or without --resume to start afresh")
+        self._rng_at_checkpoint = rng if isinstance(rng, dict) and isinstance(rng.get("cpu"), torch.Tensor) else None
+        self.resume_rng()
         if self.verbose:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
         self.wall_before = float(wall)
         self.devices_before = [str(d) for d in devices]
         return state
+
+    def resume_rng(self) -> None:
+        """Set torch's global random state back to the loaded checkpoint's (load_checkpoint does it when it loads;
+        a runner that seeds and builds a model after loading calls this again where its loop goes on).  Nothing
+        without a loaded checkpoint, or one written before the state was kept."""
+        rng = getattr(self, "_rng_at_checkpoint", None)
+        if rng is None:
+            return
+        import torch
+
+        torch.set_rng_state(rng["cpu"])
+        if rng.get("cuda") and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(rng["cuda"])
 
     def converged(self, record: dict, trivial: dict | None = None) -> dict:
         """The judgement of :mod:`attnlab.convergence` on `record` (its stored curves): {"converged":

@@ -505,3 +505,45 @@ def test_kernel_models_refuse_what_they_cannot_mean():
             sn(toks, lens)
     with pytest.raises(ValueError, match="divisible by heads"):
         TransformerClassifier(20, 2, d_model=6, heads=4)
+
+
+def test_a_resumed_fit_with_dropout_is_the_same_fit(tmp_path, monkeypatch):
+    """kernel `fit` (the loop of every kernel runner) of a model with dropout, stopped after its first epoch's
+    checkpoint and resumed: the same weights and history as the run never stopped.  Without torch's global
+    random state in the checkpoint, the resumed epochs drew other dropout masks."""
+    import torch
+
+    from attnlab import experiment as E
+    from attnlab import run_args
+    from attnlab.experiments.kernel import common as KC
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(64, 6, generator=g), torch.randint(0, 3, (64,), generator=g)
+
+    def model():
+        torch.manual_seed(1)
+        return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Dropout(0.5), torch.nn.Linear(16, 3))
+
+    def run(folder, stop_after=None):
+        args = run_args.experiment_parser("kernel-ecg", "t").parse_args(
+            ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path / folder), "--quiet", "--resume"])
+        ctx = E.context(args, "kernel-ecg", {"lr": 0.01}, 0)
+        m = model()
+        if stop_after is not None:
+            real = ctx.save_checkpoint
+
+            def save_then_stop(state):
+                real(state)
+                if state["epoch"] == stop_after:
+                    raise KeyboardInterrupt
+            ctx.save_checkpoint = save_then_stop
+        res = KC.fit(ctx, m, [x, y], [x, y], epochs=3, batch_size=16, lr=0.01)
+        return m, res
+
+    whole, res = run("a")
+    with pytest.raises(KeyboardInterrupt):
+        run("b", stop_after=1)
+    again, res2 = run("b")
+    assert all(torch.equal(p, q) for p, q in zip(whole.state_dict().values(), again.state_dict().values()))
+    assert [h["loss"] for h in res["history"]] == [h["loss"] for h in res2["history"]]

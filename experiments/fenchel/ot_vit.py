@@ -216,6 +216,7 @@ def run_seed(ctx, cfg, data, device):
             opt.load_state_dict(cur["opt"])
             sch.load_state_dict(cur["sched"])
             start = cur["epoch"]
+            ctx.resume_rng()                    # (dropout's stream where the checkpoint left it, not after the seed)
         if start == 0:
             state["curves"][key] = {"train_loss": [], "test_acc": []}
         curve = state["curves"][key]
