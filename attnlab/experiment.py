@@ -203,6 +203,7 @@ class RunContext:
             print(f"attnlab: {self.record_path}: the other process let go of this run after "
                   f"{format_duration(time.perf_counter() - t0)}", file=sys.stderr, flush=True)
         self._clean_temporaries()
+        self._check_siblings()
         if not self.record_path.exists() or self.force:
             return False
         from attnlab.results import _record_problem
@@ -242,6 +243,42 @@ class RunContext:
             print(f"  {self.record_path} exists; skipping (use --force to re-run)", file=sys.stderr)
         self._release_lock()
         return True
+
+    def _check_siblings(self) -> None:
+        """The records of this config's other seeds (same tag) were written with the config values this run has
+        (on the values both name): a folder of mixed settings (one seed at --alpha 0.25 beside four at 1) was
+        averaged into one row by `attnlab results` and the claims.  Refused with one line naming the first
+        difference; under --force a warning (re-running every seed replaces them all; until then the readers
+        keep the majority, attnlab.results.consistent_records)."""
+        from attnlab.catalog import jsonable
+
+        now = json.loads(json.dumps(jsonable(_run_config(self.config)), default=str))
+        pattern = f"{self.tag + '-' if self.tag else ''}seed*.json"
+        for other in sorted(self.record_path.parent.glob(pattern)):
+            stem = other.name[len(self.tag) + 1 if self.tag else 0:-len(".json")]
+            if other == self.record_path or not (stem.startswith("seed") and stem[4:].isdigit()):
+                continue
+            try:
+                saved = read_json(other).get("config_values")
+            except (ValueError, AttributeError):
+                continue                        # (an unusable record: the readers skip it, saying so)
+            if not isinstance(saved, dict):
+                continue
+            saved = _run_config(saved)
+            diff = [k for k in sorted(set(saved) & set(now)) if saved[k] != now[k]]
+            if not diff:
+                continue
+            what = ", ".join(f"{k}: {saved[k]!r} there, {now[k]!r} now" for k in diff[:3])
+            if self.force:
+                print(f"attnlab: warning: {other} was written with other config values ({what}); --force: run "
+                      "every seed again so that the folder holds one setting (until then `attnlab results` and the "
+                      "claims keep the majority)", file=sys.stderr)
+                return
+            from attnlab.errors import UsageError
+
+            self._release_lock()
+            raise UsageError(f"{other} was written with other config values ({what}): the seeds of one config "
+                             "share them; write this run to another --results-dir (or re-run every seed with --force)")
 
     def _lock_path(self) -> Path:
         return self.record_path.with_name(f".{self.record_path.name}.lock")

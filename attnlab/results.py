@@ -182,7 +182,40 @@ def read_records(paths, warn=None) -> list[dict]:
             warn(f"skipping results record {p}: {problem}")
             continue
         recs.append(rec)
-    return recs
+    return consistent_records(recs, warn)
+
+
+def consistent_records(records: list[dict], warn) -> list[dict]:
+    """`records` without those written with other config values than the rest of their (experiment, config,
+    tag): the seeds of one config share its values (a folder holding one seed at --alpha 0.25 beside four at 1 was
+    averaged into one row).  Compared on the values every record of the group names (a value added to a config
+    later is absent from its older records); the majority is kept and the others left out, all of them where no
+    setting has more than half, with a warning naming the values that differ and the seeds left out."""
+    from attnlab.experiment import _run_config
+
+    groups = defaultdict(list)
+    for r in records:
+        groups[(r.get("experiment"), r.get("config"), r.get("tag") or "")].append(r)
+    drop = set()
+    for (exp, cfg, tag), rs in groups.items():
+        if len(rs) < 2:
+            continue
+        cvs = [_run_config(r["config_values"]) if isinstance(r.get("config_values"), dict) else {} for r in rs]
+        common = sorted(set.intersection(*(set(c) for c in cvs)))
+        text = [{k: json.dumps(c[k], sort_keys=True, default=str) for k in common} for c in cvs]
+        sigs = [json.dumps(t, sort_keys=True) for t in text]
+        counts = Counter(sigs)
+        if len(counts) == 1:
+            continue
+        top, n = counts.most_common(1)[0]
+        keep = top if 2 * n > len(rs) else None
+        out = [r for r, sg in zip(rs, sigs) if sg != keep]
+        drop.update(id(r) for r in out)
+        differ = [k for k in common if len({t[k] for t in text}) > 1]
+        warn(f"records of {exp} ({cfg}{', ' + tag if tag else ''}) were written with different config values "
+             f"({', '.join(differ[:4])}): seed(s) {', '.join(str(r.get('seed')) for r in out)} left out"
+             + (f" ({n} of {len(rs)} share the other values)" if keep else " (no setting holds a majority)"))
+    return [r for r in records if id(r) not in drop]
 
 
 def _row_status(rec: dict, row: dict) -> bool | None:

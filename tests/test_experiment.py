@@ -243,3 +243,28 @@ def test_a_record_names_its_hosts_cpu_and_instruction_set(tmp_path, monkeypatch)
     assert rec["host"] == {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                            "torch_threads": torch.get_num_threads()}
     assert rec["host"]["cpu"] and rec["host"]["cpu_capability"]
+
+
+def test_the_seeds_of_one_config_share_its_values(tmp_path, monkeypatch, capsys):
+    """A run whose config values differ from its config's other seeds (an override such as --alpha on one seed)
+    is refused before it trains (one line naming the value); records that mix them anyway (written by hand, or
+    under --force) are read as the majority's, the others left out with a warning naming them."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = run_args.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seeds", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path), "--quiet"])
+    for ctx in E.contexts(args, "efa-demo", {"lr": 0.1}):
+        assert not ctx.done()
+        ctx.write_record([E.metric_row("s", "EFA", "mse", 1.0 + ctx.seed)])
+    odd = E.context(args, "efa-demo", {"lr": 0.5}, 3)
+    with pytest.raises(UsageError, match=r"other config values \(lr: 0.1 there, 0.5 now\)"):
+        odd.done()
+    forced = E.context(p.parse_args(["--seed", "3", "--device", "cpu", "--quick", "--results-dir", str(tmp_path),
+                                     "--quiet", "--force"]), "efa-demo", {"lr": 0.5}, 3)
+    assert not forced.done()
+    assert "other config values" in capsys.readouterr().err
+    forced.write_record([E.metric_row("s", "EFA", "mse", 100.0)])
+    rows = [r for r in summarize("efa", tmp_path) if r["experiment"] == "efa-demo" and r["model"] == "EFA"]
+    assert len(rows) == 1 and rows[0]["n_seeds"] == 3 and rows[0]["ours_mean"] == pytest.approx(2.0)
+    assert "seed(s) 3 left out (3 of 4 share the other values)" in capsys.readouterr().err
