@@ -5,7 +5,8 @@
 - `read_json`: a record as JSON, or a one-line ValueError (not UTF-8, not JSON, nested too deeply, a number
   beyond float64, a key twice);
 - `atomic_write_text` / `atomic_write_json` / `atomic_torch_save`: a temporary file in the same folder,
-  then a rename, with the mode the umask gives new files; a write killed mid-way leaves the old file.
+  then a rename, with the mode the umask gives new files; a write killed mid-way leaves the old file;
+- `checked_torch_bytes`: a checkpoint's bytes, its SHA-256 (written by `atomic_torch_save`) verified.
 """
 from __future__ import annotations
 
@@ -267,15 +268,42 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(jsonable(obj), indent=2, sort_keys=False) + "\n")
 
 
+CHECKPOINT_HEADER = b"attnlab checkpoint, sha256 of what follows the next line:\n"
+
+
 def atomic_torch_save(path: str | os.PathLike, obj: Any) -> Path:
-    """torch.save `obj` to `path` atomically (as atomic_write_text)."""
+    """torch.save `obj` to `path` atomically (as atomic_write_text), after a header line and the SHA-256 of the
+    saved bytes (:func:`checked_torch_bytes` verifies it: a damaged tensor byte loaded silently, and changed the
+    numbers of the resumed run)."""
+    import hashlib
+    import io
+
     import torch
 
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    data = buf.getvalue()
+    blob = CHECKPOINT_HEADER + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
     def write(fd, tmp):
-        if tmp is None:                         # a device or a pipe
-            with os.fdopen(fd, "wb") as fh:
-                torch.save(obj, fh)
-            return
-        os.close(fd)
-        torch.save(obj, tmp)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+            fh.flush()
+            if tmp is not None:                 # (a device or a pipe: nothing to sync)
+                os.fsync(fh.fileno())
     return _atomic_replace(path, write)
+
+
+def checked_torch_bytes(path: str | os.PathLike) -> bytes:
+    """The torch.save bytes of a file written by :func:`atomic_torch_save`, its SHA-256 verified (ValueError
+    saying so when it does not match); a file without the header (written before it was added) as it is."""
+    import hashlib
+
+    data = Path(path).read_bytes()
+    if not data.startswith(CHECKPOINT_HEADER):
+        return data
+    digest, _, payload = data[len(CHECKPOINT_HEADER):].partition(b"\n")
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        raise ValueError("its SHA-256 does not match the one written with it: the file was changed or damaged "
+                         "after it was written")
+    return payload

@@ -516,8 +516,17 @@ def _load_plain(path: Path):
 
     import pickle
 
+    import io
+
+    from attnlab.atomic_io import checked_torch_bytes
+
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        data = checked_torch_bytes(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely ({exc}); delete it, or run without "
+                         "--resume to start afresh") from None
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "global" not in str(exc).lower():   # no pickled object named: garbage, not a crafted file
             raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely (it is not a checkpoint "

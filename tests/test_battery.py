@@ -468,7 +468,11 @@ def test_checkpoint_plain_types_round_trip(tmp_path, monkeypatch):
     assert back["ints"].dtype == np.int32 and back["scalar"] == 1.5 and back["tuple"] == (1, "a", None)
     assert back["rng"] == state["rng"] and back[("base", "p")] == {"acc": 0.7}
     assert torch.equal(back["model"]["weight"], m.state_dict()["weight"])
-    torch.load(_ctx(tmp_path, monkeypatch).checkpoint_path, weights_only=True)
+    import io
+
+    from attnlab.atomic_io import checked_torch_bytes
+
+    torch.load(io.BytesIO(checked_torch_bytes(_ctx(tmp_path, monkeypatch).checkpoint_path)), weights_only=True)
 
 
 def test_resume_when_a_setting_is_added(tmp_path, monkeypatch):

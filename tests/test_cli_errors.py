@@ -232,7 +232,11 @@ def test_resume_ignores_the_flags_that_only_pick_runs(tmp_path, monkeypatch):
     _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA,FM").save_checkpoint({"epoch": 3})
     assert _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA").load_checkpoint() == {"epoch": 3}
     old = _ctx(tmp_path, monkeypatch, split_seed=42, models="EFA,FM")
-    state = torch.load(old.checkpoint_path, weights_only=False)
+    import io
+
+    from attnlab.atomic_io import checked_torch_bytes
+
+    state = torch.load(io.BytesIO(checked_torch_bytes(old.checkpoint_path)), weights_only=False)
     state[SETTINGS_KEY] = {**state[SETTINGS_KEY], "--models": "EFA,FM", "--ks": "1,2"}
     torch.save(state, old.checkpoint_path)
     assert _ctx(tmp_path, monkeypatch, split_seed=42).load_checkpoint() == {"epoch": 3}

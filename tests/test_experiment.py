@@ -1,5 +1,6 @@
 """The experiment contract helpers: seeds, devices, atomic records, resume, summaries."""
 import argparse
+import io
 import json
 import sys
 
@@ -108,7 +109,7 @@ def test_a_run_resumed_on_another_device_names_every_device(tmp_path, monkeypatc
     assert rec["devices"] == ["cuda:GPU", cpu] and rec["device_name"] == cpu
     old = E.context(args, "efa-demo", {"lr": 0.1}, 1)
     old.save_checkpoint({"epoch": 1})
-    state = torch.load(old.checkpoint_path, weights_only=False)
+    state = torch.load(io.BytesIO(atomic_io.checked_torch_bytes(old.checkpoint_path)), weights_only=False)
     del state[E.DEVICES_KEY]
     torch.save(state, old.checkpoint_path)
     resumed = E.context(args, "efa-demo", {"lr": 0.1}, 1)
@@ -268,3 +269,27 @@ def test_the_seeds_of_one_config_share_its_values(tmp_path, monkeypatch, capsys)
     rows = [r for r in summarize("efa", tmp_path) if r["experiment"] == "efa-demo" and r["model"] == "EFA"]
     assert len(rows) == 1 and rows[0]["n_seeds"] == 3 and rows[0]["ours_mean"] == pytest.approx(2.0)
     assert "seed(s) 3 left out (3 of 4 share the other values)" in capsys.readouterr().err
+
+
+def test_a_damaged_checkpoint_is_refused_not_resumed(tmp_path, monkeypatch):
+    """One byte of a checkpoint's tensor data changed after it was written: --resume says so in one line (it
+    loaded, and the resumed run's numbers moved by 1.6e-8); a checkpoint without the checksum (an earlier
+    attnlab's) still resumes."""
+    import torch
+
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = run_args.experiment_parser("efa-demo", "demo").parse_args(
+        ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"])
+    ctx = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    ctx.save_checkpoint({"w": torch.arange(1000, dtype=torch.float64)})
+    data = bytearray(ctx.checkpoint_path.read_bytes())
+    data[-2000] ^= 0x11
+    ctx.checkpoint_path.write_bytes(bytes(data))
+    with pytest.raises(UsageError, match="SHA-256 does not match"):
+        E.context(args, "efa-demo", {"lr": 0.1}, 0).load_checkpoint()
+    ctx.save_checkpoint({"w": torch.arange(3.0)})
+    state = torch.load(io.BytesIO(atomic_io.checked_torch_bytes(ctx.checkpoint_path)), weights_only=False)
+    torch.save(state, ctx.checkpoint_path)                   # as written before the checksum
+    assert torch.equal(E.context(args, "efa-demo", {"lr": 0.1}, 0).load_checkpoint()["w"], torch.arange(3.0))
