@@ -213,6 +213,17 @@ class RunContext:
             problem = _record_problem(rec)
         except ValueError as exc:
             problem = str(exc)
+        if not problem:             # a record copied or renamed onto this run's path is another run's: never "done"
+            mine = {"experiment": self.experiment, "config": self.config_name, "tag": self.tag, "seed": self.seed}
+            theirs = {k: (rec.get(k) or "") if k == "tag" else rec.get(k) for k in mine}
+            if theirs != mine:
+                from attnlab.errors import UsageError
+
+                self._release_lock()
+                raise UsageError(f"{self.record_path} holds the record of another run ("
+                                 + ", ".join(f"{k} {theirs[k]!r}" for k in mine if theirs[k] != mine[k])
+                                 + f", not {', '.join(f'{k} {mine[k]!r}' for k in mine if theirs[k] != mine[k])}): "
+                                 "a copied or renamed file; move it to its own name or remove it")
         if problem:                 # a half-written or damaged record is not a finished run
             print(f"attnlab: warning: {self.record_path} exists but cannot be used ({problem}); running this "
                   "seed again (the new record replaces it)", file=sys.stderr)
@@ -457,6 +468,16 @@ class RunContext:
         from attnlab.catalog import jsonable
 
         rec = apply(json.loads(json.dumps(jsonable(rec), default=str)), trivial)
+        from attnlab.results import _record_problem
+
+        problem = _record_problem(rec)
+        if problem:     # a record every reader would skip (and every re-run replace): not written; checkpoint kept
+            from attnlab.errors import UsageError
+
+            self._release_lock()
+            raise UsageError(f"{self.experiment} ({self.config_name}) seed {self.seed}: the run's record cannot be "
+                             f"used ({problem}: a setting outside what the model can compute, as a rule); no record "
+                             "written")
         path = atomic_write_json(self.record_path, rec)
         if self.checkpoint_path.exists():
             self.checkpoint_path.unlink()

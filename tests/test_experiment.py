@@ -293,3 +293,52 @@ def test_a_damaged_checkpoint_is_refused_not_resumed(tmp_path, monkeypatch):
     state = torch.load(io.BytesIO(atomic_io.checked_torch_bytes(ctx.checkpoint_path)), weights_only=False)
     torch.save(state, ctx.checkpoint_path)                   # as written before the checksum
     assert torch.equal(E.context(args, "efa-demo", {"lr": 0.1}, 0).load_checkpoint()["w"], torch.arange(3.0))
+
+
+def test_a_record_renamed_onto_a_run_is_not_that_run(tmp_path, monkeypatch):
+    """seed1's record copied to seed0's name made seed 0 'exist; skipping' (never trained); now one line, and
+    the file is kept."""
+    import shutil
+
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = run_args.experiment_parser("efa-demo", "demo")
+    args = p.parse_args(["--seeds", "2", "--device", "cpu", "--quick", "--results-dir", str(tmp_path), "--quiet"])
+    one = E.context(args, "efa-demo", {"lr": 0.1}, 1)
+    assert not one.done()
+    path = one.write_record([E.metric_row("s", "EFA", "mse", 1.0)])
+    zero = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    shutil.copy(path, zero.record_path)
+    with pytest.raises(UsageError, match=r"holds the record of another run \(seed 1, not seed 0\)"):
+        zero.done()
+    assert zero.record_path.exists()
+
+
+def test_a_record_no_reader_could_use_is_not_written(tmp_path, monkeypatch):
+    """A NaN metric (fenchel-deviation at --alpha 1e-200 wrote 24 of them) made a record that every reader skips
+    and every re-run replaced, so the seed never counted: now one line and no record (the checkpoint stays)."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = run_args.experiment_parser("efa-demo", "demo").parse_args(
+        ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"])
+    ctx = E.context(args, "efa-demo", {"lr": 0.1}, 0)
+    ctx.save_checkpoint({"epoch": 1})
+    with pytest.raises(UsageError, match=r"seed 0: the run.s record cannot be used \(metrics\[0\].value is not a number"):
+        ctx.write_record([E.metric_row("s", "EFA", "mse", float("nan"))])
+    assert not ctx.record_path.exists() and ctx.checkpoint_path.exists()
+
+
+def test_deviation_metrics_at_tiny_alpha_are_numbers():
+    """||lambda* - alpha z|| / ||lambda*|| at alpha = 1e-200: both norms underflowed to 0 (NaN)."""
+    import torch
+
+    from attnlab.experiments.fenchel.dual_metrics import deviation_metrics
+
+    g = torch.Generator().manual_seed(0)
+    T, z = torch.randn(3, 5, 4, generator=g, dtype=torch.float64), torch.randn(3, 4, generator=g, dtype=torch.float64)
+    logu = torch.zeros(3, 5, dtype=torch.float64)
+    small, one = deviation_metrics(T, logu, z, 1e-200), deviation_metrics(T, logu, z, 1.0)
+    assert torch.isfinite(small["rel_dev"]).all() and torch.isfinite(small["first_order"]).all()
+    assert (small["rel_dev"] < one["rel_dev"]).all()

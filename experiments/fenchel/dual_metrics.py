@@ -45,6 +45,13 @@ def head_problems(xq, xk, add, W_Q, b_Q, W_K, logit_scale: float, valid_q=None):
     return T, add[b, k], z, idx
 
 
+def _norm_ratio(a, b):
+    """||a|| / ||b|| per row, both divided by max |b| first: the plain norms squared their entries, so that at
+    alpha = 1e-200 (lambda* ~ 1e-200) both underflowed to 0 and the ratio was NaN."""
+    s = b.abs().amax(-1, keepdim=True).clamp_min(torch.finfo(b.dtype).tiny)
+    return (a / s).norm(dim=-1) / (b / s).norm(dim=-1)
+
+
 def deviation_metrics(T, logu, z, alpha: float = 1.0, lam=None, min_atoms: int = 2, chunk: int = 256):
     """Per-instance metrics (dict of 1-D float64 tensors over the P instances).
 
@@ -84,10 +91,10 @@ def deviation_metrics(T, logu, z, alpha: float = 1.0, lam=None, min_atoms: int =
         p_att = torch.softmax(lc + alpha * (Tc @ zc.unsqueeze(-1)).squeeze(-1), -1)
         h_star = (p_star.unsqueeze(-2) @ Tc).squeeze(-2)
         h_att = (p_att.unsqueeze(-2) @ Tc).squeeze(-2)
-        out["rel_dev"].append((lam_c - alpha * zc).norm(dim=-1) / lam_c.norm(dim=-1))
+        out["rel_dev"].append(_norm_ratio(lam_c - alpha * zc, lam_c))
         out["out_err"].append((h_star - h_att).norm(dim=-1))
         out["tv"].append(0.5 * (p_star - p_att).abs().sum(-1))
-        out["first_order"].append(alpha * Sz.norm(dim=-1) / zc.norm(dim=-1))
+        out["first_order"].append(alpha * _norm_ratio(Sz, zc))
         out["p_max"].append(p_att.max(-1).values)
     for m in METRICS:
         out[m] = torch.cat(out[m]) if out[m] else torch.zeros(0, dtype=torch.float64)
