@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import fnmatch
 import json
 import math
@@ -620,6 +621,9 @@ def cmd_data(args) -> int:
     return 1 if bad else 0
 
 
+_WRITE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -667,6 +671,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:                        # `attnlab ... | head`
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        # a path that stopped being writable while the command ran (made read-only, the disk full): the
+        # paths are checked before the first step, so this is the world changing under a run; what was
+        # written before (records, the last checkpoint) stays
+        if exc.errno not in _WRITE_ERRNOS or not exc.filename:
+            raise
+        print(f"attnlab: error: cannot write {exc.filename}: {exc.strerror or exc} (it changed while the command "
+              "ran; the records and checkpoints written before stay)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130

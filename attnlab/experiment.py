@@ -60,10 +60,11 @@ def results_root(args=None, read: bool = False) -> Path:
 
 
 def _folder_key(folder: Path) -> str:
-    """A short name for a results folder (the digest of its absolute path): its runs' checkpoints go under it."""
+    """A short name for a results folder (the digest of its real path: `a/../b`, `b` and a link to it are one
+    folder): its runs' checkpoints go under it."""
     import hashlib
 
-    return "results-" + hashlib.sha256(str(Path(folder).absolute()).encode()).hexdigest()[:12]
+    return "results-" + hashlib.sha256(os.path.realpath(Path(folder).absolute()).encode()).hexdigest()[:12]
 
 
 def runs_root() -> Path:
@@ -112,8 +113,12 @@ def _run_config(config: dict) -> dict:
 def _defining(settings: dict) -> dict:
     """`settings` without the flags and config values that do not define a run (checkpoints written
     before a flag joined _NOT_DEFINING still carry it)."""
+    values = settings.get("config_values") if isinstance(settings.get("config_values"), dict) else {}
+    # a flag whose value the config holds (--alpha: config alpha) is defined there, resolved: `--alpha 1` and the
+    # default alpha 1 are one run (the flag's None against 1.0 refused the resume of the same run)
     out = {k: v for k, v in settings.items()
-           if not (k.startswith("--") and k[2:].replace("-", "_") in _NOT_DEFINING)}
+           if not (k.startswith("--") and (k[2:].replace("-", "_") in _NOT_DEFINING
+                                          or k[2:].replace("-", "_") in values))}
     if isinstance(out.get("config_values"), dict):
         out["config_values"] = _run_config(out["config_values"])
     return out
@@ -128,7 +133,7 @@ def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed
     flags = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_DEFINING} if args is not None else {}
     out = {"experiment": experiment, "config": config_name, "tag": tag, "seed": int(seed),
            "config_values": _run_config(config), **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}
-    return _json.loads(_json.dumps(jsonable(out), sort_keys=True, default=str))
+    return _defining(_json.loads(_json.dumps(jsonable(out), sort_keys=True, default=str)))
 
 
 _HELD: set = set()          # the run locks this process holds (absolute lock paths)
@@ -388,7 +393,12 @@ class RunContext:
         the same run.  torch's global random state is set back to what it was when the checkpoint was
         written (dropout draws from it): call this where the training loop goes on, after building the
         model (whose initialisation draws from it too)."""
-        if not self.resume or not self.checkpoint_path.exists():
+        if not self.resume:
+            return None
+        if not self.checkpoint_path.exists():
+            if self.verbose:        # (a --results-dir spelled otherwise than before is another folder's checkpoints)
+                print(f"  --resume: no checkpoint of this run at {self.checkpoint_path}; starting from the beginning",
+                      file=sys.stderr)
             return None
         import torch
 
@@ -458,6 +468,8 @@ class RunContext:
             "substitute": self.substitute, "config_values": self.config, "metrics": metrics,
             "wall_seconds": round(self.wall_seconds(), 3),
             "git_revision": self.revision, "versions": package_versions(), "host": host(),
+            # (the numbers depend on it beyond 1: the order of torch's sums; README, "Processes, threads")
+            "torch_threads": _torch_threads(),
             "command": _command_line(self.experiment),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
@@ -483,6 +495,12 @@ class RunContext:
             self.checkpoint_path.unlink()
         self._release_lock()
         return path
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 _NDARRAY = "_attnlab_ndarray"      # a numpy array in a checkpoint: {_NDARRAY: tensor, "dtype": str}
@@ -577,13 +595,15 @@ def _command_line(experiment: str) -> str:
 
 
 def _without_results_dir(argv: list[str]) -> list[str]:
+    """argv less --results-dir and its folder, and less --resume (a resumed run is the same run, and its record
+    the same record)."""
     out, skip = [], False
     for a in argv:
         if skip:
             skip = False
         elif a == "--results-dir":
             skip = True
-        elif not a.startswith("--results-dir="):
+        elif not a.startswith("--results-dir=") and a != "--resume":
             out.append(a)
     return out
 

@@ -17,10 +17,19 @@ MAX_SEED = 2**32 - 1          # numpy / torch seeds
 MAX_SEEDS = 10_000            # seeds in one command
 
 
+def _digits(text: str) -> int:
+    """int(text) of plain ASCII digits (an optional leading '-'): int() also read '1_0' as 10 and '٣' as 3."""
+    t = text.strip()
+    if not (t.lstrip("-")[:1] and t.lstrip("-").isascii() and t.lstrip("-").isdigit() and t.count("-") <= 1
+            and (t.count("-") == 0 or t.startswith("-"))):
+        raise ValueError(text)
+    return int(t)
+
+
 def seed_value(text: str, what: str = "--seed") -> int:
-    """One seed: an integer in 0 .. 2**32 - 1."""
+    """One seed: an integer in 0 .. 2**32 - 1, written in ASCII digits."""
     try:
-        s = int(str(text).strip())
+        s = _digits(str(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{what} must be an integer in 0..{MAX_SEED}; got {text!r}") from None
     if not 0 <= s <= MAX_SEED:
@@ -36,14 +45,14 @@ def parse_seeds(text: str) -> list[int]:
              f"of seeds in 0..{MAX_SEED}; got {text!r}")
     try:
         if "," in text:
-            seeds = [int(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
+            seeds = [_digits(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
         elif "-" in text[1:]:
-            a, b = (int(x) for x in text.split("-", 1))
+            a, b = (_digits(x) for x in text.split("-", 1))
             if b < a or b - a + 1 > MAX_SEEDS:
                 raise ValueError
             seeds = list(range(a, b + 1))
         else:
-            n = int(text)
+            n = _digits(text)
             if not 1 <= n <= MAX_SEEDS:
                 raise ValueError
             seeds = list(range(n))
@@ -85,7 +94,8 @@ class _ExperimentParser(ArgumentParser):
 
 def experiment_parser(name: str, description: str, default_seeds: int = 5) -> argparse.ArgumentParser:
     """An argparse parser with the flags every experiment shares (bad values: UsageError, exit 2)."""
-    p = _ExperimentParser(prog=f"attnlab run {name}", description=description)
+    # no abbreviations: `--results /path` was read as --results-dir, and the record's command kept the path
+    p = _ExperimentParser(prog=f"attnlab run {name}", description=description, allow_abbrev=False)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--seed", type=seed_value, help="run this one seed")
     g.add_argument("--seeds", type=parse_seeds, default=None,

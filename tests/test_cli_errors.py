@@ -297,3 +297,37 @@ def test_benchmark_script_as_a_program_prints_one_line(tmp_path):
     r = subprocess.run([sys.executable, str(BENCHMARKS / "malloc.py"), "--steps", "0"], capture_output=True,
                        text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip() == "attnlab: error: --steps must be an integer >= 1; got 0"
+
+
+def test_a_folder_made_read_only_during_a_run_is_one_line(tmp_path, monkeypatch, capsys):
+    """The results folder checked writable at the start, then unwritable when the record is written (chmod, a full
+    disk): one line naming the file, exit 2, not a traceback."""
+    import errno as _errno
+
+    from attnlab import atomic_io, cli
+
+    def refuse(path, *a, **k):
+        raise PermissionError(_errno.EACCES, "Permission denied", str(path))
+    monkeypatch.setattr(atomic_io, "_atomic_replace", refuse)
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    rc = cli.main(["run", "efa-synthetic", "--quick", "--seed", "0", "--settings", "unidirectional", "--models", "FM",
+                   "--results-dir", str(tmp_path / "res"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "cannot write" in err and "Permission denied" in err
+
+
+def test_resume_with_a_default_spelled_out_is_the_same_run(tmp_path, monkeypatch):
+    """`--lr 1e-4` where the config's lr is 1e-4 is the run without the flag: its checkpoint resumes (it was
+    refused: '--lr: None there, 0.0001 now'); another lr is another run."""
+    from attnlab.errors import UsageError
+
+    _ctx(tmp_path, monkeypatch, lr=None).save_checkpoint({"epoch": 3})
+    assert _ctx(tmp_path, monkeypatch, lr=1e-4).load_checkpoint() == {"epoch": 3}
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    import argparse
+
+    other = RunContext("efa-movielens-sequences", 0, "cpu", False, {"lr": 1e-3},
+                       argparse.Namespace(resume=True, force=False, quiet=True, results_dir=str(tmp_path / "res"),
+                                          device="cpu", seeds=None, seed=0, lr=1e-3), tag="EFA")
+    with pytest.raises(UsageError, match="lr"):
+        other.load_checkpoint()

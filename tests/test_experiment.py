@@ -15,9 +15,12 @@ def test_parse_seeds():
     assert run_args.parse_seeds("3") == [0, 1, 2]
     assert run_args.parse_seeds("0,3,7") == [0, 3, 7]
     assert run_args.parse_seeds("2-4") == [2, 3, 4]
-    for bad in ("0", "x", "-1"):
+    for bad in ("0", "x", "-1", "1_0", "\u0663", "1e3", "2-1_0"):   # int() read '1_0' as 10, Arabic-Indic 3 as 3
         with pytest.raises(argparse.ArgumentTypeError, match="--seeds"):
             run_args.parse_seeds(bad)
+    for bad in ("1_0", "\u0663", "+3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--seed"):
+            run_args.seed_value(bad)
 
 
 def test_resolve_device():
@@ -342,3 +345,19 @@ def test_deviation_metrics_at_tiny_alpha_are_numbers():
     small, one = deviation_metrics(T, logu, z, 1e-200), deviation_metrics(T, logu, z, 1.0)
     assert torch.isfinite(small["rel_dev"]).all() and torch.isfinite(small["first_order"]).all()
     assert (small["rel_dev"] < one["rel_dev"]).all()
+
+
+def test_one_results_folder_spelled_two_ways_has_one_checkpoint(tmp_path, monkeypatch, capsys):
+    """--results-dir x/../res and res are one folder: a run resumes from the checkpoint written under the other
+    spelling (it started from scratch, silently); a run with no checkpoint says that it starts afresh."""
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    (tmp_path / "x").mkdir()
+    p = run_args.experiment_parser("efa-demo", "demo")
+
+    def ctx(folder, quiet):
+        return E.context(p.parse_args(["--seed", "0", "--device", "cpu", "--results-dir", str(folder), "--resume"]
+                                      + (["--quiet"] if quiet else [])), "efa-demo", {"lr": 0.1}, 0)
+    ctx(tmp_path / "res", True).save_checkpoint({"epoch": 2})
+    assert ctx(tmp_path / "x" / ".." / "res", True).load_checkpoint() == {"epoch": 2}
+    assert ctx(tmp_path / "other", False).load_checkpoint() is None
+    assert "no checkpoint of this run" in capsys.readouterr().err
