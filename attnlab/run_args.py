@@ -88,7 +88,8 @@ class _ExperimentParser(ArgumentParser):
         given = list(sys.argv[1:] if args is None else args)
         if (getattr(ns, "quick", False) and getattr(ns, "config", "quick") != "quick"
                 and any(a == "--config" or a.startswith("--config=") for a in given)):
-            self.error(f"--quick runs config quick, --config {ns.config} another: give one of them")
+            self.error(f"--quick runs config quick, --config {ns.config} another: give one of them (the configs "
+                       f"--config takes are in {self.prog} --help)")
         return ns, rest
 
 
