@@ -1972,3 +1972,77 @@ def test_sequence_layer_sees_padding_positions_and_the_deformed_map(monkeypatch,
         real_log1p = torch.log1p
         monkeypatch.setattr(cl.torch, "log1p", lambda z: real_log1p(z) * (1 + 1e-6))
     assert _verdict("kernel.eq1.sequence-layer") == "fails"
+
+
+# --- bidir.sec4-2.toy-statistics ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["no_step", "unweighted_mean"])
+def test_toy_statistics_sees_what_train_minimises(monkeypatch, fault):
+    """train returning the untouched model's loss, or minimising the unweighted mean over the distinct masking
+    instances instead of the count-weighted one, held: the check only compared the returned number with the
+    loss of the model train left."""
+    import torch
+
+    from attnlab.experiments.bidir import toy_corpus as tc
+
+    real = tc.train
+
+    def faulty(model, data, steps, progress=None, name="", info=None):
+        x, m, b, w = data
+        if fault == "unweighted_mean":
+            real(model, (x, m, b, torch.ones_like(w)), steps, progress, name, info)
+        wn = w / w.sum()
+        with torch.no_grad():
+            return float((model.loss(x, m, b, reduction="none") * wn).sum())
+    monkeypatch.setattr(tc, "train", faulty)
+    assert _verdict("bidir.sec4-2.toy-statistics") == "fails"
+
+
+# --- bidir.app-f.analogy-protocol ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kept", ["a", "b", "c"])
+def test_analogy_protocol_sees_each_exclusion(monkeypatch, kept):
+    """evaluate letting one of a, b, c back among the candidates held: with random vectors x_a points away from
+    x_b + x_c - x_a, so its exclusion never showed."""
+    from attnlab.experiments.models import bidir_analogy as ba
+
+    def faulty(emb, questions, chunk=64):
+        out = []
+        for q in questions:
+            ia, ib, ic, idd = (emb.index[w] for w in q[1:5])
+            f = emb.vectors[ib] + emb.vectors[ic] - emb.vectors[ia]
+            f = f / max(np.linalg.norm(f), 1e-12)
+            sims = emb.unit @ f
+            cos_d = float(sims[idd])
+            for name, i in zip("abc", (ia, ib, ic)):
+                if name != kept:
+                    sims[i] = -np.inf
+            out.append({"category": q[0], "group": ba.group_of(q[0]), "correct": emb.words[int(sims.argmax())] == q[4],
+                        "cosine": cos_d})
+        return out
+    monkeypatch.setattr(ba, "evaluate", faulty)
+    assert _verdict("bidir.app-f.analogy-protocol") == "fails"
+
+
+# --- efa.eq4.theta-disjoint ---------------------------------------------------------------------------------
+
+def test_theta_disjoint_sees_the_nll_over_padding(monkeypatch):
+    """EFA.nll as a plain mean over every position, padding included, held: the check had no padding."""
+    from attnlab.experiments.models import efa
+
+    monkeypatch.setattr(efa.EFA, "nll", lambda self, x, y, tau=None, valid=None, targets=None:
+                        -self.loglik(x, y, tau, valid, targets).mean())
+    assert _verdict("efa.eq4.theta-disjoint") == "fails"
+
+
+# --- efa.eq1.torch-layer --------------------------------------------------------------------------------------
+
+def test_torch_layer_sees_dropout_without_its_rescaling(monkeypatch):
+    """Dropout that zeroes weights but does not scale the kept ones by 1/(1 - p) held: the only case was p = 1."""
+    import torch
+
+    from attnlab.numerics import efa_attention as ea
+
+    real = torch.nn.functional.dropout
+    monkeypatch.setattr(ea.nn.functional, "dropout", lambda w, p=0.5, *a, **k: real(w, p, *a, **k) * (1 - p))
+    assert _verdict("efa.eq1.torch-layer") == "fails"

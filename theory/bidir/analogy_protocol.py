@@ -92,12 +92,22 @@ def check_analogy_protocol(seed: int = 41):
     t_lib, t_ref = evaluate(Embeddings(tw, TX), tq), app_f_printed(tw, TX, tq)
     flags += sum(r["correct"] != q[0] for r, q in zip(t_lib, t_ref))
     cos_dev = max([cos_dev] + [abs(r["cosine"] - q[1]) for r, q in zip(t_lib, t_ref)])
+    # a, b and c each the best candidate before the exclusion (x_b + x_c - x_a points along all three: cosines
+    # ~1), the answer next (0.95): an evaluate that lets any one of them in answers it instead (with random
+    # vectors x_a points away from the offset and its exclusion could not show)
+    ew = ["e0", "e1", "e2", "e3", "e4"]
+    EX = np.array([[1.0, 0.0], [1.0, 0.01], [1.0, -0.01], [0.9, 0.3], [-1.0, 0.0]], dtype=np.float32)
+    eq = [("family", "e0", "e1", "e2", "e3"), ("family", "e1", "e0", "e2", "e3"), ("family", "e2", "e1", "e0", "e3")]
+    e_lib, e_ref = evaluate(Embeddings(ew, EX), eq), app_f_printed(ew, EX, eq)
+    excluded_ok = all(r["correct"] for r in e_lib) and all(q[0] for q in e_ref)
+    flags += sum(r["correct"] != q[0] for r, q in zip(e_lib, e_ref))
     inputs_ok = _inputs_round_trip(qs)
     ok = (flags == 0 and cos_dev <= COS_TOL and groups_ok and count_errors == 0 and sum_dev <= 1e-12
-          and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs) and all(inputs_ok.values()))
+          and len(judged) >= 0.9 * len(qs) and 0 < n_correct < len(qs) and all(inputs_ok.values()) and excluded_ok)
     return holds_if(ok, measured=dict(questions=len(qs), judged_on_answer=len(judged), correct=n_correct,
                                       answer_mismatches=flags, max_cosine_dev=cos_dev, groups_ok=groups_ok,
-                                      summary_count_errors=count_errors, summary_dev=sum_dev, inputs=inputs_ok),
+                                      summary_count_errors=count_errors, summary_dev=sum_dev, inputs=inputs_ok,
+                                      a_b_c_excluded_where_best=excluded_ok),
                     tolerance=dict(cosine=COS_TOL, summary=1e-12, answers="exact where the best two candidates "
                                    f"differ by more than {GAP_MIN}"),
                     explanation="120 float32 embeddings (a repeated word, a zero vector), 240 questions (their words "
@@ -110,7 +120,8 @@ def check_analogy_protocol(seed: int = 41):
                                 "them back and refuses lines of 3 or 5 words or before a header; Embeddings refuses "
                                 "vectors that are not (len(words), dim); windows of the substitute MLM against the slices written out; and a "
                                 "5-word instance whose every candidate points away from the offset (the best cosine "
-                                "negative) with vectors shorter than 1")
+                                "negative) with vectors shorter than 1, and one where a, b and c are each the best candidate "
+                                "before their exclusion")
 
 
 def _inputs_round_trip(qs) -> dict:

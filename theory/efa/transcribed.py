@@ -643,6 +643,17 @@ def check_torch_layer(seed=24) -> "Evidence":
     # dropout_p = 1 drops every weight: the output is 0 (dropout acts in the functional form whenever p > 0)
     per["dropout_p = 1 gives 0"] = float(efa_attention(z, z, z, dropout_p=1.0).abs().max())
     worst = max(worst, per["dropout_p = 1 gives 0"])
+    # dropout_p = 0.5 with the identity as values (the output is then the weights): every entry is dropped (0) or
+    # kept and scaled by 1/(1 - p), as torch's dropout; both occur
+    eye = torch.eye(5, dtype=torch.float64).expand(2, 5, 5)
+    w0 = efa_attention(z, z, eye)
+    torch.manual_seed(3)
+    wd = efa_attention(z, z, eye, dropout_p=0.5)
+    per["dropout_p = 0.5: 0 or w / (1 - p)"] = float(torch.minimum(wd.abs(), (wd - 2 * w0).abs()).max()) / float(
+        w0.abs().max())
+    if not (bool((wd == 0).any()) and bool((wd != 0).any())):
+        per["dropout_p = 0.5: 0 or w / (1 - p)"] = math.inf
+    worst = max(worst, per["dropout_p = 0.5: 0 or w / (1 - p)"])
     # a 2-D attn_mask of another shape than (L, S) is refused, naming both shapes it may have
     try:
         mod(z, kx6, kx6, attn_mask=S6[:, :5])
@@ -720,7 +731,7 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "(E != L); a module with dropout 0.5 in eval mode against Eq. (1), and one with bias=True "
                                 "(biases drawn) against Eq. (1) with W z + b; torch's other "
                                 "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False, a 2-D mask of "
-                                "another shape and a 3-D one of another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0; the standard "
+                                "another shape and a 3-D one of another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0, dropout_p = 0.5 keeps each weight scaled by 2 or drops it; the standard "
                                 "convention (biases; also kdim = 3, and kdim = vdim = 3) against torch.nn.MultiheadAttention with the "
                                 "same state dict; the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",
