@@ -7,6 +7,7 @@ import errno
 import fnmatch
 import json
 import math
+import re
 import sys
 
 from attnlab import __version__
@@ -141,8 +142,19 @@ def _select(args) -> list:
                 named += hits
             if not hits:
                 low = cid.lower()[:200]               # (ids are lower case: FENCHEL.THM1... found no suggestion)
-                near = difflib.get_close_matches(low, ids, n=5, cutoff=0.6) or [
-                    i for i in ids if i.startswith(low.split(".")[0] + ".")][:5]
+                if glob:
+                    # the ids sharing the longest start with the glob's text before its first wildcard ('efa.thm3.*':
+                    # efa.thm1.*, efa.thm2.*), not difflib on the glob's characters, * included
+                    stem = re.split(r"[*?\[]", low, maxsplit=1)[0]
+                    near = []
+                    for k in range(len(stem), 0, -1):
+                        near = [i for i in ids if i.startswith(stem[:k])]
+                        if near:
+                            break
+                    near = near[:8]
+                else:
+                    near = difflib.get_close_matches(low, ids, n=5, cutoff=0.6) or [
+                        i for i in ids if i.startswith(low.split(".")[0] + ".")][:5]
                 shown = cid if len(cid) <= 80 else cid[:60] + f"...({len(cid)} characters)"
                 raise UsageError((f"no claim matches {shown!r}" + (" of --paper / --tier" if paper or args.tier else "")
                                   if glob else f"unknown claim id {shown!r}")
@@ -418,8 +430,10 @@ def cmd_results(args) -> int:
     if args.format == "table" and not args.all:
         import textwrap
 
-        hint = (f"(the paper's configuration and metric of each experiment; every config and metric: "
-                f"attnlab results {args.paper} --all; also --per-seed, --wall-times)")
+        which = (f"config {args.config} and the paper's metric of each experiment" if args.config
+                 else "the paper's configuration and metric of each experiment")
+        hint = (f"({which}; every config and metric: attnlab results {args.paper} --all; also --per-seed, "
+                "--wall-times)")
         print("\n" + (textwrap.fill(hint, max(width, 20)) if width else hint))
     return 0
 
@@ -578,7 +592,18 @@ def cmd_report(args) -> int:
         print("attnlab: warning: report --claims is deprecated; use --verdicts FILE (the same file)", file=sys.stderr)
     verdicts, option = (args.claims, "--claims") if args.claims is not None else (args.verdicts, "--verdicts")
     if verdicts is not None:
-        records, source = report.read_claim_records(verdicts, option), f"read from {verdicts}"
+        from pathlib import Path
+
+        # (the file's name only: a folder of this machine has no place in a site that travels)
+        records, source = report.read_claim_records(verdicts, option), f"read from {Path(verdicts).name}"
+        from attnlab import catalog
+
+        fast = [c.id for c in catalog.all_claims() if c.paper in papers and c.tier == "fast"]
+        missing = [cid for cid in fast if cid not in records]
+        if missing:                             # (a file of another subset: a report of 'not run' rows)
+            print(f"attnlab: warning: {option} {verdicts} holds no verdict for {len(missing)} of the {len(fast)} fast "
+                  f"claims shown (e.g. {missing[0]}): they read 'not run'; write the file with `attnlab verify "
+                  f"--json FILE` over the papers reported", file=sys.stderr)
     else:
         from attnlab.listing import ProgressLine
 

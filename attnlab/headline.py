@@ -247,7 +247,8 @@ def format_headline(rows: list[dict], fmt: str = "table", width: int | None = No
             sources = set(df["data"])
             if len(sources) == 1 and "-" not in sources:    # one data source: said once, in the caption
                 df = df.drop(columns="data")
-                cap += f" (data: {'the paper' + chr(39) + 's' if sources == {'paper'} else sources.pop()})"
+                if "; substitute: " not in cap:                # (the caption says the substitute already)
+                    cap += f" (data: {'the paper' + chr(39) + 's' if sources == {'paper'} else sources.pop()})"
             parts.append(latex(df, caption=cap, label=f"tab:{exp}"))
         elif fmt == "md":
             parts.append(f"#### {exp}\n\n{caption(exp, group)}.\n\n{markdown(df)}")

@@ -81,14 +81,14 @@ def to_mathml(tex: str) -> str:
 
 
 def spans(text: str) -> list[tuple[bool, str]]:
-    """`text` cut into (is_math, piece) in order; a literal ``\\$`` becomes ``$`` in the text pieces.
-    ValueError on a ``$`` without its partner."""
+    """`text` cut into (is_math, piece) in order; LaTeX's escaped characters (``\\$``, ``\\_``, ``\\%``,
+    ``\\&``, ``\\#``) become the characters in the text pieces.  ValueError on a ``$`` without its partner."""
     out, pos = [], 0
 
     def text_piece(raw):
         if re.search(r"(?<!\\)\$", raw):
             raise ValueError(f"unpaired '$' in {text!r}")
-        out.append((False, raw.replace("\\$", "$")))
+        out.append((False, re.sub(r"\\([$_%&#])", r"\1", raw)))
 
     for m in _SPAN.finditer(text):
         if m.start() > pos:

@@ -189,7 +189,7 @@ def result_tables(paper: str, root: Path) -> dict:
     heads = []
     for exp, rs in groups.items():
         df = headline.experiment_frame(rs)
-        shown = [{**cells, "verdict_class": r["verdicts"][0] if len(set(r["verdicts"])) == 1 else ""}
+        shown = [{**cells, "verdict_class": r["verdicts"][0] if len(set(r["verdicts"])) == 1 else "mixed"}
                  for cells, r in zip(df.to_dict("records"), rs)]
         heads.append({"experiment": exp, "caption": headline.caption(exp, rs), "columns": list(df.columns),
                       "rows": shown, "n_ours": sum(r["n_seeds"] > 0 for r in rs)})
@@ -281,7 +281,12 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
             shutil.copyfile(f, out / "figures" / f.name)
         pages.append(paper_page(p, records, root, figs))
     nav = [(pg["paper"], pg["title"]) for pg in pages]
-    common = {"nav": nav, "claims_source": claims_source, "results_root": str(root), "scale": verdict_scale()}
+    from attnlab.evidence import committed_records
+
+    # where the results came from, without a folder of this machine (a site travels)
+    shown = ("the committed records" if Path(root).resolve() == committed_records().resolve()
+             else f"the records in a folder named {Path(root).resolve().name}")
+    common = {"nav": nav, "claims_source": claims_source, "results_from": shown, "scale": verdict_scale()}
     shutil.copyfile(TEMPLATES / "style.css", out / "style.css")
     for pg in pages:
         path = out / f"{pg['paper']}.html"

@@ -137,7 +137,13 @@ def render(df, fmt: str, width: int | None = None) -> str:
         return latex(df)
     if fmt == "csv":
         return df.to_csv(index=False).rstrip("\n")
-    return df.to_json(orient="records", indent=2, force_ascii=False, double_precision=15)
+    # json.dumps of the rows (NaN as null): pandas' to_json rounds to at most 15 significant digits
+    # (0.9714285714285715 as 0.971428571428572), and `csv` and `--json -` keep every digit
+    import json
+
+    rows = [{k: (None if isinstance(v, float) and v != v else v.item() if hasattr(v, "item") else v)
+             for k, v in r.items()} for r in df.astype(object).to_dict(orient="records")]
+    return json.dumps(rows, indent=2, ensure_ascii=False, default=str)
 
 
 

@@ -151,7 +151,8 @@ def test_latex_one_booktabs_table_per_experiment(root, capsys):
     # the numbers are siunitx S columns: paper, ours, the CI, n
     assert re.search(r"\\begin\{tabular\}\{l l S\[table-format=1\.\d+\] S\[table-format=1\.\d+\] "
                      r"S\[table-format=1\.\d+\] S\[table-format=1\.0\] l\}", insta)     # verdict; data in the caption
-    assert "(data: substitute)" in insta and "notes" not in insta                 # no empty column
+    assert "; substitute: " in insta and "(data: substitute)" not in insta     # said once, where it says what differs
+    assert "notes" not in insta                                                   # no empty column
     assert re.search(r"3\.41 & 0\.0\d+ & 3 &", insta)
     assert cli.main(["results", "efa", "--results-dir", str(root), "--format", "latex", "--all"]) == 0
     _check_latex(capsys.readouterr().out, len({r["experiment"] for r in summarize("efa", root)}))
@@ -192,7 +193,7 @@ def test_report_shows_the_headline_first_and_the_rest_collapsed(root, tmp_path):
     env = report._environment()
     page = {"paper": "efa", "title": "t", "claims": [], "errata": [], "findings": [], "counts": [], "surprises": [],
             "compare": [], "results": res, "figures": [], "links": []}
-    html = env.get_template("paper.html").render(page=page, nav=[], claims_source="x", results_root="r",
+    html = env.get_template("paper.html").render(page=page, nav=[], claims_source="x", results_from="r",
                                                       scale=report.verdict_scale())
     section = html.split('id="results"', 1)[1]
     head, rest = section.split('<details id="results-all">', 1)
