@@ -2046,3 +2046,50 @@ def test_torch_layer_sees_dropout_without_its_rescaling(monkeypatch):
     real = torch.nn.functional.dropout
     monkeypatch.setattr(ea.nn.functional, "dropout", lambda w, p=0.5, *a, **k: real(w, p, *a, **k) * (1 - p))
     assert _verdict("efa.eq1.torch-layer") == "fails"
+
+
+# --- the OT claims (Sec 9, App. D) with a cost that is not symmetric ----------------------------------------
+
+@pytest.mark.parametrize("name, claim_id", [("conjugate_grad", "fenchel.sec9.ot-duality"),
+                                            ("conjugate", "fenchel.eq39.lse-decomposition"),
+                                            ("mean_cov_per_column", "fenchel.eq39.lse-decomposition"),
+                                            ("solve_ot_dual_newton", "fenchel.sec9.ot-duality"),
+                                            ("ot_attention", "fenchel.sec9.all-templates-weighted")])
+def test_ot_claims_see_the_cost_read_transposed(monkeypatch, name, claim_id):
+    """Every instance had a symmetric M (squared distances, footnote 9), so a function reading M(c, t) for
+    M(t, c) held every OT claim; each now has a cost that is not symmetric."""
+    from attnlab.numerics import entropic_ot as eo
+
+    real = getattr(eo, name)
+    monkeypatch.setattr(eo, name, lambda g, u, M, *a, **k: real(g, u, np.asarray(M).T, *a, **k))
+    assert _verdict(claim_id) == "fails"
+
+
+# --- fenchel.sec7.exact-attention-mpmath: per-head and per-query alpha, is_causal ---------------------------
+
+@pytest.mark.parametrize("fault", ["heads_swapped", "first_head_for_all", "query_ignores_x", "is_causal_ignored"])
+def test_exact_attention_sees_alphas_and_causal(monkeypatch, fault):
+    """Both heads at alpha 0.7 and never a query-mode module: alphas swapped between heads, one head's for all,
+    or a query alpha that ignores the query held; no check called is_causal=True."""
+    from attnlab.numerics import fenchel_attention as fa
+
+    if fault == "is_causal_ignored":
+        real = fa.fenchel_attention
+
+        def faulty(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+            return real(query, key, value, attn_mask, dropout_p, False, scale, **kw)
+        monkeypatch.setattr(fa, "fenchel_attention", faulty)
+    else:
+        real = fa.FenchelMultiheadAttention.alphas
+
+        def faulty(self, x):
+            a = real(self, x)
+            if self.alpha_mode == "head" and fault == "heads_swapped":
+                return a.flip(1)
+            if self.alpha_mode == "head" and fault == "first_head_for_all":
+                return a[:, :1].expand_as(a)
+            if self.alpha_mode == "query" and fault == "query_ignores_x":
+                return fa.softplus(self.alpha_proj.bias.to(a.dtype)).view(1, -1, 1).clamp_min(fa.ALPHA_FLOOR)
+            return a
+        monkeypatch.setattr(fa.FenchelMultiheadAttention, "alphas", faulty)
+    assert _verdict("fenchel.sec7.exact-attention-mpmath") == "fails"

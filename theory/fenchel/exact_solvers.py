@@ -246,8 +246,9 @@ def _thm1_mpmath():
 
 def _mha_reference(mha, x, alpha, key_padding):
     """The multi-head layer transcribed: projections, per head t_i = k_i / sqrt(d_h), z = q, u uniform on the
-    keys not padded, lambda* and p* by the oracle, sum_i p_i v_i, heads concatenated, out_proj.  Returns
-    (output (N, L, E), weights (N, H, L, S), the largest tol)."""
+    keys not padded, lambda* and p* by the oracle, sum_i p_i v_i, heads concatenated, out_proj.  `alpha`: a
+    number, or alpha(nb, h, j) per batch entry, head and query.  Returns (output (N, L, E), weights (N, H, L, S),
+    the largest tol)."""
     W = mha.in_proj_weight.detach().numpy()
     bias = mha.in_proj_bias.detach().numpy()
     Wo, bo = mha.out_proj.weight.detach().numpy(), mha.out_proj.bias.detach().numpy()
@@ -266,7 +267,7 @@ def _mha_reference(mha, x, alpha, key_padding):
             cols = slice(h * dh, (h + 1) * dh)
             T = k[nb][:, cols] / np.sqrt(dh)
             for j in range(L):
-                ref = oracle(T, u, q[nb, j, cols], alpha)
+                ref = oracle(T, u, q[nb, j, cols], alpha(nb, h, j) if callable(alpha) else alpha)
                 tol = max(tol, ref["tol"])
                 weights[nb, h, j] = ref["p"]
                 heads[nb, j, cols] = ref["p"] @ v[nb][:, cols]
@@ -321,6 +322,17 @@ def check_exact_layer(cases=None) -> "Evidence":
             errs["batched_output"] = max(errs["batched_output"], _rel(out[j].numpy(), ref["p"] @ V))
             errs["batched_weights"] = max(errs["batched_weights"], _rel(p[j].numpy(), ref["p"]))
         note("4 queries sharing 6 keys, mask, per-query alpha", errs, tol)
+        # is_causal (SDPA's top-left aligned causal mask: query j attends to keys 0..j), 4 queries and 6 keys
+        out, p = fa.fenchel_attention(torch.tensor(Q), torch.tensor(K), torch.tensor(V), is_causal=True, scale=scale,
+                                      alpha=torch.tensor(alphas), return_weights=True)
+        errs, tol = dict(causal_output=0.0, causal_weights=0.0), 0.0
+        for j in range(Lq):
+            uj = (np.arange(S) <= j) / (j + 1.0)
+            ref = oracle(scale * K, uj, Q[j], alphas[j])
+            tol = max(tol, ref["tol"])
+            errs["causal_output"] = max(errs["causal_output"], _rel(out[j].numpy(), ref["p"] @ V))
+            errs["causal_weights"] = max(errs["causal_weights"], _rel(p[j].numpy(), ref["p"]))
+        note("is_causal, 4 queries and 6 keys, per-query alpha", errs, tol)
         # log u and a float mask whose entries are both -1e308 (their sum is below the float64 range): a constant
         # over a query's keys leaves its weights as they are, so each query is the oracle's with u uniform; the
         # second query's mask is 0 there
@@ -408,6 +420,36 @@ def check_exact_layer(cases=None) -> "Evidence":
         note("FenchelAttention: log_u with attn_mask = log u + M",
              dict(output=_rel(both.detach().numpy(), by_hand.detach().numpy()),
                   weights=_rel(wb.detach().numpy(), wh.detach().numpy())), tol)
+        # ... with the heads' alphas apart (0.4 and 2.5: a layer that swapped them, or gave every head the first,
+        # could not show with both at 0.7), and per query (alpha = softplus(w_h . x + c_h), random w_h, c_h)
+        import copy
+
+        head_a = (0.4, 2.5)
+        mh2 = copy.deepcopy(mha)
+        with torch.no_grad():
+            mh2.alpha_raw.copy_(torch.tensor([math.log(math.expm1(a)) for a in head_a], dtype=torch.float64))
+        out, w = mh2(x, x, x, key_padding_mask=torch.tensor(pad), average_attn_weights=False)
+        ref_out, ref_w, tol = _mha_reference(mh2, x, lambda nb, h, j: head_a[h], pad)
+        note("FenchelMultiheadAttention (per-head alphas 0.4 and 2.5)",
+             dict(mha_output=_rel(out.detach().numpy(), ref_out), mha_weights=_rel(w.detach().numpy(), ref_w)), tol)
+        torch.manual_seed(4)
+        mq = fa.FenchelMultiheadAttention(4, 2, batch_first=True, alpha=0.7, alpha_mode="query", dtype=torch.float64)
+        with torch.no_grad():
+            mq.in_proj_weight.copy_(mha.in_proj_weight)
+            mq.in_proj_bias.copy_(mha.in_proj_bias)
+            mq.out_proj.weight.copy_(mha.out_proj.weight)
+            mq.out_proj.bias.copy_(mha.out_proj.bias)
+            mq.alpha_proj.weight.normal_(0.0, 0.5)
+        Wa, ca = mq.alpha_proj.weight.detach().numpy(), mq.alpha_proj.bias.detach().numpy()
+        xs = x.numpy()
+
+        def query_alpha(nb, h, j):
+            r = float(xs[nb, j] @ Wa[h] + ca[h])
+            return max(max(r, 0.0) + math.log1p(math.exp(-abs(r))), fa.ALPHA_FLOOR)
+        out, w = mq(x, x, x, key_padding_mask=torch.tensor(pad), average_attn_weights=False)
+        ref_out, ref_w, tol = _mha_reference(mq, x, query_alpha, pad)
+        note("FenchelMultiheadAttention (alpha per query: softplus(w_h . x + c_h))",
+             dict(mha_output=_rel(out.detach().numpy(), ref_out), mha_weights=_rel(w.detach().numpy(), ref_w)), tol)
         warned = sorted({str(wi.message).split(":")[0] for wi in caught if issubclass(wi.category, RuntimeWarning)})
     ok = all(v <= 1.0 for v in worst.values())
     return holds_if(ok, measured=dict(worst_error_over_tol=worst, solver_warnings=warned),
@@ -418,8 +460,9 @@ def check_exact_layer(cases=None) -> "Evidence":
                                 "float64), six queries at logits ~1e5 solved without a warning and certified by strong "
                                 "concavity (|lambda - lambda*| <= alpha |gradient|, within the solver's documented "
                                 "stopping bound plus the certificate's own rounding), and "
+"is_causal (SDPA's top-left causal mask), "
                                 "FenchelMultiheadAttention (2 heads, learned alpha 0.7, key "
-                                "padding; and the deprecated FenchelAttention on its weights, also with log u and a mask "
+                                "padding; per-head alphas 0.4 and 2.5; alpha per query; and the deprecated FenchelAttention on its weights, also with log u and a mask "
                                 "together against log u + M written out) transcribed head by head: "
                                 "numerics.fenchel_attention's exact path "
                                 "(fenchel_attention, solve_dual_shared, fenchel_dual_lambda, the module) against "

@@ -168,6 +168,8 @@ def check_all_templates(gamma: float = 0.5, alpha: float = 0.8):
     ub = np.zeros(8)
     ub[:2] = [0.5, 0.5]
     cases.append(("costs up to 650 gamma", Ab, ub, Mb, rng.normal(size=2)))
+    Aa, ua, Ma = _asymmetric_cost()                                 # M(t, c) != M(c, t): read transposed, it shows
+    cases.append(("not symmetric", Aa, ua, Ma, rng.normal(size=2)))
     finite, rel = {}, 0.0
     for label, A_, u_, M_, z_ in cases:
         p, _ = eo.ot_attention(A_, u_, M_, z_, gamma, alpha)
