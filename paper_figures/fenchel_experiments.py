@@ -147,6 +147,17 @@ def _hist_grid(panels, bins, nrows, ncols, figsize, share="row", compact=False):
             ax.xaxis.set_major_locator(MaxNLocator(2))
             ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
     else:
+        # the last tick label of a panel with a neighbour to its right is left out: it ran into the neighbour's
+        # first ("0.45" beside "0.00" read as "0.4500")
+        from matplotlib.ticker import ScalarFormatter
+
+        lim = axes[0, 0].get_xlim()[1]
+
+        class _WithoutLast(ScalarFormatter):
+            def __call__(self, x, pos=None):
+                return "" if abs(x - lim) < 1e-9 else super().__call__(x, pos)
+        for ax in axes[:, :-1].flat:
+            ax.xaxis.set_major_formatter(_WithoutLast())
         for ax in axes[-1, :]:
             ax.set_xlabel("‖λ*−αz‖ / ‖λ*‖")
         for ax in axes[:, 0]:

@@ -93,8 +93,11 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
         color = f"C{j}"
         xs = np.arange(len(models)) + (j - (len(settings) - 1) / 2) * w
         n = max((len(vals.get((s, m), [])) for m in models), default=0)
+        kinds = set()                                   # what this setting draws: means with CIs, single seeds
         for x, m in zip(xs, models):
             v = vals.get((s, m), [])
+            if v:
+                kinds.add("mean" if len(v) >= 5 else "each")
             if len(v) >= 5:
                 ax.errorbar([x], [np.mean(v)], yerr=[ci95(v)], fmt="o", ms=2.5, capsize=1.5, elinewidth=0.8,
                             color=color)
@@ -103,9 +106,13 @@ def _results_panel(ax, exp, title, PAPER_NUMBERS):
             if v and (s, m) in unconverged:             # no run judged converged: crossed
                 ax.plot([x], [np.mean(v)], "x", ms=4, mew=0.8, color="k", zorder=4)
             shown += v
-        if n:
-            label = f"ours, {s}: " + ("mean ± 95% CI" if n >= 5 else "each seed")
-            ax.plot([], [], "o", ms=2.5, color=color, mfc=color if n >= 5 else "none", label=label + f" (n ≤ {n})")
+        # a legend entry for each kind drawn (the hollow seeds of a model with fewer than 5 stood unexplained beside
+        # another model's mean)
+        if "mean" in kinds:
+            ax.plot([], [], "o", ms=2.5, color=color, label=f"ours, {s}: mean ± 95% CI (n ≤ {n})")
+        if "each" in kinds:
+            m_each = max(len(vals[(s, m)]) for m in models if 0 < len(vals.get((s, m), [])) < 5)
+            ax.plot([], [], "o", ms=2.5, color=color, mfc="none", label=f"ours, {s}: each seed (n ≤ {m_each})")
         if any(k[0] == s for k in unconverged):
             ax.plot([], [], "x", ms=4, mew=0.8, color="k", label=f"{s}: no run judged converged")
         if not sub:
