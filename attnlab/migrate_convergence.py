@@ -254,19 +254,44 @@ def migrate(root: Path, dry_run: bool = False, warn=None) -> list[dict]:
     return out
 
 
-def table(summary: list[dict]) -> str:
-    """Markdown: per (experiment, config) records, converged before / now, by status; then the records
-    at chance."""
+def stored_summary(root: Path) -> list[dict]:
+    """The summary :func:`migrate` gives, from the judgement each record under `root` stores (nothing is
+    re-judged or written): what docs/convergence.md shows as the records' state today."""
+    from attnlab.results import read_records, record_converged
+
+    out = []
+    for rec in read_records(sorted(Path(root).glob("*/*/*.json")), warn=lambda m: None):
+        c = rec.get("convergence") if isinstance(rec.get("convergence"), dict) else {}
+        models = c.get("models") if isinstance(c.get("models"), dict) else {}
+        out.append({"path": f"{rec['experiment']}/{rec['config']}/"
+                            f"{(rec.get('tag') + '-') if rec.get('tag') else ''}seed{rec['seed']}.json",
+                    "experiment": rec["experiment"], "config": rec["config"], "tag": rec.get("tag"),
+                    "seed": rec["seed"], "models": sorted({m.get("model") for m in rec["metrics"]}),
+                    "before": record_converged(rec), "now": record_converged(rec),
+                    "status": c.get("status") or "unknown", "reason": c.get("reason"),
+                    "at_chance_models": [k for k, j in models.items() if isinstance(j, dict)
+                                         and j.get("status") == "at-chance"]})
+    return out
+
+
+def table(summary: list[dict], history: bool = True) -> str:
+    """Markdown: per (experiment, config) records, converged before / now (`history`), by status; then the
+    records at chance."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for s in summary:
         groups[(s["experiment"], s["config"])].append(s)
-    lines = ["| experiment | config | records | converged before | usable now | converged | not-levelled | "
-             "at-chance | unknown | not-trained |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    statuses = ("converged", "not-levelled", "at-chance", "unknown", "not-trained")
+    head = "| experiment | config | records | " + ("converged before | usable now | " if history else "")
+    lines = [head + " | ".join(statuses) + " |", "|---|---|---:|" + "---:|" * (len(statuses) + 2 * history)]
+    total: Counter = Counter()
     for (exp, cfg), rows in sorted(groups.items()):
         st = Counter(r["status"] for r in rows)
-        lines.append(f"| {exp} | {cfg} | {len(rows)} | {sum(r['before'] for r in rows)} | "
-                     f"{sum(r['now'] for r in rows)} | " + " | ".join(str(st.get(k, 0)) for k in
-                     ("converged", "not-levelled", "at-chance", "unknown", "not-trained")) + " |")
+        total.update(st)
+        lines.append(f"| {exp} | {cfg} | {len(rows)} | " + (f"{sum(r['before'] for r in rows)} | "
+                     f"{sum(r['now'] for r in rows)} | " if history else "")
+                     + " | ".join(str(st.get(k, 0)) for k in statuses) + " |")
+    if not history:
+        lines.append(f"| **all** | | {len(summary)} | " + " | ".join(str(total.get(k, 0)) for k in statuses) + " |")
     chance = [r for r in summary if r["status"] == "at-chance" or r["at_chance_models"]]
     lines += ["", f"Records at chance ({len(chance)}):", ""]
     if chance:

@@ -41,6 +41,17 @@ def test_results_registry_doc_is_current():
         "docs/results_verdicts.md's registry table is out of date: regenerate it with `python -m attnlab.docs`")
 
 
+def test_convergence_status_table_is_current():
+    """docs/convergence.md's table of the records by status is the committed records' (a record re-run or added
+    since needs `python -m attnlab.docs`): it had gone stale by hand (85 efa-temperature records 'unknown')."""
+    from attnlab.docs import STATUS_BEGIN, STATUS_END, status_markdown
+
+    text = (ROOT / "docs" / "convergence.md").read_text(encoding="utf-8")
+    body = text.split(STATUS_BEGIN, 1)[1].split(STATUS_END, 1)[0]
+    assert body.strip() == status_markdown().strip(), (
+        "docs/convergence.md's status table is out of date: regenerate it with `python -m attnlab.docs`")
+
+
 def test_readme_errata_table_is_current():
     from attnlab.docs import readme_with_errata
 
