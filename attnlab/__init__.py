@@ -12,8 +12,9 @@ __all__ = ["verify", "compare", "__version__"]
 
 def verify(paper: str | None = None, claims=None, tier: str | None = None) -> list[dict]:
     """Run claims (all of a paper and tier, or the given ids or globs of ids such as 'fenchel.thm1.*') and
-    return one record per claim as a dict: id, verdict, expected, ok, measured, tolerance, explanation,
-    seconds (as ``attnlab verify --json``).  The arguments are those of ``attnlab verify`` (--paper,
+    return one record per claim as a dict with the keys of ``attnlab verify --json`` (id, verdict, expected,
+    ok -- the verdict is the expected one --, measured, tolerance, explanation, seconds, and the claim's
+    statement, reference, method, tier, scope, data and vouches_for).  The arguments are those of ``attnlab verify`` (--paper,
     --claim, --tier; tier defaults to fast) and are checked the same way: a claim id of another paper or
     tier than the one given is refused, not run.  Bad arguments raise attnlab.errors.UsageError."""
     import argparse
@@ -43,7 +44,8 @@ def compare(name: str, **kwargs):
       compare("fenchel", seed=0)                                  the same on the random instance of a seed
       compare("kernel-quadrature", **instance)                    trapezoid vs the verified (Arb) reference
       compare("efa-fm", prop=1, seed=0)                           EFA vs its latent factor model (prop=None: all three)
-      compare("bidir-moe", heads=1, layers=1, seed=0)             attention vs its mixture of experts
+      compare("bidir-moe", heads=1, layers=1, seed=0)             attention vs its mixture of experts (also batch,
+                                                                  the masked sentences, and init_std, the weights' std)
     The arguments are checked as the command line checks its flags and instance files (numpy arrays and
     scalars are taken as lists and numbers; cvxpy=False as --no-cvxpy, allow_large=True as --allow-large):
     a bad or unknown one raises attnlab.errors.UsageError naming it."""
@@ -78,24 +80,31 @@ def compare(name: str, **kwargs):
 
         _known(name, kwargs, ("prop", "seed"))
         prop = kwargs.get("prop")
-        if prop is not None and (isinstance(prop, bool) or prop not in ec.PROPS):
-            raise UsageError(f"compare('efa-fm'): prop must be 1, 2 or 3 (or None: all three); got {prop!r}")
+        if prop is not None:
+            prop = _whole(name, "prop", prop, 1, 3, "1, 2 or 3 (or None: all three)")
         seed = _seed(name, kwargs.get("seed", 0))
-        return [ec.compare(p, seed) for p in ec.PROPS] if prop is None else ec.compare(int(prop), seed)
+        return [ec.compare(p, seed) for p in ec.PROPS] if prop is None else ec.compare(prop, seed)
     if name == "bidir-moe":
         from attnlab.theory.bidir import compare as bc
 
         _known(name, kwargs, ("heads", "layers", "seed", "batch", "init_std"))
-        for key, hi in (("heads", bc.MAX_HEADS), ("layers", bc.MAX_LAYERS), ("batch", 100_000)):
-            v = kwargs.get(key, 1)
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
-                raise UsageError(f"compare('bidir-moe'): {key} must be an integer in 1..{hi}; got {v!r}")
+        sizes = {key: _whole(name, key, kwargs[key], 1, hi) for key, hi in
+                 (("heads", bc.MAX_HEADS), ("layers", bc.MAX_LAYERS), ("batch", 100_000)) if key in kwargs}
         seed = _seed(name, kwargs.get("seed", 0))
         try:
-            return bc.compare(**{**kwargs, "seed": seed})
+            return bc.compare(**{**kwargs, **sizes, "seed": seed})
         except ValueError as exc:       # init_std
             raise UsageError(f"compare('bidir-moe'): {exc}") from None
     raise UsageError(f"unknown comparison {name!r}; valid: fenchel, kernel-quadrature, efa-fm, bidir-moe")
+
+
+def __getattr__(name: str):
+    """``attnlab.layers`` on first use (the package imports nothing heavy when it is imported)."""
+    if name == "layers":
+        import importlib
+
+        return importlib.import_module("attnlab.layers")
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
 
 
 def _known(name: str, kwargs: dict, allowed: tuple) -> None:
@@ -107,13 +116,22 @@ def _known(name: str, kwargs: dict, allowed: tuple) -> None:
                          f"{', '.join(allowed)}")
 
 
-def _seed(name: str, seed) -> int:
-    """A seed as the command line takes it: an integer in 0..2**32-1 (not a bool, not 1.5)."""
-    from attnlab.errors import UsageError
-    from attnlab.run_args import MAX_SEED
-
+def _whole(name: str, key: str, value, lo: int, hi: int, allowed: str | None = None) -> int:
+    """An integer argument, one rule for all: a Python or numpy integer (a 0-d integer array too), not a bool,
+    a float (1.0) or a complex (1+0j: it compared equal to 1 and then failed in int()), in lo..hi."""
     import numbers
 
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"compare({name!r}): seed must be an integer in 0..{MAX_SEED}; got {seed!r}")
-    return int(seed)
+    from attnlab.errors import UsageError
+
+    v = value.item() if getattr(value, "ndim", None) == 0 and getattr(getattr(value, "dtype", None), "kind", "") in "iu" \
+        else value
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
+        raise UsageError(f"compare({name!r}): {key} must be {allowed or f'an integer in {lo}..{hi}'}; got {value!r}")
+    return int(v)
+
+
+def _seed(name: str, seed) -> int:
+    """A seed as the command line takes it: an integer in 0..2**32-1 (not a bool, not 1.5)."""
+    from attnlab.run_args import MAX_SEED
+
+    return _whole(name, "seed", seed, 0, MAX_SEED)

@@ -288,7 +288,7 @@ class Record:
         return {
             "id": c.id, "paper": c.paper, "reference": c.reference, "statement": c.statement,
             "corrected": c.corrected or None, "method": c.method, "tier": c.tier,
-            "expected": c.expected, "verdict": e.verdict, "measured": jsonable(e.measured),
+            "expected": c.expected, "verdict": e.verdict, "ok": self.ok, "measured": jsonable(e.measured),
             "tolerance": jsonable(e.tolerance), "seconds": round(self.seconds, 4),
             "explanation": e.explanation, "data": jsonable(e.data), "scope": c.scope,
             "vouches_for": list(c.vouches_for), **self.results_fields(),

@@ -17,7 +17,7 @@ MAX_SEED = 2**32 - 1          # numpy / torch seeds
 MAX_SEEDS = 10_000            # seeds in one command
 
 
-def _digits(text: str) -> int:
+def ascii_int(text: str) -> int:
     """int(text) of plain ASCII digits (an optional leading '-'): int() also read '1_0' as 10 and '٣' as 3."""
     t = text.strip()
     if not (t.lstrip("-")[:1] and t.lstrip("-").isascii() and t.lstrip("-").isdigit() and t.count("-") <= 1
@@ -29,7 +29,7 @@ def _digits(text: str) -> int:
 def seed_value(text: str, what: str = "--seed") -> int:
     """One seed: an integer in 0 .. 2**32 - 1, written in ASCII digits."""
     try:
-        s = _digits(str(text))
+        s = ascii_int(str(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{what} must be an integer in 0..{MAX_SEED}; got {text!r}") from None
     if not 0 <= s <= MAX_SEED:
@@ -45,14 +45,14 @@ def parse_seeds(text: str) -> list[int]:
              f"of seeds in 0..{MAX_SEED}; got {text!r}")
     try:
         if "," in text:
-            seeds = [_digits(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
+            seeds = [ascii_int(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
         elif "-" in text[1:]:
-            a, b = (_digits(x) for x in text.split("-", 1))
+            a, b = (ascii_int(x) for x in text.split("-", 1))
             if b < a or b - a + 1 > MAX_SEEDS:
                 raise ValueError
             seeds = list(range(a, b + 1))
         else:
-            n = _digits(text)
+            n = ascii_int(text)
             if not 1 <= n <= MAX_SEEDS:
                 raise ValueError
             seeds = list(range(n))

@@ -331,3 +331,25 @@ def test_resume_with_a_default_spelled_out_is_the_same_run(tmp_path, monkeypatch
                                           device="cpu", seeds=None, seed=0, lr=1e-3), tag="EFA")
     with pytest.raises(UsageError, match="lr"):
         other.load_checkpoint()
+
+
+def test_compare_api_and_flags_take_integers_one_way():
+    """compare(prop=1+0j) raised a TypeError from int() (1+0j == 1 passed the check); heads=np.int64(2) was
+    refused while seed=np.int64(2) was taken; `--heads 1_0` ran 10 heads; init_std=1e200 returned NaN
+    deviations; verify() records lacked the `ok` their docstring named; attnlab.layers was no attribute."""
+    import numpy as np
+
+    import attnlab
+    from attnlab import cli
+    from attnlab.errors import UsageError
+
+    for kw in (dict(prop=1 + 0j), dict(prop=1.0), dict(prop=True), dict(seed=1.5)):
+        with pytest.raises(UsageError):
+            attnlab.compare("efa-fm", **kw)
+    assert attnlab.compare("efa-fm", prop=np.int64(2), seed=np.array(3))["prop"] == 2
+    assert attnlab.compare("bidir-moe", heads=np.int64(2))["heads"] == 2
+    with pytest.raises(UsageError, match="overflow float64"):
+        attnlab.compare("bidir-moe", init_std=1e200)
+    assert cli.main(["compare", "bidir-moe", "--heads", "1_0"]) == 2
+    assert attnlab.verify(claims="efa.prop1.bidirectional")[0]["ok"] is True
+    assert attnlab.layers.fenchel_attention is not None
