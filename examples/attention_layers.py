@@ -39,10 +39,10 @@ class Model(nn.Module):
         return self.out(h.mean(1)).squeeze(-1)
 
 
-def train(name: str, attention: nn.Module, steps: int, seed: int) -> tuple[float, float]:
-    torch.manual_seed(seed)
+def train(name: str, make_attention, steps: int, seed: int) -> tuple[float, float]:
+    torch.manual_seed(seed)             # before the layer is built: its initial weights are the seed's
     g = torch.Generator().manual_seed(seed)
-    model = Model(attention)
+    model = Model(make_attention())
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     xv, yv = batch(256, 16, torch.Generator().manual_seed(10_000 + seed))
     with torch.no_grad():
@@ -67,10 +67,11 @@ def main(argv=None) -> dict:
     torch.set_num_threads(1)
     return {
         "fenchel": train("FenchelMultiheadAttention (exact)",
-                         FenchelMultiheadAttention(16, 2, batch_first=True, alpha=1.0), args.steps, args.seed),
+                         lambda: FenchelMultiheadAttention(16, 2, batch_first=True, alpha=1.0), args.steps, args.seed),
         "kernel_sparsemax": train("kernel sparsemax attention",
-                                  ContinuousMultiheadAttention(16, 1, batch_first=True, kind="kernel_sparsemax",
-                                                               n_basis=16, grid_size=128), args.steps, args.seed),
+                                  lambda: ContinuousMultiheadAttention(16, 1, batch_first=True, kind="kernel_sparsemax",
+                                                                       n_basis=16, grid_size=128),
+                                  args.steps, args.seed),
     }
 
 
