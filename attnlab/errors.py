@@ -38,6 +38,19 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+def strict_int(text) -> int:
+    """int(text) of ASCII digits with an optional leading '-' (surrounding blanks allowed); ValueError
+    otherwise ('1_0', '٣', '²', '+3', '1e3').  argparse names it `int` in its messages."""
+    t = str(text).strip()
+    body = t[1:] if t.startswith("-") else t
+    if not (body and body.isascii() and body.isdigit()):
+        raise ValueError(text)
+    return int(t)
+
+
+strict_int.__name__ = "int"
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with the one error path: a bad argument raises UsageError (one line, exit 2) instead
     of printing the usage block and calling sys.exit; --help still prints the help and exits 0.  An
@@ -47,6 +60,12 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
+
+    def add_argument(self, *args, **kwargs):
+        # `type=int` reads ASCII digits only: int() also took '1_0' as 10 and Arabic-Indic or superscript digits
+        if kwargs.get("type") is int:
+            kwargs["type"] = strict_int
+        return super().add_argument(*args, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
         previous, self._attnlab_seen = getattr(self, "_attnlab_seen", None), {}

@@ -10,7 +10,7 @@ import math
 import sys
 
 from attnlab.devices import DEVICES
-from attnlab.errors import ArgumentParser
+from attnlab.errors import ArgumentParser, strict_int
 
 
 MAX_SEED = 2**32 - 1          # numpy / torch seeds
@@ -18,12 +18,9 @@ MAX_SEEDS = 10_000            # seeds in one command
 
 
 def ascii_int(text: str) -> int:
-    """int(text) of plain ASCII digits (an optional leading '-'): int() also read '1_0' as 10 and '٣' as 3."""
-    t = text.strip()
-    if not (t.lstrip("-")[:1] and t.lstrip("-").isascii() and t.lstrip("-").isdigit() and t.count("-") <= 1
-            and (t.count("-") == 0 or t.startswith("-"))):
-        raise ValueError(text)
-    return int(t)
+    """int(text) of plain ASCII digits (an optional leading '-'): int() also read '1_0' as 10 and '٣' as 3
+    (attnlab.errors.strict_int, which every `type=int` option of the parsers uses)."""
+    return strict_int(text)
 
 
 def seed_value(text: str, what: str = "--seed") -> int:
@@ -79,7 +76,13 @@ def device_arg(name: str) -> str:
 
 
 class _ExperimentParser(ArgumentParser):
-    """The runners' parser: flags that only mean something together are checked together."""
+    """The runners' parser: flags that only mean something together are checked together; a runner's --data
+    is never empty (`--data ''` was read as the current folder by some runners)."""
+
+    def add_argument(self, *args, **kwargs):
+        if "--data" in args and kwargs.get("type") is None:
+            kwargs["type"] = _data_path
+        return super().add_argument(*args, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
         ns, rest = super().parse_known_args(args, namespace)
@@ -121,12 +124,13 @@ def experiment_parser(name: str, description: str, default_seeds: int = 5) -> ar
                    default=1,
                    help="runs (setting, model, seed) in this many processes at once (joblib; default 1)"
                         if fans_out else "1 only: this runner does its runs one after another")
-    p.add_argument("--backend", type=backend_arg if fans_out else _serial("--backend", name, "local"),
+    p.add_argument("--backend", type=backend_arg if name in RAY else _serial("--backend", name, "local"),
                    default="local",
                    help="local (this machine; --jobs processes) or ray (a Ray cluster at --address or "
                         "$RAY_ADDRESS, else a local Ray runtime; needs the 'cluster' extra)")
     p.add_argument("--address", default=None, help="Ray cluster address for --backend ray (default $RAY_ADDRESS)")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model where a runner supports it")
+    if name in COMPILES:                # (elsewhere it was accepted and ignored: not offered there)
+        p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.set_defaults(_default_seeds=default_seeds)
     return p
 
@@ -143,6 +147,13 @@ FANS_OUT = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens
                       "fenchel-ot-vit", "fenchel-deviation", "bidir-toy-corpus", "bidir-analogies"})
 
 
+# --backend ray: the runners whose runs go through attnlab.parallel.fan_out / run_tasks (the bidir tabular
+# runners use --jobs as scikit-learn's n_jobs, in this process); --compile: the EFA runners (efa/common.py)
+RAY = FANS_OUT - {"bidir-tabular-sim", "bidir-auto-mpg"}
+COMPILES = frozenset({"efa-synthetic", "efa-movielens-sequences", "efa-movielens-ratings", "efa-instacart",
+                      "efa-temperature"})
+
+
 def _serial(flag: str, runner: str, only: str):
     """An argparse type for --jobs / --backend of a runner that does not fan out: only `only`."""
     def parse(text: str):
@@ -153,6 +164,12 @@ def _serial(flag: str, runner: str, only: str):
                 f"does not fan out); run seeds side by side as separate commands (--seed k) instead")
         return value
     return parse
+
+
+def _data_path(text: str) -> str:
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError("--data is empty; give the folder (or file) of your copy, or leave --data out")
+    return text
 
 
 def nonempty(what: str):
@@ -168,7 +185,7 @@ def positive_int(what: str, maximum: int | None = None):
     """An argparse type: an integer >= 1 (and <= maximum; bad values: one line naming `what`)."""
     def parse(text: str) -> int:
         try:
-            n = int(str(text).strip())
+            n = strict_int(text)
         except ValueError:
             n = 0
         if n < 1 or (maximum is not None and n > maximum):

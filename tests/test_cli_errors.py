@@ -353,3 +353,37 @@ def test_compare_api_and_flags_take_integers_one_way():
     assert cli.main(["compare", "bidir-moe", "--heads", "1_0"]) == 2
     assert attnlab.verify(claims="efa.prop1.bidirectional")[0]["ok"] is True
     assert attnlab.layers.fenchel_attention is not None
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["fenchel-ot-vit", "--lrs", "0.003,0.0034"], "one significant"),      # 0.0034 was never trained
+    (["fenchel-ot-vit", "--lrs", "1e39"], "--lrs must be"),                 # Adam overflowed mid-run
+    (["bidir-analogies", "--glove-txt", ""], "--glove-txt is empty"),      # dropped silently, rc 0
+    (["bidir-analogies", "--word2vec-bin", "/nonexistent/x.bin"], "no such file"),   # a traceback
+    (["kernel-time-warping", "--compile"], "unrecognized arguments: --compile"),     # accepted, ignored
+    (["bidir-tabular-sim", "--backend", "ray"], "--backend ray"),           # ran locally, rc 0
+    (["bidir-tabular-sim", "--epochs", "7", "--models", "LR"], "trains no ATN"),
+    (["bidir-tabular-sim", "--seed", "4294967295", "--models", "LR"], "takes seeds"),  # 32 GiB asked
+    (["bidir-auto-mpg", "--seed", "4294967295", "--no-tabular"], "takes seeds"),       # sklearn's seed range
+    (["bidir-toy-corpus", "--sentences", "1000000000000"], "--sentences must be"),    # 36 TiB asked
+    (["efa-temperature", "--ks", "none", "--efa", "none"], "nothing to run"),          # rc 0, nothing done
+    (["efa-temperature", "--ks", "1_0", "--efa", "none"], "--ks must be"),
+    (["fenchel-deviation", "--train-sentences", "\u00b2"], "--train-sentences must be"),  # a traceback
+    (["fenchel-deviation", "--alpha", "1e200"], "--alpha must be"),       # refused only after training
+    (["efa-synthetic", "--threads", "1_0"], "--threads"),                 # read as 10
+    (["kernel-gestures", "--basis", "1_6"], "--basis"),                   # read as 16
+    (["kernel-sentiment", "--data", ""], "--data is empty"),              # read as the current folder
+    (["kernel-forda", "--setup", "authors", "--models", "lstm_fcn"], "changes only"),   # copies of ours
+])
+def test_runner_options_refused_before_any_work(tmp_path, monkeypatch, capsys, argv, said):
+    """Found by an outside sweep of every runner's options: each was accepted and then misread, ignored, or
+    ended in a traceback; now one line naming the option, exit 2, before any training."""
+    from attnlab import cli
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    rc = cli.main(["run", argv[0], "--quick", "--seed", "0", "--results-dir", str(tmp_path / "res")] + argv[1:]
+                  if "--seed" not in argv else ["run", argv[0], "--quick", "--results-dir", str(tmp_path / "res")]
+                  + argv[1:])
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and "Traceback" not in err, err
+    assert not list((tmp_path / "res").rglob("*.json"))

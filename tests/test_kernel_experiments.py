@@ -343,7 +343,11 @@ def test_local_uwave_copy_is_read_with_the_papers_split(tmp_path, monkeypatch):
         load_series(tmp_path / "missing")
 
 
-def test_local_imdb_copy_is_read(tmp_path):
+def test_local_imdb_copy_is_read(tmp_path, monkeypatch):
+    """A copy laid out as aclImdb is read (the reader, on a copy of one review per class: the size check set to 1
+    for it); a copy of another size is not IMDB and refused (four reviews were recorded as the paper's data)."""
+    from attnlab.experiments.data import DataError
+    from attnlab.experiments.kernel import sentiment
     from attnlab.experiments.kernel.sentiment import build_vocab, encode, load_texts
 
     for split in ("train", "test"):
@@ -351,6 +355,9 @@ def test_local_imdb_copy_is_read(tmp_path):
             d = tmp_path / "aclImdb" / split / sub
             d.mkdir(parents=True)
             (d / "0_7.txt").write_text(text)
+    with pytest.raises(DataError, match="holds 1 pos and 1 neg reviews; IMDB .* has 12,500"):
+        load_texts(tmp_path)
+    monkeypatch.setattr(sentiment, "IMDB_PER_CLASS", 1)
     tr, ytr, te, yte, label = load_texts(tmp_path)
     assert label is None and sorted(ytr.tolist()) == [0, 1] and len(te) == 2
     vocab = build_vocab(tr, 1)

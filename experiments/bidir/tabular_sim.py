@@ -44,6 +44,9 @@ CONFIGS = {
 QUICK_SETTINGS = [(5, 0.0, 0.9), (1, 0.5, 0.1)]
 
 
+MAX_TABULAR_SEED = 100_000
+
+
 def authors_seeds(n: int = 20) -> list[int]:
     """The authors' data seeds: ``np.random.seed(2023); np.random.randint(10000, size=n)``.
 
@@ -199,6 +202,11 @@ def main(argv: list[str]) -> int:
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
     models = parse_list(args.models, MODELS, "--models")
+    if args.epochs is not None and "ATN" not in models:      # (it was stored in the baselines' records, unused)
+        raise UsageError(f"--epochs is ATN's number of epochs; --models {args.models} trains no ATN")
+    if max(seeds_of(args)) >= MAX_TABULAR_SEED:     # the k-th data seed is the k-th draw of the authors' stream
+        raise UsageError(f"bidir-tabular-sim takes seeds 0..{MAX_TABULAR_SEED - 1} (seed k's data seed is the k-th "
+                         f"draw of the authors' stream: a seed of {max(seeds_of(args))} asked for that many draws)")
     cfg = dict(CONFIGS[config_name(args)])
     if args.epochs is not None:
         cfg["atn_epochs"] = args.epochs

@@ -25,7 +25,7 @@ from N(0, 0.1^2) (docs/instances.md).
 """
 from __future__ import annotations
 
-from attnlab.errors import UsageError
+from attnlab.errors import UsageError, strict_int
 
 import functools
 import itertools
@@ -37,6 +37,7 @@ import numpy as np
 VOCAB = ("I", "like", "and", "is", "mathematics", "statistics", "sociology", "history",
          "fun", "boring", "easy", "difficult")
 IDX = {w: i for i, w in enumerate(VOCAB)}
+MAX_SENTENCES = 10_000_000     # --sentences: the corpus and its masking instances are held in memory
 SUBJECTS = VOCAB[4:8]
 ADJECTIVES = VOCAB[8:12]
 SCORES = {"mathematics": (4, 2, 4, 2), "statistics": (6, 0, 5, 1),
@@ -384,7 +385,7 @@ def main(argv: list[str]) -> int:
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
     if args.dims is not None:
         try:
-            dims = [int(d) for d in args.dims.split(",")]
+            dims = [strict_int(d) for d in args.dims.split(",")]
             if not dims or min(dims) < 1 or max(dims) > MAX_DIM or len(set(dims)) != len(dims):
                 raise ValueError                   # (--dims 100000000 ran without end)
         except ValueError:
@@ -397,8 +398,8 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
         cfg["steps"] = args.steps
     if args.sentences is not None:
-        if args.sentences < 1:
-            raise UsageError(f"--sentences must be an integer >= 1; got {args.sentences}")
+        if not 1 <= args.sentences <= MAX_SENTENCES:    # (10^12 asked numpy for 36 TiB)
+            raise UsageError(f"--sentences must be an integer in 1..{MAX_SENTENCES:,}; got {args.sentences}")
         cfg["n_sentences"] = args.sentences
 
     def one(seed):

@@ -13,7 +13,7 @@ exact setup.
 """
 from __future__ import annotations
 
-from attnlab.errors import UsageError
+from attnlab.errors import UsageError, strict_int
 
 import sys
 from pathlib import Path
@@ -94,13 +94,16 @@ def main(argv: list[str]) -> int:
     try:
         if args.ks is not None:
             try:
-                cfg["ks"] = [int(k) for k in args.ks.split(",")] if args.ks != "none" else []
+                cfg["ks"] = [strict_int(k) for k in args.ks.split(",")] if args.ks != "none" else []
             except ValueError:
                 raise ValueError(f"--ks must be comma-separated integers k >= 1 (or 'none'); got {args.ks!r}") from None
             if len(set(cfg["ks"])) != len(cfg["ks"]):
                 raise ValueError(f"--ks lists a k twice: {args.ks!r}")
         if args.efa is not None:
             cfg["efa"] = [] if args.efa == "none" else parse_list(args.efa, EFA_VARIANTS, "--efa")
+        if not cfg["ks"] and not cfg["efa"]:        # (it printed the data and wrote nothing, exit 0)
+            raise ValueError("--ks none with --efa none leaves nothing to run; give FM ranks (--ks) or EFA variants "
+                             "(--efa)")
         grid = load_grid(args.data)
         I = grid.temps.shape[1]
         bad = [k for k in cfg["ks"] if not 1 <= k <= I - 1]

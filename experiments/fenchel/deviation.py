@@ -43,6 +43,7 @@ SUBSTITUTE_HF = "pretrained weights given by --weights; input text = movie-revie
 CONFIG = dict(d_model=64, n_heads=4, bert_layers=4, t5_layers=3, d_ff=128, dropout=0.1,
               max_words=32, vocab_size=4000, epochs=5, batch_size=64, lr=2e-3, warmup=20,
               train_sentences=None, n_eval=64, alpha=1.0)
+ALPHA_RANGE = (1e-100, 1e100)      # --alpha: the metrics (alpha ||Sigma z|| / ||z||, ...) stay within a record's range
 # epochs and train_sentences: chosen by the pilot of docs/fenchel_experiments.md (2026-11-27; the
 # earlier 2 epochs on 3,000 sentences left the BERT-like model at chance on every seed)
 CONFIG_QUICK = dict(CONFIG, d_model=32, n_heads=2, bert_layers=2, t5_layers=2, d_ff=64, epochs=1,
@@ -431,8 +432,10 @@ def main(argv: list[str]) -> int:
                    help="override how many training sentences the substitutes see: a count, or all "
                         "(recorded in the config)")
     args = p.parse_args(argv)
-    if args.alpha is not None and not (args.alpha > 0 and math.isfinite(args.alpha)):
-        raise UsageError(f"--alpha must be a finite number > 0; got {args.alpha}")
+    if args.alpha is not None and not (ALPHA_RANGE[0] <= args.alpha <= ALPHA_RANGE[1]):
+        # (at 1e200 the first-order predictor alpha ||Sigma z|| / ||z|| left what a record holds, found only after
+        # both models had trained)
+        raise UsageError(f"--alpha must be a number in [{ALPHA_RANGE[0]:g}, {ALPHA_RANGE[1]:g}]; got {args.alpha}")
     if args.epochs is not None and not 1 <= args.epochs <= 10_000:
         raise UsageError(f"--epochs must be an integer in 1..10000; got {args.epochs}")
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
@@ -444,7 +447,7 @@ def main(argv: list[str]) -> int:
         text = args.train_sentences.strip()
         if text == "all":
             cfg["train_sentences"] = None
-        elif text.isdigit() and int(text) >= 1:
+        elif text.isascii() and text.isdigit() and int(text) >= 1:     # ('²' passed isdigit and failed int())
             cfg["train_sentences"] = int(text)
         else:
             raise UsageError(f"--train-sentences must be an integer >= 1 or all; got {args.train_sentences!r}")
@@ -466,6 +469,9 @@ def main(argv: list[str]) -> int:
         return _run_hf(args, cfg, toks)
     train, evl = tx.split_corpus(sentences, cfg["n_eval"], cfg["max_words"])
     if cfg["train_sentences"]:
+        if cfg["train_sentences"] > len(train):     # (recorded as given while the whole corpus was used)
+            raise UsageError(f"--train-sentences {cfg['train_sentences']}: the training split has {len(train)} "
+                             "sentences; give at most that many, or all")
         train = train[:cfg["train_sentences"]]
     vocab = tx.Vocab(train, cfg["vocab_size"])
     tr_ids, ev_ids = [vocab.encode(s) for s in train], [vocab.encode(s) for s in evl]

@@ -301,10 +301,17 @@ def main(argv: list[str]) -> int:
     if args.lrs is not None:                 # '' is refused, not read as "not given"
         try:
             cfg["lrs"] = [float(x) for x in args.lrs.split(",")]
-            if not all(x > 0 and math.isfinite(x) for x in cfg["lrs"]) or len(set(cfg["lrs"])) != len(cfg["lrs"]):
+            # at most 10 (1e39 overflowed Adam's float32 step), and no two rates of one tag: the runs and their
+            # rows are keyed by lr_tag (one significant digit), so 0.0034 beside 0.003 was never trained
+            if (not all(0 < x <= 10 and math.isfinite(x) for x in cfg["lrs"])
+                    or len({lr_tag(x) for x in cfg["lrs"]}) != len(cfg["lrs"])):
                 raise ValueError
         except ValueError:
-            raise UsageError(f"--lrs must be comma-separated positive numbers, none twice; got {args.lrs!r}") from None
+            raise UsageError(f"--lrs must be comma-separated numbers in (0, 10], no two the same to one significant "
+                             f"digit (the runs are named by it: 3e-03); got {args.lrs!r}") from None
+        if any(float(lr_tag(x)) != x for x in cfg["lrs"]):
+            raise UsageError(f"--lrs {args.lrs}: give each rate to one significant digit (the runs and their rows are "
+                             f"named by it, e.g. {lr_tag(cfg['lrs'][0])}), so that the record says the rate it trained")
     if args.epochs is not None:
         if args.epochs < 1:
             raise UsageError(f"--epochs must be >= 1; got {args.epochs}")

@@ -70,12 +70,12 @@ def add_basis_flag(p, default: tuple[int, ...]) -> None:
 
 def with_basis(args, config: dict) -> dict:
     """The config with `--basis` applied (a UsageError unless every value is an integer >= 2)."""
-    from attnlab.errors import UsageError
+    from attnlab.errors import UsageError, strict_int
 
     if getattr(args, "basis", None) is None:
         return config
     try:
-        basis = tuple(int(v) for v in args.basis.split(","))
+        basis = tuple(strict_int(v) for v in args.basis.split(","))
         if not basis or any(v < 2 or v > MAX_BASIS for v in basis) or len(set(basis)) != len(basis):
             raise ValueError
     except ValueError:
@@ -326,6 +326,11 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
             cnt += idx.numel()
             prog.update(ep * steps + k + 1, epoch=ep + 1, loss=tot / max(cnt, 1),
                         **({"best": best["epoch"]} if early else {}))
+        if cnt == 0:        # not one finite batch: the weights are no model (at --lr 1e308 the record held NaN densities)
+            from attnlab.errors import Diverged
+
+            raise Diverged(f"{name or ctx.experiment} diverged at epoch {ep + 1}: no batch had a finite loss "
+                           "(a smaller --lr, as a rule); no record written")
         h = {"epoch": ep + 1, "loss": tot / max(cnt, 1), "seconds": time.perf_counter() - t0}
         if early:
             h["val_loss"], h["val_accuracy"] = _evaluate(model, vxs, vy, lossf)

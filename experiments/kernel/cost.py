@@ -129,6 +129,9 @@ def main(argv: list[str]) -> int:
                              f"({', '.join(QUICK)}); drop --quick to measure {', '.join(sel)}")
         settings = {k: SETTINGS[k] for k in dict.fromkeys(sel)}
     C.torch_setup()
+    from attnlab.parallel import set_torch_threads
+
+    set_torch_threads(args)             # (--threads was accepted and ignored: the timings were one thread's)
     name = "quick" if args.quick else "full"
     cfg = {"settings": settings, "repeats": args.repeats, "threads": torch.get_num_threads()}
     for seed in seeds_of(args):

@@ -8,9 +8,11 @@ Accuracy and macro-F1 (%) over seeds.
 """
 from __future__ import annotations
 
-from attnlab.errors import UsageError
+import sys
 
 import torch
+
+from attnlab.errors import UsageError
 
 from attnlab.parallel import run_tasks
 from attnlab.run_args import add_lr_flag, experiment_parser, seeds_of
@@ -41,6 +43,9 @@ CONFIGS["full-es"] = dict(CONFIGS["full"], val_fraction=0.1, patience=10)
 
 def load(cfg, path=None):
     return C.load_ucr_split(DATASET, cfg, path)
+
+
+SETUP_MODELS = ("discrete_softmax", "cts_softmax", "cts_sparsemax")    # the models --setup authors changes
 
 
 def build(m: str, length: int, k: int, cfg, setup: str = "ours"):
@@ -77,6 +82,16 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     name, cfg = C.with_lr(args, name, configs[name])
     if args.setup == "authors":
         name, cfg = f"{name}-authors", dict(cfg, setup="authors")
+        # the setting changes only the models that take moments over positions: the others' records under
+        # <config>-authors were copies of ours (bit-identical metrics), filed as if another protocol
+        left = [m for m in sel if m not in SETUP_MODELS]
+        sel = [m for m in sel if m in SETUP_MODELS]
+        if not sel:
+            raise UsageError(f"--setup authors changes only {', '.join(SETUP_MODELS)} (their moments over the "
+                             f"positions); --models {args.models} would repeat the runs of --setup ours")
+        if left and not args.quiet:
+            print(f"--setup authors: {', '.join(left)} left out (the setting does not change them; their records "
+                  "are those of --setup ours)", file=sys.stderr)
     C.torch_setup()
     from attnlab.experiments.data import DataError
 

@@ -54,6 +54,9 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().replace("<br />", " "))
 
 
+IMDB_PER_CLASS = 12_500       # aclImdb v1: 12,500 positive and 12,500 negative reviews in each split
+
+
 def load_texts(path=None, split_seed: int = 0):
     """(train_texts, y_train, test_texts, y_test, substitute label or None)."""
     if path is not None:
@@ -80,6 +83,12 @@ def load_texts(path=None, split_seed: int = 0):
                 raise DataError(f"--data: {root / split} has no reviews (*.txt) in "
                                 f"{' or '.join(s for lab, s in ((1, 'pos'), (0, 'neg')) if lab not in ys)}; IMDB "
                                 "(aclImdb) has 12,500 of each per split")
+            counts = {sub: int((np.array(ys) == lab).sum()) for lab, sub in ((1, "pos"), (0, "neg"))}
+            if counts != {"pos": IMDB_PER_CLASS, "neg": IMDB_PER_CLASS}:
+                # (a copy of four reviews was recorded as the paper's data, substitute None)
+                raise DataError(f"--data: {root / split} holds {counts['pos']:,} pos and {counts['neg']:,} neg "
+                                f"reviews; IMDB (aclImdb v1) has {IMDB_PER_CLASS:,} of each per split: not the "
+                                "paper's data", "corrupt")
             out += [texts, np.array(ys)]
         return (*out, None)
     from attnlab.experiments.data import read_table
