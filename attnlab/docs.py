@@ -191,10 +191,7 @@ def status_markdown() -> str:
     from attnlab.migrate_convergence import stored_summary, table
 
     summary = stored_summary(committed_records())
-    from attnlab.results import read_records
-
-    rules = Counter((r.get("convergence") or {}).get("rule") or "none"
-                    for r in read_records(sorted(committed_records().glob("*/*/*.json")), warn=lambda m: None))
+    rules = Counter(r["rule"] for r in summary)
     return table(summary, history=False) + "\n\nRules named by the records: " + ", ".join(
         f"{r} ({n})" for r, n in sorted(rules.items())) + "."
 

@@ -268,7 +268,7 @@ def stored_summary(root: Path) -> list[dict]:
                     "experiment": rec["experiment"], "config": rec["config"], "tag": rec.get("tag"),
                     "seed": rec["seed"], "models": sorted({m.get("model") for m in rec["metrics"]}),
                     "before": record_converged(rec), "now": record_converged(rec),
-                    "status": c.get("status") or "unknown", "reason": c.get("reason"),
+                    "status": c.get("status") or "unknown", "reason": c.get("reason"), "rule": c.get("rule") or "none",
                     "at_chance_models": [k for k, j in models.items() if isinstance(j, dict)
                                          and j.get("status") == "at-chance"]})
     return out

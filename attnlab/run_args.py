@@ -17,16 +17,10 @@ MAX_SEED = 2**32 - 1          # numpy / torch seeds
 MAX_SEEDS = 10_000            # seeds in one command
 
 
-def ascii_int(text: str) -> int:
-    """int(text) of plain ASCII digits (an optional leading '-'): int() also read '1_0' as 10 and '٣' as 3
-    (attnlab.errors.strict_int, which every `type=int` option of the parsers uses)."""
-    return strict_int(text)
-
-
 def seed_value(text: str, what: str = "--seed") -> int:
     """One seed: an integer in 0 .. 2**32 - 1, written in ASCII digits."""
     try:
-        s = ascii_int(str(text))
+        s = strict_int(str(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{what} must be an integer in 0..{MAX_SEED}; got {text!r}") from None
     if not 0 <= s <= MAX_SEED:
@@ -42,14 +36,14 @@ def parse_seeds(text: str) -> list[int]:
              f"of seeds in 0..{MAX_SEED}; got {text!r}")
     try:
         if "," in text:
-            seeds = [ascii_int(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
+            seeds = [strict_int(s) for s in text.split(",")]      # an empty item ('1,,2', '1,') is refused
         elif "-" in text[1:]:
-            a, b = (ascii_int(x) for x in text.split("-", 1))
+            a, b = (strict_int(x) for x in text.split("-", 1))
             if b < a or b - a + 1 > MAX_SEEDS:
                 raise ValueError
             seeds = list(range(a, b + 1))
         else:
-            n = ascii_int(text)
+            n = strict_int(text)
             if not 1 <= n <= MAX_SEEDS:
                 raise ValueError
             seeds = list(range(n))

@@ -6,7 +6,7 @@ per-sentence MLM losses over a batch of random masked sentences (every masked po
 """
 from __future__ import annotations
 
-from attnlab.errors import ArgumentParser, UsageError
+from attnlab.errors import ArgumentParser, UsageError, strict_int
 
 import json
 
@@ -62,13 +62,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", metavar="PATH", default=None, help="write the result as JSON ('-' = stdout)")
     args = p.parse_args(argv)
     from attnlab.atomic_io import check_json_dest, write_json_dest
-    from attnlab.run_args import MAX_SEED, ascii_int
+    from attnlab.run_args import MAX_SEED
 
     vals = {}
     for name, lo, hi in (("heads", 1, MAX_HEADS), ("layers", 1, MAX_LAYERS), ("seed", 0, MAX_SEED)):
         raw = getattr(args, name)
         try:
-            v = ascii_int(raw)      # ('1_0', '+2', Arabic-Indic digits: refused, as every integer flag is)
+            v = strict_int(raw)      # ('1_0', '+2', Arabic-Indic digits: refused, as every integer flag is)
         except ValueError:          # not an integer (or one of over 4300 digits)
             v = None
         if v is None or v < lo or v > hi:
