@@ -269,7 +269,9 @@ class RunContext:
         from attnlab.catalog import jsonable
 
         now = json.loads(json.dumps(jsonable(_run_config(self.config)), default=str))
-        pattern = f"{self.tag + '-' if self.tag else ''}seed*.json"
+        import glob
+
+        pattern = f"{glob.escape(self.tag) + '-' if self.tag else ''}seed*.json"      # (a tag may hold [ or *)
         for other in sorted(self.record_path.parent.glob(pattern)):
             stem = other.name[len(self.tag) + 1 if self.tag else 0:-len(".json")]
             if other == self.record_path or not (stem.startswith("seed") and stem[4:].isdigit()):
