@@ -164,6 +164,8 @@ def _q0_on_grid(q0, t, like):
 def _check_scores(f, t, name="f"):
     if not isinstance(f, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor of shape [..., G]")
+    if not f.is_floating_point():              # (weights cast to an integer dtype were truncated to 0)
+        raise ValueError(f"{name} must be a floating-point tensor; got dtype {f.dtype}")
     if f.shape[-1] != t.shape[0]:
         raise ValueError(f"{name} must have last dim G={t.shape[0]} (the grid); got {tuple(f.shape)}")
 

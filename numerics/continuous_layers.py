@@ -506,11 +506,21 @@ def _sequence_tables(S: int, G: int, n_basis: int, centres, widths, kernel: str,
         tab.T2 = torch.stack([t, t * t], -1)                                      # (S, 2)
         if G:
             grid = torch.linspace(0.0, 1.0, G, dtype=dtype, device=device)
-            Kg = nca.kernel_matrix(t, grid, kernel, bandwidth).to(dtype)          # (S, G)
+            t64 = (torch.linspace(0.0, 1.0, S, dtype=torch.float64, device=device) if S > 1
+                   else torch.full((1,), 0.5, dtype=torch.float64, device=device))
+            Kg = _grid_kernel(t64, G, kernel, bandwidth).to(dtype)                # (S, G)
             tab.Kg = Kg.masked_fill(Kg.abs() < torch.finfo(dtype).tiny, 0.0)
             tab.w = nca.trapezoid_weights(grid).to(dtype)                         # (G,)
             tab.WPsi = torch.cat([(tab.w * basis(grid).to(dtype)).T, tab.w.unsqueeze(-1)], -1)   # (G, N + 1)
     return tab
+
+
+def _grid_kernel(t: torch.Tensor, G: int, kernel: str, bandwidth: float) -> torch.Tensor:
+    """k(t_s, grid_g) (S, G) in float64 at float64 positions t (S,) and the grid linspace(0, 1, G): a kernel narrower
+    than float32's rounding of the positions (~6e-8; bandwidth 1e-10) gave 0 where two positions coincide in
+    float64 and 1 where they do (0.7 % off the float64 output in float32); the caller rounds it to its dtype."""
+    return nca.kernel_matrix(t, torch.linspace(0.0, 1.0, G, dtype=torch.float64, device=t.device), kernel,
+                             bandwidth)
 
 
 def _present_tables(present: torch.Tensor, tab: _Tables, kernel: str, bandwidth: float, cdt):
@@ -518,16 +528,15 @@ def _present_tables(present: torch.Tensor, tab: _Tables, kernel: str, bandwidth:
     (``present`` (..., S), True where some query may attend) sit at j/(n-1), j = 0..n-1 in their order (1/2 for
     n = 1); an absent key's entries are those of t = 0 (the masks leave it out)."""
     n = present.sum(-1, keepdim=True)
-    rank = (present.cumsum(-1) - 1).to(cdt)
-    t = torch.where(n > 1, rank / (n - 1).clamp_min(1).to(cdt), torch.full_like(rank, 0.5))
-    t = t.masked_fill(~present, 0.0)
+    rank = (present.cumsum(-1) - 1).double()
+    t64 = torch.where(n > 1, rank / (n - 1).clamp_min(1).double(), torch.full_like(rank, 0.5))
+    t64 = t64.masked_fill(~present, 0.0)
+    t = t64.to(cdt)
     flat = t.reshape(-1)
     F = nca.gaussian_rbf(flat, tab.centres, tab.widths).unflatten(1, t.shape).movedim(0, -2)     # (..., N, S)
     Kg = None
     if getattr(tab, "Kg", None) is not None:
-        G = tab.Kg.shape[-1]
-        grid = torch.linspace(0.0, 1.0, G, dtype=cdt, device=t.device)
-        Kg = nca.kernel_matrix(flat, grid, kernel, bandwidth).to(cdt).unflatten(0, t.shape)    # (..., S, G)
+        Kg = _grid_kernel(t64.reshape(-1), tab.Kg.shape[-1], kernel, bandwidth).to(cdt).unflatten(0, t.shape)
         Kg = Kg.masked_fill(Kg.abs() < torch.finfo(cdt).tiny, 0.0)
     return torch.stack([t, t * t], -1), F, Kg
 

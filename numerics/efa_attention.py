@@ -354,6 +354,7 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
         _choice(convention, CONVENTIONS, "convention")
         paper = convention == "paper"
         bias = (not paper) if bias is None else bool(bias)
+        self._heads_split_embed = not paper          # (Eq. (1)'s heads are full width: any H)
         super().__init__(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
                          batch_first, device, dtype)
         self.attention, self.convention = attention, convention

@@ -91,9 +91,10 @@ class FenchelDual(torch.autograd.Function):
         return (*out, None, None)
 
 
-def fenchel_dual_lambda(T, logu, z, alpha, tol: float | None = None, max_iter: int = 50):
+def fenchel_dual_lambda(T, logu, z, alpha, tol: float | None = None, max_iter: int = 200):
     """Differentiable lambda* of (7) (Newton forward, implicit-function backward); see
-    attnlab.numerics.entropic_dual.solve_dual_newton_torch for the shapes."""
+    attnlab.numerics.entropic_dual.solve_dual_newton_torch for the shapes, the iterations large alpha needs,
+    and the RuntimeWarning for problems left unconverged after max_iter."""
     alpha = torch.as_tensor(alpha, dtype=z.dtype, device=z.device)
     return FenchelDual.apply(T, logu, z, alpha, tol, max_iter)
 

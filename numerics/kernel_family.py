@@ -24,6 +24,15 @@ def _pos(x, name):
     return v
 
 
+def _beyond(scale: float, x: torch.Tensor) -> bool:
+    """Whether `x`'s floating dtype cannot hold the factor `scale` (or its inverse): the kernel is then formed in
+    float64 and rounded back, so that k(t, t) = 1 stays 1 (float32 turned 0 * inf into NaN there)."""
+    if not x.is_floating_point() or x.dtype == torch.float64:
+        return False
+    fi = torch.finfo(x.dtype)
+    return not (fi.tiny <= scale <= fi.max and fi.tiny <= 1.0 / scale <= fi.max)
+
+
 def _as_t(x, ref=None):
     if isinstance(x, torch.Tensor):
         return x
@@ -39,7 +48,10 @@ def gaussian_kernel(t, inducing, zeta2: float) -> torch.Tensor:
     s = _as_t(inducing, t).to(dtype=t.dtype, device=t.device)
     if t.ndim != 1 or s.ndim != 1:
         raise ValueError("t and inducing must be 1-D tensors")
-    return torch.exp(-z * (t[None, :] - s[:, None]) ** 2)
+    d = t[None, :] - s[:, None]
+    if _beyond(z, d):            # float32 cannot hold zeta2 (a bandwidth below ~4e-20): 0 * inf on the diagonal
+        return torch.exp(-z * d.double() ** 2).to(d.dtype)
+    return torch.exp(-z * d ** 2)
 
 
 def laplace_kernel(t, inducing, scale: float) -> torch.Tensor:
@@ -49,7 +61,10 @@ def laplace_kernel(t, inducing, scale: float) -> torch.Tensor:
     s = _as_t(inducing, t).to(dtype=t.dtype, device=t.device)
     if t.ndim != 1 or s.ndim != 1:
         raise ValueError("t and inducing must be 1-D tensors")
-    return torch.exp(-(t[None, :] - s[:, None]).abs() / sc)
+    d = (t[None, :] - s[:, None]).abs()
+    if _beyond(1.0 / sc, d):      # a scale float32 rounds to 0 (below ~1e-45): 0 / 0 on the diagonal
+        return torch.exp(-d.double() / sc).to(d.dtype)
+    return torch.exp(-d / sc)
 
 
 def kernel_expansion(gamma: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
@@ -58,14 +73,17 @@ def kernel_expansion(gamma: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     if gamma.shape[-1] != K.shape[0]:
         raise ValueError(f"gamma's last dim ({gamma.shape[-1]}) must equal the number of inducing "
                          f"points ({K.shape[0]})")
+    if gamma.dtype != K.dtype:                 # (torch's own matmul error named neither)
+        raise ValueError(f"gamma ({gamma.dtype}) and K ({K.dtype}) must share one dtype")
     return gamma @ K
 
 
 def rkhs_norm(gamma, inducing, zeta2: float) -> torch.Tensor:
     """||f||_H = sqrt(gamma^T K gamma), K_ij = k(t_i, t_j) (Gaussian kernel)."""
-    s = _as_t(inducing)
+    g = _as_t(gamma)
+    s = _as_t(inducing, g).to(g.dtype if g.is_floating_point() else torch.float64)     # K in gamma's dtype
     K = gaussian_kernel(s, s, zeta2)
-    g = _as_t(gamma, K)
+    g = g.to(K.dtype)
     return torch.sqrt(torch.clamp((g @ K * g).sum(-1), min=0.0))
 
 

@@ -328,7 +328,8 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
     features (Arb's bounds stay tight and few bisections are needed).  A piece farther from a basis
     centre than psi_n can reach at this precision contributes at most its width x max u x psi_n there,
     which is added to the radius instead of integrating.  InaccurateReference is raised when any
-    integral's radius exceeds rel_tol (default 10^-(dps-10)) of its value (floored at 10^-(dps+5)).
+    integral's radius exceeds rel_tol (default 10^-(dps-10)) of its value (floored at 10^-(dps+5)), and
+    when a component's scale E_p[|B| psi]_d is below that floor (its error could only be stated absolutely).
     progress(k, N+1), when given, is called after each integral, and on_piece() after each piece of every
     integral (count_pieces gives the pieces of one integral before any work)."""
     import mpmath as mp
@@ -476,6 +477,16 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
                     progress(k + 2, total)
             Bmp = [[mp.mpf(float(x)) for x in row] for row in Bm]
             ctx_ = [mp.fsum(Bij * pj for Bij, pj in zip(row, psi_int)) / Z for row in Bmp]
+            for d, row in enumerate(Bmp):
+                scale_d = mp.fsum(abs(Bij) * pj for Bij, pj in zip(row, psi_int)) / abs(Z)
+                if scale_d < floor and any(row):            # (a row of zeros is c_d = 0 exactly)
+                    # the error below is relative to max(E_p[|B| psi]_d, floor): under the floor it is absolute, and a
+                    # component whose every piece was bounded came back 0 with an "error" of 1e-44 (a basis centre
+                    # 15 widths off [0, 1], true context 5.7e-100)
+                    raise InaccurateReference(
+                        f"context component {d + 1}: its scale E_p[|B| psi] = {mp.nstr(scale_d, 3)} is below "
+                        f"10^-{dps + 5} (the basis functions it weighs lie too far from the domain): "
+                        "no relative reference; move the basis centres towards the domain")
             # error of c_d = (sum_n B_dn P_n) / Z (|B| radii of the P_n, plus |c_d| eZ / Z) relative to c_d's
             # scale sum_n |B_dn| P_n / Z = E_p[|B| psi]_d, which is >= |c_d| (u, psi >= 0): so a component that
             # cancels to 0 (an odd integrand) has a finite relative error, not 1 / 0

@@ -225,6 +225,9 @@ class MultiheadAttentionBase(nn.Module):
     # in_proj_weight.  It checks `_qkv_same_embed_dim` among its conditions: these layers always say
     # False, so torch always calls their forward (their attention is not softmax attention).
     _qkv_same_embed_dim = False
+    # whether the heads split embed_dim (head_dim = E / H, as in MHA); a subclass whose heads are full width
+    # (EFA's paper convention) says False before calling __init__, which then does not ask E % H == 0
+    _heads_split_embed = True
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
@@ -238,7 +241,7 @@ class MultiheadAttentionBase(nn.Module):
                 raise ValueError(f"{nm} must be an integer >= 1; got {v!r}")
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ValueError(f"dtype must be a floating-point torch dtype; got {dtype!r}")
-        if embed_dim % num_heads:
+        if self._heads_split_embed and embed_dim % num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads; got {embed_dim} and {num_heads}")
         if add_bias_kv or add_zero_attn:
             raise ValueError("add_bias_kv and add_zero_attn are not supported by the attnlab layers (they add "

@@ -84,6 +84,8 @@ def trapezoid_weights(t: torch.Tensor) -> torch.Tensor:
     """Composite trapezoid weights w of a strictly increasing 1-D grid: integral ~= sum_g w_g y_g."""
     if not isinstance(t, torch.Tensor):
         t = torch.as_tensor(t, dtype=torch.float64)
+    if not t.is_floating_point():                # an integer grid: its half-steps are not integers
+        t = t.to(torch.float64)
     if t.ndim != 1 or t.shape[0] < 2:
         raise ValueError(f"t (grid) must be a 1-D tensor with >= 2 nodes; got shape {tuple(t.shape)}")
     d = t[1:] - t[:-1]
@@ -98,11 +100,17 @@ def trapezoid_weights(t: torch.Tensor) -> torch.Tensor:
 def trapezoid(y: torch.Tensor, t: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Trapezoid rule of y sampled on grid t along `dim`; batched over all other dims, differentiable.
 
-    y: [..., G, ...] with y.shape[dim] == len(t).  Returns y integrated along dim.
+    y: [..., G, ...] with y.shape[dim] == len(t) (integer or bool y is integrated in t's floating dtype, float64
+    for an integer t).  Returns y integrated along dim.
     """
     if not isinstance(y, torch.Tensor):
         raise ValueError("y must be a torch.Tensor")
-    w = trapezoid_weights(t).to(dtype=y.dtype, device=y.device)
+    w = trapezoid_weights(t)
+    if not (y.is_floating_point() or y.is_complex()):
+        # an integer or bool y is integrated in the grid's floating dtype, as torch.trapezoid does (the weights
+        # cast to y's dtype were truncated: 0.25 -> 0, so the integral of 1 on [0, 1] came out 0)
+        y = y.to(w.dtype)
+    w = w.to(dtype=y.dtype, device=y.device)
     dim = dim % y.ndim
     if y.shape[dim] != w.shape[0]:
         raise ValueError(f"y.shape[{dim}]={y.shape[dim]} must equal the number of grid nodes {w.shape[0]}")

@@ -18,7 +18,7 @@ def test_default_instance_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["alpha"] for r in rows] == list(fc.DEFAULT_ALPHAS)
     keys = {"alpha", "h_exact", "cvxpy_status", "cvxpy_kkt_residual", "h_newton", "newton_iterations",
-            "newton_grad_norm", "newton_rel_error", "newton_converged", "h_approx", "h_refined", "h_limit", "lambda_star",
+            "newton_grad_norm", "newton_rel_error", "lambda_rel_error", "newton_converged", "h_approx", "h_refined", "h_limit", "lambda_star",
             "err_approx", "err_refined", "err_limit", "rel_dev", "tv"}
     assert all(set(r) == keys for r in rows)
     for r in rows:
@@ -124,3 +124,38 @@ def test_newton_reports_when_it_cannot_converge():
     assert not info["converged"] and info["grad_norm"] > 1e-3
     lam, info = ed.solve_dual_newton(T, u, z, 1e14, max_iter=1, return_info=True)
     assert info["iterations"] == 1 and not info["converged"]
+
+
+@pytest.mark.parametrize("scale", [1e-5, 1e-7, 1e-13, 1e13])
+def test_instances_far_from_unit_scale(scale):
+    """T and z of order 1e-13: Newton's absolute tolerance (1e-12 on the gradient, which is z at the start) stopped
+    at lambda = 0, reported converged (h_newton = mu + z, rel_dev null); the projection onto the hull (cvxpy,
+    absolute tolerances) came back half its size at 1e-7.  Both now solve at unit scale: lambda* is (13)'s
+    alpha z / (1 + alpha s^2/4) to O(s^4), h = mu + z - lambda*, and the projection of mu + z = 1.5 s onto [0, s]
+    is s."""
+    T, u, z = np.array([[0.0], [scale]]), np.array([0.5, 0.5]), np.array([scale])
+    (row,) = fc.compare(T, u, z, [1.0], cvxpy=False, limit=True)
+    assert row["newton_converged"]
+    if scale < 1:     # alpha Sigma = s^2/4 is small: the refined approximation (13) is exact to O(s^4)
+        lam13 = ed.lambda_refined(T, u, z, 1.0)[0]
+        assert abs(row["lambda_star"][0] - lam13) <= 1e-12 * scale
+        assert abs(row["h_newton"][0] - (1.5 * scale - lam13)) <= 1e-12 * scale
+    assert abs(row["h_limit"][0] - scale) <= 1e-9 * scale
+    lam, info = ed.solve_dual_newton(T, u, z, 1.0, return_info=True)
+    ref, _ = ed.solve_dual_newton(T / scale, u, z / scale, scale ** 2, return_info=True)
+    assert info["converged"] and abs(lam[0] - ref[0] / scale) <= 1e-12 * abs(ref[0] / scale)
+
+
+def test_z_below_the_rounding_of_mu_is_not_called_converged(capsys, tmp_path):
+    """T of order 1, z ~ 1e-13: lambda* cannot be resolved (z is lost in the rounding of mu + z) and Newton's
+    absolute test stops at lambda = 0: the row is not converged (lambda_rel_error says why) and the command warns
+    that rel_dev and tv are not to be trusted; rel_dev was null and tv 1.1e-13 against 5.6e-14, with no word."""
+    T, u, z, _ = fc.random_instance(0)
+    f = tmp_path / "inst.json"
+    f.write_text(json.dumps({"T": np.asarray(T).tolist(), "u": np.asarray(u).tolist(),
+                             "z": (np.asarray(z) * 1e-13).tolist(), "alphas": [1.0]}))
+    assert _cli("--instance", str(f), "--no-cvxpy", "--json", "-") == 0
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    assert not row["newton_converged"] and row["lambda_rel_error"] is None         # infinite: lambda = 0
+    assert "rel_dev and tv are not to be trusted" in captured.err

@@ -232,3 +232,28 @@ def test_entropic_ot_solvers_refuse_bad_instances(args, frag, solver):
     with pytest.raises(ValueError) as exc:
         getattr(eo, solver)(*args)
     assert frag in str(exc.value)
+
+
+@pytest.mark.parametrize("space", ["lambda", "atoms"])
+def test_torch_newton_at_large_alpha_converges_or_warns(space):
+    """At alpha = 300 some problems need ~80 damped Newton steps (p nearly one-hot, the Hessian nearly I/alpha): with
+    the former 50 steps two of 3,000 random problems came back 10x off lambda* with no word.  The default now
+    reaches the float64 Newton solver's lambda*, and a max_iter too small warns, naming the count."""
+    import warnings
+
+    from attnlab.numerics.entropic_dual import solve_dual_newton, solve_dual_newton_torch
+
+    g = torch.Generator().manual_seed(1)
+    T, lu, z = (torch.randn(3000, *s, generator=g, dtype=torch.float64) for s in ((5, 3), (5,), (3,)))
+    rows = [1825, 2412, 0, 1]
+    T, lu, z = T[rows], lu[rows], z[rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        lam = solve_dual_newton_torch(T, lu, z, 300.0, space=space)
+    for i in range(len(rows)):
+        ref, info = solve_dual_newton(T[i].numpy(), torch.softmax(lu[i], -1).numpy(), z[i].numpy(), 300.0,
+                                      return_info=True)
+        assert info["converged"]
+        assert float((lam[i] - torch.from_numpy(ref)).abs().max()) <= 1e-9 * (1 + float(abs(ref).max()))
+    with pytest.warns(RuntimeWarning, match=r"problems did not converge in max_iter = 10 Newton"):
+        solve_dual_newton_torch(T, lu, z, 300.0, space=space, max_iter=10)

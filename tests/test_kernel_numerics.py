@@ -228,3 +228,77 @@ def test_analytic_jacobian_matches_autograd(alpha):
         a2 = (esc * w) @ K.T                        # [I]
         analytic = (a1 - r.detach()[:, None] * a2[None, :]) / Z.detach()
     assert torch.allclose(jac, analytic, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_kernels_keep_their_diagonal_where_the_dtype_cannot_hold_the_factor(dtype):
+    """k(t, t) = 1 for any width: float32 turned zeta2 > 3.4e38 into inf (0 * inf = NaN on the diagonal) and a
+    Laplace scale below 1.4e-45 into 0 (0 / 0); the kernel is then formed in float64 and rounded back."""
+    from attnlab.numerics.kernel_family import gaussian_kernel, laplace_kernel
+
+    t = torch.tensor([0.0, 0.5, 1.0], dtype=dtype)
+    eye = torch.eye(3, dtype=dtype)
+    for z in (1e39, 1e200, 1e300):
+        K = gaussian_kernel(t, t, z)
+        assert K.dtype == dtype and torch.equal(K, eye)
+    for sc in (1e-46, 1e-200):
+        K = laplace_kernel(t, t, sc)
+        assert K.dtype == dtype and torch.equal(K, eye)
+    assert torch.equal(gaussian_kernel(t, t, 1.0), torch.exp(-(t[None, :] - t[:, None]) ** 2))
+
+
+def test_trapezoid_of_integer_values_and_grids():
+    """An integer or bool y is integrated in the grid's floating dtype, as torch.trapezoid does (the weights were
+    cast to y's dtype: 0.25 -> 0, and the integral of 1 over [0, 1] came out 0); an integer grid is float64
+    (its half-steps raised a dtype error); the attention functions refuse integer scores and densities."""
+    from attnlab.numerics.continuous_attention import expected_basis, kernel_softmax
+
+    t = torch.tensor([0.0, 0.5, 1.0])
+    for y in (torch.tensor([1, 1, 1]), torch.tensor([True, True, True])):
+        assert trapezoid(y, t).item() == 1.0
+    assert trapezoid(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 1, 2])).item() == 4.0
+    with pytest.raises(ValueError, match="density must be a floating-point tensor"):
+        expected_basis(torch.tensor([1, 1, 1]), t, torch.ones(2, 3))
+    with pytest.raises(ValueError, match="f must be a floating-point tensor"):
+        kernel_softmax(torch.tensor([1, 1, 1]), t)
+
+
+def test_alpha_division_near_alpha_one_against_50_digits():
+    """alpha -> 1: the bracket x^(1-alpha) - y^(1-alpha) + 1 is 1 plus a difference of order (alpha - 1), and its
+    power 1/(1 - alpha) multiplied the bracket's rounding (1.2e-4 relative at alpha = 1 + 1e-12, from x = 0.5,
+    y = 0.7); float64 and the mpmath twin at its default 15 digits are held to the plain form at 50 digits, at
+    alpha from 1 + 1e-15 to 2, where no quotient exists too."""
+    import mpmath as mp
+
+    from attnlab.numerics.deformed_exp import mp_alpha_division
+
+    g = torch.Generator().manual_seed(0)
+    xs = torch.rand(40, generator=g, dtype=D64) * 3 + 1e-3
+    ys = torch.rand(40, generator=g, dtype=D64) * 3 + 1e-3
+    for a in (1 + 1e-15, 1 + 1e-12, 1 + 1e-9, 1 + 1e-6, 1.01, 1.3, 1.5, 1.7, 2.0):
+        got = alpha_division(xs, ys, a)
+        for x, y, q in zip(xs.tolist(), ys.tolist(), got.tolist()):
+            with mp.workdps(50):
+                c = 1 - mp.mpf(a)
+                b = mp.mpf(x) ** c - mp.mpf(y) ** c + 1
+                ref = mp.inf if b <= 0 else b ** (1 / c)
+            tw = mp_alpha_division(mp.mpf(x), mp.mpf(y), a)            # at mpmath's default precision
+            if ref == mp.inf:
+                assert q == math.inf and tw == mp.inf, (a, x, y)
+            else:
+                assert abs(q - float(ref)) <= 1e-12 * float(ref), (a, x, y, q, float(ref))
+                assert abs(float(tw) - float(ref)) <= 1e-12 * float(ref), (a, x, y)
+
+
+def test_kernel_expansion_dtypes():
+    """rkhs_norm computes K in gamma's dtype (a float32 gamma against the float64 kernel of list inducing points
+    raised torch's bare matmul error); kernel_expansion refuses a gamma and K of two dtypes in one line."""
+    from attnlab.numerics.kernel_family import rkhs_norm
+
+    n32 = rkhs_norm(torch.tensor([1.0, 2.0]), [0.0, 1.0], 1.0)
+    n64 = rkhs_norm([1.0, 2.0], [0.0, 1.0], 1.0)
+    assert n32.dtype == torch.float32 and n64.dtype == torch.float64
+    assert abs(n64.item() - math.sqrt(1 + 4 + 4 * math.exp(-1))) < 1e-14 and abs(n32.item() - n64.item()) < 1e-6
+    K = gaussian_kernel(torch.tensor([0.0, 1.0], dtype=D64), torch.tensor([0.0, 1.0], dtype=D64), 1.0)
+    with pytest.raises(ValueError, match=r"gamma \(torch.float32\) and K \(torch.float64\) must share one dtype"):
+        kernel_expansion(torch.ones(2), K)

@@ -127,6 +127,9 @@ def test_attnlab_converge_alias(tmp_path, capsys):
     ({"domain": "R", "steps": [0.5, 0.5]}, "steps must be distinct"),
     ({"domain": [0, 1], "grids": [33, 33]}, "grids must be distinct"),
     ({"domain": [0, 1], "grids": [33, 10 ** 8]}, "grids must be <="),
+    # narrower than float64 can split (a traceback from the trapezoid's weights)
+    ({"domain": [1, 1.0000000000000002], "grids": [5, 9]}, "too narrow for 9 distinct float64 grid points"),
+    ({"domain": [0, 5e-324], "grids": [5, 9]}, "too narrow for 9 distinct float64 grid points"),
 ])
 def test_compare_bad_instances_one_line(tmp_path, capsys, inst, frag):
     from attnlab.cli import main as cli_main

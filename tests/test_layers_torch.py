@@ -551,3 +551,23 @@ def test_layer_put_into_a_built_encoder_says_what_to_do(convention):
     with torch.no_grad(), warnings.catch_warnings(), pytest.raises(ValueError, match="enable_nested_tensor=False"):
         warnings.simplefilter("ignore", UserWarning)
         enc(torch.randn(2, 5, 8), src_key_padding_mask=kpm)
+
+
+def test_efa_paper_convention_takes_any_number_of_heads():
+    """Eq. (1)'s heads are full width (W^Q_h, W^K_h, W^V_h each E x E), so E need not be a multiple of H (the
+    constructor asked E % H == 0, as MHA's split heads do); the output is Eq. (1) transcribed, heads summed."""
+    E_, H_ = 4, 3
+    torch.manual_seed(0)
+    attn = layers.EFAMultiheadAttention(E_, H_, batch_first=True, convention="paper").double()
+    z = torch.randn(2, 5, E_, dtype=torch.float64)
+    out, _ = attn(z, z, z)
+    ref = torch.zeros_like(z)
+    for h in range(H_):
+        sl = slice(h * E_, (h + 1) * E_)
+        q = z @ attn.k_proj_weight[sl].T            # output i scores context j by <W^K z_i, W^Q z_j>
+        k = z @ attn.q_proj_weight[sl].T
+        v = z @ attn.v_proj_weight[sl].T
+        ref = ref + torch.softmax(q @ k.transpose(-1, -2) / E_, -1) @ v
+    assert float((out - ref).abs().max()) < 1e-12
+    with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads"):
+        layers.EFAMultiheadAttention(E_, H_)

@@ -156,3 +156,17 @@ def test_bounded_far_pieces_change_nothing(monkeypatch, family, alpha, base, dom
     with mp.workdps(60):
         assert abs(Z - Z0) <= mp.mpf(10) ** -45 * abs(Z0)
         assert abs(c[0] - c0[0]) <= min(mp.mpf(10) ** -45, mp.mpf(e + e0)) * abs(c0[0])
+
+
+def test_a_context_below_the_floor_is_refused_not_returned_as_zero():
+    """A basis centre 15 widths off [0, 1] (psi <= e^-225 there): every piece of its integral is bounded, not
+    integrated, so the reference came back c = 0 with an error of 5e-44 (relative to the floor 1e-55, not to c =
+    5.7e-100) and `converge` showed the trapezoid's own value as its error.  Refused now; a row of zeros in B is
+    c_d = 0 exactly and still given."""
+    args = dict(base="uniform", domain=(0.0, 1.0), dps=50)
+    with pytest.raises(InaccurateReference, match=r"context component 1: its scale E_p\[\|B\| psi\]"):
+        mp_context_reference([1.0], [0.5], 1.0, [[1.0]], [16.0], 1.0, **args)
+    with pytest.raises(InaccurateReference, match="context component 2"):
+        mp_context_reference([1.0], [0.5], 1.0, [[1.0, 0.0], [0.0, 1.0]], [0.5, 16.0], 1.0, **args)
+    Z, c, _, err = mp_context_reference([1.0], [0.5], 1.0, [[1.0], [0.0]], [0.5], 1.0, **args)
+    assert c[1] == 0 and c[0] > 0.5 and err < 1e-40

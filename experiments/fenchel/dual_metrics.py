@@ -13,6 +13,7 @@ float64 Newton solver of :mod:`attnlab.numerics.entropic_dual`; alpha = 1 as in 
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
@@ -75,12 +76,13 @@ def deviation_metrics(T, logu, z, alpha: float = 1.0, lam=None, min_atoms: int =
         lam = lam.double()[kept]
     out = {m: [] for m in METRICS}
     out["n_atoms"] = n_atoms.double()
-    max_grad = 0.0
+    max_grad, n_bad = 0.0, 0
     for s in range(0, T.shape[0], chunk):
         Tc, lc, zc = T[s:s + chunk], logu[s:s + chunk], z[s:s + chunk]
         if lam is None:
             lam_c, info = solve_dual_newton_torch(Tc, lc, zc, alpha, return_info=True)
             max_grad = max(max_grad, info["grad_norm"])
+            n_bad += int((~info["converged"]).sum())
         else:
             lam_c = lam[s:s + chunk]
         u = torch.softmax(lc, -1)
@@ -98,6 +100,10 @@ def deviation_metrics(T, logu, z, alpha: float = 1.0, lam=None, min_atoms: int =
         out["p_max"].append(p_att.max(-1).values)
     for m in METRICS:
         out[m] = torch.cat(out[m]) if out[m] else torch.zeros(0, dtype=torch.float64)
+    if n_bad:
+        warnings.warn(f"deviation_metrics: lambda* did not converge for {n_bad} of {T.shape[0]} queries at alpha = "
+                      f"{alpha:g} (largest gradient norm {max_grad:.3g}); their metrics are not those of lambda*",
+                      RuntimeWarning, stacklevel=2)
     out["kept"] = kept
     out["max_grad_norm"] = max_grad
     return out

@@ -182,12 +182,17 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
             nl = float(np.linalg.norm(lam / unit))
             gn, step = newton_error(T, u, z, a, lam)
         rel_err = step / scale
+        # lambda*'s own relative error, alpha ||nu - nu*|| / ||lambda*||: what rel_dev and tv rest on (z far below
+        # |mu| (T ~ 1, z ~ 1e-13): Newton's absolute test stops at lambda = 0, whose h_newton is right to 1e-13)
+        lam_step = a * step / unit
+        lam_rel = (lam_step / nl if nl > 0 else 0.0 if lam_step == 0 else math.inf) if math.isfinite(lam_step) \
+            else math.inf
         # Newton's own flag is held to its rounding floor, which grows with alpha and says nothing at huge
         # alpha; the row is converged only when the answer is finite, the gradient is small against the
         # problem's scale |b| (else the first-order estimate does not apply) and the estimated error of
         # h_newton is below 1e-8 |b|
         ok = (bool(ex["info"]["converged"]) and math.isfinite(gn) and math.isfinite(step)
-              and bool(np.all(np.isfinite(lam))) and gn <= 1e-2 * scale and rel_err <= 1e-8)
+              and bool(np.all(np.isfinite(lam))) and gn <= 1e-2 * scale and rel_err <= 1e-8 and lam_rel <= 1e-8)
         with np.errstate(all="ignore"):
             rows.append(_finite_or_null(dict(
                 alpha=float(a),
@@ -198,6 +203,7 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
                 newton_iterations=int(ex["info"]["iterations"]),
                 newton_grad_norm=float(ex["info"]["grad_norm"]),
                 newton_rel_error=rel_err,
+                lambda_rel_error=lam_rel,
                 newton_converged=ok,
                 h_approx=h_apx.tolist(),
                 h_refined=h_ref.tolist(),
@@ -256,7 +262,10 @@ def _finite_or_null(row: dict) -> dict:
 
 
 def _fmt(v):
-    return "(" + ", ".join(f"{x:+.6f}" for x in v) + ")"
+    """A vector in fixed point, or in exponent form where an entry is far from 1 (an instance at scale 1e-13
+    printed as all zeros)."""
+    fixed = all(x == 0 or 1e-3 <= abs(x) < 1e6 for x in v)
+    return "(" + ", ".join(f"{x:+.6f}" if fixed else f"{x:+.6e}" for x in v) + ")"
 
 
 def check_size(n: int, d: int, n_alphas: int, cvxpy: bool, allow_large: bool,
@@ -395,10 +404,12 @@ def main(argv: list[str]) -> int:
     for r in rows:
         if not r["newton_converged"]:
             err = "n/a" if r["newton_rel_error"] is None else f"{r['newton_rel_error']:.1e}"
+            lerr = "n/a" if r["lambda_rel_error"] is None else f"{r['lambda_rel_error']:.1e}"
             print(f"attnlab compare fenchel: warning: alpha {r['alpha']:g}: Newton did not converge "
-                  f"({r['newton_iterations']} iterations, estimated relative error of h_newton {err}; float64 "
-                  "cannot resolve alpha <t, nu> at this alpha): this row's errors are not to be trusted "
-                  "(non-finite values are null)", file=sys.stderr)
+                  f"({r['newton_iterations']} iterations, estimated relative error of h_newton {err}, of lambda* "
+                  f"{lerr}; float64 cannot resolve alpha <t, nu> at a huge alpha, nor lambda* where z lies below the "
+                  "rounding of mu + z): this row's errors, rel_dev and tv are not to be trusted (non-finite values "
+                  "are null)", file=sys.stderr)
         if r["h_exact"] is None and not args.no_cvxpy:
             print(f"attnlab compare fenchel: warning: alpha {r['alpha']:g}: h_exact is null: {r['cvxpy_status']}",
                   file=sys.stderr)

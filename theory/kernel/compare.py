@@ -189,6 +189,15 @@ def validate(inst: dict) -> dict:
             raise InstanceError(f"grids must be distinct (a repeated grid gives a meaningless slope); got {G}")
         if max(G) > MAX_NODES:
             raise InstanceError(f"grids must be <= {MAX_NODES:,} points; got {max(G):,}")
+        import torch
+
+        from attnlab.numerics.quadrature import uniform_grid
+
+        a, b = out["domain"]
+        if not bool((uniform_grid(a, b, max(G), dtype=torch.float64).diff() > 0).all()):
+            # (the trapezoid's weights refused the grid with a traceback: [1, 1 + 2^-52] holds two float64 numbers)
+            raise InstanceError(f"domain [{a!r}, {b!r}] is too narrow for {max(G):,} distinct float64 grid points; "
+                                "widen it or use fewer points")
     dps = out.get("dps", 50)
     if not isinstance(dps, int) or isinstance(dps, bool) or dps < 50 or dps > 200:
         raise InstanceError(f"dps must be an integer in [50, 200]; got {dps!r}")
