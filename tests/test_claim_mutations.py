@@ -2093,3 +2093,21 @@ def test_exact_attention_sees_alphas_and_causal(monkeypatch, fault):
             return a
         monkeypatch.setattr(fa.FenchelMultiheadAttention, "alphas", faulty)
     assert _verdict("fenchel.sec7.exact-attention-mpmath") == "fails"
+
+
+# --- kernel.E1.max-shift-identity: alpha_division near alpha = 1 (2026-12-07) ---------------------------------
+
+def test_E1_fails_when_alpha_division_loses_digits_near_one(monkeypatch):
+    """Library mutation: alpha_division in its plain form at every alpha (the bracket's rounding times the power
+    1/(1 - alpha): 1.2e-4 off at alpha = 1 + 1e-12); the check's cases near alpha = 1 catch it."""
+    import torch
+
+    from attnlab.numerics import deformed_exp
+
+    def plain(x, y, alpha):
+        a = float(alpha)
+        return torch.relu(x ** (1 - a) - y ** (1 - a) + 1.0) ** (1.0 / (1 - a))
+
+    assert _verdict("kernel.E1.max-shift-identity") == "erratum"
+    monkeypatch.setattr(deformed_exp, "alpha_division", plain)
+    assert _verdict("kernel.E1.max-shift-identity") == "fails"

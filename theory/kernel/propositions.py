@@ -678,8 +678,12 @@ def check_E1():
     cases = [(1.5, 2.3, 0.7, 0.4)] + [tuple(x) for x in zip(rng.uniform(1.1, 2, 30), rng.uniform(0.3, 3, 30),
                                                            rng.uniform(0.3, 3, 30), rng.uniform(-0.5, 2, 30))]
     cases += [(2.0, 3.0, 0.5, 0.0), (1.5, 10.0, 0.2, 0.0), (2.0, 2.0, 2.0 / 3.0, 0.0)]    # brackets < 0 and = 0
+    # alpha near 1, where the bracket is 1 + O(alpha - 1) and its power 1/(1 - alpha) multiplies the bracket's
+    # rounding (the plain float64 form was 1.2e-4 off at 1 + 1e-12); 60 digits keep the transcription's own
+    # rounding (10^-60 x 10^12) below the 1e-30 the mpmath twin is held to
+    cases += [(1 + 1e-12, 0.5, 0.7, 0.0), (1 + 1e-9, 2.3, 0.7, 0.4), (1 + 1e-6, 0.3, 2.9, 1.0)]
     first = None
-    with mp.workdps(40):
+    with mp.workdps(60):
         for a, Z, C, f in cases:
             a, Z, C, f = (mp.mpf(float(v)) for v in (a, Z, C, f))
             q = _mp_division(Z, C, a)
@@ -732,8 +736,9 @@ def check_E1():
                                     alpha_division_vs_transcription=lib64, recipe_corrected_max_rel=recipe_corr,
                                     recipe_printed_min_rel=recipe_printed, max_shift_vs_transcription=shift_dev),
                       tolerance=E1_TOL,
-                      explanation="mpmath dps 40 on a worked case (alpha 1.5, Z 2.3, C 0.7, f 0.4), 30 random cases "
-                                  "where Z (/)_a C > 0 and three where its bracket is <= 0 (the library's "
+                      explanation="mpmath dps 60 on a worked case (alpha 1.5, Z 2.3, C 0.7, f 0.4), 30 random cases "
+                                  "where Z (/)_a C > 0, three with alpha 1 + 1e-12, 1 + 1e-9, 1 + 1e-6, and three where "
+                                  "its bracket is <= 0 (the library's "
                                   "alpha_division and mp_alpha_division against the transcription there too); "
                                   "the recipe with numerics.continuous_attention's kernel_deformed_max_shift against "
                                   "kernel_deformed_threshold (Eq. 4) on a 401-point grid of [0, 1], 3 kernel "
