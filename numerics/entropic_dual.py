@@ -72,7 +72,7 @@ class NewtonInfo(dict):
 
 def _scale_exponent(T, *vectors) -> int:
     """k with 2^k the power of two nearest max(|T|, |v|) when that lies outside [2^-8, 2^8], else 0: the solvers'
-    absolute tolerances (Newton's 1e-12 on the gradient, CLARABEL's) are meant for instances of order 1."""
+    absolute tolerances (Newton's 1e-12 on the gradient, CLARABEL's) are meant for templates of order 1."""
     m = max([float(np.abs(T).max(initial=0.0))] + [float(np.abs(v).max(initial=0.0)) for v in vectors])
     if not (0.0 < m < math.inf):
         return 0
@@ -109,20 +109,22 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, r
     iteration uses the centred Cov_p(t) = sum_i p_i (t_i - h)(t_i - h)^T instead, as it does for d > 16
     (where the n x (d+1)^2 products would cost memory).
 
-    An instance far from unit scale (max(|T|, |z|) outside [2^-8, 2^8]) is solved at unit scale: with s the
-    power of two nearest that maximum, (T/s, z/s, alpha s^2) has lambda* s; tol then bounds the gradient in
-    units of s (at |T|, |z| ~ 1e-13, tol = 1e-12 held absolutely stopped at lambda = 0).
+    Templates far from unit scale (max |t_ij| outside [2^-8, 2^8]) are solved at unit scale: with s the power
+    of two nearest that maximum, (T/s, z/s, alpha s^2) has lambda* s; tol then bounds the gradient in units of
+    s (at |T|, |z| ~ 1e-13, tol = 1e-12 held absolutely stopped at lambda = 0).
 
     Returns (lambda*, iterations) or, with return_info, (lambda*, NewtonInfo).  Does not raise when the
     tolerance is not met: info['converged'] says so, and callers must report it.
     """
     T, u, z = check_instance(T, u, z, alpha)
     alpha = float(alpha)
-    k = _scale_exponent(T, z)
+    k = _scale_exponent(T)
     if k and 0.0 < math.ldexp(alpha, 2 * k) < math.inf:
-        # an instance far from unit scale (|T|, |z| ~ 1e-13), where the absolute tol stopped Newton at its start
+        # templates far from unit scale (|T|, |z| ~ 1e-13), where the absolute tol stopped Newton at its start
         # (||g|| = ||z|| <= 1e-12) and lambda* came back 0: solved at unit scale, (T, z, alpha) -> (T/s, z/s, alpha s^2)
         # with s = 2^k (exact in float64), whose lambda is s lambda*; the gradient and the decrement scale back by s
+        # (the scale is the templates', in whose units h and the gradient are; evidence far from them, |z| >> |T|,
+        # is the scaled dual's own regime)
         lam, info = solve_dual_newton(np.ldexp(T, -k), u, np.ldexp(z, -k), math.ldexp(alpha, 2 * k), tol=tol,
                                       max_iter=max_iter, return_info=True)
         lam = np.ldexp(lam, -k)

@@ -109,17 +109,17 @@ def validate(inst: dict) -> dict:
         raise InstanceError(f"unknown key(s) {unknown}; allowed: {sorted(known)}")
     fam = out["family"]
     if fam not in ("kernel-softmax", "kernel-deformed"):
-        raise InstanceError(f"family must be one of kernel-softmax, kernel-deformed; got {fam!r}")
+        raise InstanceError(f"family must be one of kernel-softmax, kernel-deformed; got {_json_words(fam)}")
     if fam == "kernel-deformed":
         a = out.get("alpha")
         if not isinstance(a, (int, float)) or isinstance(a, bool) or not (1.0 < a <= 2.0):
-            shown = "no alpha" if "alpha" not in out else "null" if a is None else repr(a)   # (JSON's words)
+            shown = "no alpha" if "alpha" not in out else _json_words(a)   # (JSON's words)
             raise InstanceError(f"alpha must be a number in (1, 2] for kernel-deformed; got {shown}")
         out["alpha"] = float(a)
     else:
         if out.get("alpha") is not None:       # (it was dropped, and the record said alpha null)
             raise InstanceError(f"alpha is the index of family kernel-deformed; family {fam} has none: leave it "
-                                f"out, or give family kernel-deformed (got alpha {out['alpha']!r})")
+                                f"out, or give family kernel-deformed (got alpha {_json_words(out['alpha'])})")
         out["alpha"] = None
     g = _num_list(out, "gamma")
     s = _num_list(out, "inducing")
@@ -139,7 +139,7 @@ def validate(inst: dict) -> dict:
             raise InstanceError(f"B: a row's entries sum to {sum(abs(x) for x in r):.3g} in absolute value, "
                                 "beyond 1e100 (the context and its errors must stay finite in float64); rescale B")
     if out["base"] not in ("normal", "uniform"):
-        raise InstanceError(f"base must be one of normal, uniform; got {out['base']!r}")
+        raise InstanceError(f"base must be one of normal, uniform; got {_json_words(out['base'])}")
     dom = out["domain"]
     if isinstance(dom, str) and dom.upper() == "R":
         if out["base"] == "uniform":
@@ -157,7 +157,7 @@ def validate(inst: dict) -> dict:
                                 "points), or give domain \"R\"")
         out["grids"] = sorted(int(x) for x in _num_list(out, "grids", integer=True, min_len=2))   # coarse to fine
     else:
-        raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {dom!r}")
+        raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {_json_words(dom)}")
     # what float64 and the trapezoid can take (the reference is Arb's and has no such limits)
     gpos = sum(max(x, 0.0) for x in out["gamma"])
     if fam == "kernel-softmax" and gpos > 700:
@@ -200,7 +200,7 @@ def validate(inst: dict) -> dict:
                                 "widen it or use fewer points")
     dps = out.get("dps", 50)
     if not isinstance(dps, int) or isinstance(dps, bool) or dps < 50 or dps > 200:
-        raise InstanceError(f"dps must be an integer in [50, 200]; got {dps!r}")
+        raise InstanceError(f"dps must be an integer in [50, 200]; got {_json_words(dps)}")
     out["dps"] = dps
     cost = estimate(out)
     if cost["bytes"] > MAX_BYTES:
