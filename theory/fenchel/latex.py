@@ -299,10 +299,12 @@ LATEX = {
         r"Both models have 3.2M parameters with six layers of hidden dimension 512 ($4 \times 4$ patches, "
         r"CIFAR-100).",
         r"Six layers of width 512 hold at least $6 \times 4 \times 512^2 = 6.29$M attention weights alone (6.40M "
-        r"with the patch and position embeddings and the classifier; any MLP adds more), twice 3.2M: the width, "
-        r"the depth or the count is misprinted (six layers with an MLP of twice the width come to about 3.2M at "
-        r"width 256).",
-        of="36f3b4d2"),
+        r"with the patch and position embeddings and the classifier; any MLP adds more), twice 3.2M.  The count "
+        r"fits width 256 with an MLP hidden size of 512 (the mlp\_dim of common ViT code: about 3.2M for six "
+        r"layers), the likely reading of 'hidden dimension'; then the OT attention's $\gamma = \sqrt{\text{hidden "
+        r"dim}} = \sqrt{512}$ is not the square root of the template width 256, so either that reading or the "
+        r"printed width, depth or count is wrong.",
+        of="a453be06"),
     # empirical claims (theory/preregistration.py) whose statement has maths
     "fenchel.results.bert-rel-dev-small": Tex(
         r"In the BERT-like substitute the per-layer head average of $\|\lambda^* - \alpha z\| / \|\lambda^*\|$ "

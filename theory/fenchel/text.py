@@ -239,8 +239,10 @@ def check_vit_parameters(printed=VIT_PRINTED):
        method="float64", expected="erratum",
        algebra="integer arithmetic on the printed architecture; no library code",
        corrected="Six layers of width 512 hold at least 6 x 4 x 512^2 = 6.29M attention weights alone (6.40M with "
-                 "the patch and position embeddings and the classifier; any MLP adds more), twice 3.2M: the "
-                 "width, the depth or the count is misprinted (six layers with an MLP of twice the width come to "
-                 "about 3.2M at width 256).")
+                 "the patch and position embeddings and the classifier; any MLP adds more), twice 3.2M.  The count "
+                 "fits width 256 with an MLP hidden size of 512 (the mlp_dim of common ViT code: about 3.2M for six "
+                 "layers), the likely reading of 'hidden dimension'; then the OT attention's gamma = sqrt(hidden "
+                 "dim) = sqrt(512) is not sqrt of the template width 256, so either that reading or the printed "
+                 "width, depth or count is wrong.")
 def _vit_parameters():
     return check_vit_parameters()

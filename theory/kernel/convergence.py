@@ -589,8 +589,8 @@ def _unit_interval_sparse_claim():
        corrected="With w = rho(1 + (1-beta) z): log(1 + e^w) has branch points at w = i pi (2n+1) and its cut on "
                  "Re w >= 0 of those lines; for beta in (0, 1) the outer power s^{1/(1-beta)} adds the cut "
                  "Re w < 0 of the same lines (there log(1 + e^w) is real and negative).  So exp_{rho,beta} is "
-                 "holomorphic exactly on |Im z| < pi/(rho (1-beta)); Claim 2 holds only for rho (1-beta) < 2 and "
-                 "fails at rho = 5 (the value used in Fig. 2b) for every beta in [0, 1).",
+                 "holomorphic exactly on |Im z| < pi/(rho (1-beta)); Claim 2 holds only for rho (1-beta) < 2: at "
+                 "rho = 5 (the value used in Fig. 2b) it fails for beta <= 3/5 (alpha >= 1.4) and holds above.",
        vouches_for=("numerics.deformed_exp.mp_exp_rho_beta",))
 def _claim2_strip():
     return check_claim2()
@@ -645,6 +645,15 @@ def check_claim2(rhos=(1, 5, 10), betas=(0.0, 0.25, 0.4), fn=None):
                     half_width=mp.nstr(half, 8), inside_printed_strip=bool(half <= mp.pi / 2),
                     branch_residual=mp.nstr(resid, 3), outer_cut_jump=mp.nstr(jump, 3),
                     contour_inside_rel=mp.nstr(inside / size_in, 3), contour_across_rel=mp.nstr(across / size_ac, 3))
+        # ... and where rho (1 - beta) < 2 the printed strip lies inside the corrected one, so Claim 2 holds there:
+        # at rho = 5 for beta above 3/5 (beta = 0.8: half-width pi), a closed contour over |Im z| <= pi/2 around
+        # the branch point's abscissa is ~0
+        above = lambda z: fn(z, 5, 0.8)
+        with mp.workdps(15):
+            xa = mp.re(mp.mpc(-1, mp.pi / 5) / (1 - mp.mpf(0.8)))
+            held, size_h = _contour(above, xa - 6, xa + 6, -mp.pi / 2, mp.pi / 2)
+        corrected_ok &= bool(held < 1e-12 * size_h)
+        rows["rho=5,beta=0.8 (printed strip inside)"] = dict(contour_printed_strip_rel=mp.nstr(held / size_h, 3))
     lib_dev = _eq20_library_deviation(rhos, betas)
     corrected_ok &= lib_dev <= EQ20_MP_TOL
     measured = dict(rows.get("rho=5,beta=0.0", next(iter(rows.values()))), library_vs_transcription=lib_dev)
@@ -655,7 +664,8 @@ def check_claim2(rhos=(1, 5, 10), betas=(0.0, 0.25, 0.4), fn=None):
                                      library=f"relative {EQ20_MP_TOL:g} from the transcription of Eq. 20"),
                       explanation="mpmath dps 20 with numerics.deformed_exp.mp_exp_rho_beta (principal branches), "
                                   "rho in {1, 5, 10}, beta = 2 - alpha in {0, 1/4, 2/5}; closed contour integrals on "
-                                  "rectangles inside the corrected strip and across its edge; the library's "
+                                  "rectangles inside the corrected strip and across its edge, and at rho = 5, beta = "
+                                  "0.8 on the printed strip (inside the corrected one there); the library's "
                                   "mp_exp_rho_beta held to Eq. 20 transcribed with principal branches at complex points "
                                   "inside the strip, on both sides of the outer cut and next to the branch point",
                       rows=rows)

@@ -84,9 +84,9 @@ LATEX = {
         r"$\operatorname{Re} w \ge 0$ of those lines; for $\beta \in (0, 1)$ the outer power $s^{1/(1-\beta)}$ adds "
         r"the cut $\operatorname{Re} w < 0$ of the same lines (there $\log(1 + e^w)$ is real and negative).  So "
         r"$\exp_{\rho,\beta}$ is holomorphic exactly on $|\operatorname{Im} z| < \pi/(\rho (1-\beta))$; Claim 2 "
-        r"holds only for $\rho (1-\beta) < 2$ and fails at $\rho = 5$ (the value used in Fig. 2b) for every "
-        r"$\beta \in [0, 1)$.",
-        of="bcc2516c"),
+        r"holds only for $\rho (1-\beta) < 2$: at $\rho = 5$ (the value used in Fig. 2b) it fails for "
+        r"$\beta \le 3/5$ ($\alpha \ge 1.4$) and holds above.",
+        of="346b0701"),
     "kernel.cor5.2.boundary": Tex(
         r"For $\xi = 4$, $T_Q$ can be any sub-Gaussian random vector; for $\xi = 2$ any sub-exponential; for "
         r"$\xi = 0$ any probability density.",
@@ -105,14 +105,15 @@ LATEX = {
         r"the strip $|\operatorname{Im} z| < a$, and, being $C_0$ and so bounded on $\mathbb{R}$, its extension is "
         r"bounded there.",
         r"With the $\exp(-2\pi i \xi t)$ transform, decay $\exp(-a|\xi|)$ gives holomorphy on "
-        r"$|\operatorname{Im} z| < a/(2\pi)$ only (the cited theorem is stated for $\exp(-i \xi t)$): the Cauchy "
+        r"$|\operatorname{Im} z| < a/(2\pi)$ only (the cited theorem assumes decay $\exp(-2\pi a|\xi|)$ for this "
+        r"transform; the proof drops its $2\pi$): the Cauchy "
         r"kernel $k(t, s) = 1/(1 + (t - s)^2)$ has $\hat k = \pi \exp(-2\pi |\xi|)$ ($a = 2\pi$) and $f$ has poles "
         r"at $t_i \pm i$, inside $|\operatorname{Im} z| < 2\pi$ but on the edge of $|\operatorname{Im} z| < 1 = "
         r"a/(2\pi)$; and boundedness on $\mathbb{R}$ does not carry over to the strip (that $f$ is unbounded on "
         r"$|\operatorname{Im} z| < 1$): it must be shown on a closed sub-strip.  $f$ reads $\sum_i \gamma_i k(t, "
         r"t_i)$ ($\sum_i \gamma_i k(t_i, t_i)$ is a constant).  For the Gaussian kernel of Cor E.3 every strip "
         r"works and $|k(x + ib, t_i)| \le \exp(\zeta^2 b^2)$, so Cor E.3 stands.",
-        of="369ecc22"),
+        of="923cbbff"),
     "kernel.corE3.M-constant": Tex(
         r"$(2\pi)^{-1/2} \int |\exp(-(x+ib)^2/2)| \,dx = (2\pi)^{-1/2} \exp(b^2/2)$, so "
         r"$M = (2\pi)^{-1/2} e^{a^2/2}$ in Thm E.1.",
@@ -312,10 +313,11 @@ LATEX = {
         of="66bdac64"),
     "kernel.table9.fig15-caption": Tex(  # an erratum without maths: its words as they are
         r"Kernel softmax's 'empirical performance beats the other attention mechanisms other than kernel "
-        r"sparsemax' (Fig. 15 caption) on MIT-BIH.",
+        r"sparsemax' (Fig. 15 caption) on MIT-BIH: it beats the six others, and kernel sparsemax, the exception "
+        r"named, is not beaten by it.",
         r"In Table 9 kernel softmax has the highest accuracy (98.67) and F1 (92.56) of all eight rows, above kernel "
         r"sparsemax (98.42, 92.07): it beats every other mechanism, kernel sparsemax included.",
-        of="2113d3a2"),
+        of="cbac63d0"),
     "kernel.termI.bound": Tex(
         r"$B(p, p_\theta) \le \frac{1}{\alpha(\alpha-1)} \int |p^\alpha - p_\theta^\alpha| \,dQ + "
         r"\frac{1}{\alpha-1} \|p_\theta^{\alpha-1}\|_1 \|p - p_\theta\|_\infty$, and the right-hand side tends to 0 "
