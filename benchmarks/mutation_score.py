@@ -754,6 +754,27 @@ BY_INSPECTION = {
 # function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
 # stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
+    ('numerics/entropic_dual.py', 'tol = 1e-12 if z.dtype == torch.float64 else 1e-5',
+     'tol = 1e-12 if z.dtype == torch.float64 else 1.00001'): 'fenchel.thm1.mpmath-50-digits',
+    ('numerics/efa_attention.py', 'elif scale == "sqrt_head":', 'elif scale <= "sqrt_head":'): 'efa.sec5.model-setup',
+    ('experiments/models/efa.py',
+     'raise ValueError(f"targets must be integer positions in [0, {I - 1}]; got dtype {targets.dtype}")',
+     'raise ValueError(f"targets must be integer positions in [0, {I ** 1}]; got dtype {targets.dtype}")'):
+        'efa.sec5.model-setup',
+    ('numerics/continuous_attention.py', 'except (TypeError, ValueError):',
+     'except (CosmicRayTestingException, ValueError):'): 'kernel.eq3.gaussian-case',
+    ('experiments/models/efa.py',
+     'self.value_mask = nn.Parameter(torch.empty(self.value_dim).uniform_(-0.05, 0.05))',
+     'self.value_mask = nn.Parameter(torch.empty(self.value_dim).uniform_(not 0.05, 0.05))'):
+        'efa.sec5.model-setup',
+    ('experiments/models/fenchel_vit.py',
+     'self.blocks = nn.ModuleList(Block(dim, heads, mlp_dim, dropout) for _ in range(depth - 1))',
+     'self.blocks = nn.ModuleList(Block(dim, heads, mlp_dim, dropout) for _ in range(depth >> 1))'):
+        'fenchel.sec9.ot-vit-network',
+    ('numerics/mp_reference.py',
+     'return 1 + (float(alpha) - 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)',
+     'return 1 + (float(alpha) ** 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)'):
+        'kernel.ref.wide-domain',
     ('experiments/models/kernel_models.py', 'nn.ConstantPad1d((3, 4), 0.0), nn.Conv1d(1, f1, 8), nn.BatchNorm1d(f1), nn.ReLU(),',
      'nn.ConstantPad1d((3, 4), 0.0), nn.Conv1d(1, f1, 9), nn.BatchNorm1d(f1), nn.ReLU(),'): 'kernel.table2.baselines',
     ('experiments/models/bidir_tabular.py', 'if rows.ndim != 2 or rows.shape[1] < 2:',

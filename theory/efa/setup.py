@@ -58,6 +58,10 @@ def check_model_setup():
                     ("value P", v.P)):
         fits[name] = uniform_fit(t, 0.05)
     per["value [MASK] inside U(+-0.05)"] = bool(v.value_mask.abs().max() <= 0.05)
+    # ... and drawn from it (the 8 entries of one model bound its range only: U(0, 0.05) passed): 8 models' masks
+    fits["value [MASK] (8 models x 16)"] = uniform_fit(torch.cat([
+        EFAValue("gaussian", n_items=20, dim=4, value_dim=16, max_len=5, value_embedding="lookup",
+                 n_values=10).value_mask.detach() for _ in range(8)]), 0.05)
     # the FM baseline's rho and alpha: Keras embeddings too
     from attnlab.experiments.models.efa import FMValue
 
@@ -109,6 +113,11 @@ def check_model_setup():
     for scale, want in (("width", 1 / 40), ("sqrt_head", 1 / math.sqrt(10))):
         lay = AttentionLayer(40, 4, "softmax", "standard", scale=at_run_time(scale))
         per[f"scale {scale!r} read at run time"] = lay.scale == want
+    # a number is the scale itself; a name it does not know, a bool or a number <= 0 is refused in one line
+    per["scale 0.25 taken as given"] = AttentionLayer(40, 4, "softmax", "standard", scale=0.25).scale == 0.25
+    per["scale 'half', True, 0, -1, nan refused"] = all(
+        refused(lambda s_=s_: AttentionLayer(40, 4, "softmax", "standard", scale=s_), "scale must be 'width', 'sqrt_head'")
+        for s_ in ("half", "none", True, 0.0, -1.0, math.nan))
 
     # input checks: on by default (an id out of range, a target position out of range: one line), off inside
     # input_checks(False) (the same logits on good input; the bad ones meet no value check), on again after
@@ -118,6 +127,8 @@ def check_model_setup():
     want = ref(x)
     per["id out of range refused"] = refused(lambda: ref(bad_x), "x", "[0, 299]")
     per["target out of range refused"] = refused(lambda: ref(x, targets=bad_t), "targets", "[0, 6]")
+    per["float targets refused, naming the range"] = refused(lambda: ref(x, targets=bad_t.float()),
+                                                             "targets must be integer positions in [0, 6]")
     with input_checks(False):
         per["checks off: same logits"] = bool(torch.equal(ref(x), want))
         per["checks off: no value check of ids"] = not refused(lambda: ref(bad_x), "x", "[0, 299]")
@@ -143,8 +154,10 @@ def check_model_setup():
                                 "factor model's direction and normalisation, and EFAValue's family, value embedding "
                                 "(each of the four), item embedding and unembedding) as equal "
                                 "strings built at run time give bit-equal outputs, and Sec 2.1's logits (float64, against the transcription in theory.efa.reference, relative 1e-12); ids and target positions out of "
-                                "range refused in one line, not checked inside input_checks(False), refused again "
-                                "after it; EFAValue's item count refused unless a whole number >= 0")
+                                "range (and float targets) refused in one line, not checked inside input_checks(False), "
+                                "refused again after it; EFAValue's item count refused unless a whole number >= 0; a "
+                                "numeric scale taken as given, an unknown name, a bool or a number <= 0 refused; the "
+                                "value [MASK] of 8 models fitted to U(-0.05, 0.05)")
 
 
 @claim("efa.sec5.model-setup",

@@ -169,6 +169,10 @@ def check_vit():
 
         drop_ok = drop_ok and not any(isinstance(mod, OTBlock) for mod in model.modules()) and all(
             refused(lambda d=d: ViT(4, 2, 1, 3, depth=d), "depth must be an integer >= 1") for d in (0, -1))
+        # depth counts every transformer layer: depth - 1 plain blocks and the last one (plain or OT), whatever the
+        # depth (the transcription walks the model's own blocks, so it cannot count them)
+        drop_ok = drop_ok and all(len(ViT(4, 2, 1, 3, dim=8, heads=2, mlp_dim=16, depth=d, ot=ot).blocks) == d - 1
+                                  for d in (1, 2, 3, 6) for ot in (False, True))
         # one learned position per patch and one for the class token: (1, (image/patch)^2 + 1, width)
         drop_ok = drop_ok and tuple(ViT(4, 2, 1, 3).pos.shape) == (1, 5, 64) and \
             tuple(ViT(32, 4, 3, 10, dim=8).pos.shape) == (1, 65, 8)

@@ -161,9 +161,18 @@ def check_gaussian_case(cases=GAUSS_CASES, trunc_cases=TRUNC_CASES):
         e = float(np.abs(p - p_scipy).max() / p_scipy.max())
         rows[f"[{a:g}, {b:g}]: mu={mu:g},sigma2={s2:g}"] = dict(gaussian_density_vs_scipy=e)
         worst_scipy = max(worst_scipy, e)
-    ok = symbolic_ok and max(worst_scipy, worst_ks, worst_A) < GAUSS_TOL
+    # a domain that is neither R nor a pair of numbers is refused in one line, whichever way it fails to be read
+    # (an int is not iterable: a TypeError inside; a pair of words: a ValueError inside)
+    from attnlab.theory._inputs import refused
+
+    t1 = torch.zeros(3, dtype=torch.float64)
+    one = torch.tensor(1.0, dtype=torch.float64)
+    domain_refused = all(refused(lambda d=d: ca.gaussian_density(t1, one * 0, one, d), "domain must be None/'R' or a pair")
+                         for d in (5, ("a", "b"), (None, 1.0), (0.0,)))
+    ok = symbolic_ok and max(worst_scipy, worst_ks, worst_A) < GAUSS_TOL and domain_refused
     return holds_if(ok, measured=dict(gaussian_density_vs_scipy=worst_scipy, kernel_softmax_vs_gaussian=worst_ks,
-                                      abs_err_A=worst_A, sympy_identity=bool(symbolic_ok)),
+                                      abs_err_A=worst_A, sympy_identity=bool(symbolic_ok),
+                                      bad_domains_refused=domain_refused),
                     tolerance=dict(densities=f"relative {GAUSS_TOL:g} (sup norm)", A=f"absolute {GAUSS_TOL:g}",
                                    sympy="exact"),
                     explanation="sympy: int_R exp(theta1 t + theta2 t^2) dt for theta2 < 0 gives A(f) = "
@@ -172,7 +181,8 @@ def check_gaussian_case(cases=GAUSS_CASES, trunc_cases=TRUNC_CASES):
                                 "and scipy.stats.truncnorm on [a, b] (S = [a, b], mu also outside it); "
                                 "kernel_softmax of the same quadratic f on a trapezoid grid of R (step sigma/8, "
                                 "mu +- 40 sigma, Q Lebesgue) vs gaussian_density and vs the sympy A; sigma2 from "
-                                "1e-4 to 40",
+                                "1e-4 to 40; a domain that is neither R nor a pair of numbers (5, words, None, one "
+                                "number) refused in one line",
                     rows=rows)
 
 
