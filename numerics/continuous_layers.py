@@ -306,7 +306,8 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
     dev = query.device
     mask = sdpa_mask(attn_mask, is_causal, L, S, dev, batch=batch)
-    if L == 0 or S == 0 or 0 in batch:         # no query, or no key to attend to: 0, as in SDPA
+    # no query, or no key to attend to: 0, as in SDPA; meta tensors (shape inference): the shapes
+    if L == 0 or S == 0 or 0 in batch or dev.type == "meta":
         out, w, dens = empty_attention(query, key, value, odt, batch, (S, grid_size))
         extra = ((w,) if return_weights else ()) + ((dens,) if return_density else ())
         return (out, *extra) if extra else out
@@ -489,8 +490,10 @@ def _sequence_tables(S: int, G: int, n_basis: int, centres, widths, kernel: str,
     Eq. 6 with every key allowed, solved in float64), T2 = [t, t^2] (S, 2); for G > 0 the kernel on the grid
     K_g (S, G) (entries below the smallest normal number set to 0: they change no sum, and subnormal operands
     slow every product down), the trapezoid weights w (G,) and WPsi = [w Psi_grid^T, w] (G, N + 1).  Computed
-    once per key (the function is cached) and never written to."""
-    with torch.no_grad():
+    once per key (the function is cached) and never written to.  Built outside inference mode whatever the
+    caller's (a first call under torch.inference_mode() cached inference tensors, and every later call with
+    gradients at that S failed: "Inference tensors cannot be saved for backward")."""
+    with torch.no_grad(), torch.inference_mode(False):
         # built in the computation's dtype (built in float32 and cast, a float64 call saw centres and widths
         # rounded to float32: 1.4e-8 off the basis it documents)
         basis = (GaussianBasis(n_basis, dtype=dtype) if centres is None

@@ -924,6 +924,9 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         raise ValueError(f"exact must be True or False; got {exact!r}")
     L, S = query.shape[-2], key.shape[-2]
     cdt, odt = compute_dtype(query, key, value)
+    if query.device.type == "meta":             # shapes only (meta shape inference): no values to check or solve for
+        out = torch.empty(*batch, L, value.shape[-1], dtype=odt, device="meta")
+        return (out, torch.empty(*batch, L, S, dtype=odt, device="meta")) if return_weights else out
     query, key, value = query.to(cdt), key.to(cdt), value.to(cdt)
     mask = additive_mask(sdpa_mask(attn_mask, is_causal, L, S, query.device, batch=batch), cdt)
     if log_u is not None:
@@ -1104,7 +1107,9 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
         dt = dtype or torch.get_default_dtype()
         if alpha_mode == "fixed":               # (held as a Python float, used in the attention's float32 or float64)
             dt = torch.promote_types(dt, torch.float32)
-        stored = float(torch.tensor(self.alpha0, dtype=torch.float64).to(dt))    # (to(): inf on overflow)
+        # (to(): inf on overflow; on the CPU whatever the default device: under `with torch.device("meta")` a
+        # meta tensor has no value to read)
+        stored = float(torch.tensor(self.alpha0, dtype=torch.float64, device="cpu").to(dt))
         if not (math.isfinite(stored) and stored > 0):
             raise ValueError(f"alpha must be finite and > 0 in the layer's dtype {str(dt).replace('torch.', '')}; "
                              f"got {self.alpha0:g}, which it stores as {stored:g}")

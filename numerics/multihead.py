@@ -103,7 +103,7 @@ def check_device(x, name: str, device) -> None:
 def broadcast_shapes(*shapes) -> torch.Size:
     """torch.broadcast_shapes on shapes (tuples of ints) in plain Python (torch's builds tensors; this
     runs on every call of a layer).  RuntimeError where they do not broadcast, as torch's."""
-    n = max((len(s) for s in shapes), default=0)
+    n = max([len(s) for s in shapes] + [0])     # (max(..., default=) is a graph break in torch.compile)
     out = [1] * n
     for s in shapes:
         for i, d in enumerate(s, n - len(s)):
@@ -204,6 +204,8 @@ def shift_rows(x):
 
 def _autocast(x) -> bool:
     """Whether autocast is on for x's device (then the projections cast the inputs themselves)."""
+    if x.device.type == "meta":                 # (no autocast there: torch's check raised "unknown device type")
+        return False
     try:
         return bool(torch.is_autocast_enabled(x.device.type))
     except TypeError:                           # torch < 2.4

@@ -571,3 +571,34 @@ def test_efa_paper_convention_takes_any_number_of_heads():
     assert float((out - ref).abs().max()) < 1e-12
     with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads"):
         layers.EFAMultiheadAttention(E_, H_)
+
+
+def test_torch_tooling_edges():
+    """A first call under torch.inference_mode() cached inference tensors in the continuous layers' tables, and
+    every later call with gradients at that length failed; a Fenchel module could not be built under `with
+    torch.device("meta")` (it read a meta tensor's value) and the Fenchel and continuous functions failed on meta
+    inputs (shape inference gives the shapes now); efa_attention compiles as one graph (a `max(..., default=)`
+    broke every compiled frame)."""
+    torch.manual_seed(0)
+    for kind in ("cts_softmax", "kernel_sparsemax"):
+        attn = layers.ContinuousMultiheadAttention(16, 2, batch_first=True, kind=kind)
+        x = torch.randn(3, 11, 16)
+        with torch.inference_mode():
+            attn.eval()
+            attn(x, x, x)
+        attn.train()
+        attn(x, x, x)[0].sum().backward()
+        assert attn.in_proj_weight.grad is not None
+    q, k = torch.randn(2, 3, 5, device="meta"), torch.randn(2, 4, 5, device="meta")
+    assert layers.fenchel_attention(q, k, k).shape == (2, 3, 5)
+    assert layers.fenchel_attention(q, k, k, exact=False, return_weights=True)[1].shape == (2, 3, 4)
+    assert layers.continuous_attention(q, k, k).shape == (2, 3, 5)
+    for M in (layers.FenchelMultiheadAttention, layers.ContinuousMultiheadAttention, layers.EFAMultiheadAttention):
+        with torch.device("meta"):
+            m = M(8, 2, batch_first=True)
+            x = torch.randn(2, 3, 8)
+            assert m(x, x, x)[0].shape == (2, 3, 8)
+        m = m.to_empty(device="cpu")
+    qc = torch.randn(2, 3, 5)
+    f = torch.compile(layers.efa_attention, fullgraph=True, backend="eager")
+    assert torch.equal(f(qc, qc, qc), layers.efa_attention(qc, qc, qc))
