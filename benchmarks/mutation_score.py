@@ -754,6 +754,10 @@ BY_INSPECTION = {
 # function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
 # stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
+    ('numerics/continuous_layers.py', 'and query.shape[:-2] == ktab.shape[:-2]):',
+     'and query.shape[:~2] == ktab.shape[:-2]):'): 'kernel.eq1.sequence-layer',
+    ('experiments/models/fenchel_transformers.py', 'return ret + torch.where(is_small, n, large)',
+     'return ret ^ torch.where(is_small, n, large)'): 'fenchel.sec8.substitute-architectures',
     ('numerics/entropic_dual.py', 'tol = 1e-12 if z.dtype == torch.float64 else 1e-5',
      'tol = 1e-12 if z.dtype == torch.float64 else 1.00001'): 'fenchel.thm1.mpmath-50-digits',
     ('numerics/efa_attention.py', 'elif scale == "sqrt_head":', 'elif scale <= "sqrt_head":'): 'efa.sec5.model-setup',

@@ -181,9 +181,11 @@ def check_substitutes():
         per["T5Like captures (one per call)"] = float(sum(len(m_.capture or ()) != 1 for m_ in t5.attentions().values()))
         per["T5Like captured logits"] = _captured(t5, False)
         rel = torch.arange(-300, 301)
-        wrong = sum(int(relative_position_bucket(rel, bi)[k]) != t5_bucket(int(rel[k]), bi)
-                    for bi in (True, False) for k in range(len(rel)))
-        per["relative_position_bucket mismatches (-300..300)"] = float(wrong)
+        # T5's 32 buckets and max distance 128, and other counts (24, 10: not powers of two, where adding the
+        # direction's offset and or-ing it in differ) and distances
+        wrong = sum(int(relative_position_bucket(rel, bi, nb, md)[k]) != t5_bucket(int(rel[k]), bi, nb, md)
+                    for bi in (True, False) for nb, md in ((32, 128), (24, 50), (10, 20)) for k in range(len(rel)))
+        per["relative_position_bucket mismatches (-300..300; 32, 24, 10 buckets)"] = float(wrong)
         # built with their defaults, both drop with BERT's and T5's rate 0.1 (every nn.Dropout they hold)
         rates = [m.p for net in (BertLike(vocab=11), T5Like(vocab=13)) for m in net.modules()
                  if isinstance(m, torch.nn.Dropout)]
@@ -206,7 +208,8 @@ def check_substitutes():
                     explanation="BertLike (2 layers, width 8, 2 heads, padding) and T5Like (2+2 layers, parameters "
                                 "perturbed off their initial values, padding in both streams) in eval mode, float64, "
                                 "against numpy transcriptions; every head's logits rebuilt from the captured inputs "
-                                "and head_weights(); T5 buckets for relative positions -300..300 both ways; built "
+                                "and head_weights(); T5 buckets for relative positions -300..300 both ways (32, 24 and "
+                                "10 buckets); built "
                                 "with their defaults, every dropout at BERT's and T5's 0.1, and the defaults build the "
                                 "deviation experiment's networks at its full config",
                     per_case=per)

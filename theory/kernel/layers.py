@@ -297,6 +297,18 @@ def check_sequence_layer():
             rows_ = [i for i, d in enumerate(dens_ref) if d is not None]
             note(f"continuous_attention density / {kind} {kernel} alpha={alpha} S={S} mask={masking}",
                  _rel(got[rows_], np.stack([dens_ref[i] for i in rows_])) if rows_ else 0.0)
+    # leading dimensions that broadcast (queries (2, 2, L, E) against keys and values (2, S, .), and (3, L, E) against
+    # (1, S, .)): the same outputs as with the keys and values expanded (the folded-kernel fast path is for equal
+    # leading dimensions only)
+    for kind in KINDS:
+        for alpha in ((2.0, 1.5) if kind == "kernel_sparsemax" else (2.0,)):
+            kw = dict(kind=kind, basis=basis, grid_size=33, bandwidth=0.2, alpha=alpha, ridge=0.1)
+            for qlead, klead in (((2, 2), (2,)), ((3,), (1,))):
+                qb = torch.tensor(rng.normal(size=(*qlead, L, E)))
+                kb, vb = torch.tensor(rng.normal(size=(*klead, 7, E))), torch.tensor(rng.normal(size=(*klead, 7, Ev)))
+                note(f"continuous_attention broadcast / {kind} alpha={alpha} (queries {qlead}, keys {klead})",
+                     _rel(continuous_attention(qb, kb, vb, **kw).numpy(),
+                          continuous_attention(qb, kb.expand(*qlead, 7, E), vb.expand(*qlead, 7, Ev), **kw).numpy()))
     # the multi-head module, identity projections, 2 heads of width 2, batch_first, key padding
     for kind in KINDS:
         torch.manual_seed(0)
@@ -517,7 +529,8 @@ def check_sequence_layer():
     return holds_if(ok, measured=dict(worst_relative_error=worst, gradient_vs_central_differences=grad_err),
                     tolerance=dict(relative=LAYER_TOL, gradients=GRAD_TOL),
                     explanation=f"{len(cases)} functional cases (4 kinds; Gaussian and Laplace kernels; alpha 2 and "
-                                "1.5; no mask, a bool mask with a fully masked query, causal; S = 7, 2, 1), the "
+                                "1.5; no mask, a bool mask with a fully masked query, causal; S = 7, 2, 1), leading "
+                                "dimensions that broadcast against the same with keys expanded, the "
                                 "multi-head module with identity projections and key padding (and the deprecated "
                                 "SequenceContinuousAttention in its old call), and the basis, ridge "
                                 "fit (shared times, with a mask, and times per series) and discrete moments, float64 against a transcription of the paper's "
