@@ -96,6 +96,8 @@ def atn_deviations(name, C, L, M, d, h, f, seed) -> dict:
         bound = math.sqrt(6.0 / (w.shape[1] + w.shape[2]))
         init_ok &= 0.8 * bound < float(w.detach().abs().max()) <= bound
     init_ok &= 0.04 < float(fresh.tok.detach().abs().max()) <= 0.05
+    # the token table holds the C class ids and [MASK] = C, no more (Keras' Embedding(C + 1, d)): (M, C + 1, d)
+    init_ok &= tuple(fresh.tok.shape) == (M, C + 1, cfg.embed_dim)
     return dict(logits=float((out - ref).abs().max()) / scale, masked_copies_equal_loops=copies_ok,
                 keras_initialisation=bool(init_ok))
 
