@@ -789,6 +789,8 @@ BY_INSPECTION = {
 # function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
 # stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
+    ('numerics/entropic_dual.py', 'first = solver_opts or (TIGHT if solver == "CLARABEL" else {})',
+     'first = solver_opts or (TIGHT if solver is "CLARABEL" else {})'): 'fenchel.thm1.strong-duality',
     ('experiments/models/bidir_tabular.py', 'self.tok, self.pos = P(C + 1, d), P(seq_len, d)',
      'self.tok, self.pos = P(C + 2, d), P(seq_len, d)'): 'bidir.sec3-1.tabular-atn-block',
     ('numerics/continuous_layers.py', 'and query.shape[:-2] == ktab.shape[:-2]):',
