@@ -388,7 +388,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         elif alpha == 2.0 and keep is None and not return_density and query.shape[:-2] == ktab.shape[:-2]:
             u = None                                                              # (sparsemax: one node below)
         elif alpha == 2.0:
-            u = _ShiftedRelu.apply(f, 1.0, True)                                  # [1 + (f - max f)]_+
+            u = _ShiftedRelu.apply(f, 1.0)[0]                                     # [1 + (f - max f)]_+
         else:
             # [1 + (a-1)(f - max f)]_+^(1/(a-1)) as exp(log1p(z)/(a-1)), z = (a-1)(f - max f): the power of the
             # relu form lost every digit as alpha -> 1 in float32 (f - max f + 1/(a-1) rounds to 1/(a-1); 0.65
@@ -396,7 +396,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             z = (alpha - 1.0) * (f - f.amax(-1, keepdim=True))
             inside = z > -1.0
             u = torch.where(inside, torch.exp(torch.log1p(torch.where(inside, z, 0.0)) / (alpha - 1.0)), 0.0)
-        rz = _SparsemaxMoments.apply(query, ktab, tab.WPsi) if u is None else u @ tab.WPsi   # (..., L, N + 1)
+        rz = _SparsemaxMoments.apply(query, ktab, tab.WPsi)[0] if u is None else u @ tab.WPsi   # (..., L, N + 1)
         r = rz[..., :-1] / rz[..., -1:]
         if return_density:
             dens = u / (u @ tab.w).unsqueeze(-1)
@@ -422,58 +422,66 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
 
 
 class _ShiftedRelu(torch.autograd.Function):
-    """u = relu(f - max f + c) over the last dimension, with the gradient through the max (the kernel
+    """(u, idx): u = relu(f - max f + c) over the last dimension, with the gradient through the max (the kernel
     paper's App. E.1 shift is part of the map; as for ``f.max(-1).values``, it reaches the maximiser that
-    max returns): df = g [u > 0] - (their sum) at that index.  One autograd node and two passes backward
-    instead of an autograd chain of six; with inplace=True u overwrites f (a temporary of the caller)."""
+    max returns, idx): df = g [u > 0] - (their sum) at that index.  One autograd node and two passes backward
+    instead of an autograd chain of six.  In torch's setup_context form, so that torch.func's transforms take
+    it (grad, jacrev; the index is a non-differentiable output, as the saved intermediates must be there)."""
 
     @staticmethod
-    def forward(ctx, f, c: float, inplace: bool = False):
+    def forward(f, c: float):
         m, idx = f.max(-1, keepdim=True)
         # (f - max f) + c, in that order: m - c rounds to m once |m| >~ c / eps (1e7 in float32), which
         # made every u 0 and the context 0/0
-        if inplace:                                  # f is a temporary of the caller's: no (L, G) allocation
-            ctx.mark_dirty(f)
-            u = f.sub_(m).add_(c).relu_()
-        else:
-            u = torch.sub(f, m).add_(c).relu_()
-        ctx.save_for_backward(idx, u)
-        return u
+        return torch.sub(f, m).add_(c).relu_(), idx
 
     @staticmethod
-    def backward(ctx, g):
+    def setup_context(ctx, inputs, output):
+        u, idx = output
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(idx, u)
+
+    @staticmethod
+    def backward(ctx, g, _g_idx):
         idx, u = ctx.saved_tensors
         gm = torch.ops.aten.threshold_backward(g, u, 0)
-        return gm.scatter_add_(-1, idx, -gm.sum(-1, keepdim=True)), None, None
+        return gm.scatter_add(-1, idx, -gm.sum(-1, keepdim=True)), None
 
 
 class _SparsemaxMoments(torch.autograd.Function):
     """rz = u [w Psi_grid^T, w] with u = relu(f - max f + 1), f = x y (alpha = 2: the kernel sparsemax
     density of App. E.1, unnormalised, and its trapezoid moments; x (..., L, E), y (..., E, G) with the same
     leading dimensions), as one autograd node: f is overwritten by u (no second (L, G) array), and backward
-    the (L, G) gradient is formed once and masked in place."""
+    the (L, G) gradient is formed once and masked in place.  Returns (rz, u, idx), the last two
+    non-differentiable: torch's setup_context form, which torch.func's transforms take, sees only the outputs."""
 
     @staticmethod
-    def forward(ctx, x, y, W):
+    def forward(x, y, W):
         u = torch.matmul(x, y)
         m, idx = u.max(-1, keepdim=True)
         u.sub_(m).add_(1.0).relu_()                 # (f - max f) + 1: m - 1 rounds to m at large scores
-        ctx.save_for_backward(x, y, W, u, idx)
-        return u @ W
+        return u @ W, u, idx
 
     @staticmethod
-    def backward(ctx, g):
+    def setup_context(ctx, inputs, output):
+        x, y, W = inputs
+        _, u, idx = output
+        ctx.mark_non_differentiable(u, idx)
+        ctx.save_for_backward(x, y, W, u, idx)
+
+    @staticmethod
+    def backward(ctx, g, _g_u, _g_idx):
         x, y, W, u, idx = ctx.saved_tensors
-        if torch.is_grad_enabled():             # create_graph=True: u was saved without its graph; recompute
-            f = torch.matmul(x, y)              # the map with autograd so that higher derivatives see all of it
-            rz = (f - f.gather(-1, idx) + 1.0).relu() @ W                  # (the max at max()'s index, as forward)
-            need = [t for t, n in zip((x, y), ctx.needs_input_grad[:2]) if n]
-            got = iter(torch.autograd.grad(rz, need, g, create_graph=True))
-            return (next(got) if ctx.needs_input_grad[0] else None, next(got) if ctx.needs_input_grad[1] else None,
-                    None)
         gu = g @ W.transpose(0, 1)
-        torch.ops.aten.threshold_backward.grad_input(gu, u, 0, grad_input=gu)   # d relu
-        gu.scatter_add_(-1, idx, -gu.sum(-1, keepdim=True))                      # d max (to max()'s index)
+        if torch.is_grad_enabled():
+            # create_graph=True, or a torch.func transform: the same formula out of place, which autograd then
+            # differentiates itself; it is the whole second derivative, since the mask [u > 0] and max's index
+            # are piecewise constant in x and y (u enters the backward through them only)
+            gu = torch.ops.aten.threshold_backward(gu, u, 0)
+            gu = gu.scatter_add(-1, idx, -gu.sum(-1, keepdim=True))
+        else:
+            torch.ops.aten.threshold_backward.grad_input(gu, u, 0, grad_input=gu)   # d relu
+            gu.scatter_add_(-1, idx, -gu.sum(-1, keepdim=True))                      # d max (to max()'s index)
         gx = gu @ y.transpose(-1, -2) if ctx.needs_input_grad[0] else None
         gy = x.transpose(-1, -2) @ gu if ctx.needs_input_grad[1] else None
         return gx, gy, None

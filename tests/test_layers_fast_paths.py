@@ -102,12 +102,12 @@ def test_backward_warns_when_its_solve_does_not_converge(monkeypatch):
 # --------------------------------------------------------------------------- continuous attention
 def test_shifted_relu_gradcheck_and_ties():
     f = _randn(3, 4, 9, seed=20)
-    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 1.0), (f,))
-    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 0.4), (f,))
-    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f * 1.0, 1.0, True), (f,))   # in place
+    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 1.0)[0], (f,))
+    assert torch.autograd.gradcheck(lambda f: _ShiftedRelu.apply(f, 0.4)[0], (f,))
+    assert torch.autograd.gradgradcheck(lambda f: _ShiftedRelu.apply(f, 1.0)[0], (f,))
     x = torch.zeros(2, 5, dtype=torch.float64, requires_grad=True)   # every entry the max
     g = _randn(2, 5, seed=21, grad=False)
-    a, = torch.autograd.grad(_ShiftedRelu.apply(x, 1.0), x, g)
+    a, = torch.autograd.grad(_ShiftedRelu.apply(x, 1.0)[0], x, g)
     b, = torch.autograd.grad(torch.relu(x - (x.max(-1, keepdim=True).values - 1.0)), x, g)
     assert torch.equal(a, b)                                         # the gradient goes where max() points
 
@@ -116,13 +116,32 @@ def test_sparsemax_moments_node_gradcheck_and_reference():
     # the alpha = 2 node: relu(x y - max + 1) [w Psi^T, w] with its own backward, against autograd
     x, y = _randn(2, 3, 4, seed=30), _randn(2, 4, 9, seed=31)
     W = _randn(9, 5, seed=32, grad=False)
-    assert torch.autograd.gradcheck(lambda x, y: _SparsemaxMoments.apply(x, y, W), (x, y))
+    assert torch.autograd.gradcheck(lambda x, y: _SparsemaxMoments.apply(x, y, W)[0], (x, y))
+    assert torch.autograd.gradgradcheck(lambda x, y: _SparsemaxMoments.apply(x, y, W)[0], (x, y))
     f = x @ y
     ref = torch.relu(f - (f.max(-1, keepdim=True).values - 1.0)) @ W
     g = _randn(2, 3, 5, seed=33, grad=False)
-    mine = torch.autograd.grad(_SparsemaxMoments.apply(x, y, W), (x, y), g)
+    mine = torch.autograd.grad(_SparsemaxMoments.apply(x, y, W)[0], (x, y), g)
     for a, b in zip(mine, torch.autograd.grad(ref, (x, y), g)):
         assert float((a - b).abs().max()) < 1e-13
+
+
+def test_kernel_sparsemax_takes_torch_func_transforms():
+    """Kernel sparsemax at alpha = 2 (ContinuousMultiheadAttention's default kind) under torch.func.grad and jacrev:
+    its two hand-written backwards were autograd.Functions without setup_context, which torch.func refused; now
+    the same gradients as autograd (with and without a mask for grad; jacrev, which vmaps, without)."""
+    from torch.func import grad, jacrev
+
+    q, k, v = _randn(2, 5, 8, seed=40, grad=False), _randn(2, 7, 8, seed=41, grad=False), _randn(2, 7, 4, seed=42, grad=False)
+    mask = torch.rand(5, 7, generator=torch.Generator().manual_seed(43)) > 0.3
+    for m in (None, mask):
+        def loss(q_, m=m):
+            return continuous_attention(q_, k, v, m, kind="kernel_sparsemax").pow(2).sum()
+        qq = q.clone().requires_grad_()
+        ref, = torch.autograd.grad(loss(qq), qq)
+        assert float((grad(loss)(q) - ref).abs().max()) < 1e-12
+    f = lambda q_: continuous_attention(q_, k, v, kind="kernel_sparsemax")          # noqa: E731
+    assert float((jacrev(f)(q) - torch.autograd.functional.jacobian(f, q)).abs().max()) < 1e-12
 
 
 @pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"])
