@@ -372,12 +372,15 @@ def mp_context_reference(gamma, inducing, bandwidth, B, basis_centers, basis_ban
         def arg_np(x):
             return 1 + (float(alpha) - 1) * (np.exp(-float(bandwidth) * (x[:, None] - s[None, :]) ** 2) @ g)
 
-        # f decays like exp(-bandwidth d^2) away from the inducing points: roots lie within
-        # 8/sqrt(bandwidth) of them; the scan resolves features 1/sqrt(bandwidth) wide
+        # f decays like exp(-bandwidth d^2) away from the inducing points: a root of 1 + (alpha - 1) f lies where
+        # |f| has fallen to 1/(alpha - 1), within sqrt(log((alpha - 1) sum |gamma|)) widths of an inducing point
+        # (12 widths covered sum |gamma| up to ~1e62 at alpha = 2; gamma = -1e80 put the roots 13.6 widths out,
+        # unreported); the scan resolves features 1/sqrt(bandwidth) wide
         width = 1.0 / math.sqrt(float(bandwidth))
+        reach = max(12.0, math.sqrt(max(math.log(max((float(alpha) - 1) * float(np.abs(g).sum()), 1.0)), 0.0)) + 2)
         brackets = []
         for si in sorted(set(s.tolist())):
-            lo_scan, hi_scan = max(a, si - 12 * width), min(b, si + 12 * width)
+            lo_scan, hi_scan = max(a, si - reach * width), min(b, si + reach * width)
             if hi_scan > lo_scan:
                 brackets += find_sign_changes(arg_np, lo_scan, hi_scan, 4001)
         kinks = mp_roots(arg, sorted(set(brackets)), dps)

@@ -170,3 +170,13 @@ def test_a_context_below_the_floor_is_refused_not_returned_as_zero():
         mp_context_reference([1.0], [0.5], 1.0, [[1.0, 0.0], [0.0, 1.0]], [0.5, 16.0], 1.0, **args)
     Z, c, _, err = mp_context_reference([1.0], [0.5], 1.0, [[1.0], [0.0]], [0.5], 1.0, **args)
     assert c[1] == 0 and c[0] > 0.5 and err < 1e-40
+
+
+def test_kinks_far_from_the_inducing_points_are_found():
+    """gamma = -1e80 at alpha = 2: 1 + f = 0 at |t - 0.5| = sqrt(log 1e80) = 13.57 widths, beyond the 12 widths
+    the scan for kinks covered: the reference stayed right (Arb bisects at the kink) but reported no kink.  The
+    scan reaches sqrt(log((alpha - 1) sum |gamma|)) + 2 widths now."""
+    _, _, kinks, _ = mp_context_reference([-1e80], [0.5], 1.0, [[1.0]], [13.5], 1.0, family="kernel-deformed",
+                                          alpha=2.0, base="uniform", domain=(-20.0, 20.0), dps=50)
+    root = math.sqrt(math.log(1e80))
+    assert len(kinks) == 2 and all(abs(float(k) - x) < 1e-12 for k, x in zip(sorted(kinks), (0.5 - root, 0.5 + root)))
