@@ -130,6 +130,8 @@ def _finite_float(text: str) -> float:
 
 
 def _float_range_int(text: str) -> int:
+    if len(text.lstrip("-")) > 309:            # (int() of > 4300 digits raised Python's own hint about its limit)
+        raise ValueError(f"the integer {text[:20]}... ({len(text)} digits) is beyond float64")
     x = int(text)
     if abs(x) > 1.7e308:
         raise ValueError(f"the integer {text[:20]}... ({len(text)} digits) is beyond float64")

@@ -1128,6 +1128,7 @@ def test_a_huge_number_is_named_in_a_short_line(capsys):
     ('{"h": "5e1234", "x": 5e123}', {"h": "5e1234", "x": 5e123}),            # only the slower path
     ('{"a": 2e308}', "beyond float64"), ('[1, -1E+999]', "beyond float64"), ('[1e0400]', "beyond float64"),
     ('{"a": %s}' % ("9" * 400), "beyond float64"), ('[NaN]', "not finite"), ('[-Infinity]', "not finite"),
+    ("[%s]" % ("9" * 5000), r"\(5000 digits\) is beyond float64"), ('[-%s]' % ("9" * 5000), "beyond float64"),
     ('{"a": 1, "a": 2}', "appears twice"), ('{"a": 1e999, "a": 2}', "beyond float64"),
 ])
 def test_read_json_refuses_what_float64_cannot_hold(tmp_path, text, expected):
