@@ -130,6 +130,8 @@ def test_attnlab_converge_alias(tmp_path, capsys):
     # narrower than float64 can split (a traceback from the trapezoid's weights)
     ({"domain": [1, 1.0000000000000002], "grids": [5, 9]}, "too narrow for 9 distinct float64 grid points"),
     ({"domain": [0, 5e-324], "grids": [5, 9]}, "too narrow for 9 distinct float64 grid points"),
+    # the normal base underflows out there (the message blamed the deformed family's support and said raise gamma)
+    ({"domain": [40, 41], "grids": [9, 17]}, "u = q0 exp(f) underflows float64 on every node (the normal base"),
 ])
 def test_compare_bad_instances_one_line(tmp_path, capsys, inst, frag):
     from attnlab.cli import main as cli_main

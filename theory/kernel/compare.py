@@ -299,9 +299,15 @@ def trapezoid_context(inst):
     for label, h, t in grids:
         f = kernel_expansion(gam, gaussian_kernel(t, ind, inst["bandwidth"]))
         Psi = gaussian_kernel(t, cen, inst["basis_bandwidth"])          # psi_n(t) = exp(-bw (t - c_n)^2)
-        empty = UsageError(f"--instance: the density is zero on the whole grid {label} (u = q0 exp_(2-alpha)(f) "
-                           "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
-                           "the grid spacing; refine the grid or raise gamma")
+        far = (" (the normal base q0 = phi(t) is below float64's 1e-308 wherever |t| > 37.6: move the domain "
+               "towards 0 or use base uniform)" if inst["base"] == "normal" else "")
+        if inst["family"] == "kernel-softmax":     # (exp(f) > 0 everywhere: only q0 or exp(f)'s range can vanish)
+            empty = UsageError(f"--instance: the density is zero on the whole grid {label}: u = q0 exp(f) underflows "
+                               f"float64 on every node{far or '; raise gamma'}")
+        else:
+            empty = UsageError(f"--instance: the density is zero on the whole grid {label} (u = q0 exp_(2-alpha)(f) "
+                               "vanishes where 1 + (alpha-1) f <= 0): its support is empty or narrower than "
+                               f"the grid spacing; refine the grid or raise gamma{far}")
         if inst["family"] == "kernel-softmax":
             log_q0 = -t * t / 2 - 0.5 * math.log(2 * math.pi) if inst["base"] == "normal" else None
             dens, A = ca.kernel_softmax(f, t, log_q0)
