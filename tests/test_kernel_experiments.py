@@ -291,6 +291,30 @@ def test_gestures_quick_run_labels_the_substitute(tmp_path, monkeypatch):
     assert call(gestures.main, ["--quick", "--data", str(tmp_path / "nowhere"), "--results-dir", str(tmp_path)]) == 2
 
 
+def test_gestures_substitute_series_are_single_gestures():
+    """UCR's AllGestureWiimoteX, Y and Z files are not row-aligned (row i of each is another gesture of the same
+    class: the lengths of X and Y agree in about 1 % of the rows), so the substitute is the x axis alone: each
+    series is one row of the X file, NaN padding dropped, in its order (the glued X|Y|Z of row i was three
+    gestures, and leaked gestures across the split)."""
+    import numpy as np
+
+    from attnlab.experiments.data import DataError, read_table
+    from attnlab.experiments.kernel import gestures
+
+    try:
+        tr, ya, te, yb, k, sub = gestures.load_series()
+    except DataError as exc:
+        pytest.skip(f"offline data bundle not available: {exc}")
+    for split, series in (("TEST", tr), ("TRAIN", te)):
+        rows = {ax: read_table("ucr-gestures", f"AllGestureWiimote{ax}_{split}.tsv.gz", None, sep="\t",
+                               header=None).iloc[:, 1:].to_numpy(dtype=np.float64) for ax in "XY"}
+        assert len(series) == len(rows["X"]) and all(
+            np.array_equal(s_, r[~np.isnan(r)]) for s_, r in zip(series, rows["X"]))
+        lx, ly = (~np.isnan(rows["X"])).sum(1), (~np.isnan(rows["Y"])).sum(1)
+        assert (lx == ly).mean() < 0.05                 # (the evidence that the files are not row-aligned)
+    assert (len(tr), len(te), k) == (700, 300, 10) and "AllGestureWiimoteX" in sub
+
+
 def test_lr_flag_writes_its_own_folder_with_the_learning_rate_recorded(tmp_path, monkeypatch, capsys):
     """`--lr` (choosing the learning rate on validation) trains at that rate, records it in the config
     values, and writes to CONFIG-lrLR so that such runs never mix with the config's own records."""

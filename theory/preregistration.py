@@ -399,7 +399,8 @@ register(Registration("kernel.results.forda-discrete-softmax", "kernel-forda", "
 register(Registration("kernel.results.gestures", "kernel-gestures", "full-es", "beats",
                       (Part("N=64", "Kernel Sparsemax", "accuracy", b="Cts Sparsemax"),), seeds(5), "substitute",
                       "inconclusive", paper_runs=10,
-                      deviation="data: UCR AllGestureWiimote X/Y/Z, not uWaveGestureLibrary; early stopping"))
+                      deviation="data: UCR AllGestureWiimoteX (the x axis; UCR's X/Y/Z files are not row-aligned), "
+                                "not uWaveGestureLibrary; early stopping"))
 register(Registration("kernel.results.sentiment", "kernel-sentiment", "full-es", "beats",
                       tuple(Part(("N=32", "N=64", "N=128"), f"Kernel {k}", "accuracy", b=f"Cts {k}")
                             for k in ("Softmax", "Sparsemax")), seeds(5), "substitute", "inconclusive",

@@ -51,7 +51,7 @@ results_claim("kernel.results.forda-discrete-softmax", reference="Table 2 (FordA
                         "that did not train, but the paper's own protocol has 1 of the 5 seeds it needs.")
 results_claim("kernel.results.gestures", reference="Table 3 (uWave), Sec 6.3",
               statement="Kernel Sparsemax attention has a higher test accuracy than Cts Sparsemax on gestures (N=64); "
-                        "data: LABELLED SUBSTITUTE (UCR AllGestureWiimote X/Y/Z for uWaveGestureLibrary).")
+                        "data: LABELLED SUBSTITUTE (UCR AllGestureWiimoteX for uWaveGestureLibrary).")
 results_claim("kernel.results.sentiment", reference="Table 4 (IMDB) and Sec 6.4 text",
               statement="Sec 6.4's 'on average, kernel exponential and deformed exponential family slightly outperform "
                         "the continuous softmax and sparsemax' (Table 4 row means over N = 32, 64, 128 on IMDB) carries "
