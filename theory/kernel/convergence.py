@@ -648,7 +648,9 @@ def check_claim2(rhos=(1, 5, 10), betas=(0.0, 0.25, 0.4), fn=None):
         # ... and where rho (1 - beta) < 2 the printed strip lies inside the corrected one, so Claim 2 holds there:
         # at rho = 5 for beta above 3/5 (beta = 0.8: half-width pi), a closed contour over |Im z| <= pi/2 around
         # the branch point's abscissa is ~0
-        above = lambda z: fn(z, 5, 0.8)
+        def above(z):
+            return fn(z, 5, 0.8)
+
         with mp.workdps(15):
             xa = mp.re(mp.mpc(-1, mp.pi / 5) / (1 - mp.mpf(0.8)))
             held, size_h = _contour(above, xa - 6, xa + 6, -mp.pi / 2, mp.pi / 2)
