@@ -496,6 +496,15 @@ def dual_objective_torch(lam, T, logu, z, alpha):
             - torch.logsumexp(s, -1))
 
 
+#: solve_dual_newton_torch's second stopping rule: this many full Newton steps in a row whose predicted gain
+#: (the squared decrement) is below the rounding of the dual's value (16 eps (|f| + |log M| + 1), the line
+#: search's slack).  Where the step rule's tol lies below what the instance's conditioning resolves (far
+#: templates, |t| ~ 800: the step stays ~1e-10 relative from the 7th iteration on, noise at lambda*'s float64
+#: floor), the iterates only wander there; a well-resolved problem meets the step rule within one or two steps
+#: of reaching the floor, so where the step rule used to stop, it still stops at the same iterate.
+FLOOR_RUN = 3
+
+
 def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_iter: int = 200,
                             return_info: bool = False, space: str = "auto"):
     """lambda* of the dual (7), batched over leading dimensions, by damped Newton in torch.
@@ -515,7 +524,9 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     (b = mu + z, mu the mean of the normalised u, h = T^T softmax(log u + T lambda), Eq. (10)) and
     negative Hessian I/alpha + Cov_{p(lambda)}(t); Newton from the approximation (14) lambda = alpha z,
     with a per-problem backtracking (Armijo) line search.  Default tol: 1e-12 (float64) or 1e-5
-    (float32), on the step relative to 1 + |lambda|.  No gradient is tracked (see
+    (float32), on the step relative to 1 + |lambda|; a problem also stops at its rounding floor, after
+    FLOOR_RUN (3) full steps in a row whose predicted gain is below the rounding of the dual's value (there
+    a step below tol cannot be resolved: templates |t| ~ 800 keep steps ~1e-10 relative at lambda*).  No gradient is tracked (see
     attnlab.numerics.fenchel_attention for the implicit-function derivative).
 
     ``space`` picks the coordinates of the Newton iteration: ``"lambda"`` (d unknowns, the (d, d)
@@ -560,6 +571,7 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
 
         lam = (a * z).expand(*lead, d).clone()                    # start at (14)
         converged = torch.zeros(lead, dtype=torch.bool, device=z.device)
+        floor_run = torch.zeros(lead, dtype=torch.long, device=z.device)   # full steps in a row at the floor
         it = 0
         for it in range(1, max_iter + 1):
             s, lse, f = parts(lam)
@@ -585,8 +597,9 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
                 t = torch.where(ok, t, 0.5 * t)
             delta = (t.unsqueeze(-1) * step)
             lam = lam + delta
-            small = delta.abs().amax(-1) <= tol * (1 + lam.abs().amax(-1))
-            converged = converged | small
+            small = step.abs().amax(-1) <= tol * (1 + lam.abs().amax(-1))
+            floor_run = torch.where((slope <= slack) & (t == 1), floor_run + 1, 0)
+            converged = converged | small | (floor_run >= FLOOR_RUN)
             if bool(converged.all()):
                 break
         if not return_info:
@@ -623,7 +636,7 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
     with gradient G r, r = w - c/alpha - p, and negative Hessian G/alpha + G Sigma G (Sigma = diag p - p p^T).
     The Newton step solves (I/alpha + Sigma G) delta = r, an (n, n) system whose eigenvalues are
     >= 1/alpha (Sigma G is similar to the PSD Sigma^(1/2) G Sigma^(1/2)), so it is nonsingular even
-    when G is.  The line search, the stopping rule (on the lambda-space step T^T delta) and the
+    when G is; it is solved in the symmetric positive definite form of :func:`_atoms_step`.  The line search, the stopping rule (on the lambda-space step T^T delta) and the
     reported grad_norm (evaluated in lambda space) are those of the lambda-space iteration.
     """
     import torch
@@ -636,7 +649,6 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
         a = alpha.expand(lead).unsqueeze(-1)                      # (..., 1)
         G = T @ T.transpose(-1, -2)                               # (..., n, n)
         s0 = (logw + a * (T @ z.unsqueeze(-1)).squeeze(-1)).expand(*lead, n)
-        eye = torch.eye(n, dtype=z.dtype, device=z.device)
         eps = torch.finfo(z.dtype).eps
 
         def parts(c):
@@ -651,16 +663,15 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
 
         c = torch.zeros(*lead, n, dtype=z.dtype, device=z.device)
         converged = torch.zeros(lead, dtype=torch.bool, device=z.device)
+        floor_run = torch.zeros(lead, dtype=torch.long, device=z.device)   # full steps in a row at the floor
         it = 0
         for it in range(1, max_iter + 1):
             s, lse, f = parts(c)
             p = torch.exp(s - lse.unsqueeze(-1))
             r = w - c / a - p
-            pG = (p.unsqueeze(-2) @ G)                            # (..., 1, n)
-            M = eye / a.unsqueeze(-1) + p.unsqueeze(-1) * G - p.unsqueeze(-1) * pG
-            step, info = torch.linalg.solve_ex(M, r)
-            step = torch.where((info == 0).unsqueeze(-1), step, a * r)
-            slope = (r * (G @ step.unsqueeze(-1)).squeeze(-1)).sum(-1)   # g_c . step >= 0
+            Gr = (G @ r.unsqueeze(-1)).squeeze(-1)                # the gradient in c
+            step = _atoms_step(p, G, r, Gr, a)
+            slope = (Gr * step).sum(-1)                           # g_c . step >= 0
             t = torch.ones(lead, dtype=z.dtype, device=z.device)
             slack = 16 * eps * (f.abs() + lse.abs() + 1)
             for _ in range(40):
@@ -671,9 +682,10 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
                 t = torch.where(ok, t, 0.5 * t)
             delta = t.unsqueeze(-1) * step
             c = c + delta
-            dlam = (delta.unsqueeze(-2) @ T).squeeze(-2)
+            dlam = (step.unsqueeze(-2) @ T).squeeze(-2)
             small = dlam.abs().amax(-1) <= tol * (1 + lam_of(c).abs().amax(-1))
-            converged = converged | small
+            floor_run = torch.where((slope <= slack) & (t == 1), floor_run + 1, 0)
+            converged = converged | small | (floor_run >= FLOOR_RUN)
             if bool(converged.all()):
                 break
         lam = lam_of(c)
@@ -685,6 +697,29 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
         gn = (mu + z - lam / a - h).norm(dim=-1)
         return lam, dict(iterations=it, grad_norm=float(gn.max()) if gn.numel() else 0.0,
                          converged=converged)
+
+
+def _atoms_step(p, G, r, Gr, a):
+    """The atom-space Newton step delta = (I/alpha + Sigma G)^-1 r (Sigma = diag p - p p^T), in a symmetric
+    positive definite form.  Sigma = R^T R with R = diag(sqrt p)(I - 1 p^T), and by Woodbury
+        delta = alpha r - alpha^2 R^T (I + alpha R G R^T)^-1 R G r,
+    where I + alpha R G R^T is symmetric with eigenvalues >= 1 (Cholesky); T^T delta is the lambda-space Newton
+    step H^-1 T^T r, H = I/alpha + T^T Sigma T.  (A general LU solve of the nonsymmetric I/alpha + Sigma G, p
+    nearly one-hot, lost the step in float32 at large alpha |t|^2: it came back a descent direction, the line
+    search shrank it to nothing, and the step rule read that as convergence, lambda off by 100 % and more.)
+    A failed factorisation falls back to the scaled gradient step alpha r, which the line search safeguards."""
+    import torch
+
+    sp = p.sqrt()
+    RG = sp.unsqueeze(-1) * (G - p.unsqueeze(-2) @ G)                      # R G
+    RGRt = (RG - RG @ p.unsqueeze(-1)) * sp.unsqueeze(-2)                   # R G R^T
+    S = a.unsqueeze(-1) * (RGRt + RGRt.transpose(-1, -2)) / 2
+    S.diagonal(dim1=-2, dim2=-1).add_(1.0)
+    L, info = torch.linalg.cholesky_ex(S)
+    RGr = sp * (Gr - (p * Gr).sum(-1, keepdim=True))
+    x = torch.cholesky_solve(RGr.unsqueeze(-1), L).squeeze(-1)
+    Rtx = sp * x - p * (sp * x).sum(-1, keepdim=True)
+    return torch.where((info == 0).unsqueeze(-1), a * r - a * a * Rtx, a * r)
 
 
 def h_of_lambda_torch(lam, T, logu):

@@ -206,3 +206,55 @@ def test_validation_mutants_change_a_verdict(monkeypatch, old, new):
                 monkeypatch.setattr(mod, name, ns[name])
     verdicts = {cid: _verdict(cid) for cid in ("fenchel.sec9.ot-instance-domain", "fenchel.thm1.instance-domain")}
     assert set(verdicts.values()) != {"holds"}, verdicts
+
+
+def test_thm1_mpmath_fails_when_the_atom_step_is_the_general_solve(monkeypatch):
+    """Library mutation: the atom-space Newton step by a general (LU) solve of the nonsymmetric I/alpha + Sigma G,
+    as it was: in float32 beyond its resolution the step came back a descent direction, and the problems were
+    reported unconverged (or, before the step rule read the full step, converged 300x off)."""
+    import torch
+
+    from attnlab.numerics import entropic_dual as ed
+
+    def general(p, G, r, Gr, a):
+        n = p.shape[-1]
+        M = (torch.eye(n, dtype=p.dtype) / a.unsqueeze(-1) + p.unsqueeze(-1) * G
+             - p.unsqueeze(-1) * (p.unsqueeze(-2) @ G))
+        step, info = torch.linalg.solve_ex(M, r)
+        return torch.where((info == 0).unsqueeze(-1), step, a * r)
+
+    monkeypatch.setattr(ed, "_atoms_step", general)
+    assert _verdict("fenchel.thm1.mpmath-50-digits") == "fails"
+
+
+def test_thm1_mpmath_fails_without_the_rounding_floor_rule(monkeypatch):
+    """Library mutation: no rounding-floor stop; the far templates (|t| = 800) wander at lambda*'s float64 floor
+    for the whole budget and are reported unconverged (with a RuntimeWarning to every caller)."""
+    from attnlab.numerics import entropic_dual as ed
+
+    monkeypatch.setattr(ed, "FLOOR_RUN", 10 ** 9)
+    assert _verdict("fenchel.thm1.mpmath-50-digits") == "fails"
+
+
+def test_torch_newton_atom_step_is_the_lambda_space_newton_step():
+    """The symmetric (Woodbury) atom step maps to the lambda-space Newton step: T^T delta = H^-1 T^T r, in float64
+    to rounding, on random problems with p from one-hot to flat."""
+    import torch
+
+    from attnlab.numerics import entropic_dual as ed
+
+    g = torch.Generator().manual_seed(3)
+    for scale in (0.1, 1.0, 10.0):
+        T = torch.randn(6, 7, 5, generator=g, dtype=torch.float64)
+        p = torch.softmax(scale * torch.randn(6, 7, generator=g, dtype=torch.float64), -1)
+        r = torch.randn(6, 7, generator=g, dtype=torch.float64)
+        a = torch.rand(6, 1, generator=g, dtype=torch.float64) * 10 + 0.1
+        G = T @ T.transpose(-1, -2)
+        Gr = (G @ r.unsqueeze(-1)).squeeze(-1)
+        delta = ed._atoms_step(p, G, r, Gr, a)
+        h = (p.unsqueeze(-2) @ T).squeeze(-2)
+        Tc = T - h.unsqueeze(-2)
+        H = Tc.transpose(-1, -2) @ (p.unsqueeze(-1) * Tc) + torch.eye(5, dtype=torch.float64) / a.unsqueeze(-1)
+        want = torch.linalg.solve(H, (r.unsqueeze(-2) @ T).squeeze(-2))
+        got = (delta.unsqueeze(-2) @ T).squeeze(-2)
+        assert torch.allclose(got, want, rtol=1e-10, atol=1e-12 * float(want.abs().max()))
