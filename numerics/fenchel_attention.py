@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from attnlab.numerics.exact import softplus
-from attnlab.numerics.entropic_dual import solve_dual_newton_torch
+from attnlab.numerics.entropic_dual import FLOOR_RUN, solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, broadcast_shapes,
                                          check_device, check_dropout, check_mask, check_positive, check_qkv,
                                          check_scale,
@@ -194,15 +194,14 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
         best, best_lam = None, lam
         # softmax ignores a log u that is constant over the keys (no log_u given): skip adding it
         constant = bool((logw == logw[..., :1]).all())
-        # the floor of the residual alpha F(lambda) in floating point: rounding lambda (eps |lambda|) moves
-        # the logits by t eps |lambda| and alpha h by about alpha Cov_p(t) eps |lambda|; tol is relative to
-        # tol + 8 eps alpha tr Cov_p(t) (the trace, per query, at the current weights)
-        kn2 = (K * K).sum(-1).unsqueeze(-2)                                 # ||t_i||^2, (..., 1, S)
-        k2 = kn2.amax(-1, keepdim=True)                                     # max ||t_i||^2, (..., 1, 1)
-        eps8 = 8 * torch.finfo(Z.dtype).eps
-
-        def tolr(p, h):                                                     # (..., L, 1)
-            return tol + eps8 * a * ((p * kn2).sum(-1, keepdim=True) - _rowdot(h, h)).clamp_min(0)
+        # the certificate |alpha F(lambda)|_inf <= tol (1 + |lambda|_inf): it bounds |lambda - lambda*| (the
+        # negative Hessian of (7), times alpha, is I + alpha Cov_p(t) >= I).  (A residual within its rounding floor
+        # instead, tol + 8 eps alpha tr Cov_p(t), is none: at S = E = 2, scores ~ 1e3, alpha = 100, float32
+        # accepted residuals of 447 and weights 0.11 off.)  Where float64 cannot reach it, the rounding-floor stop
+        # of the Newton phase below ends the query; a lower precision hands it to the float64 continuation.
+        k2 = (K * K).sum(-1).amax(-1, keepdim=True).unsqueeze(-1)           # max ||t_i||^2, (..., 1, 1)
+        eps = torch.finfo(Z.dtype).eps
+        at_floor_ok = Z.dtype == torch.float64
         s = h = None
         for _ in range(fixed_point_iters):
             s = torch.matmul(lam, Kt, out=s)                             # (buffers reused by each pass)
@@ -211,7 +210,7 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
             g_lam = torch.addcmul(ab, a, h, value=-1)                    # G(lambda) = alpha (b - h)
             r = g_lam - lam                                              # residual of the fixed point
             rows = torch.maximum(r.amax(-1), r.amin(-1).neg_())          # |r|_inf (amax, amin: no copy)
-            if bool((rows <= tolr(p, h).squeeze(-1) * (1 + torch.maximum(lam.amax(-1), lam.amin(-1).neg_()))).all()):
+            if bool((rows <= tol * (1 + torch.maximum(lam.amax(-1), lam.amin(-1).neg_()))).all()):
                 return lam, p, h, None, None
             size = rows.max()
             if best is not None and bool(size > 0.5 * best):
@@ -228,17 +227,17 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
                 new = torch.lerp(g_lam, prev_g, theta)                   # g - theta (g - g_prev)
             prev_r, prev_g, prev_rr = r, g_lam, rr
             lam = new
-        eps = torch.finfo(Z.dtype).eps
         ctol = 1e-3 if Z.dtype == torch.float32 else 1e-8
         safe = 1.0 / (1.0 / a + k2)
         done = torch.zeros(lam.shape[:-1] + (1,), dtype=torch.bool, device=lam.device)
+        floor_run = torch.zeros(done.shape, dtype=torch.long, device=lam.device)
         s, lse, f = _shared_parts(lam, K, logw, b, a)
         for _ in range(max_iter):
             p = torch.exp(s - lse)
             h = p @ K
             g = b - lam / a - h
             # stop on the gradient-mapped step alpha g (the fixed-point step of lambda = alpha (b - h))
-            done = done | ((a * g).abs().amax(-1, keepdim=True) <= tolr(p, h) * (1 + lam.abs().amax(-1, keepdim=True)))
+            done = done | ((a * g).abs().amax(-1, keepdim=True) <= tol * (1 + lam.abs().amax(-1, keepdim=True)))
             if bool(done.all()):
                 break
             step = _cg(g, safe * g, p, K, h, a, cg_iters, ctol)[0]
@@ -250,6 +249,12 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
             slope = (g * step).sum(-1, keepdim=True)
             t = torch.ones_like(slope)
             slack = 16 * eps * (f.abs() + lse.abs() + 1)
+            if at_floor_ok:
+                # at the rounding floor (float64): the step's predicted gain (g . step, the squared Newton
+                # decrement) below the rounding of the dual's value; after FLOOR_RUN such full steps in a row the
+                # query is solved as far as float64 can tell (scores x 100 at alpha = 1e4, and x 1000 at alpha = 1,
+                # stayed above tol (1 + |lambda|) and warned, their weights right to 6e-9 and 6e-11)
+                floor = slope <= slack
             for _ in range(30):
                 s_n, lse_n, f_n = _shared_parts(lam + t * step, K, logw, b, a)
                 ok = f_n >= f + 1e-4 * t * slope - slack
@@ -261,6 +266,9 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
             delta = t * step
             lam = lam + delta
             s, lse, f = s_n, lse_n, f_n                              # the accepted point's logits
+            if at_floor_ok:
+                floor_run = torch.where(floor & (t == 1), floor_run + 1, 0)
+                done = done | (floor_run >= FLOOR_RUN)
         p = torch.softmax(s, -1)                                     # the weights (9) at the returned lambda
         h = p @ K                                                    # (exp(s - lse) need not sum to 1)
         if bool(done.all()):
@@ -706,9 +714,10 @@ def solve_dual_shared(K, logu, Z, alpha, tol: float | None = None, max_iter: int
     tol (1 + |lambda|_inf) (in the Gram space: an upper bound of it, or the residual itself), and hands
     over to phase 2 as soon as the largest step fails to shrink by 10% (in the Gram space, where the steps are
     preconditioned: twice in a row), or after fixed_point_iters steps.
-    Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test (or by a step
-    below it).  The test is relative to the floor that floating point allows, tol + 8 eps alpha tr Cov_p(t)
-    (rounding lambda moves alpha F by about alpha Cov_p(t) eps |lambda|).
+    Phase 2: Newton-CG with a per-query backtracking line search, stopped by the same test, or in float64
+    at the rounding floor: after FLOOR_RUN (3) full steps in a row whose predicted gain (the squared Newton
+    decrement) is below the rounding of the dual's value (there the residual cannot shrink further: scores x
+    1000 at alpha = 1 stayed at 36 tol).  In a lower precision a query that fails the test goes on to phase 3.
     Phase 3, only where phase 2 leaves queries unconverged (extreme scores or alpha, where the dual is
     nearly piecewise linear and Newton's model holds only near the kinks): continuation in alpha, solving
     for alpha 10^-m, ..., alpha / 10, alpha (m such that alpha 10^-m max||t_i||^2 <= 1, where the fixed
@@ -952,6 +961,11 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     if not _all_finite(K):                     # an inf template (or scale * key overflowing) stalled the solver
         raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
                          f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
+    if exact and float(alpha.min()) < 1 / torch.finfo(cdt).max:
+        # the curvature 1/alpha of (7) enters the backward's solves: beyond the dtype's range it is no number
+        raise ValueError(f"alpha must be at least 1/{torch.finfo(cdt).max:.4g} = {1 / torch.finfo(cdt).max:.4g} for "
+                         f"the exact form in {str(cdt).replace('torch.', '')} (its reciprocal, the curvature of (7), "
+                         f"must be finite); got {float(alpha.min()):.4g}")
     if exact and not _all_finite(query):       # (a NaN query ran the whole Newton continuation, then warned)
         raise ValueError(f"query must be finite for the exact form (the evidence z of Eq. (3)); got "
                          f"{int((~torch.isfinite(query)).sum())} non-finite entries of {query.numel()}")
