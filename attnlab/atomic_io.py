@@ -225,8 +225,17 @@ def _atomic_replace(path: str | os.PathLike, write) -> Path:
     """Write `path` by ``write(fd, tmp)`` into a temporary file in its folder, then rename it over `path`;
     the temporary file is removed when anything fails.  A link is followed (the file it names is replaced,
     the link kept); an existing file keeps its mode (a new one gets the mode the umask gives); a device or a
-    named pipe (/dev/null, a FIFO) is written into, not replaced by a regular file."""
-    path = Path(path)
+    named pipe (/dev/null, a FIFO) is written into, not replaced by a regular file.  What the file system
+    refuses (a full disk, a read-only mount) is a UsageError naming the file, the old file left as it was."""
+    from attnlab.errors import UsageError
+
+    try:
+        return _replace(Path(path), write)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc} (the file is left as it was)") from None
+
+
+def _replace(path: Path, write) -> Path:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     if _special(path):

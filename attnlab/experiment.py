@@ -318,9 +318,15 @@ class RunContext:
         path = self._lock_path()
         if str(path.absolute()) in _HELD:          # this process holds it already (another context of the run)
             return True
+        from attnlab.errors import UsageError
+
         path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, _umask_mode())
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, _umask_mode())
+            except OSError as exc:                 # (a folder in its place, a read-only file system)
+                raise UsageError(f"cannot take this run's lock file {path}: {exc.strerror or exc}"
+                                 + (" (a folder is in its place: remove it)" if path.is_dir() else "")) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -334,8 +340,16 @@ class RunContext:
             except FileNotFoundError:
                 same = False
             if same:
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
+                try:
+                    os.ftruncate(fd, 0)
+                    os.write(fd, f"{os.getpid()}\n".encode())
+                except OSError as exc:             # (a full disk)
+                    os.close(fd)
+                    try:
+                        path.unlink()
+                    except OSError:
+                        pass
+                    raise UsageError(f"cannot write this run's lock file {path}: {exc.strerror or exc}") from None
                 self._lock = fd
                 _HELD.add(str(path.absolute()))
                 return True

@@ -1364,3 +1364,53 @@ def test_kaggle_temperatures_keep_the_two_charlestons_apart(tmp_path, capsys):
     assert g.temps.shape[1] == len(g.sites) == g.coords.shape[0] == 44
     assert {"Charleston, South Carolina", "Charleston, West Virginia"} <= set(g.sites)
     assert "1 (date, site) pair(s) have rows with different AvgTemperature" in capsys.readouterr().err
+
+
+# --- outside review, 2026-12-07: run's files and divergence -----------------------------------------------------
+
+def test_a_kernel_run_that_diverges_is_one_line_not_a_traceback(capsys, tmp_path):
+    """--lr 1e10: the continuous layer refused what the trained parameters give (sigma2 not finite), a traceback."""
+    rc = cli.main(["run", "kernel-forda", "--quick", "--seed", "0", "--lr", "1e10", "--models", "cts_softmax",
+                   "--results-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    if "data" in err and rc == 2 and "diverged" not in err:
+        pytest.skip("FordA data not available")
+    assert rc == 2, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("attnlab: error: kernel-forda diverged at epoch 1"), err
+
+
+def test_a_run_whose_lock_file_is_a_folder_is_one_line(capsys, tmp_path):
+    (tmp_path / "efa-temperature" / "quick" / ".FM-k5-seed0.json.lock").mkdir(parents=True)
+    rc = cli.main(["run", "efa-temperature", "--quick", "--ks", "5", "--efa", "none", "--seed", "0",
+                   "--results-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "Traceback" not in err
+    assert "lock file" in err.strip().splitlines()[-1] and "a folder is in its place" in err, err
+
+
+def test_a_full_disk_is_one_line_and_leaves_the_old_file(tmp_path, monkeypatch):
+    """ENOSPC while writing a record or a checkpoint: a traceback before; now a UsageError naming the file, the
+    old file as it was and no temporary file left."""
+    import errno
+    import os
+
+    from attnlab import atomic_io
+    from attnlab.errors import UsageError
+
+    target = tmp_path / "r.json"
+    target.write_text("old\n")
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic_io.os, "fsync", full)
+    for write in (lambda: atomic_io.atomic_write_json(target, {"a": 1}),
+                  lambda: atomic_io.atomic_torch_save(target, {"a": 1})):
+        with pytest.raises(UsageError, match="cannot write .*No space left on device"):
+            write()
+    monkeypatch.setattr(atomic_io.os, "fsync", real_fsync)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

@@ -209,6 +209,18 @@ def class_means(Z):
 
 
 # --------------------------------------------------------------------------- training
+def _diverged_if_trained(exc: ValueError, stepped: bool, what: str, epoch: int) -> None:
+    """A model that refuses its own forward pass after optimiser steps (the continuous layers check what the
+    parameters produce: at --lr 1e10 sigma^2 overflowed and 'sigma2 must be finite and > 0' came back as a
+    traceback) has diverged: one line (Diverged, exit 2), the records written before it kept.  Before any step
+    the error is the input's or the code's, and goes on as it is."""
+    if stepped:
+        from attnlab.errors import Diverged
+
+        raise Diverged(f"{what} diverged at epoch {epoch}: its forward pass refused what the trained parameters give "
+                       f"({str(exc).splitlines()[0][:120]}; a smaller --lr, as a rule); no record written") from None
+
+
 def _batches(n, batch_size, gen):
     perm = torch.randperm(n, generator=gen)
     for i in range(0, n, batch_size):
@@ -313,7 +325,11 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
         model.train()
         t0, tot, cnt = time.perf_counter(), 0.0, 0
         for k, idx in enumerate(_batches(n, batch_size, gen)):
-            loss = lossf(model(*[x[idx] for x in xs]), y[idx])
+            try:
+                loss = lossf(model(*[x[idx] for x in xs]), y[idx])
+            except ValueError as exc:
+                _diverged_if_trained(exc, stepped=ep > 0 or k > 0, what=f"{name or ctx.experiment}", epoch=ep + 1)
+                raise
             if not torch.isfinite(loss):
                 skipped += 1            # counted and reported, never silently averaged in
                 continue
@@ -333,7 +349,11 @@ def fit(ctx: RunContext, model, train: list[torch.Tensor], test: list[torch.Tens
                            "(a smaller --lr, as a rule); no record written")
         h = {"epoch": ep + 1, "loss": tot / max(cnt, 1), "seconds": time.perf_counter() - t0}
         if early:
-            h["val_loss"], h["val_accuracy"] = _evaluate(model, vxs, vy, lossf)
+            try:
+                h["val_loss"], h["val_accuracy"] = _evaluate(model, vxs, vy, lossf)
+            except ValueError as exc:
+                _diverged_if_trained(exc, stepped=True, what=f"{name or ctx.experiment}", epoch=ep + 1)
+                raise
             if h["val_loss"] < best["loss"]:
                 best = {"loss": h["val_loss"], "epoch": ep + 1,
                         "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
