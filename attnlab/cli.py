@@ -183,11 +183,21 @@ def _check_json_dest(args) -> None:
 def call(fn, argv: list[str]) -> int:
     """Run a command-line target `fn(argv)` through the one error path: a UsageError (bad input, a data
     error) is printed as one line and gives exit code 2."""
+    from attnlab.experiment import _RESTORING, restore_failed
+
     try:
-        return int(fn(list(argv)) or 0)
+        try:
+            return int(fn(list(argv)) or 0)
+        except Exception as exc:                   # noqa: BLE001 -- one line only for a restored checkpoint's error
+            usage = restore_failed(exc)
+            if usage is None:
+                raise
+            raise usage from None
     except UsageError as exc:
         print(f"attnlab: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        _RESTORING.clear()                         # (a command's restored checkpoint is not the next one's)
 
 
 def cmd_list(args) -> int:

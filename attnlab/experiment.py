@@ -137,6 +137,50 @@ def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed
 
 
 _HELD: set = set()          # the run locks this process holds (absolute lock paths)
+#: the checkpoint this process restored last, until the run saves its next one or writes its record: an error
+#: in between (a checkpoint whose SHA-256 matches but whose contents are not this run's: a field of the wrong
+#: type or shape, a key missing) is reported by :func:`restore_failed` as one line
+_RESTORING: list = []
+#: what a runner raises when it restores a state it cannot use
+_RESTORE_ERRORS = (TypeError, KeyError, ValueError, RuntimeError, AttributeError, IndexError)
+
+
+def restore_failed(exc: BaseException):
+    """The UsageError for `exc` when it was raised after a checkpoint was restored and before the run saved
+    its next one (see _RESTORING), else None."""
+    from attnlab.errors import UsageError
+
+    if not _RESTORING or isinstance(exc, UsageError) or not isinstance(exc, _RESTORE_ERRORS):
+        return None
+    first = (str(exc).splitlines() or [""])[0][:160]
+    return UsageError(f"--resume: the run failed after restoring the checkpoint {_RESTORING[-1]} "
+                      f"({type(exc).__name__}: {first}): it is damaged or not this run's; run without --resume to "
+                      "start afresh")
+
+
+def _bad_epochs(state, epochs) -> str:
+    """'' or what is wrong with the epoch counters of a checkpoint's state: every value under a key 'epoch' a whole
+    number >= 0, and the top-level one at most the run's `epochs` where the config has them (an edited epoch of
+    100 ended a run of 8 at once and wrote its record; -5 trained 16)."""
+    def walk(x, top):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "epoch":
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        return f"its epoch {v!r} is no count of epochs"
+                    if top and isinstance(epochs, int) and not isinstance(epochs, bool) and v > epochs:
+                        return f"its epoch {v} is beyond this run's {epochs} epochs"
+                elif isinstance(v, (dict, list, tuple)):
+                    bad = walk(v, False)
+                    if bad:
+                        return bad
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                bad = walk(v, False)
+                if bad:
+                    return bad
+        return ""
+    return walk(state, True)
 LOCK_POLL_SECONDS = 1.0     # how often a run waiting for another process's lock on it tries again
 
 
@@ -402,6 +446,7 @@ class RunContext:
                 self._warned_checkpoint = True
             return
         atomic_torch_save(self.checkpoint_path, plain)
+        _RESTORING.clear()                          # (the run has gone past what it restored)
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint when --resume was given and one exists, else None.  A checkpoint written
@@ -440,8 +485,17 @@ class RunContext:
                 for k in sorted(set(saved) | set(self.settings)) if saved.get(k) != self.settings.get(k)))
             raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} was written under other settings "
                              f"({diff}); run with those settings, or without --resume to start afresh")
+        bad = _bad_epochs(state, self.config.get("epochs") if isinstance(self.config, dict) else None)
+        if bad or not isinstance(state, dict):
+            raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} is not this run's "
+                             f"({bad or 'it holds no state'}); run without --resume to start afresh")
         self._rng_at_checkpoint = rng if isinstance(rng, dict) and isinstance(rng.get("cpu"), torch.Tensor) else None
-        self.resume_rng()
+        try:
+            self.resume_rng()
+        except _RESTORE_ERRORS as exc:            # (a random state of another size or kind)
+            raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} is not this run's (its random state: "
+                             f"{str(exc).splitlines()[0][:120]}); run without --resume to start afresh") from None
+        _RESTORING[:] = [self.checkpoint_path]
         if self.verbose:
             print(f"  resuming from {self.checkpoint_path}", file=sys.stderr)
         self.wall_before = float(wall)
@@ -507,6 +561,7 @@ class RunContext:
                              f"used ({problem}: a setting outside what the model can compute, as a rule); no record "
                              "written")
         path = atomic_write_json(self.record_path, rec)
+        _RESTORING.clear()
         if self.checkpoint_path.exists():
             self.checkpoint_path.unlink()
         self._release_lock()

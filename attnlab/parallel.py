@@ -144,10 +144,18 @@ def _exit_with_parent(every: float = 1.0) -> None:
 def _in_worker(fn, task, threads: int):
     import torch
 
+    from attnlab.experiment import restore_failed
+
     _exit_with_parent()
     keep_freed_memory()
     torch.set_num_threads(threads)
-    return fn(task)
+    try:
+        return fn(task)
+    except Exception as exc:                       # noqa: BLE001 -- one line only for a restored checkpoint's error
+        usage = restore_failed(exc)
+        if usage is None:
+            raise
+        raise usage from None
 
 
 def fan_out(args, fn, tasks: list) -> list:

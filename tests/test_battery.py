@@ -1414,3 +1414,54 @@ def test_a_full_disk_is_one_line_and_leaves_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic_io.os, "fsync", real_fsync)
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def _ctx_epochs(tmp_path, monkeypatch, epochs=8):
+    import argparse
+
+    from attnlab.experiment import RunContext
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=True, force=False, quiet=True, results_dir=str(tmp_path / "res"),
+                              device="cpu", seeds=None, seed=0)
+    return RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4, "epochs": epochs}, args, tag="A-EFA")
+
+
+@pytest.mark.parametrize("state, why", [({"epoch": 100}, "beyond this run's 8 epochs"),
+                                        ({"epoch": -5}, "no count of epochs"),
+                                        ({"epoch": "x"}, "no count of epochs"),
+                                        ({"epoch": True}, "no count of epochs"),
+                                        ({"epoch": 2, "best": {"epoch": 1.5}}, "no count of epochs")])
+def test_a_checkpoint_with_an_impossible_epoch_is_refused(tmp_path, monkeypatch, state, why):
+    """A checkpoint whose SHA-256 matches but whose epoch was edited: 100 ended a run of 8 at once and wrote its
+    record, -5 trained 16 epochs, 'x' a traceback (outside review)."""
+    from attnlab.errors import UsageError
+
+    _ctx_epochs(tmp_path, monkeypatch).save_checkpoint(state)
+    with pytest.raises(UsageError, match=why):
+        _ctx_epochs(tmp_path, monkeypatch).load_checkpoint()
+    _ctx_epochs(tmp_path, monkeypatch).save_checkpoint({"epoch": 8, "best": {"epoch": 3}})
+    assert _ctx_epochs(tmp_path, monkeypatch).load_checkpoint()["epoch"] == 8
+
+
+def test_an_error_after_restoring_a_checkpoint_is_one_line(tmp_path, monkeypatch, capsys):
+    """A restored state the runner cannot use (a key missing, a tensor of another shape, a history of another
+    type) gave a traceback; until the run saves its next checkpoint, such an error names the checkpoint."""
+    from attnlab import experiment
+
+    _ctx_epochs(tmp_path, monkeypatch).save_checkpoint({"epoch": 2, "history": "abc"})
+
+    def runner(argv):
+        state = _ctx_epochs(tmp_path, monkeypatch).load_checkpoint()
+        state["history"].append(1)
+
+    assert cli.call(runner, []) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "after restoring the checkpoint" in err and "AttributeError" in err, err
+    experiment._RESTORING.clear()
+
+    def plain_bug(argv):                       # no checkpoint restored: a bug stays a traceback
+        raise KeyError("model")
+
+    with pytest.raises(KeyError):
+        cli.call(plain_bug, [])
