@@ -635,8 +635,12 @@ def _load_plain(path: Path):
     except (OSError, ValueError) as exc:
         raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely ({exc}); delete it, or run without "
                          "--resume to start afresh") from None
+    import warnings
+
     try:
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():        # (torch's two-line note on an old pickle protocol: the refusal below says it)
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "global" not in str(exc).lower():   # no pickled object named: garbage, not a crafted file
             raise UsageError(f"--resume: the checkpoint {path} cannot be loaded safely (it is not a checkpoint "
