@@ -211,7 +211,7 @@ def test_validation_mutants_change_a_verdict(monkeypatch, old, new):
 def test_thm1_mpmath_fails_when_the_atom_step_is_the_general_solve(monkeypatch):
     """Library mutation: the atom-space Newton step by a general (LU) solve of the nonsymmetric I/alpha + Sigma G,
     as it was: in float32 beyond its resolution the step came back a descent direction, and the problems were
-    reported unconverged (or, before the step rule read the full step, converged 300x off)."""
+    reported unconverged (or, before the step rule read the full step, converged 138 |lambda*| off)."""
     import torch
 
     from attnlab.numerics import entropic_dual as ed

@@ -85,7 +85,7 @@ def _float32_converged_within_resolution() -> float:
     tol with float32's eps, at the float64 lambda* of solve_dual_newton).  Returns the worst ratio; a problem
     reported unconverged counts as infinite (all 8 are solved in float32).  A step that lost its way (a
     nonsymmetric solve gave descent directions here) was shrunk to nothing by the line search and read as
-    convergence: lambda came back 300x off, "converged"."""
+    convergence: lambda came back 138 |lambda*| off, "converged"."""
     import torch
 
     from attnlab.numerics import entropic_dual as ed
