@@ -360,3 +360,36 @@ def test_bai_efa_targets_are_checked():
     for t in ([[0, 5], [1, 2]], [[-1, 0], [1, 2]], [[0.5, 1.0], [1.0, 2.0]], [[0, 1]]):
         with pytest.raises(ValueError, match="targets must"):
             m(tau, y, targets=t)
+
+
+@pytest.mark.parametrize("dtype, scale", [(torch.float64, 3000.0), (torch.float32, 300.0)])
+def test_fast_all_targets_equals_replicate_at_large_scores(dtype, scale):
+    """Two bidirectional layers with embeddings x 3000 (float64) / x 300 (float32): the fast path shifted each
+    layer-1 row by one maximum over every key, the copy's excluded column included, and its terms underflowed
+    (69 % off, or NaN, where the literal per-target masking is right; outside review)."""
+    torch.manual_seed(0)
+    for conv in ("paper", "standard"):
+        m = EFACategorical(7, 8, 6, heads=2, layers=2, direction="bidirectional", convention=conv).to(dtype)
+        with torch.no_grad():
+            m.beta.mul_(scale)
+        x = torch.randint(0, 7, (3, 6))
+        with torch.no_grad():
+            fast, rep = m.context(x, method="fast"), m.context(x, method="replicate")
+        assert torch.isfinite(fast).all()
+        assert ((fast - rep).abs().max() / rep.abs().max()) < (1e-10 if dtype == torch.float64 else 1e-4)
+
+
+def test_a_fully_padded_sequence_leaves_the_batch_finite():
+    """A row with every position padded made the 2-layer bidirectional fast path give NaN for the whole batch's
+    nll and gradients (exp(s - finfo.min) = inf times 0)."""
+    torch.manual_seed(1)
+    m = EFACategorical(5, 4, 6, heads=2, layers=2, direction="bidirectional").double()
+    x = torch.randint(0, 5, (3, 6))
+    valid = torch.ones(3, 6, dtype=torch.bool)
+    valid[1] = False
+    nll = m.nll(x, valid=valid)
+    nll.backward()
+    assert torch.isfinite(nll)
+    assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+    keep = torch.tensor([0, 2])
+    assert torch.allclose(m.loglik(x, valid=valid)[keep], m.loglik(x[keep], valid=valid[keep]), atol=1e-12)

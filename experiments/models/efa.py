@@ -254,12 +254,28 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     sm = (a @ cm.transpose(-1, -2)) * L1.scale                          # (B, H, j, t)
     vk = valid[:, None, None, :]
     neg = torch.finfo(s.dtype).min
-    ref = torch.maximum(s.masked_fill(~vk, neg).amax(-1, keepdim=True),
-                        sm.masked_fill(~vk, neg).amax(-1, keepdim=True)).detach()
-    E = torch.exp(s - ref) * vk                                         # unmasked terms (j, k)
-    Em = torch.exp(sm - ref) * vk                                       # [MASK] term (j, t)
-    den = _exclusive_sums(E, -1) + Em                                   # (B, H, j, t)
+    # Copy t's row j holds the terms s[j, k], k != t, and sm[j, t]: its softmax is shifted by their own largest,
+    # ref[j, t] = max(max_{k != t} s[j, k], sm[j, t]).  (One shift per row, taken over every k and every t,
+    # let all of copy t's terms underflow where the excluded s[j, t] or another copy's sm[j, t'] exceeded them by
+    # ~745 (float64) or ~100 (float32): the column came out 0, the log-likelihood off, and NaN for a padded row.)
+    # The largest over k != t is the row's largest, or its second where t is the row's argmax: two versions of
+    # the unmasked terms, E1 shifted by the largest (for t != argmax) and E2 by the second with the argmax column
+    # left out (for t = argmax), each scaled to ref[j, t] by f = exp(shift - ref) <= 1.
+    sv = s.detach().masked_fill(~vk, neg)
+    top = sv.topk(min(2, I), dim=-1)
+    top1, arg = top.values[..., :1], top.indices[..., :1]
+    top2 = top.values[..., 1:2] if I > 1 else torch.full_like(top1, neg)
+    kk = torch.arange(I, device=cols.device)
+    is_arg = kk == arg                                                  # (B, H, j, t or k): t = argmax_k s[j, k]
+    E1 = torch.exp((s - top1).masked_fill(~vk, -math.inf))             # unmasked terms (j, k), for t != argmax
+    E2 = torch.exp((s - top2).masked_fill(~vk | is_arg, -math.inf))    # ... for t = argmax (k = argmax left out)
+    excl = torch.where(is_arg, top2, top1)                              # max_{k != t} s[j, k], (B, H, j, t)
+    ref = torch.maximum(excl, sm.detach().masked_fill(~vk, neg))
+    f = torch.exp(excl - ref)                                           # (B, H, j, t), <= 1
+    Em = torch.exp((sm - ref).masked_fill(~vk, -math.inf))              # [MASK] term (j, t)
+    den = f * torch.where(is_arg, _exclusive_sums(E2, -1), _exclusive_sums(E1, -1)) + Em
     den = den + (den == 0)                     # a padded column j of a padded copy t: unused
+    F1, F2 = f * ~is_arg, f * is_arg                                    # the weight of E1 and of E2 at (j, t)
     # head h's output at column j != t of copy t is A[j, t] = (sum_{k != t} E[j, k] v_k
     # + Em[j, t] vm_t) / den[j, t]; it is only needed in contractions, done below without forming it
     offd = ~eye
@@ -275,7 +291,8 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     rho = torch.einsum("bgtw,hwe->bghte", rk, P)                        # (B, G2, H, t, e)
     R = (rho @ v[:, None].transpose(-1, -2)) * offd                     # rho_t . v_k, k != t
     Rm = (rho * vm[:, None]).sum(-1)                                    # rho_t . vm_t
-    num = E[:, None] @ R.transpose(-1, -2) + Em[:, None] * Rm[..., None, :]   # (B, G2, H, j, t)
+    num = (F1[:, None] * (E1[:, None] @ R.transpose(-1, -2)) + F2[:, None] * (E2[:, None] @ R.transpose(-1, -2))
+           + Em[:, None] * Rm[..., None, :])                            # (B, G2, H, j, t)
     off = off + (num / den[:, None]).sum(2).transpose(-1, -2)           # sum_h rho_t . A[j, t]
     if bO is not None:
         off = off + (rk @ bO)[..., None]
@@ -290,7 +307,8 @@ def bidirectional_all_targets(stack: AttentionStack, cols: torch.Tensor, masked_
     # sum_j w2[t, j] * (layer-1 column j of copy t), then W^V_2
     Zs = r1 * (w2o @ cols[:, None]) + wd[..., None] * G[:, None]        # (B, G2, t, W)
     U = w2o[:, :, None] / den.transpose(-1, -2)[:, None]                # (B, G2, H, t, j)
-    Qs = ((U @ E[:, None]) * offd) @ v[:, None] \
+    Qs = (((U * F1.transpose(-1, -2)[:, None]) @ E1[:, None] + (U * F2.transpose(-1, -2)[:, None]) @ E2[:, None])
+          * offd) @ v[:, None] \
         + (U * Em.transpose(-1, -2)[:, None]).sum(-1, keepdim=True) * vm[:, None]   # sum_j w2o A[j, t]
     Zs = Zs + torch.einsum("bghte,hwe->bgtw", Qs, P)
     if bO is not None:
