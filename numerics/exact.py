@@ -31,4 +31,6 @@ def bernoulli_nll(logit: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     (for y in [0, 1], the binary cross-entropy with logits)."""
     logit = torch.as_tensor(logit)
     y = torch.as_tensor(y).to(logit.dtype)
-    return y * softplus(-logit) + (1 - y) * softplus(logit)
+    a, b = y * softplus(-logit), (1 - y) * softplus(logit)
+    # a term whose weight is 0 is 0, also where its softplus is inf (logit +-inf: 0 * inf gave NaN for log p = 0)
+    return torch.where(y == 0, torch.zeros_like(a), a) + torch.where(y == 1, torch.zeros_like(b), b)

@@ -393,3 +393,34 @@ def test_a_fully_padded_sequence_leaves_the_batch_finite():
     assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
     keep = torch.tensor([0, 2])
     assert torch.allclose(m.loglik(x, valid=valid)[keep], m.loglik(x[keep], valid=valid[keep]), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, mu", [(torch.float32, 1e4), (torch.float64, 1e8)])
+def test_gaussian_log_prob_where_its_terms_cancel(dtype, mu):
+    """eta y - A(eta) + log h(y) summed as printed lost every digit (0 in float32 at y = mu = 1e4, -1 in float64 at
+    1e8, exact -0.919); against torch.distributions.Normal (outside review)."""
+    fam = expfam.Gaussian(1.0)
+    out = torch.tensor([mu, mu], dtype=dtype)
+    y = torch.tensor([mu, mu + 0.5], dtype=dtype)
+    want = torch.distributions.Normal(out.double(), 1.0).log_prob(y.double())
+    assert torch.allclose(fam.log_prob(out, y).double(), want, rtol=1e-6, atol=0)
+    # a float32 y beside float64 outputs is taken in float64 (log h in float32 gave +218.6 for -0.950)
+    o64 = torch.tensor([300.0], dtype=torch.float64)
+    assert abs(float(fam.log_prob(o64, torch.tensor([300.5]))) - (-0.125 - 0.5 * math.log(2 * math.pi))) < 1e-12
+
+
+def test_log_p_zero_at_infinite_outputs():
+    inf = torch.tensor([math.inf, -math.inf], dtype=torch.float64)
+    assert torch.equal(expfam.Bernoulli().log_prob(inf, torch.tensor([1.0, 0.0], dtype=torch.float64)).abs(),
+                       torch.zeros(2, dtype=torch.float64))
+    assert float(expfam.PoissonV1().log_prob(inf[1:], torch.tensor([1.0], dtype=torch.float64))) == 0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32])
+def test_bidir_loss_refuses_targets_that_are_not_int64(dtype):
+    from attnlab.experiments.models.bidir import BidirAttentionMLM, mask_sentences
+
+    net = BidirAttentionMLM(vocab_size=7, seq_len=4, p=4)
+    tok, m = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 0]]), torch.tensor([1, 3])
+    with pytest.raises(ValueError, match="int64"):
+        net.loss(mask_sentences(tok, m, 7), m, tok[torch.arange(2), m].to(dtype))

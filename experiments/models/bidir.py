@@ -71,6 +71,8 @@ def _check_inputs(x: torch.Tensor, m: torch.Tensor, vocab_size: int, seq_len: in
 def _check_targets(b: torch.Tensor, n: int, vocab_size: int) -> None:
     if not isinstance(b, torch.Tensor) or b.shape != (n,):
         raise ValueError(f"b must be an integer tensor of shape ({n},)")
+    if b.dtype != torch.long:                  # (cross_entropy's own error came from deep inside torch)
+        raise ValueError(f"b (the masked tokens) must be an int64 tensor (the class indices of the loss); got {b.dtype}")
     if int(b.min()) < 0 or int(b.max()) >= vocab_size:
         raise ValueError(f"b (the masked tokens) must lie in [0, {vocab_size - 1}]")
 

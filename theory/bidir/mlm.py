@@ -55,6 +55,9 @@ def check_mlm_domain():
         "targets (2, 1) refused": _refusal(lambda: net.loss(x, m, b[:, None]), "b must be an integer tensor of shape (2,)"),
         "3 targets for 2 sentences refused": _refusal(lambda: net.loss(x, m, torch.tensor([0, 1, 2])),
                                                       "shape (2,)"),
+        # targets are class indices: int32 and float targets refused naming b (a traceback from the loss before)
+        "targets int32, float refused": all(_refusal(lambda d=d: net.loss(x, m, b.to(d)), "b (the masked tokens)",
+                                                     "int64") for d in (torch.int32, torch.float32)),
         # the CBOW of Eq. (1): its initial scale is a number > 0
         "AttentionCBOW init_std -0.1, 0, '0.1', inf refused": all(
             _refusal(lambda s=s: AttentionCBOW(V, 4, init_std=s), "init_std must be a finite number > 0")
