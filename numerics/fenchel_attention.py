@@ -961,11 +961,11 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     if not _all_finite(K):                     # an inf template (or scale * key overflowing) stalled the solver
         raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
                          f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
-    if exact and float(alpha.min()) < 1 / torch.finfo(cdt).max:
+    if exact and float(alpha.detach().min()) < 1 / torch.finfo(cdt).max:
         # the curvature 1/alpha of (7) enters the backward's solves: beyond the dtype's range it is no number
         raise ValueError(f"alpha must be at least 1/{torch.finfo(cdt).max:.4g} = {1 / torch.finfo(cdt).max:.4g} for "
                          f"the exact form in {str(cdt).replace('torch.', '')} (its reciprocal, the curvature of (7), "
-                         f"must be finite); got {float(alpha.min()):.4g}")
+                         f"must be finite); got {float(alpha.detach().min()):.4g}")
     if exact and not _all_finite(query):       # (a NaN query ran the whole Newton continuation, then warned)
         raise ValueError(f"query must be finite for the exact form (the evidence z of Eq. (3)); got "
                          f"{int((~torch.isfinite(query)).sum())} non-finite entries of {query.numel()}")
