@@ -188,8 +188,8 @@ def write_json_dest(dest: str | None, obj: Any, what: str = "--json") -> None:
 
         try:
             atomic_write_text(dest, json.dumps(obj, indent=2) + "\n")
-        except OSError as exc:
-            raise UsageError(f"{what} {dest}: cannot write it ({exc.strerror or exc})") from None
+        except UsageError as exc:               # (what the file system refused, naming the file)
+            raise UsageError(f"{what}: {exc}") from None
 
 
 def _remove_stale_temporaries(path: Path, older_than: float = 3600.0) -> None:

@@ -1411,6 +1411,8 @@ def test_a_full_disk_is_one_line_and_leaves_the_old_file(tmp_path, monkeypatch):
                   lambda: atomic_io.atomic_torch_save(target, {"a": 1})):
         with pytest.raises(UsageError, match="cannot write .*No space left on device"):
             write()
+    with pytest.raises(UsageError, match="^--json: cannot write .*No space left on device"):   # naming the option
+        atomic_io.write_json_dest(str(target), {"a": 1})
     monkeypatch.setattr(atomic_io.os, "fsync", real_fsync)
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
