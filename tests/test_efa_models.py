@@ -424,3 +424,18 @@ def test_bidir_loss_refuses_targets_that_are_not_int64(dtype):
     tok, m = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 0]]), torch.tensor([1, 3])
     with pytest.raises(ValueError, match="int64"):
         net.loss(mask_sentences(tok, m, 7), m, tok[torch.arange(2), m].to(dtype))
+
+
+def test_model_arguments_refused_in_one_line():
+    """Outside review: BaiEFA(R='1') a TypeError, a 1-D y 'not enough values to unpack'; BidirAttentionMLM's
+    w1_scale=nan filled W' with NaN and an integer dtype failed inside torch."""
+    from attnlab.experiments.models.bidir import BidirAttentionMLM
+
+    with pytest.raises(ValueError, match="R must be None or a finite number > 0"):
+        BaiEFA(R="1")
+    with pytest.raises(ValueError, match="y must be a tensor of shape"):
+        BaiEFA()(torch.zeros(3, 2), torch.zeros(3))
+    with pytest.raises(ValueError, match="w1_scale must be a finite number >= 0"):
+        BidirAttentionMLM(4, 3, 3, w1_scale=float("nan"))
+    with pytest.raises(ValueError, match="dtype must be a floating-point"):
+        BidirAttentionMLM(4, 3, 3, dtype=torch.int64)

@@ -125,6 +125,11 @@ class BidirAttentionMLM(nn.Module):
         self.heads = _pos_int(heads, "heads")
         self.layers = _pos_int(layers, "layers")
         _check_init_std(init_std)
+        if not (isinstance(w1_scale, (int, float)) and not isinstance(w1_scale, bool) and math.isfinite(w1_scale)
+                and w1_scale >= 0):                  # (nan filled W' with NaN)
+            raise ValueError(f"w1_scale must be a finite number >= 0; got {w1_scale!r}")
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ValueError(f"dtype must be a floating-point torch dtype; got {dtype!r}")
         self.positional, self.residual = bool(positional), bool(residual)
         g, H = generator, self.heads
         self.C = _normal((vocab_size + 1, p), init_std, g, dtype)

@@ -55,7 +55,8 @@ class BaiEFA(nn.Module):
         self.K, self.tau_dim, self.Kp = _posint(K, "K"), _posint(tau_dim, "tau_dim"), _posint(Kp, "Kp")
         self.L, self.M, self.Dp = _posint(layers, "layers"), _posint(heads, "heads"), _posint(mlp_hidden, "mlp_hidden")
         for v, n in ((R, "R"), (B_y, "B_y")):
-            if v is not None and not (math.isfinite(v) and v > 0):
+            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                      and v > 0):            # ('1' gave a TypeError from math.isfinite)
                 raise ValueError(f"{n} must be None or a finite number > 0; got {v!r}")
         self.R, self.B_y = R, B_y
         D = self.D = self.K + 1
@@ -128,6 +129,9 @@ class BaiEFA(nn.Module):
 
     def forward(self, tau: torch.Tensor, y: torch.Tensor, targets=None) -> torch.Tensor:
         """clip_{B_y}(read_y(Y'_ii)) for the targets, (B, T)."""
+        if not torch.is_tensor(y) or y.dim() != 2:          # (a 1-D y: "not enough values to unpack")
+            raise ValueError(f"y must be a tensor of shape (B, I); got "
+                             f"{tuple(y.shape) if torch.is_tensor(y) else type(y).__name__}")
         B, I = y.shape
         if tau.shape != (B, I, self.tau_dim):
             raise ValueError(f"tau must have shape (B, I, tau_dim) = {(B, I, self.tau_dim)}; got {tuple(tau.shape)}")
