@@ -498,11 +498,19 @@ def dual_objective_torch(lam, T, logu, z, alpha):
 
 #: solve_dual_newton_torch's second stopping rule: this many full Newton steps in a row whose predicted gain
 #: (the squared decrement) is below the rounding of the dual's value (16 eps (|f| + |log M| + 1), the line
-#: search's slack).  Where the step rule's tol lies below what the instance's conditioning resolves (far
-#: templates, |t| ~ 800: the step stays ~1e-10 relative from the 7th iteration on, noise at lambda*'s float64
-#: floor), the iterates only wander there; a well-resolved problem meets the step rule within one or two steps
-#: of reaching the floor, so where the step rule used to stop, it still stops at the same iterate.
+#: search's slack).  Where the step rule's tol lies below what the instance's conditioning resolves (float32 at
+#: alpha |t|^2 ~ 2.5e5), the iterates only wander there; a well-resolved problem meets the step rule within one
+#: or two steps of reaching the floor, so where the step rule stops, it still stops at the same iterate.
 FLOOR_RUN = 3
+
+
+def _centred(T, logu):
+    """The templates centred at mu = sum_i u_i t_i (u the normalised exp(logu)), without a gradient: lambda* of
+    (7) is the same for T and T - mu (b and h(lambda) move alike)."""
+    import torch
+
+    with torch.no_grad():
+        return T - torch.softmax(logu, -1).unsqueeze(-2) @ T
 
 
 def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_iter: int = 200,
@@ -526,8 +534,11 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
     with a per-problem backtracking (Armijo) line search.  Default tol: 1e-12 (float64) or 1e-5
     (float32), on the step relative to 1 + |lambda|; a problem also stops at its rounding floor, after
     FLOOR_RUN (3) full steps in a row whose predicted gain is below the rounding of the dual's value (there
-    a step below tol cannot be resolved: templates |t| ~ 800 keep steps ~1e-10 relative at lambda*).  No gradient is tracked (see
-    attnlab.numerics.fenchel_attention for the implicit-function derivative).
+    a step below tol cannot be resolved).  The templates are centred first, at mu: lambda* is
+    invariant under a translation of the templates (b and h(lambda) move alike), and the logits
+    <t_i - mu, lambda> keep the digits that |mu| would take (templates ~1e3 from the origin: lambda lost two to three
+    digits and, where the step stays at the rounding of such logits, never met the step rule).  No gradient is
+    tracked (see attnlab.numerics.fenchel_attention for the implicit-function derivative).
 
     ``space`` picks the coordinates of the Newton iteration: ``"lambda"`` (d unknowns, the (d, d)
     Hessian above) or ``"atoms"`` (n unknowns, see :func:`_newton_atoms`); both produce the same
@@ -551,6 +562,7 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
         raise ValueError(f"space must be 'auto', 'lambda' or 'atoms'; got {space!r}")
     if tol is None:
         tol = 1e-12 if z.dtype == torch.float64 else 1e-5
+    T = _centred(T, logu)
     if space == "atoms" or (space == "auto" and T.shape[-2] < T.shape[-1]):
         return _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info)
     with torch.no_grad():
@@ -575,7 +587,7 @@ def solve_dual_newton_torch(T, logu, z, alpha, *, tol: float | None = None, max_
         it = 0
         for it in range(1, max_iter + 1):
             s, lse, f = parts(lam)
-            p = torch.exp(s - lse.unsqueeze(-1))
+            p = torch.softmax(s, -1)
             h = (p.unsqueeze(-2) @ T).squeeze(-2)
             g = b - lam / a - h
             Tc = T - h.unsqueeze(-2)                              # (..., n, d)
@@ -667,7 +679,7 @@ def _newton_atoms(T, logu, z, alpha, tol, max_iter, return_info):
         it = 0
         for it in range(1, max_iter + 1):
             s, lse, f = parts(c)
-            p = torch.exp(s - lse.unsqueeze(-1))
+            p = torch.softmax(s, -1)
             r = w - c / a - p
             Gr = (G @ r.unsqueeze(-1)).squeeze(-1)                # the gradient in c
             step = _atoms_step(p, G, r, Gr, a)
@@ -705,8 +717,9 @@ def _atoms_step(p, G, r, Gr, a):
         delta = alpha r - alpha^2 R^T (I + alpha R G R^T)^-1 R G r,
     where I + alpha R G R^T is symmetric with eigenvalues >= 1 (Cholesky); T^T delta is the lambda-space Newton
     step H^-1 T^T r, H = I/alpha + T^T Sigma T.  (A general LU solve of the nonsymmetric I/alpha + Sigma G, p
-    nearly one-hot, lost the step in float32 at large alpha |t|^2: it came back a descent direction, the line
-    search shrank it to nothing, and the step rule read that as convergence, lambda off by 100 % and more.)
+    nearly one-hot, lost the step in float32 at large alpha |t|^2 on templates not centred: it came back a
+    descent direction, the line search shrank it to nothing, and the step rule read that as convergence, lambda
+    off by 100 % and more.  On centred templates the two solves agree in outcome.)
     A failed factorisation falls back to the scaled gradient step alpha r, which the line search safeguards."""
     import torch
 

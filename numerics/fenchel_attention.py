@@ -233,7 +233,7 @@ def _solve_once(K, logu, Z, alpha, tol, max_iter, cg_iters, fixed_point_iters, l
         floor_run = torch.zeros(done.shape, dtype=torch.long, device=lam.device)
         s, lse, f = _shared_parts(lam, K, logw, b, a)
         for _ in range(max_iter):
-            p = torch.exp(s - lse)
+            p = torch.softmax(s, -1)
             h = p @ K
             g = b - lam / a - h
             # stop on the gradient-mapped step alpha g (the fixed-point step of lambda = alpha (b - h))
