@@ -198,8 +198,18 @@ def prop14_statistics(x: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray
 
 
 def prop14_target(A, B, Q, S: int = SENTENCE_LENGTH):
-    """Eq. (2): (|V| A_ij - B_j) / (S Q_j) for the |V| word columns."""
-    return (V * A[:, :V] - B[None, :V]) / (S * Q[None, :V])
+    """Eq. (2): (|V| A_ij - B_j) / (S Q_j) for the |V| word columns; NaN in the column of a word that is
+    never in a context (Q_j = B_j = 0: the target is undefined there, and the correlations leave it out)."""
+    with np.errstate(invalid="ignore"):
+        return (V * A[:, :V] - B[None, :V]) / (S * Q[None, :V])
+
+
+def prop14_log_ratio(A, B):
+    """N_ij = log(A_ij / B_j) + log |V| for the |V| word columns, the attention analogue of Prop 9's log-ratio
+    target; NaN where A_ij = 0 (no such co-occurrence: undefined, and the correlations leave it out)."""
+    with np.errstate(divide="ignore"):
+        return np.where(A[:, :V] > 0, np.log(np.where(A[:, :V] > 0, A[:, :V], 1.0) / B[None, :V]) + math.log(V),
+                        np.nan)
 
 
 def marginal_entropy(corpus: np.ndarray) -> float:
@@ -329,10 +339,11 @@ def run_dimension(corpus: np.ndarray, p: int, seed: int, steps: int, init_std: f
         log_tau = att.log_tau().cpu().numpy()
     A, B, Q = prop14_statistics(x, m, b, w, log_tau)
     T14 = prop14_target(A, B, Q)
-    N = np.where(A[:, :V] > 0, np.log(np.where(A[:, :V] > 0, A[:, :V], 1.0) / B[None, :V]) + math.log(V), np.nan)
-    zeta = Q / B
+    N = prop14_log_ratio(A, B)
+    with np.errstate(invalid="ignore"):                          # (undefined where word j is in no context: NaN)
+        zeta = (Q / B)[:V]
     out.update(attn_sim=sim_a, log_tau=log_tau, prop14_target=T14, N=N, prop9_R=R, prop9_M=M,
-               zeta_spread=float(np.ptp(zeta[:V])),
+               zeta_spread=float(np.ptp(zeta[np.isfinite(zeta)])),       # over the defined zeta_j (App. G.2)
                attn_prop14=correlations(sim_a, T14),
                attn_prop14_N=correlations(sim_a, N, A[:, :V] > 0),
                attn_prop14_N_centred=column_centred_pearson(sim_a, N),
@@ -469,7 +480,6 @@ def record_targets(record: dict, dim: int) -> dict:
     x, m, b, w, R, M = _corpus_statistics(int(record["config_values"]["n_sentences"]), int(record["seed"]))
     log_tau = np.asarray(r["log_tau"], dtype=float)
     A, B, Q = prop14_statistics(x, m, b, w, log_tau)
-    with np.errstate(divide="ignore"):
-        N = np.where(A[:, :V] > 0, np.log(np.where(A[:, :V] > 0, A[:, :V], 1.0) / B[None, :V]) + math.log(V), np.nan)
+    N = prop14_log_ratio(A, B)
     return dict(sim_cbow=np.asarray(r["similarity_cbow"]), sim_attention=np.asarray(r["similarity_attention"]),
                 R=R, M=M, eq2=prop14_target(A, B, Q), N=N, log_tau=log_tau, summary=r)
