@@ -29,9 +29,9 @@ import torch
 from torch import nn
 
 from attnlab.numerics import kernel_layer_math as nca
-from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_mask,
-                                         check_positive, check_qkv, check_scale, compute_dtype, deprecated,
-                                         empty_attention, sdpa_mask)
+from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, broadcast_shapes, check_dropout,
+                                         check_mask, check_positive, check_qkv, check_scale, compute_dtype,
+                                         deprecated, empty_attention, sdpa_mask)
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
               "kernel_softmax", "kernel_sparsemax")
@@ -217,16 +217,20 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     r"""Continuous attention over a sequence, called like ``torch.nn.functional.scaled_dot_product_attention``.
 
     "Kernel Multimodal Continuous Attention" (Moreno et al., NeurIPS 2022), Eq. (1), (2), (6), (8) and
-    Algorithm 1.  Keys and values sit at the positions $t_s = s/(S-1)$ of [0, 1] (1/2 for S = 1); a key that
-    no query of its sequence may attend to (padding) is absent: the n keys present sit at $j/(n-1)$ in their
-    order, so that padding changes no output, as in ``nn.MultiheadAttention``.  For each query:
+    Algorithm 1.  Keys and values sit at the positions $t_s = s/(S-1)$ of [0, 1] (1/2 for S = 1); padding is
+    absent: the n keys present sit at $j/(n-1)$ in their order, so that padding changes no output, as in
+    ``nn.MultiheadAttention``.  Padding is what the mask says of the keys alone: the keys masked by a mask
+    that is the same for every query (shape (..., 1, S) or (S,), e.g. ``~key_padding_mask[:, None, :]``).
+    A mask with a row per query (causal, ...) keeps the positions, also of a key it masks for every query,
+    so that a query's output does not depend on the other queries in the call (``is_causal`` always does; a
+    one-row mask for a single query is padding).  For each query:
 
     1. scores $s_j = \text{scale}\,\langle q, k_j\rangle$ (+ a float mask), the logits of discrete
        attention;
-    2. an attention density $p$ on [0, 1]: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
-       truncated parabola (Eq. 2 with the Shannon / Tsallis-2 entropy) with the mean and variance of
-       $\text{softmax}(s)$ over the positions (Martins et al.'s unimodal encoder, the paper's
-       baselines); ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
+    2. an attention density $p$: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
+       truncated parabola (Eq. 2 with the Shannon / Tsallis-2 entropy) on the real line with the mean and
+       variance of $\text{softmax}(s)$ over the positions (Martins et al.'s unimodal encoder, the paper's
+       baselines; not renormalised to [0, 1], as there); on [0, 1], ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
        $p(t) \propto \exp f(t)$ / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
        $p(t) \propto [1 + (\alpha-1)(f(t) - \max f)]_+^{1/(\alpha-1)}$ (App. E.1's shift by the
        maximum of $f$ on the grid, then normalised by the trapezoid rule; not the threshold $\tau$ that
@@ -261,7 +265,10 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         ridge: keyword-only; the ridge penalty $\lambda > 0$ of Eq. (6).
         return_weights: keyword-only; also return the weights w.
         return_density: keyword-only; also return the densities on the grid.
-        key_padding_mask: deprecated (bool (B, S), True = padding); use ``attn_mask=~kpm[:, None, :]``.
+        key_padding_mask: keyword-only; (..., S), as in ``nn.MultiheadAttention``: bool True (or a float
+            ``-inf``) marks padding, which is not there (the other keys re-spaced); a float mask's finite entries
+            are added to the scores.  With a per-query ``attn_mask`` (causal, ...) this is the way to name
+            padding: such a mask keeps the positions of the keys it masks.
 
     Shape:
         - output: (..., L, Ev) in the dtype of the inputs (float16/bfloat16 are computed in float32).
@@ -288,6 +295,17 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         kind, attn_mask = attn_mask, None
         if torch.is_tensor(dropout_p):
             key_padding_mask, dropout_p = dropout_p, 0.0
+    return _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, kind=kind, basis=basis,
+                                 n_basis=n_basis, grid_size=grid_size, kernel=kernel, bandwidth=bandwidth,
+                                 alpha=alpha, ridge=ridge, return_weights=return_weights,
+                                 return_density=return_density, key_padding_mask=key_padding_mask)
+
+
+def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, *, kind, basis, n_basis,
+                          grid_size, kernel, bandwidth, alpha, ridge, return_weights, return_density,
+                          key_padding_mask=None, padding=None):
+    """:func:`continuous_attention`; ``padding`` (bool, broadcastable to (..., S), True = padding) names the
+    absent keys where the mask cannot (the modules: their merged mask has a row per query)."""
     _check_choice("kind", kind, SEQUENCE_KINDS)
     _check_choice("kernel", kernel, KERNELS)
     batch = check_qkv(query, key, value)
@@ -312,10 +330,15 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         extra = ((w,) if return_weights else ()) + ((dens,) if return_density else ())
         return (out, *extra) if extra else out
     if key_padding_mask is not None:
-        warnings.warn("continuous_attention(key_padding_mask=...) is deprecated; pass attn_mask=~key_padding_mask"
-                      "[:, None, :] (True = attend, as in scaled_dot_product_attention)", DeprecationWarning,
-                      stacklevel=2)
-        kpm = check_mask(key_padding_mask, "key_padding_mask")
+        kpm = check_mask(key_padding_mask, "key_padding_mask", dev)
+        try:
+            broadcast_shapes(tuple(kpm.shape), tuple(batch) + (S,))
+            if kpm.dim() == 0 or broadcast_shapes(tuple(kpm.shape[:-1]), tuple(batch)) != tuple(batch):
+                raise RuntimeError
+        except RuntimeError:
+            raise ValueError(f"key_padding_mask must broadcast to (..., S) = ({', '.join(map(str, tuple(batch)))}"
+                             f"{', ' if batch else ''}{S}); got shape {tuple(kpm.shape)}") from None
+        padding = kpm if kpm.dtype == torch.bool else torch.isneginf(kpm)
         kpm = ~kpm[..., None, :] if kpm.dtype == torch.bool else kpm[..., None, :]
         # two float masks add as given (their sum is what the kernel families add to the scores)
         mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool else
@@ -340,11 +363,19 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
             # k(t, t_j), not a constant in t), so the per-row shift that softmax ignores would change the density
             add = torch.where(torch.isneginf(add), add, mask.to(cdt))
         keep = ~torch.isneginf(add)
-    # a key that no query of its sequence may attend to (padding) is absent: the present keys of each sequence
-    # sit at t = j/(n-1), j = 0..n-1 (1/2 for n = 1), as an unpadded sequence of n keys would, so that padding
-    # changes no output (as in nn.MultiheadAttention); per-query masks (causal, ...) keep the positions
+    # padding is absent: the present keys of each sequence sit at t = j/(n-1), j = 0..n-1 (1/2 for n = 1), as an
+    # unpadded sequence of n keys would, so that padding changes no output (as in nn.MultiheadAttention).  Padding
+    # is what a mask says of the keys alone: a mask the same for every query (query dimension 1), or the modules'
+    # key_padding_mask.  A mask with a row per query (causal, ...) keeps the positions, also of a key it masks
+    # for every query (read as padding, a query's output depended on the other queries in the call: a causal
+    # mask with fewer queries than keys re-spaced the keys, 0.43 off between one call and two)
     T2, F, Kg = tab.T2, tab.F, getattr(tab, "Kg", None)
-    present = None if keep is None else keep.any(-2)
+    if padding is not None:
+        present = ~padding.to(dev)
+    elif keep is not None and keep.shape[-2] == 1 and not is_causal:       # (is_causal at L = 1: one row)
+        present = keep.squeeze(-2)
+    else:
+        present = None
     if present is not None and not bool(present.all()):
         T2, F, Kg = _present_tables(present, tab, kernel, bandwidth, cdt)
     dens = None
@@ -669,13 +700,19 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
         return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
                                is_causal)
 
-    def _attend(self, q, k, v, mask, query, need_weights):
+    #: the base class hands _attend the key_padding_mask as well (padding is absent: the keys are re-spaced)
+    _takes_padding = True
+
+    def _attend(self, q, k, v, mask, query, need_weights, padding=None):
         # the basis by its size (it is fixed by n_basis): its tables are built in the computation's dtype (the
         # buffers, built in float32 and cast by .double(), held the centres and widths rounded to float32)
-        return continuous_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0,
-                                    kind=self.kind, n_basis=self.basis.n, grid_size=self.grid_size, kernel=self.kernel,
-                                    bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge,
-                                    return_weights=True)
+        pad = None
+        if padding is not None:                 # (N, S), MHA's convention: True or -inf = padding
+            pad = (padding if padding.dtype == torch.bool else torch.isneginf(padding))[:, None, :]
+        return _continuous_attention(q, k, v, mask, self.dropout if self.training else 0.0, False, None,
+                                     kind=self.kind, basis=None, n_basis=self.basis.n, grid_size=self.grid_size,
+                                     kernel=self.kernel, bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge,
+                                     return_weights=True, return_density=False, padding=pad)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", kind={self.kind!r}"

@@ -173,6 +173,12 @@ def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "a
         except RuntimeError:
             raise ValueError(f"{name} must broadcast to (..., L, S) = ({', '.join(map(str, tuple(batch or ())))}"
                              f"{', ' if batch else ''}{L}, {S}); got shape {tuple(attn_mask.shape)}") from None
+        if attn_mask.dim() < 2 or attn_mask.shape[-1] != S:
+            # a 0-d, (S,), (L, 1) ... mask, which SDPA broadcasts: (..., L or 1, S), so that the key dimension is
+            # there (the layers index it; a (5, 1) mask crashed them with torch's shape error) and a mask the
+            # same for every query keeps its query dimension 1 (continuous attention reads that as padding)
+            attn_mask = attn_mask.reshape((1,) * max(0, 2 - attn_mask.dim()) + tuple(attn_mask.shape))
+            attn_mask = attn_mask.expand(*attn_mask.shape[:-1], S)
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{name} must be None when is_causal=True (as in scaled_dot_product_attention)")
@@ -336,6 +342,9 @@ class MultiheadAttentionBase(nn.Module):
             out = add if out is None else out + add
         return out
 
+    #: whether _attend takes the key_padding_mask (N, S) as ``padding=`` besides the merged mask
+    _takes_padding = False
+
     #: whether the attention ignores a constant added to a row of scores (softmax does), so that a float mask
     #: may be shifted by its largest finite entry per row before the masks are added (digits kept)
     _shift_float_masks = True
@@ -405,6 +414,8 @@ class MultiheadAttentionBase(nn.Module):
         v = self._heads(self._project(value, 2))
         mask = self._merged_mask(key_padding_mask, attn_mask, is_causal, N, L, S, q.device,
                                  compute_dtype(q)[0])
+        if self._takes_padding:
+            kwargs["padding"] = key_padding_mask
         out, w = self._attend(q, k, v, mask, query, need_weights, **kwargs)      # (N, H, L, Dh), (N, H, L, S)
         out = self._combine_heads(out)
         if need_weights and w is not None:

@@ -178,14 +178,16 @@ LATEX = {
     "kernel.eq1.sequence-layer": Tex(
         r"The library's continuous-attention layer computes the paper's context $c = B\,\mathbb{E}_p[\Psi]$ for "
         r"every query: scores $s_j = \text{scale}\,\langle q, k_j\rangle$ at positions $t_j = j/(n-1)$ of the $n$ keys "
-        r"present (a key no query may attend to, padding, is absent: appending padded keys changes nothing); the "
+        r"present (padding, a key\_padding\_mask or a mask the same for every query, is absent: appending padded "
+        r"keys changes nothing; a mask with a row per query keeps every key's position, so that no query's output "
+        r"depends on the other queries in the call); the "
         r"continuous softmax / sparsemax density with the moments of $\operatorname{softmax}(s)$ over the "
         r"positions, or the kernel exponential / deformed family $f(t) = \sum_j s_j\, k(t, t_j)$ shifted by its "
         r"maximum (App. E.1) with the trapezoid rule of Algorithm 1; the ridge value function of Eq. (6) over the "
         r"allowed keys -- in float64 within $10^{-10}$ of a transcription of those definitions, for every kind, "
         r"both kernels, masks (a fully masked query gives 0), $S = 1, 2, 7$ (no key or no query: 0, as SDPA), and "
         r"in the multi-head module.",
-        of="abc70de4"),
+        of="3939935e"),
     "kernel.eq13.bregman-three-point": Tex(
         r"$B(p, p_g) = B(p, p_\theta) + B(p_\theta, p_g) - \langle p - p_\theta, \nabla\Omega(p_\theta) - "
         r"\nabla\Omega(p_g) \rangle$ for the Bregman divergence of the Tsallis negative entropy (footnote 7: an "

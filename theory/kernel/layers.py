@@ -167,17 +167,16 @@ def _mixture_r(pi, mu, s2, centres, widths):
 
 
 def oracle_attention(q, k, v, allowed, kind, centres, widths, *, scale, kernel="gaussian", bandwidth=0.2,
-                     alpha=2.0, ridge=0.1, grid_size=33, add=None, densities=None):
+                     alpha=2.0, ridge=0.1, grid_size=33, add=None, densities=None, padding=None):
     """The context of every query (L, Ev) for one head: q (L, E), k (S, E), v (S, Ev), allowed (L, S) bool,
     in float64 from the paper's definitions (module docstring): loops over queries and keys, the integrals
     on R by checked quadrature, the trapezoid rule written out, the ridge system solved per query.  add (L, S):
     a float mask's finite entries, added to the scores (SDPA's convention).  densities: a list that, for the
     kernel kinds, receives each query's density on the grid (normalised by the trapezoid rule; None for a
-    query with no key)."""
+    query with no key).  padding (S,) bool: the keys that are not there (True); the others sit at j/(n-1) in their
+    order (1/2 for one), whatever the queries' masks say (a key masked for every query keeps its position)."""
     L, S = q.shape[0], k.shape[0]
-    # the keys some query may attend to, at j/(n-1) in their order (1/2 for one); a key no query may attend to
-    # (padding) is not there
-    present = [j for j in range(S) if allowed[:, j].any()]
+    present = [j for j in range(S) if padding is None or not padding[j]]
     t = np.zeros(S)
     for i, j in enumerate(present):
         t[j] = i / (len(present) - 1) if len(present) > 1 else 0.5
@@ -261,7 +260,8 @@ def check_sequence_layer():
     for kind in KINDS:
         for kernel in (("gaussian", "laplace") if kind.startswith("kernel") else ("gaussian",)):
             for alpha in ((2.0, 1.5) if kind == "kernel_sparsemax" else (2.0,)):
-                for S, masking in ((7, "none"), (7, "bool"), (7, "causal"), (7, "float"), (2, "none"), (1, "none")):
+                for S, masking in ((7, "none"), (7, "bool"), (7, "causal"), (7, "float"), (7, "padding (S,)"),
+                                   (7, "rows (L, 1)"), (2, "none"), (1, "none")):
                     cases.append((kind, kernel, alpha, S, masking))
     L, E, Ev = 3, 4, 2
     for kind, kernel, alpha, S, masking in cases:
@@ -271,27 +271,40 @@ def check_sequence_layer():
             allowed[:, 0] = True
             allowed[1] = False                                       # one query with every key masked
         elif masking == "causal":
-            allowed = np.tril(np.ones((L, S), bool))
+            allowed = np.tril(np.ones((L, S), bool))               # (L = 3 < S: keys 3-6 masked for every query,
+        elif masking == "padding (S,)":                            # and there all the same)
+            allowed = np.broadcast_to(rng.random(S) > 0.4, (L, S)).copy()
+            allowed[:, 0] = True
+        elif masking == "rows (L, 1)":                             # SDPA broadcasts it: whole rows masked
+            allowed = np.broadcast_to(np.array([[True], [False], [True]]), (L, S)).copy()
         else:
             allowed = np.ones((L, S), bool)
+        # a mask the same for every query is padding (the keys it masks are not there); one with a row per query
+        # keeps every key's position
+        padding = ~allowed[0] if masking == "padding (S,)" else None
         add = None
         if masking == "float":                                       # finite entries added to the scores, -inf masks
             add = rng.normal(size=(L, S))
             allowed = rng.random((L, S)) > 0.3
             allowed[:, 0] = True
             mask = torch.tensor(np.where(allowed, add, -np.inf))
+        elif masking == "padding (S,)":
+            mask = torch.tensor(allowed[0])
+        elif masking == "rows (L, 1)":
+            mask = torch.tensor(allowed[:, :1])
         else:
             mask = None if masking in ("none", "causal") else torch.tensor(allowed)
         kw = dict(kind=kind, basis=basis, grid_size=33, kernel=kernel, bandwidth=0.2, alpha=alpha, ridge=0.1)
         tq, tk, tv = (torch.tensor(x)[None, None] for x in (q, k, v))
         out = continuous_attention(tq, tk, tv, attn_mask=mask, is_causal=masking == "causal", **kw)[0, 0].numpy()
         ref = oracle_attention(q, k, v, allowed, kind, centres, widths, scale=1 / np.sqrt(E), kernel=kernel,
-                               bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add)
+                               bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add, padding=padding)
         note(f"continuous_attention / {kind} {kernel} alpha={alpha} S={S} mask={masking}", _rel(out, ref))
         if kind.startswith("kernel"):                      # the densities it returns on request (Algorithm 1, step 1)
             dens_ref = []
             oracle_attention(q, k, v, allowed, kind, centres, widths, scale=1 / np.sqrt(E), kernel=kernel,
-                             bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add, densities=dens_ref)
+                             bandwidth=0.2, alpha=alpha, ridge=0.1, grid_size=33, add=add, densities=dens_ref,
+                             padding=padding)
             got = continuous_attention(tq, tk, tv, attn_mask=mask, is_causal=masking == "causal", return_density=True,
                                        **kw)[1][0, 0].numpy()
             rows_ = [i for i, d in enumerate(dens_ref) if d is not None]
@@ -335,7 +348,7 @@ def check_sequence_layer():
         def projected_oracle(add=None):
             heads = [oracle_attention(Q[:, 2 * h:2 * h + 2], K[:, 2 * h:2 * h + 2], Vv[:, 2 * h:2 * h + 2], allowed,
                                       kind, mc, mw, scale=1 / np.sqrt(2), kernel="laplace", bandwidth=0.2, ridge=0.1,
-                                      grid_size=33, add=add) for h in range(2)]
+                                      grid_size=33, add=add, padding=pad[0]) for h in range(2)]
             return np.concatenate(heads, -1) @ Wo.T + bo
         T_ = torch.tensor
         out, _ = mha(T_(xq), T_(xk), T_(xv), key_padding_mask=T_(pad))
@@ -377,7 +390,7 @@ def check_sequence_layer():
         # the basis n_basis documents, in float64 (the module is cast by .double(): its tables follow the dtype)
         exact = GaussianBasis(seq.basis.n, dtype=torch.float64)
         ref = oracle_attention(x[0], x[0], x[0], allowed, kind, exact.mu.tolist(), exact.sigma.tolist(),
-                               scale=1 / 2.0, kernel="laplace", bandwidth=0.2, ridge=0.1, grid_size=33)
+                               scale=1 / 2.0, kernel="laplace", bandwidth=0.2, ridge=0.1, grid_size=33, padding=pad[0])
         note(f"SequenceContinuousAttention / {kind} (deprecated call, key padding)", _rel(out[0].detach().numpy(), ref))
     # its defaults are the one-head module's; the functional form's deprecated key_padding_mask= is attn_mask=~kpm
     with warnings.catch_warnings():
@@ -394,15 +407,21 @@ def check_sequence_layer():
         kw = dict(kind="kernel_softmax", basis=basis, grid_size=33, bandwidth=0.2)
         d_kpm = float((continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], key_padding_mask=pad[:, :5], **kw)
                        - continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=~pad[:, None, :5], **kw)).abs().max())
-        # a float key_padding_mask (deprecated; added to the scores) with a float attn_mask: the two are added
+        # a float key_padding_mask (its -inf entries padding, its finite ones added to the scores) with a float
+        # attn_mask: the padded keys are not there, the two masks' finite entries are added
         fm5 = torch.tensor(rng.normal(size=(5, 5)))
         fkpm = torch.tensor(np.where(pad[:, :5].numpy(), -np.inf, rng.normal(size=(2, 5))))
-        d_fkpm = float((continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=fm5, key_padding_mask=fkpm, **kw)
-                        - continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=fm5 + fkpm[:, None, :], **kw))
-                       .abs().max())
+        got = continuous_attention(q4[:, 0], k4[:, 0], v4[:, 0], attn_mask=fm5, key_padding_mask=fkpm, **kw)
+        d_fkpm = 0.0
+        for b_ in range(2):
+            keep_ = ~pad[b_, :5]
+            want = continuous_attention(q4[b_, 0], k4[b_, 0][keep_], v4[b_, 0][keep_],
+                                        attn_mask=(fm5 + fkpm[b_])[:, keep_], **kw)
+            d_fkpm = max(d_fkpm, float((got[b_] - want).abs().max()))
     note("SequenceContinuousAttention() defaults = ContinuousMultiheadAttention(E, 1) defaults", d_def)
-    note("continuous_attention key_padding_mask= (deprecated) = attn_mask=~kpm", d_kpm)
-    note("continuous_attention float key_padding_mask= (deprecated) with a float attn_mask = their sum", d_fkpm)
+    note("continuous_attention key_padding_mask= = attn_mask=~kpm[:, None, :] (a mask the same for every query)", d_kpm)
+    note("continuous_attention float key_padding_mask= with a float attn_mask = the padded keys dropped, the finite "
+         "entries added", d_fkpm)
     # a float mask is added to the scores: -inf masks a key, nan and +inf mean nothing and are refused
     from attnlab.theory._inputs import refused as refused_with
     note("continuous_attention / a float attn_mask holding nan or +inf refused", 0.0 if all(
@@ -552,8 +571,10 @@ GRAD_TOL = 1e-7
 @claim("kernel.eq1.sequence-layer",
        reference="Sec. 3 Eq. (1), (2), (6); Eq. (8); Sec. 5.2; App. E.1; Algorithm 1",
        statement="The library's continuous-attention layer computes the paper's context c = B E_p[Psi] for every "
-                 "query: scores scale <q, k_j> at positions t_j = j/(n-1) of the n keys present (a key no query may attend "
-                 "to, padding, is absent: appending padded keys changes nothing); the continuous softmax / sparsemax "
+                 "query: scores scale <q, k_j> at positions t_j = j/(n-1) of the n keys present (padding, a "
+                 "key_padding_mask or a mask the same for every query, is absent: appending padded keys changes "
+                 "nothing; a mask with a row per query keeps every key's position, so that no query's output depends "
+                 "on the other queries in the call); the continuous softmax / sparsemax "
                  "density with the moments of softmax over the positions, or the kernel exponential / deformed "
                  "family f(t) = sum_j s_j k(t, t_j) shifted by its maximum (App. E.1) with the trapezoid rule of "
                  "Algorithm 1; the ridge value function of Eq. (6) over the allowed keys -- in float64 within 1e-10 "
