@@ -317,13 +317,35 @@ def test_continuous_n_basis_odd_or_too_large_is_refused_at_the_boundary():
     """An odd n_basis was rounded down (3 -> 2 functions, both at 0); a module with n_basis = 10^5 was built and
     failed in its forward asking for 80 GB."""
     q = torch.randn(2, 4, 8)
-    for bad in (3, 5):
-        with pytest.raises(ValueError, match="n_basis must be even"):
+    for bad, why in ((5, "n_basis must be even"), (3, "n_basis must be an integer >= 4"),
+                     (2, "n_basis must be an integer >= 4")):
+        with pytest.raises(ValueError, match=why):
             layers.continuous_attention(q, q, q, n_basis=bad)
-        with pytest.raises(ValueError, match="n_basis must be even"):
+        with pytest.raises(ValueError, match=why):
             layers.ContinuousMultiheadAttention(8, 2, n_basis=bad)
     with pytest.raises(ValueError, match="GiB of tables"):
         layers.ContinuousMultiheadAttention(8, 2, n_basis=10 ** 5)
+
+
+def test_gaussian_basis_has_two_centres_per_width():
+    """GaussianBasis(3) built 2 functions, both centred at 0 (linspace(0, 1, 1)); a size that is not a multiple of
+    the widths rounds down as the authors' code does (256 with three widths: 255), and says so in .n."""
+    for bad in (3, 1, 2.0, True):
+        with pytest.raises(ValueError, match=r"^n_basis must be an integer >= 2 len\(sigmas\) = 4"):
+            layers.GaussianBasis(bad)
+    b = layers.GaussianBasis(256, (0.025, 0.1, 0.5))
+    assert b.n == 255 and b.mu.unique().numel() == 85
+
+
+def test_table_size_refusal_names_what_is_large():
+    """The refusal blamed n_basis when S or grid_size made the tables large, and counted the grid of the cts
+    kinds, which build none."""
+    q = torch.zeros(1, 3, 2)
+    with pytest.raises(ValueError, match=r"^n_basis = 32 functions, S = 3 keys, grid_size = 100000000 points need"):
+        layers.continuous_attention(q, q, q, kind="kernel_softmax", grid_size=10 ** 8)
+    layers.continuous_attention(q, q, q, kind="cts_softmax", grid_size=10 ** 8)        # no grid tables: taken
+    with pytest.raises(ValueError, match=r"^n_basis = 32 functions, grid_size = 100000000 points need"):
+        layers.ContinuousMultiheadAttention(8, 2, grid_size=10 ** 8)
 
 
 def test_continuous_module_cast_to_float64_is_the_float64_layer():
@@ -364,3 +386,29 @@ def test_fenchel_float32_gradients_near_float64(alpha):
         layers.fenchel_attention(*xs, alpha=alpha).square().sum().backward()
         grads.append(torch.cat([x.grad.double().flatten() for x in xs]))
     assert float((grads[0] - grads[1]).abs().max() / grads[1].abs().max()) < 1e-3
+
+
+@pytest.mark.parametrize("kind", ["cts_softmax", "cts_sparsemax", "kernel_softmax", "kernel_sparsemax"])
+def test_continuous_float32_as_accurate_with_a_mask(kind):
+    """In float32 the masked path solved its ridge systems in float32: any mask, even one that masks nothing,
+    left the output ~2e-4 (relative) off the float64 one for cts_softmax, where the unmasked path (float64 M)
+    was ~1e-5; both are now within 5e-5 (L = 8, S = 256)."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(n, 16, generator=g, dtype=torch.float64) for n in (8, 256, 256))
+    ref = layers.continuous_attention(q, k, v, kind=kind)
+    for mask in (None, torch.ones(8, 256, dtype=torch.bool)):
+        out = layers.continuous_attention(q.float(), k.float(), v.float(), attn_mask=mask, kind=kind).double()
+        assert float((out - ref).abs().max() / ref.abs().max()) < 5e-5, mask is None
+
+
+def test_truncated_parabola_expectation_keeps_its_digits_in_float32():
+    """cts_sparsemax's closed form on R cancels r^2 m0 against the second moment: at the layers' variance floor
+    (1e-4) float32 lost 1.2e-4 (2 % of some components); computed in float64 and cast back, 1e-6."""
+    from attnlab.numerics import continuous_attention as ca
+
+    g = torch.Generator().manual_seed(0)
+    mu, s2 = torch.rand(50, generator=g, dtype=torch.float64), torch.full((50,), 1e-4, dtype=torch.float64)
+    c, w = torch.linspace(0, 1, 16, dtype=torch.float64), torch.full((16,), 0.1, dtype=torch.float64)
+    r64 = ca.truncated_parabola_rbf_expectation(mu, s2, c, w)
+    r32 = ca.truncated_parabola_rbf_expectation(mu.float(), s2.float(), c.float(), w.float())
+    assert r32.dtype == torch.float32 and float((r32.double() - r64).abs().max()) < 1e-5
