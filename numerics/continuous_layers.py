@@ -30,7 +30,7 @@ from torch import nn
 
 from attnlab.numerics import kernel_layer_math as nca
 from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, broadcast_shapes, check_dropout,
-                                         check_mask, check_positive, check_qkv, check_scale, compute_dtype,
+                                         check_flag, check_mask, check_positive, check_qkv, check_scale, compute_dtype,
                                          deprecated, empty_attention, sdpa_mask)
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
@@ -115,12 +115,12 @@ class ContinuousAttention(nn.Module):
         _check_choice("base", base, BASES)
         if kind == "kernel_softmax" and base == "parabola":
             raise ValueError("base 'parabola' is for kernel_sparsemax; kernel_softmax takes 'none' or 'gaussian'")
-        if kind.startswith("kernel") and int(n_inducing) < 1:
-            raise ValueError(f"n_inducing must be >= 1 for {kind}; got {n_inducing}")
-        if int(grid_size) < 2:
-            raise ValueError(f"grid_size must be >= 2; got {grid_size}")
-        if not (1.0 < alpha <= 2.0):
-            raise ValueError(f"alpha must be in (1, 2]; got {alpha}")
+        if kind.startswith("kernel"):
+            _check_int(n_inducing, "n_inducing", 1)
+        if not isinstance(basis, GaussianBasis):
+            raise ValueError(f"basis must be a GaussianBasis; got {type(basis).__name__}")
+        grid_size = _check_int(grid_size, "grid_size", 2)
+        alpha = _check_alpha_deformed(alpha)                        # (a string met a TypeError from '<')
         bandwidth = check_positive(bandwidth, "bandwidth")
         self.kind, self.kernel, self.base = kind, kernel, base
         self.alpha, self.bandwidth = float(alpha), float(bandwidth)
@@ -136,9 +136,22 @@ class ContinuousAttention(nn.Module):
         else:
             self.register_buffer("K", torch.zeros(0))
 
+    def _needs(self, **given) -> None:
+        """ValueError naming the forward arguments this kind needs and did not get, or got with the wrong last
+        dimension (torch's TypeError / shape error named neither)."""
+        for name, x in given.items():
+            if not torch.is_tensor(x):
+                base = f" with base={self.base!r}" if self.kind.startswith("kernel") and name != "gamma" else ""
+                raise ValueError(f"{name} must be a tensor for kind={self.kind!r}{base}; got {type(x).__name__}")
+        gamma = given.get("gamma")
+        if gamma is not None and gamma.shape[-1:] != self.K.shape[:1]:
+            raise ValueError(f"gamma must have n_inducing = {self.K.shape[0]} weights in its last dimension; got "
+                             f"shape {tuple(gamma.shape)}")
+
     def density(self, gamma=None, mu=None, sigma2=None, weights_logits=None) -> torch.Tensor:
         """p on the grid [b, H, G] (normalised by the trapezoid rule on [0, 1])."""
         if self.kind.startswith("kernel"):
+            self._needs(gamma=gamma, **({} if self.base == "none" else dict(mu=mu, sigma2=sigma2)))
             f = gamma @ self.K                                              # [b, H, G]
             base = None if self.base == "none" else self.base
             return nca.kernel_density_on_grid(f, self.grid, self.kind_name(), self.alpha, base, mu, sigma2)
@@ -151,6 +164,8 @@ class ContinuousAttention(nn.Module):
         if self.kind.startswith("kernel"):
             p = self.density(gamma, mu, sigma2)
             return nca.expectation_on_grid(p, self.psi_grid, self.grid)      # [b, H, N]
+        self._needs(mu=mu, sigma2=sigma2, **(dict(weights_logits=weights_logits)
+                                             if self.kind == "gaussian_mixture" else {}))
         if self.kind == "cts_softmax":
             return nca.gaussian_expected_rbf(mu, sigma2, self.basis.mu, self.basis.sigma)
         if self.kind == "cts_sparsemax":
@@ -212,6 +227,8 @@ def _check_table_size(n: int, S: int, grid_size: int, name: str) -> None:
 
 def _check_alpha_deformed(alpha) -> float:
     try:
+        if isinstance(alpha, (str, bytes, bool)):              # (float("2") read a string)
+            raise TypeError
         a = float(alpha)
     except (TypeError, ValueError):
         a = float("nan")
@@ -321,6 +338,8 @@ def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, sc
     _check_choice("kernel", kernel, KERNELS)
     batch = check_qkv(query, key, value)
     dropout_p = check_dropout(dropout_p)
+    check_flag(return_weights, "return_weights")               # ("no" was truthy: a tuple came back)
+    check_flag(return_density, "return_density")
     ridge = check_positive(ridge, "ridge", " (the ridge penalty of Eq. 6)")
     bandwidth = check_positive(bandwidth, "bandwidth")
     if not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:   # 1/(2 bandwidth^2) divided by zero or overflowed

@@ -71,6 +71,10 @@ def check_scale(scale) -> float:
     """float(scale) if a finite number (as scaled_dot_product_attention's scale); else a ValueError."""
     if isinstance(scale, (str, bytes, bool)):  # float("0.5") read a string; True read as 1 (SDPA refuses both)
         raise ValueError(f"scale must be a finite number; got {scale!r}")
+    if torch.is_tensor(scale) and scale.requires_grad:
+        # float() cut it from the graph: a learned scale got no gradient, with only torch's generic warning
+        raise ValueError("scale must be a number, not a tensor that requires grad (it would get no gradient: "
+                         "scale the query instead)")
     try:
         v = float(scale)
     except (TypeError, ValueError):

@@ -412,3 +412,25 @@ def test_truncated_parabola_expectation_keeps_its_digits_in_float32():
     r64 = ca.truncated_parabola_rbf_expectation(mu, s2, c, w)
     r32 = ca.truncated_parabola_rbf_expectation(mu.float(), s2.float(), c.float(), w.float())
     assert r32.dtype == torch.float32 and float((r32.double() - r64).abs().max()) < 1e-5
+
+
+def test_continuous_arguments_named_in_one_line():
+    """alpha="2" was taken (and ContinuousAttention met a TypeError from '<'), return_weights="no" returned a tuple,
+    a scale tensor that requires grad was cut from the graph, and ContinuousAttention's missing or mis-sized
+    inputs surfaced as torch's TypeError / shape errors."""
+    q = torch.randn(2, 3, 4)
+    for kw, why in ((dict(alpha="2"), "alpha must be in"), (dict(return_weights="no"), "return_weights must be"),
+                    (dict(return_density=1), "return_density must be"),
+                    (dict(scale=torch.tensor(0.5, requires_grad=True)), "scale must be a number, not a tensor")):
+        with pytest.raises(ValueError, match=f"^{why}"):
+            layers.continuous_attention(q, q, q, **kw)
+    b = layers.GaussianBasis(8)
+    with pytest.raises(ValueError, match="^alpha must be in"):
+        layers.ContinuousAttention("kernel_sparsemax", b, n_inducing=4, alpha="2")
+    m = layers.ContinuousAttention("kernel_softmax", b, n_inducing=4)
+    with pytest.raises(ValueError, match="^gamma must be a tensor for kind='kernel_softmax'"):
+        m()
+    with pytest.raises(ValueError, match=r"^gamma must have n_inducing = 4 weights"):
+        m(gamma=torch.randn(2, 3, 5))
+    with pytest.raises(ValueError, match="^sigma2 must be a tensor for kind='cts_softmax'"):
+        layers.ContinuousAttention("cts_softmax", b)(mu=torch.rand(2, 3))
