@@ -428,25 +428,42 @@ def project_onto_hull(T, y, u=None) -> np.ndarray:
     """The Euclidean projection of y onto conv{t_i} (rows of T): the alpha -> infinity limit of h-hat.
     With `u` (the base weights of (3)), onto the hull of the templates u gives weight to, conv{t_i : u_i > 0}:
     p in (3) cannot put mass where u_i = 0 (K(p, u) = +inf), so that hull is where h-hat goes as alpha grows.
-    Solved as a small QP over the simplex by cvxpy, at unit scale (as solve_dual_newton); for checks, not for
-    speed."""
+    Solved as a small QP over the simplex by cvxpy, for checks, not for speed: in coordinates centred at the
+    templates' mean c and at their own scale (a power of two), as min_w |T_c^T w|^2 - 2 <T_c (y - c), w>
+    divided by the size of its linear term, so that |y - c|^2 is never formed (at |y| = 1e12 the solver's
+    absolute tolerances met an objective of 1e24 and gave a point 0.74 from the projection).  The answer is
+    verified by the projection's optimality condition, max_i <y - p, t_i - p> <= 1e-6 |y - p| diam + 1e-9
+    diam^2 (diam the largest |t_i - p|), and refused with a SolverError where it fails."""
     import cvxpy as cp
 
     T = as_matrix(T, "T")
     y = as_vector(y, "y", T.shape[1])
     if u is not None:
         T = T[probability_vector(u, "u", T.shape[0]) > 0]
-    k = _scale_exponent(T, y)
-    if k:           # CLARABEL's tolerances are absolute: at |T|, |y| ~ 1e-7 the projection came back half its size
-        return np.ldexp(project_onto_hull(np.ldexp(T, -k), np.ldexp(y, -k)), k)
+    c = T.mean(0)
+    Tc, d = T - c, y - c
+    k = _scale_exponent(Tc)
+    Tc, d = np.ldexp(Tc, -k), np.ldexp(d, -k)     # exact (powers of two): the hull at unit size
+    if not np.any(Tc):                             # one point (or all alike): the hull is that point
+        return T[0].copy()
+    g = Tc @ d
+    s = max(1.0, float(np.abs(g).max()))
     w = cp.Variable(T.shape[0], nonneg=True)
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(T.T @ w - y)), [cp.sum(w) == 1])
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(Tc.T @ w) / s - 2 * (g / s) @ w), [cp.sum(w) == 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         prob.solve(solver="CLARABEL", **TIGHT)
     if prob.status not in ACCEPT or w.value is None:
         raise SolverError(f"projection onto the convex hull: cvxpy status {prob.status}")
-    return T.T @ np.clip(w.value, 0, None)
+    wv = np.clip(w.value, 0, None)
+    x = Tc.T @ (wv / wv.sum())                    # p - c, at unit size
+    r = d - x
+    diam = float(np.linalg.norm(Tc - x, axis=1).max())
+    kkt = float(((Tc - x) @ r).max())
+    if kkt > 1e-6 * float(np.linalg.norm(r)) * diam + 1e-9 * diam * diam:
+        raise SolverError(f"projection onto the convex hull: the QP's answer fails the projection's optimality "
+                          f"condition (max_i <y - p, t_i - p> = {kkt:.3g} at unit size)")
+    return c + np.ldexp(x, k)
 
 
 # ---------------------------------------------------------------------------------------------
