@@ -152,14 +152,24 @@ def _no_constant(name: str):
     raise ValueError(f"it holds {name}, a number that is not finite (and not JSON)")
 
 
+#: the largest JSON file read_json reads (the records are under 1 MiB, a verify --json under 2 MiB): a path such as
+#: /dev/zero was read without end (10 GB of memory in 8 s, then a MemoryError traceback)
+MAX_JSON_BYTES = 64 * 2 ** 20
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    """The JSON value in the file at `path`, or ValueError with a one-line reason: unreadable, not UTF-8
-    text (a binary file), not JSON, nested too deeply, or holding a number float64 cannot hold (NaN,
-    Infinity, 1e400, 10**400)."""
+    """The JSON value in the file at `path`, or ValueError with a one-line reason: unreadable, larger than
+    MAX_JSON_BYTES, not UTF-8 text (a binary file), not JSON, nested too deeply, or holding a number float64
+    cannot hold (NaN, Infinity, 1e400, 10**400)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_JSON_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_JSON_BYTES // 2 ** 20} MiB: not a JSON file of attnlab's")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path} is not UTF-8 text (a binary file?)") from None
     try:

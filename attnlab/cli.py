@@ -452,7 +452,7 @@ def cmd_figures(args) -> int:
     import importlib
     from pathlib import Path
 
-    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(FIGURES)
+    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper is not None else list(FIGURES)
     available = {}
     for paper in papers:
         for mod_name in FIGURES[paper]:
@@ -579,7 +579,7 @@ def cmd_report(args) -> int:
     from attnlab.atomic_io import check_writable
     from attnlab.experiment import results_root
 
-    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper else list(PAPERS)
+    papers = [_choice(args.paper, PAPERS, "paper")] if args.paper is not None else list(PAPERS)
     root = Path(results_root(args, read=True))
     _check_results_folder(args, root)
     from attnlab.atomic_io import check_folder
@@ -718,7 +718,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnlab: interrupted", file=sys.stderr)
         return 130
+    except SystemError as exc:
+        # Ctrl-C inside a compiled callback (python-flint's acb.integral under `converge`) surfaces as a
+        # SystemError chained to the KeyboardInterrupt: thousands of lines of chained tracebacks, exit 1
+        if not _interrupted(exc):
+            raise
+        print("attnlab: interrupted", file=sys.stderr)
+        return 130
     return 2
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in exc's chain of causes and contexts."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":

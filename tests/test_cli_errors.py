@@ -387,3 +387,39 @@ def test_runner_options_refused_before_any_work(tmp_path, monkeypatch, capsys, a
     err = capsys.readouterr().err
     assert rc == 2 and said in err and "Traceback" not in err, err
     assert not list((tmp_path / "res").rglob("*.json"))
+
+
+def test_interrupt_inside_a_compiled_callback_is_one_line_exit_130(capsys, monkeypatch):
+    """Ctrl-C during `converge` reached python-flint's acb.integral callback, which raises a SystemError chained
+    to the KeyboardInterrupt: 2,036 lines of chained tracebacks and exit 1 (`figures` said 'interrupted', 130).
+    A SystemError with no interrupt in its chain still propagates."""
+    def interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("<cyfunction acb.integral> returned a result with an exception set") from exc
+
+    monkeypatch.setattr(cli, "cmd_list", interrupted)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "attnlab: interrupted"
+
+    def broken(args):
+        raise SystemError("a real one")
+
+    monkeypatch.setattr(cli, "cmd_list", broken)
+    with pytest.raises(SystemError, match="a real one"):
+        cli.main(["list"])
+
+
+@pytest.mark.parametrize("argv", [["figures", "--paper", ""], ["report", "--paper", "", "--out", "{tmp}/r"]])
+def test_empty_paper_is_refused_not_read_as_every_paper(capsys, tmp_path, argv):
+    """`figures --paper ""` drew all 27 figures and exited 0 (an empty string read as "not given")."""
+    _one_line_exit_2(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv], "unknown paper ''")
+
+
+def test_endless_json_input_is_refused(capsys, tmp_path):
+    """--instance /dev/zero was read without end (10 GB in 8 s, then a MemoryError traceback)."""
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(65 * 2 ** 20)                  # (sparse: no disk)
+    _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", str(big)], "larger than 64 MiB")
