@@ -21,6 +21,11 @@ TABLE_FORMATS = ("table", "md", "latex", "csv", "json")  # kept in sync with tab
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402  (re-exported: attnlab.cli.UsageError)
 
 
+#: where results and report read records without --results-dir (attnlab.experiment.results_root, read=True)
+_READ_RESULTS_HELP = ("default $ATTNLAB_RESULTS, else ./results where it exists, else the committed records (of the "
+                      "repository, or shipped with the package)")
+
+
 def _choice(value: str, allowed, what: str) -> str:
     if value not in allowed:
         raise UsageError(f"unknown {what} {value!r}; valid: {', '.join(allowed)}")
@@ -75,7 +80,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         "at the paper's configuration and metric, with the registered verdicts)")
     s.add_argument("--config", help="only this config (quick, full, or a named reduced config such as cpu); "
                                     "the headline at this config instead of the paper's")
-    s.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
+    s.add_argument("--results-dir", default=None, help=_READ_RESULTS_HELP)
     s.add_argument("--wall-times", action="store_true",
                    help="the cost of the runs instead: per experiment, config and run, the records' mean wall "
                         "seconds, epochs run, seconds per epoch and how training stopped")
@@ -99,7 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
     h.add_argument("--verdicts", metavar="FILE",
                    help="the verdicts of a file written by `attnlab verify --json FILE` (default: run the fast claims)")
     h.add_argument("--claims", metavar="FILE", help=argparse.SUPPRESS)   # deprecated name of --verdicts
-    h.add_argument("--results-dir", default=None, help="default $ATTNLAB_RESULTS or ./results")
+    h.add_argument("--results-dir", default=None, help=_READ_RESULTS_HELP)
     h.add_argument("--screenshots", action="store_true",
                    help="also load each page in headless Chromium and save <page>.png beside it")
     h.add_argument("--screenshot-size", default=None, metavar="WxH",

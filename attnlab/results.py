@@ -390,10 +390,20 @@ def _stops_text(stops: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in stops.items())
 
 
+def _plain(x: float, nd: int = 3) -> str:
+    """x to nd significant digits without an exponent below 1e6 (1000 epochs read '1e+03')."""
+    if x == 0 or not math.isfinite(x) or abs(x) >= 1e6:
+        return f"{x:.{nd}g}"
+    digits = nd - 1 - math.floor(math.log10(abs(x)))
+    return f"{round(x, digits):.{max(digits, 0)}f}"
+
+
 def wall_display_row(r: dict) -> dict:
-    """A row of :func:`wall_times` as the strings a reader sees (WALL_COLUMNS)."""
-    shown = {k: (_num(v, 3) if isinstance(v, float) else "-" if v is None else v) for k, v in r.items()}
-    return {**shown, "min-max wall s": f"{r['min wall s']:.0f}-{r['max wall s']:.0f}", "stopped": _stops_text(r["stopped"])}
+    """A row of :func:`wall_times` as the strings a reader sees (WALL_COLUMNS): the range to the mean's digits (it
+    was rounded to whole seconds, '0-3' around a mean of 1.11 whose smallest run took 0.445 s)."""
+    shown = {k: (_plain(v) if isinstance(v, float) else "-" if v is None else v) for k, v in r.items()}
+    return {**shown, "min-max wall s": f"{_plain(r['min wall s'])}-{_plain(r['max wall s'])}",
+            "stopped": _stops_text(r["stopped"])}
 
 
 SEED_COLUMNS = ("experiment", "config", "setting", "model", "metric", "paper", "n", "seeds", "per seed",

@@ -80,7 +80,7 @@ def test_results_wall_times_from_records(tmp_path, capsys):
     assert row["mean wall s"] == pytest.approx(20.0) and (row["min wall s"], row["max wall s"]) == (10.0, 30.0)
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "10-30" in out and "early-stop 2" in out
+    assert "10.0-30.0" in out and "early-stop 2" in out
     assert main(["results", "efa", "--wall-times", "--results-dir", str(tmp_path), "--format", "csv"]) == 0
     csv = capsys.readouterr().out.splitlines()
     assert "min wall s" in csv[0] and "early-stop 2" in csv[1]

@@ -423,3 +423,26 @@ def test_endless_json_input_is_refused(capsys, tmp_path):
     with open(big, "wb") as fh:
         fh.truncate(65 * 2 ** 20)                  # (sparse: no disk)
     _one_line_exit_2(capsys, ["compare", "fenchel", "--instance", str(big)], "larger than 64 MiB")
+
+
+def test_converge_domain_r_keeps_the_default_steps_and_an_interval_asks_for_grids():
+    """{"domain": "R"} alone was refused with "steps must be a list of >= 2 numbers; got null" (the default
+    instance is on R, with its steps); an interval without grids now says that it needs grids."""
+    from attnlab.theory.kernel import compare as kc
+
+    assert kc.validate({"domain": "R"})["steps"] == kc.validate({})["steps"]
+    with pytest.raises(kc.InstanceError, match="^a domain \\[a, b\\] needs grids"):
+        kc.validate({"domain": [0, 1]})
+    assert kc.validate({"domain": [0, 1], "grids": [9, 17]})["grids"] == [9, 17]
+
+
+def test_wall_times_range_keeps_the_means_digits():
+    """The min-max column was rounded to whole seconds ('0-3' around a mean of 1.11 whose fastest run took
+    0.445 s) and 1000 epochs read '1e+03'."""
+    from attnlab.results import wall_display_row
+
+    row = {"experiment": "e", "config": "quick", "run": "r", "n": 5, "mean wall s": 1.11, "min wall s": 0.445,
+           "max wall s": 3.2, "mean epochs": 1000.0, "s/epoch": 0.00111, "stopped": {"fixed-schedule": 5},
+           "device": "cpu"}
+    shown = wall_display_row(row)
+    assert shown["min-max wall s"] == "0.445-3.20" and shown["mean epochs"] == "1000" and shown["s/epoch"] == "0.00111"

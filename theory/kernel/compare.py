@@ -10,7 +10,7 @@ Instance (JSON; every key optional, defaults = the Cor E.3 instance of the paper
     base            "normal" (q0 = standard normal pdf) | "uniform" (q0 = 1; only on [a, b])
     domain          [a, b] with "grids" (numbers of grid points G), or "R" with "steps" (spacings h)
     B (D x N), basis_centers (N), basis_bandwidth    V(t) = B psi(t), psi_n = exp(-basis_bandwidth (t - c_n)^2)
-    dps             digits of the reference (>= 50; default 50)
+    dps             digits of the reference (50 to 200; default 50)
 
 Output per grid: Z = int u, c = int V u / Z (trapezoid, float64 torch), the references Z_ref and
 c_ref (Arb, split at the kinks of the support), the errors, the fitted log-log slope of the context
@@ -99,8 +99,9 @@ def validate(inst: dict) -> dict:
     out = dict(defaults)
     explicit_domain = "domain" in inst
     out.update(inst)
-    if explicit_domain:
-        # a user domain must come with its own grids/steps
+    if explicit_domain and inst["domain"] != "R":
+        # a domain [a, b] must come with its own grids (the default steps are for R, where {"domain": "R"} keeps
+        # them: it was refused with "steps must be a list of >= 2 numbers; got null")
         out.pop("steps" if "steps" not in inst else "_", None)
         out.pop("grids" if "grids" not in inst else "_", None)
     known = set(defaults) | {"alpha", "grids", "dps"}
@@ -155,6 +156,8 @@ def validate(inst: dict) -> dict:
         if "steps" in inst:
             raise InstanceError("steps are the trapezoid's spacings on R; on a domain [a, b] give grids (numbers of "
                                 "points), or give domain \"R\"")
+        if "grids" not in inst:
+            raise InstanceError("a domain [a, b] needs grids: the numbers of trapezoid points G, at least two")
         out["grids"] = sorted(int(x) for x in _num_list(out, "grids", integer=True, min_len=2))   # coarse to fine
     else:
         raise InstanceError(f"domain must be \"R\" or [a, b] with a < b; got {_json_words(dom)}")
@@ -445,7 +448,7 @@ def main(argv: list[str] | None = None, prog: str = "attnlab compare kernel-quad
         "reference for Z and the context vector c = E_p[V] of kernel continuous attention.",
         epilog="FILE keys: family (kernel-softmax | kernel-deformed), alpha (in (1, 2], kernel-deformed), gamma, "
                "inducing, bandwidth, base (normal | uniform), domain (\"R\" | [a, b]), steps (on R) or grids "
-               "(on [a, b]), B (D x N), basis_centers (N), basis_bandwidth, dps (>= 50). Without --instance: the "
+               "(on [a, b]), B (D x N), basis_centers (N), basis_bandwidth, dps (50 to 200). Without --instance: the "
                "paper's Cor E.3 instance on R.")
     p.add_argument("--instance", metavar="FILE.json", help="the instance (JSON); default: built-in Cor E.3 instance")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' for stdout)")
