@@ -15,8 +15,8 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, check_dropout, check_qkv, check_scale,
-                                         compute_dtype, empty_attention, sdpa_mask)
+from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, check_dropout, check_flag,
+                                         check_qkv, check_scale, compute_dtype, empty_attention, sdpa_mask)
 
 __all__ = ["AttentionLayer", "EFAMultiheadAttention", "efa_attention", "ATTENTIONS", "CONVENTIONS"]
 
@@ -261,7 +261,14 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
         True
     """
     batch = check_qkv(query, key, value)
+    if _autocast(query):
+        # float16/bfloat16 inside autocast's products (1e-2 off in float32 where the docs promise float32, and
+        # not what fenchel_attention's softmax form computes there): the products in float32 as documented
+        with torch.autocast(query.device.type, enabled=False):
+            return efa_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, attention=attention,
+                                 return_weights=return_weights)
     _choice(attention, ATTENTIONS, "attention")
+    check_flag(return_weights, "return_weights")              # ("no" was truthy: a tuple came back)
     dropout_p = check_dropout(dropout_p)
     L, S = query.shape[-2], key.shape[-2]
     cdt, odt = compute_dtype(query, key, value)
@@ -406,10 +413,11 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
             query: (N, L, E) if batch_first, else (L, N, E); (L, E) unbatched.
             key: (N, S, kdim), (S, N, kdim) or (S, kdim).
             value: (N, S, vdim), (S, N, vdim) or (S, vdim).
-            key_padding_mask: (N, S); bool True marks padding; a float mask is added.
+            key_padding_mask: (N, S); bool True marks padding; a float mask is added (softmax; linear
+                attention takes only its -inf entries, which exclude a key).
             need_weights: also return the attention weights (else None).
             attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed (the paper's M = -inf);
-                a float mask is added.
+                a float mask is added (softmax; linear attention: -inf excludes, other entries do nothing).
             average_attn_weights: average the returned weights over the heads.
             is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
 

@@ -29,9 +29,9 @@ from torch import nn
 from attnlab.numerics.exact import softplus
 from attnlab.numerics.entropic_dual import FLOOR_RUN, solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, broadcast_shapes,
-                                         check_device, check_dropout, check_mask, check_positive, check_qkv,
-                                         check_scale,
-                                         compute_dtype, deprecated, empty_attention, sdpa_mask, shift_rows)
+                                         check_device, check_dropout, check_flag, check_mask, check_positive,
+                                         check_qkv, check_scale, compute_dtype, deprecated, empty_attention,
+                                         sdpa_mask, shift_rows)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -931,6 +931,7 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
     dropout_p = check_dropout(dropout_p)
     if not isinstance(exact, bool):             # exact="no" was truthy
         raise ValueError(f"exact must be True or False; got {exact!r}")
+    check_flag(return_weights, "return_weights")              # ("no" was truthy: a tuple came back)
     L, S = query.shape[-2], key.shape[-2]
     cdt, odt = compute_dtype(query, key, value)
     if query.device.type == "meta":             # shapes only (meta shape inference): no values to check or solve for
@@ -945,6 +946,11 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         _check_broadcast(log_u, (*batch, L, S), "log_u", "(..., L, S)")
         check_device(log_u, "log_u", query.device)
         log_u = log_u.to(cdt)
+        if log_u.dim() < 2 or log_u.shape[-1] != S:
+            # a 0-d, (1,), (L, 1) ... log u, constant over the keys (it changes nothing): (..., L or 1, S), as the
+            # masks are given (the exact form crashed with torch's shape errors)
+            log_u = log_u.reshape((1,) * max(0, 2 - log_u.dim()) + tuple(log_u.shape))
+            log_u = log_u.expand(*log_u.shape[:-1], S)
         if bool((torch.isnan(log_u) | torch.isposinf(log_u)).any()):   # (NaN gave NaN weights and a warning)
             raise ValueError(f"log_u must hold finite numbers or -inf (which excludes a key); got "
                              f"{'nan' if bool(torch.isnan(log_u).any()) else '+inf'}")
@@ -958,9 +964,15 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         out, p = empty_attention(query, key, value, odt, batch, (S,))
         return (out, p) if return_weights else out
     K = scale * key                                                   # templates, (..., S, E)
-    if not _all_finite(K):                     # an inf template (or scale * key overflowing) stalled the solver
+    # (the exact form only: exact=False lets a NaN through as softmax attention does, a NaN key as a NaN query)
+    if exact and not _all_finite(K):           # an inf template (or scale * key overflowing) stalled the solver
         raise ValueError(f"scale * key must be finite (the templates t_i of Eq. (3)); got non-finite entries "
                          f"(key has {int((~torch.isfinite(key)).sum())} non-finite of {key.numel()}; scale = {scale:g})")
+    if exact and not _all_finite((K * K).sum(-1)):
+        # |t_i|^2 beyond the dtype's range (scale = 1e200 in float64): the continuation's step count met an
+        # OverflowError (math.log10 of inf)
+        raise ValueError(f"scale * key must have squared norms within {str(cdt).replace('torch.', '')}'s range (the "
+                         f"templates t_i of Eq. (3)); got |t_i|^2 = inf (scale = {scale:g})")
     if exact and float(alpha.detach().min()) < 1 / torch.finfo(cdt).max:
         # the curvature 1/alpha of (7) enters the backward's solves: beyond the dtype's range it is no number
         raise ValueError(f"alpha must be at least 1/{torch.finfo(cdt).max:.4g} = {1 / torch.finfo(cdt).max:.4g} for "

@@ -662,3 +662,42 @@ def test_torch_tooling_edges():
     qc = torch.randn(2, 3, 5)
     f = torch.compile(layers.efa_attention, fullgraph=True, backend="eager")
     assert torch.equal(f(qc, qc, qc), layers.efa_attention(qc, qc, qc))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (4, 1), (2, 1, 4, 1)])
+def test_fenchel_log_u_constant_over_the_keys_changes_nothing(shape):
+    """A log_u of size 1 on the key axis (it broadcasts to (..., L, S) as the docs ask) crashed the exact form with
+    torch's shape errors; constant over the keys, it changes nothing."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, n, 6, generator=g, dtype=torch.float64) for n in (4, 5, 5))
+    lu = torch.randn(shape, generator=g, dtype=torch.float64)
+    for exact in (True, False):
+        assert (layers.fenchel_attention(q, k, v, alpha=2.0, log_u=lu, exact=exact)
+                - layers.fenchel_attention(q, k, v, alpha=2.0, exact=exact)).abs().max() < 1e-12
+
+
+def test_fenchel_and_efa_edges_found_by_review():
+    """exact=False refused a NaN key (documented to let NaN through as softmax attention does); scale = 1e200 in
+    float64 met an OverflowError in the continuation; return_weights="no" returned a tuple."""
+    q, k, v = _qkv(5, dtype=torch.float64)
+    kn = k.clone()
+    kn[0, 0, 2, 0] = float("nan")
+    assert torch.isnan(layers.fenchel_attention(q, kn, v, exact=False)[0, 0]).all()
+    with pytest.raises(ValueError, match=r"^scale \* key must have squared norms within float64's range"):
+        layers.fenchel_attention(q, k, v, scale=1e200)
+    for f in (layers.fenchel_attention, layers.efa_attention):
+        with pytest.raises(ValueError, match="^return_weights must be True or False"):
+            f(q, k, v, return_weights="no")
+
+
+def test_efa_attention_computes_in_float32_under_autocast():
+    """Under torch.autocast efa_attention's products ran in bfloat16 (1.1e-2 off float64 for float32 inputs), where
+    the docs promise float32 inside and fenchel_attention's softmax form computes in float32."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 16, 32, generator=g, dtype=torch.float64) for _ in range(3))
+    ref = layers.efa_attention(q, k, v)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = layers.efa_attention(q.float(), k.float(), v.float())
+        approx = layers.fenchel_attention(q.float(), k.float(), v.float(), exact=False)
+    assert out.dtype == torch.float32 and float((out.double() - ref).abs().max()) < 1e-5
+    assert float((out - approx).abs().max()) < 1e-5
