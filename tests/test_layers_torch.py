@@ -701,3 +701,13 @@ def test_efa_attention_computes_in_float32_under_autocast():
         approx = layers.fenchel_attention(q.float(), k.float(), v.float(), exact=False)
     assert out.dtype == torch.float32 and float((out.double() - ref).abs().max()) < 1e-5
     assert float((out - approx).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("bad", [2.0, "kernel_sparsemax", 3])
+def test_a_paper_parameter_given_as_the_mask_says_they_are_keyword_only(bad):
+    """fenchel_attention(q, k, v, 2.0) meant alpha = 2: the refusal names attn_mask and says that the paper's
+    parameters are keyword-only (a type test made an AND kept the first words and lost that hint)."""
+    q, k, v = _qkv(0)
+    for f in (layers.fenchel_attention, layers.efa_attention):
+        with pytest.raises(ValueError, match=r"^attn_mask must be a bool or floating-point tensor; .*keyword-only"):
+            f(q, k, v, bad)
