@@ -249,3 +249,19 @@ def test_torch_newton_atom_step_is_the_lambda_space_newton_step():
         want = torch.linalg.solve(H, (r.unsqueeze(-2) @ T).squeeze(-2))
         got = (delta.unsqueeze(-2) @ T).squeeze(-2)
         assert torch.allclose(got, want, rtol=1e-10, atol=1e-12 * float(want.abs().max()))
+
+
+@pytest.mark.parametrize("cbwr", ["COMPATIBLE", "AVX2", "AVX512"])
+def test_mpmath_claims_hold_under_every_mkl_kernel(cbwr):
+    """torch's BLAS (MKL on x86) picks its kernel by CPU: on an AVX-512 machine the torch Newton's lambda at the far
+    templates was 1.06 float64 resolutions off and fenchel.thm1.mpmath-50-digits and sec7.exact-attention-mpmath
+    failed there, while they held with MKL_CBWR=COMPATIBLE.  The claims with the tightest float64 tolerances, run
+    under each of MKL's kernel choices (one the CPU lacks falls back to the best it has)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MKL_CBWR": cbwr}
+    out = subprocess.run([sys.executable, "-m", "attnlab", "verify", "--claim", "fenchel.*mpmath*",
+                          "kernel.eq1.sequence-layer"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
