@@ -124,6 +124,12 @@ def _defining(settings: dict) -> dict:
     return out
 
 
+def _data_source(substitute) -> str:
+    """What a run trains on, as its identity has it: the paper's data, or a substitute (which one is its record's
+    `substitute` text, whose wording may change between versions: not part of the identity)."""
+    return "substitute data" if substitute else "the paper's data"
+
+
 def run_settings(experiment: str, config_name: str, config: dict, tag: str, seed: int, args=None) -> dict:
     """The settings that define a run (what its checkpoint must match on --resume), JSON-plain."""
     import json as _json
@@ -199,7 +205,11 @@ class RunContext:
         self.rerun_unjudged = bool(getattr(args, "rerun_unjudged", False))
         self.resume = bool(getattr(args, "resume", False))
         self.verbose = not bool(getattr(args, "quiet", False))
-        self.settings = run_settings(experiment, self.config_name, self.config, tag, self.seed, args)
+        # the data it trains on is part of what the run is (--data is not: the same data set lies at other paths on
+        # other machines): the paper's data or a substitute.  A run resumed on the other (a killed substitute run
+        # resumed with --data at the paper's file) spliced the two into one history under the paper's label.
+        self.settings = {**run_settings(experiment, self.config_name, self.config, tag, self.seed, args),
+                         "data": _data_source(substitute)}
         stem = f"{tag + '-' if tag else ''}seed{self.seed}"
         self.record_path = results_root(args) / experiment / self.config_name / f"{stem}.json"
         # (one checkpoint per results folder: a run into another folder resumed from this one's, and two runs into
@@ -277,6 +287,15 @@ class RunContext:
             print(f"attnlab: warning: {self.record_path} exists but cannot be used ({problem}); running this "
                   "seed again (the new record replaces it)", file=sys.stderr)
             return False
+        if _data_source(rec.get("substitute")) != _data_source(self.substitute) and not self.force:
+            # a record on the other data is another run (a substitute run skipped as done beside the paper's record,
+            # and its summary showed the paper's number unmarked)
+            from attnlab.errors import UsageError
+
+            self._release_lock()
+            raise UsageError(f"{self.record_path} holds a record on {_data_source(rec.get('substitute'))}, this run "
+                             f"is on {_data_source(self.substitute)}; pass --force to replace it, or --results-dir "
+                             "for another folder")
         # other settings first: --rerun-unjudged re-runs a record of this run, never one of another config (it
         # replaced those silently, leaving a folder of mixed settings)
         saved = rec.get("config_values") or {}
@@ -479,6 +498,7 @@ class RunContext:
                              "a --jobs that leaves each run that many cores), or run without --resume to start afresh")
         if isinstance(saved, dict):
             saved = _defining(saved)
+            saved.setdefault("data", self.settings["data"])     # (a checkpoint from before the data source was kept)
         if saved != self.settings:
             diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
                 f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"

@@ -361,3 +361,27 @@ def test_one_results_folder_spelled_two_ways_has_one_checkpoint(tmp_path, monkey
     assert ctx(tmp_path / "x" / ".." / "res", True).load_checkpoint() == {"epoch": 2}
     assert ctx(tmp_path / "other", False).load_checkpoint() is None
     assert "no checkpoint of this run" in capsys.readouterr().err
+
+
+def test_the_data_source_is_part_of_the_run(tmp_path, monkeypatch):
+    """--data does not define a run (a path), but the data it names does: a substitute run found the paper-data
+    record of its seed and skipped as done (its summary showing the paper's number unmarked), and a killed
+    substitute run resumed with --data at the paper's file spliced the two histories under the paper's label.
+    Both are refused in one line now; --force replaces the record."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = run_args.experiment_parser("efa-demo", "demo")
+    base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"]
+    paper = E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0)
+    paper.write_record([E.metric_row("s", "EFA", "mse", 1.0)])
+    assert E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0).done()
+    with pytest.raises(UsageError, match="holds a record on the paper's data, this run is on substitute data"):
+        E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0, substitute="Colorado").done()
+    assert not E.context(p.parse_args(base + ["--force"]), "efa-demo", {"lr": 0.1}, 0, substitute="Colorado").done()
+    sub = E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 1, substitute="Colorado")
+    sub.save_checkpoint({"epoch": 3})
+    with pytest.raises(UsageError, match=r"other settings \(data: 'substitute data' there, \"the paper's data\" now\)"):
+        E.context(p.parse_args(base + ["--resume"]), "efa-demo", {"lr": 0.1}, 1).load_checkpoint()
+    assert E.context(p.parse_args(base + ["--resume"]), "efa-demo", {"lr": 0.1}, 1,
+                     substitute="Colorado").load_checkpoint() == {"epoch": 3}
