@@ -101,8 +101,10 @@ _PICKS = {"models", "ks", "efa"}
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 # `--settings` picks settings the same way where the setting is in the tag (the EFA runners); a runner whose
 # config holds the settings themselves (kernel-cost) still has them in its config values, which define it.
+# (--compile is not among them: torch.compile reorders sums, so a run resumed with it on or off is neither run --
+# test MSE 2.7715913477 against 2.7715913436 -- and its resume is refused as a change of --threads is)
 _NOT_DEFINING = {"seed", "seeds", "device", "resume", "force", "rerun_unjudged", "results_dir", "quiet", "threads",
-                 "jobs", "backend", "address", "compile", "data", "_default_seeds", "settings"} | _PICKS
+                 "jobs", "backend", "address", "data", "_default_seeds", "settings"} | _PICKS
 
 
 def _run_config(config: dict) -> dict:
@@ -498,7 +500,10 @@ class RunContext:
                              "a --jobs that leaves each run that many cores), or run without --resume to start afresh")
         if isinstance(saved, dict):
             saved = _defining(saved)
-            saved.setdefault("data", self.settings["data"])     # (a checkpoint from before the data source was kept)
+            # (a checkpoint from before the data source, or --compile, was kept)
+            for key in ("data", "--compile"):
+                if key in self.settings:
+                    saved.setdefault(key, self.settings[key])
         if saved != self.settings:
             diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
                 f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"

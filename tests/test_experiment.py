@@ -385,3 +385,18 @@ def test_the_data_source_is_part_of_the_run(tmp_path, monkeypatch):
         E.context(p.parse_args(base + ["--resume"]), "efa-demo", {"lr": 0.1}, 1).load_checkpoint()
     assert E.context(p.parse_args(base + ["--resume"]), "efa-demo", {"lr": 0.1}, 1,
                      substitute="Colorado").load_checkpoint() == {"epoch": 3}
+
+
+def test_resume_keeps_compile(tmp_path, monkeypatch):
+    """--compile changes a run's numbers in the last digits (sums reordered): a run killed eager and resumed with
+    --compile was neither run (test MSE 2.7715913477 against 2.7715913436), and was accepted."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = run_args.experiment_parser("efa-demo", "demo")
+    p.add_argument("--compile", action="store_true")
+    base = ["--seed", "0", "--device", "cpu", "--results-dir", str(tmp_path), "--quiet", "--resume"]
+    E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0).save_checkpoint({"epoch": 2})
+    with pytest.raises(UsageError, match="--compile: False there, True now"):
+        E.context(p.parse_args(base + ["--compile"]), "efa-demo", {"lr": 0.1}, 0).load_checkpoint()
+    assert E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0).load_checkpoint() == {"epoch": 2}

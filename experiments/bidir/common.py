@@ -8,10 +8,11 @@ from attnlab.experiment import RunContext, context, contexts
 
 
 def add_config_flag(p, extra=("reduced",), notes: str = "reduced = a named smaller one for a 2-core CPU") -> None:
-    """--config: 'full' (the paper's config) or a named other config; --quick overrides both."""
+    """--config: 'full' (the paper's config) or a named other config; --quick (the quick config) is refused
+    beside it."""
     p.add_argument("--config", default="full", choices=("full",) + tuple(extra),
                    help=f"full = the paper's configuration; {notes} (a named config is recorded under "
-                        "results/<experiment>/<config>/); --quick takes precedence")
+                        "results/<experiment>/<config>/); --quick is the quick config (not combined with --config)")
 
 
 def config_name(args) -> str:

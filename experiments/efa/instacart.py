@@ -95,7 +95,7 @@ def find_basket(test, names) -> int | None:
 def main(argv: list[str]) -> int:
     p = T.parser(EXPERIMENT, __doc__)
     p.add_argument("--config", default="full", help="full (the paper's 1,000 epochs, best weights restored) or "
-                   "full-es (lr 3e-4 chosen on validation, stopped after 20 epochs without a better validation loss); --quick overrides")
+                   "full-es (lr 3e-4 chosen on validation, stopped after 20 epochs without a better validation loss); --quick is the quick config (not combined with --config)")
     args = p.parse_args(argv)
     if args.config not in CONFIGS:
         raise UsageError(f"--config must be one of {', '.join(CONFIGS)}; got {args.config!r}")

@@ -68,7 +68,7 @@ def run_series_experiment(argv, experiment, dataset_desc, models, configs, loade
     p.add_argument("--config", default="full", help="full (the paper's configuration) or another named config: "
                    + ", ".join(c for c in configs if c not in ("full", "quick"))
                    + " (full-es: the paper's network stopped early on a validation split; cpu-small: reduced for "
-                     "a 2-core CPU; docs/kernel_experiments.md); --quick overrides")
+                     "a 2-core CPU; docs/kernel_experiments.md); --quick is the quick config (not combined with --config)")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(models))
     p.add_argument("--data", default=None, help=f"folder holding your own copy of {dataset_desc}")
     p.add_argument("--setup", default="ours", choices=("ours", "authors"),

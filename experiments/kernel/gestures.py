@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, "Table 3 protocol: irregularly sampled gestures (10%), 100 heads, "
                           "N in {64, 128}; substitute data unless --data points at uWave.", default_seeds=10)
     p.add_argument("--config", default="full", help="full (paper), full-es (early stopping on validation, "
-                   "10 mixture components) or cpu-small (10 mixture components, lr 1e-3); --quick overrides")
+                   "10 mixture components) or cpu-small (10 mixture components, lr 1e-3); --quick is the quick config (not combined with --config)")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     C.add_basis_flag(p, CONFIGS["full"]["basis"])
     p.add_argument("--data", default=None, help="folder with UWaveGestureLibraryAll_TRAIN/_TEST.tsv[.gz]")

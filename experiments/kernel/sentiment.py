@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, "Table 4 protocol: BiLSTM with continuous / kernel attention, "
                           "N in {32, 64, 128}; substitute data unless --data points at IMDB.", default_seeds=3)
     p.add_argument("--config", default="full", help="full, full-es (early stopping on validation) or cpu-small "
-                   "(2 epochs, smaller BiLSTM); --quick overrides")
+                   "(2 epochs, smaller BiLSTM); --quick is the quick config (not combined with --config)")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     C.add_basis_flag(p, CONFIGS["full"]["basis"])
     p.add_argument("--data", default=None, help="folder with an extracted IMDB copy (aclImdb/)")

@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
     p = experiment_parser(EXPERIMENT, "Table 1: synthetic time warping (App. B.3 generator), 2 heads, "
                           "continuous vs kernel attention.", default_seeds=20)
     p.add_argument("--config", default="full", help="full (the paper's 10 epochs), full-es (the paper's network "
-                   "stopped early on a 10%% validation split, at most 100 epochs) or cpu (3 epochs); --quick overrides")
+                   "stopped early on a 10%% validation split, at most 100 epochs) or cpu (3 epochs); --quick is the quick config (not combined with --config)")
     p.add_argument("--models", default=None, help="comma list of " + ",".join(MODELS))
     p.add_argument("--setup", default="ours", choices=("ours", "authors"),
                    help="ours (default: the committed records) or authors (the released code: curve observed "
