@@ -400,3 +400,30 @@ def test_resume_keeps_compile(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="--compile: False there, True now"):
         E.context(p.parse_args(base + ["--compile"]), "efa-demo", {"lr": 0.1}, 0).load_checkpoint()
     assert E.context(p.parse_args(base), "efa-demo", {"lr": 0.1}, 0).load_checkpoint() == {"epoch": 2}
+
+
+def test_a_flag_stored_in_the_config_under_another_name_is_one_run_with_its_default(monkeypatch, tmp_path):
+    """--sentences 10000 (bidir-toy-corpus's n_sentences) and --epochs 20 (bidir-tabular-sim's atn_epochs at
+    --config reduced), given at the value the config has anyway, refused the resume of the same run ("--sentences:
+    None there, 10000 now"): the config value defines the run, not the flag."""
+    from attnlab.experiments.bidir import tabular_sim, toy_corpus
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def capture(args, experiment, config, seed, *a, **k):
+        seen.append(E.run_settings(experiment, "x", config, k.get("tag", ""), seed, args))
+        raise Stop
+
+    base = ["--seed", "0", "--results-dir", str(tmp_path), "--quiet"]
+    monkeypatch.setattr(E, "context", capture)
+    for extra in ([], ["--sentences", "10000"]):
+        with pytest.raises(Stop):
+            toy_corpus.main(["--quick", "--dims", "30"] + base + extra)
+    monkeypatch.setattr(tabular_sim, "run_context", capture)
+    for extra in ([], ["--epochs", "20"]):
+        with pytest.raises(Stop):
+            tabular_sim.main(["--config", "reduced", "--models", "ATN"] + base + extra)
+    assert seen[0] == seen[1] and seen[2] == seen[3], seen

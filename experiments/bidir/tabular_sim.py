@@ -210,6 +210,7 @@ def main(argv: list[str]) -> int:
     cfg = dict(CONFIGS[config_name(args)])
     if args.epochs is not None:
         cfg["atn_epochs"] = args.epochs
+        args.epochs = None      # defined by atn_epochs from here on (as --sentences, bidir-toy-corpus)
     settings = QUICK_SETTINGS if args.quick else SETTINGS
     set_torch_threads(args)
     for seed in seeds_of(args):

@@ -412,6 +412,9 @@ def main(argv: list[str]) -> int:
         if not 1 <= args.sentences <= MAX_SENTENCES:    # (10^12 asked numpy for 36 TiB)
             raise UsageError(f"--sentences must be an integer in 1..{MAX_SENTENCES:,}; got {args.sentences}")
         cfg["n_sentences"] = args.sentences
+        # defined by the config value from here on (the flag named otherwise, --sentences 10000 given against the
+        # default refused the resume of the same run: "--sentences: None there, 10000 now")
+        args.sentences = None
 
     def one(seed):
         """One seed: both models at every dimension, one checkpoint per dimension; writes the seed's record
