@@ -590,3 +590,36 @@ def test_cbow_loss_callback_changes_no_vector():
     assert np.array_equal(plain.wv.vectors, timed.wv.vectors)
     assert len(cb.losses) == 3 and all(math.isfinite(v) and v > 0 for v in cb.losses)
     assert A.cbow_trivial(timed) > 0
+
+
+def test_auto_mpg_atn_seconds_survive_a_resume(monkeypatch):
+    """Every ATN checkpoint carries the ATN seconds so far, counted from those an earlier invocation left: a run
+    interrupted and resumed recorded only the last invocation's (13.1 s of 22.8)."""
+    from attnlab.experiments.bidir import auto_mpg
+    from attnlab.experiments.models import bidir_tabular
+
+    saved = []
+
+    class Ctx:
+        seed, device = 0, "cpu"
+
+        def progress(self, *a, **k):
+            return type("P", (), {"update": lambda *a, **k: None})()
+
+        def save_checkpoint(self, state):
+            saved.append(state["timing"].get("atn_s"))
+
+    def fake_train(rows, C, cfg, seed, device, state, on_epoch):
+        on_epoch(1, 0.5, {"epoch": 1})
+        on_epoch(2, 0.4, {"epoch": 2})
+        return None, [[0.5], [0.4]]
+
+    monkeypatch.setattr(bidir_tabular, "train_atn", fake_train)
+    monkeypatch.setattr(bidir_tabular, "predict_response", lambda *a, **k: np.zeros(2))
+    monkeypatch.setattr(auto_mpg, "accuracy_mse", lambda *a: (1.0, 0.0))
+    data = {"p": {"x_train": np.zeros((2, 3)), "y_train": np.zeros(2), "x_test": np.zeros((2, 3)),
+                  "y_test": np.zeros(2)}}
+    state = {"res": {}, "timing": {"atn_s": 100.0}, "atn_state": {"epoch": 0}}    # 100 s before the interruption
+    auto_mpg._train_atn(Ctx(), data, ["p"], {"atn_epochs": 2, "atn_batch": 8}, state)
+    assert len(saved) == 3 and all(s is not None and s > 100.0 for s in saved) and saved == sorted(saved)
+    assert state["timing"]["atn_s"] >= 100.0
