@@ -258,7 +258,8 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
     2. an attention density $p$: ``cts_softmax`` / ``cts_sparsemax``, the Gaussian /
        truncated parabola (Eq. 2 with the Shannon / Tsallis-2 entropy) on the real line with the mean and
        variance of $\text{softmax}(s)$ over the positions (Martins et al.'s unimodal encoder, the paper's
-       baselines; not renormalised to [0, 1], as there); on [0, 1], ``kernel_softmax`` / ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
+       baselines; not renormalised to [0, 1], as there); on [0, 1], ``kernel_softmax`` /
+       ``kernel_sparsemax``, the kernel exponential family (Eq. 8)
        $p(t) \propto \exp f(t)$ / the kernel deformed family (Sec. 5.2; alpha = 2 is sparsemax)
        $p(t) \propto [1 + (\alpha-1)(f(t) - \max f)]_+^{1/(\alpha-1)}$ (App. E.1's shift by the
        maximum of $f$ on the grid, then normalised by the trapezoid rule; not the threshold $\tau$ that
@@ -332,8 +333,9 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
 def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, *, kind, basis, n_basis,
                           grid_size, kernel, bandwidth, alpha, ridge, return_weights, return_density,
                           key_padding_mask=None, padding=None):
-    """:func:`continuous_attention`; ``padding`` (bool, broadcastable to (..., S), True = padding) names the
-    absent keys where the mask cannot (the modules: their merged mask has a row per query)."""
+    """:func:`continuous_attention`; ``padding`` (broadcastable to (..., S), MHA's convention: bool True or float
+    -inf = padding) names the absent keys where the mask cannot (the modules: their merged mask has a row per
+    query)."""
     _check_choice("kind", kind, SEQUENCE_KINDS)
     _check_choice("kernel", kernel, KERNELS)
     batch = check_qkv(query, key, value)
@@ -368,7 +370,7 @@ def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, sc
         except RuntimeError:
             raise ValueError(f"key_padding_mask must broadcast to (..., S) = ({', '.join(map(str, tuple(batch)))}"
                              f"{', ' if batch else ''}{S}); got shape {tuple(kpm.shape)}") from None
-        padding = kpm if kpm.dtype == torch.bool else torch.isneginf(kpm)
+        padding = kpm
         kpm = ~kpm[..., None, :] if kpm.dtype == torch.bool else kpm[..., None, :]
         # two float masks add as given (their sum is what the kernel families add to the scores)
         mask = kpm if mask is None else (mask & kpm if mask.dtype == kpm.dtype == torch.bool else
@@ -402,7 +404,7 @@ def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, sc
     # mask with fewer queries than keys re-spaced the keys, 0.43 off between one call and two)
     T2, F, Kg = tab.T2, tab.F, getattr(tab, "Kg", None)
     if padding is not None:
-        present = ~padding.to(dev)
+        present = ~(padding if padding.dtype == torch.bool else torch.isneginf(padding))
     elif keep is not None and keep.shape[-2] == 1 and not is_causal:       # (is_causal at L = 1: one row)
         present = keep.squeeze(-2)
     else:
@@ -742,13 +744,11 @@ class ContinuousMultiheadAttention(MultiheadAttentionBase):
     def _attend(self, q, k, v, mask, query, need_weights, padding=None):
         # the basis by its size (it is fixed by n_basis): its tables are built in the computation's dtype (the
         # buffers, built in float32 and cast by .double(), held the centres and widths rounded to float32)
-        pad = None
-        if padding is not None:                 # (N, S), MHA's convention: True or -inf = padding
-            pad = (padding if padding.dtype == torch.bool else torch.isneginf(padding))[:, None, :]
         return _continuous_attention(q, k, v, mask, self.dropout if self.training else 0.0, False, None,
                                      kind=self.kind, basis=None, n_basis=self.basis.n, grid_size=self.grid_size,
                                      kernel=self.kernel, bandwidth=self.bandwidth, alpha=self.alpha, ridge=self.ridge,
-                                     return_weights=True, return_density=False, padding=pad)
+                                     return_weights=True, return_density=False,
+                                     padding=None if padding is None else padding[:, None, :])   # (N, 1, S)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", kind={self.kind!r}"

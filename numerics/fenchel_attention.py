@@ -31,7 +31,7 @@ from attnlab.numerics.entropic_dual import FLOOR_RUN, solve_dual_newton_torch
 from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, broadcast_shapes,
                                          check_device, check_dropout, check_flag, check_mask, check_positive,
                                          check_qkv, check_scale, compute_dtype, deprecated, empty_attention,
-                                         sdpa_mask, shift_rows)
+                                         sdpa_mask, shift_rows, with_key_dim)
 
 
 def _foc(lam, T, logu, z, alpha):
@@ -946,11 +946,8 @@ def fenchel_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         _check_broadcast(log_u, (*batch, L, S), "log_u", "(..., L, S)")
         check_device(log_u, "log_u", query.device)
         log_u = log_u.to(cdt)
-        if log_u.dim() < 2 or log_u.shape[-1] != S:
-            # a 0-d, (1,), (L, 1) ... log u, constant over the keys (it changes nothing): (..., L or 1, S), as the
-            # masks are given (the exact form crashed with torch's shape errors)
-            log_u = log_u.reshape((1,) * max(0, 2 - log_u.dim()) + tuple(log_u.shape))
-            log_u = log_u.expand(*log_u.shape[:-1], S)
+        # (a 0-d, (1,), (L, 1) log u, constant over the keys, crashed the exact form with torch's shape errors)
+        log_u = with_key_dim(log_u, S)
         if bool((torch.isnan(log_u) | torch.isposinf(log_u)).any()):   # (NaN gave NaN weights and a warning)
             raise ValueError(f"log_u must hold finite numbers or -inf (which excludes a key); got "
                              f"{'nan' if bool(torch.isnan(log_u).any()) else '+inf'}")

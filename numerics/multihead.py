@@ -177,17 +177,22 @@ def sdpa_mask(attn_mask, is_causal: bool, L: int, S: int, device, name: str = "a
         except RuntimeError:
             raise ValueError(f"{name} must broadcast to (..., L, S) = ({', '.join(map(str, tuple(batch or ())))}"
                              f"{', ' if batch else ''}{L}, {S}); got shape {tuple(attn_mask.shape)}") from None
-        if attn_mask.dim() < 2 or attn_mask.shape[-1] != S:
-            # a 0-d, (S,), (L, 1) ... mask, which SDPA broadcasts: (..., L or 1, S), so that the key dimension is
-            # there (the layers index it; a (5, 1) mask crashed them with torch's shape error) and a mask the
-            # same for every query keeps its query dimension 1 (continuous attention reads that as padding)
-            attn_mask = attn_mask.reshape((1,) * max(0, 2 - attn_mask.dim()) + tuple(attn_mask.shape))
-            attn_mask = attn_mask.expand(*attn_mask.shape[:-1], S)
+        attn_mask = with_key_dim(attn_mask, S)
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{name} must be None when is_causal=True (as in scaled_dot_product_attention)")
         return torch.ones(L, S, dtype=torch.bool, device=device).tril()
     return attn_mask
+
+
+def with_key_dim(x, S: int):
+    """A 0-d, (S,), (L, 1) ... tensor that broadcasts to (..., L, S) as (..., L or 1, S): the key dimension there
+    (the layers index it; a (5, 1) mask crashed them with torch's shape error), and one the same for every
+    query keeps its query dimension 1 (continuous attention reads such a mask as padding).  A view."""
+    if x.dim() >= 2 and x.shape[-1] == S:
+        return x
+    x = x.reshape((1,) * max(0, 2 - x.dim()) + tuple(x.shape))
+    return x.expand(*x.shape[:-1], S)
 
 
 def additive_mask(mask, dtype, shift: bool = True):
