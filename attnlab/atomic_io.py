@@ -283,6 +283,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return _atomic_replace(path, write)
 
 
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write `data` to `path` atomically, as :func:`atomic_write_text` writes text."""
+    def write(fd, tmp):
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if tmp is not None:
+                os.fsync(fh.fileno())
+    return _atomic_replace(path, write)
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     from attnlab.catalog import jsonable
 

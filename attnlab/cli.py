@@ -376,8 +376,9 @@ def _check_results_folder(args, root) -> None:
     """--results-dir or $ATTNLAB_RESULTS naming no folder (a typo, a file): one line, not an empty table."""
     import os
 
-    if not root.is_dir() and (args.results_dir or os.environ.get("ATTNLAB_RESULTS")):
-        where = "--results-dir" if args.results_dir else "$ATTNLAB_RESULTS"
+    given = getattr(args, "results_dir", None)
+    if not root.is_dir() and (given or os.environ.get("ATTNLAB_RESULTS")):
+        where = "--results-dir" if given else "$ATTNLAB_RESULTS"
         raise UsageError(f"{where} {root}: " + ("is a file, not a folder" if root.exists() else "no such folder"))
 
 
@@ -474,6 +475,10 @@ def cmd_figures(args) -> int:
         if unknown:
             raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
     names = list(dict.fromkeys(args.only)) if args.only else list(available)     # a name twice is drawn once
+    from attnlab.experiment import results_root
+
+    # $ATTNLAB_RESULTS naming no folder (a typo): one line, before a figure of "no records yet" replaces a good one
+    _check_results_folder(args, Path(results_root(read=True)))
     n = 0
     # ./paper_figures of the working directory by default (the repository's folder when run there), never
     # into an installed package
@@ -623,7 +628,8 @@ def cmd_report(args) -> int:
         from attnlab.listing import ProgressLine
 
         prog = ProgressLine(0, stream=sys.stderr)
-        records, source = report.run_fast_claims(papers, prog), "the fast claims, run when the report was built"
+        with report.results_in(root):          # the empirical claims judged on the records the tables show
+            records, source = report.run_fast_claims(papers, prog), "the fast claims, run when the report was built"
     pages = report.build(out, papers, records, source, root)
     for page in pages:
         print(page)

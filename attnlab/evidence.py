@@ -93,14 +93,15 @@ def _read(experiment: str, root: Path) -> tuple:
     """(rows, notes, skipped) of one experiment: its (record, metric row) pairs, each (config, setting, model,
     metric, seed) once (attnlab.results.unique_rows); the warnings on copies by that 6-tuple; the warnings on
     the files that could not be used.  Read again only when a file of the experiment changed."""
-    from attnlab.results import read_records, unique_rows
+    from attnlab.results import read_records, record_files, unique_rows
 
-    files = sorted(root.glob(f"{experiment}/*/*.json"))
-    key, stamp = (experiment, str(root)), tuple((str(f), *_stat(f)) for f in files)
+    listing: list[str] = []                 # a folder that cannot be listed, a pipe or device among the files
+    files = record_files(root, f"{experiment}/*/*.json", warn=listing.append)
+    key, stamp = (experiment, str(root)), (tuple(listing), tuple((str(f), *_stat(f)) for f in files))
     if _CACHE.get(key, (None,))[0] != stamp:
         # only this experiment's files (each read once per process): a record filed under another
         # experiment's folder is refused by read_records as misplaced
-        skipped: list[str] = []
+        skipped: list[str] = list(listing)
         notes: dict[tuple, str] = {}
         recs = [r for r in read_records(files, warn=skipped.append) if r.get("experiment") == experiment]
         _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None, notes=notes)), notes, skipped)

@@ -13,12 +13,15 @@ scrolls inside its own box on a narrow screen.
 
 It reads what is there and never trains: the verdicts come from running the fast claims (seconds each)
 or from a file written by ``attnlab verify --json FILE`` (``--verdicts FILE``); the results from the
-committed records; the figures from the PNGs under ``paper_figures/``.  The pages are Jinja2 templates
+committed records, or from ``--results-dir`` (then the claims are run on those records too, and the figures
+drawn from records are drawn from them); the other figures from the PNGs under ``paper_figures/``.  Every file
+of the site is checked before the first is written, and each is written atomically.  The pages are Jinja2 templates
 under ``attnlab/templates/``.
 """
 from __future__ import annotations
 
-import shutil
+import contextlib
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -201,6 +204,53 @@ def paper_figures(paper: str, folder: Path) -> list[Path]:
     return sorted(folder.glob(f"{paper}_*.png"))
 
 
+@contextlib.contextmanager
+def results_in(root: Path):
+    """$ATTNLAB_RESULTS set to `root` for the duration (the claims and the figures read records from there),
+    as it was afterwards."""
+    before = os.environ.get("ATTNLAB_RESULTS")
+    os.environ["ATTNLAB_RESULTS"] = str(Path(root).resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ATTNLAB_RESULTS", None)
+        else:
+            os.environ["ATTNLAB_RESULTS"] = before
+
+
+def from_records(png: Path) -> bool:
+    """Whether a committed figure is drawn from results records (the experiments' figures, <paper>_exp_*, and the
+    toy corpus scatter of bidir), not from the library's numerics alone."""
+    return "_exp_" in png.stem or png.stem == "bidir_toy_scatter"
+
+
+def draw_from_records(paper: str, root: Path, folder: Path, warn) -> list[Path]:
+    """The figures of `paper` that are drawn from records, drawn from those under `root` into `folder` (a
+    report of other records than the committed ones shows their figures, not the committed PNGs); one that
+    cannot be drawn (no records of its experiment there) is left out with a warning through `warn`."""
+    import importlib
+
+    from attnlab.paper_figures import style
+    from attnlab.registry import FIGURES
+
+    drawn: list[Path] = []
+    with results_in(root):
+        for mod_name in FIGURES[paper]:
+            mod = importlib.import_module(mod_name)
+            for name in getattr(mod, "FROM_RECORDS", ()):
+                previous = style.vector_output(False)
+                try:
+                    drawn += [Path(p) for p in mod.FIGURES[name](folder) or [] if from_records(Path(p))]
+                except (FileNotFoundError, UsageError, KeyError, TypeError, ValueError, IndexError,
+                        AttributeError) as exc:
+                    warn(f"figure {name} is not shown: it cannot be drawn from the records in "
+                         f"{Path(root).name} ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})")
+                finally:
+                    style.vector_output(previous)
+    return sorted(drawn)
+
+
 def figure_entry(path: Path) -> dict:
     """What the page shows for one figure: its caption from paper_figures/captions.py (the paper's figure
     number, or that the paper has none, and what it shows) and an alt text in words."""
@@ -273,25 +323,44 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
+    from attnlab.atomic_io import atomic_write_bytes, atomic_write_text, check_writable
+
+    from attnlab.evidence import committed_records
+
+    committed = Path(root).resolve() == committed_records().resolve()
+    figs = {p: paper_figures(p, figures_dir) for p in papers}
+    if not committed:                       # the figures of the records shown, drawn from them
+        import tempfile
+
+        drawn_dir = Path(tempfile.mkdtemp(prefix="attnlab-report-figures-"))
+        for p in papers:
+            figs[p] = sorted([f for f in figs[p] if not from_records(f)]
+                             + draw_from_records(p, root, drawn_dir, warn=lambda m: print(f"attnlab: warning: {m}",
+                                                                                          file=sys.stderr)))
+    # every file the site replaces, checked before the first is written (a read-only page left a site
+    # half-updated: its style sheet and figures new, its pages old); each then written atomically
+    for target in ([out / "index.html", out / "style.css"] + [out / f"{p}.html" for p in papers]
+                   + [out / "figures" / f.name for p in papers for f in figs[p]]):
+        check_writable(target, "--out")
     env = _environment()
     pages, written = [], []
     for p in papers:
-        figs = paper_figures(p, figures_dir)
-        for f in figs:
-            shutil.copyfile(f, out / "figures" / f.name)
-        pages.append(paper_page(p, records, root, figs))
+        for f in figs[p]:
+            atomic_write_bytes(out / "figures" / f.name, f.read_bytes())
+        pages.append(paper_page(p, records, root, figs[p]))
     nav = [(pg["paper"], pg["title"]) for pg in pages]
-    from attnlab.evidence import committed_records
-
     # where the results came from, without a folder of this machine (a site travels)
-    shown = ("the committed records" if Path(root).resolve() == committed_records().resolve()
-             else f"the records in a folder named {Path(root).resolve().name}")
+    shown = ("the committed records" if committed else f"the records in a folder named {Path(root).resolve().name}")
     common = {"nav": nav, "claims_source": claims_source, "results_from": shown, "scale": verdict_scale()}
-    shutil.copyfile(TEMPLATES / "style.css", out / "style.css")
+    atomic_write_bytes(out / "style.css", (TEMPLATES / "style.css").read_bytes())
     for pg in pages:
         path = out / f"{pg['paper']}.html"
-        path.write_text(env.get_template("paper.html").render(page=pg, **common), encoding="utf-8")
+        atomic_write_text(path, env.get_template("paper.html").render(page=pg, **common))
         written.append(path)
     index = out / "index.html"
-    index.write_text(env.get_template("index.html").render(pages=pages, **common), encoding="utf-8")
+    atomic_write_text(index, env.get_template("index.html").render(pages=pages, **common))
+    if not committed:
+        import shutil
+
+        shutil.rmtree(drawn_dir, ignore_errors=True)
     return [index] + written

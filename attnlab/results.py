@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
+import stat
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -119,6 +121,12 @@ def _record_problem(rec) -> str | None:
             return f"its {k!r} is not a {kind.__name__} ({json.dumps(rec[k])[:30]})"
     if rec.get("devices") is not None and not all(isinstance(d, str) for d in rec["devices"]):
         return "its 'devices' is not a list of strings"
+    conv = rec.get("convergence") or {}
+    if conv.get("status") is not None and not isinstance(conv["status"], str):
+        return f"its 'convergence.status' is not a string ({json.dumps(conv['status'])[:30]})"
+    models = conv.get("models")
+    if models is not None and not (isinstance(models, dict) and all(isinstance(v, dict) for v in models.values())):
+        return f"its 'convergence.models' is not an object of objects per model ({json.dumps(models)[:30]})"
     tr = rec.get("training") or {}
     for k, kind in (("stopped", str), ("epochs_run", int), ("best_epoch", int), ("max_epochs", int)):
         if tr.get(k) is not None and (isinstance(tr[k], bool) or not isinstance(tr[k], kind)):
@@ -148,16 +156,72 @@ def _misplaced(path: Path, rec: dict) -> str | None:
 MAX_METRIC = 1e150
 
 
+def _stderr_warn(msg: str) -> None:
+    import sys
+
+    print(f"attnlab: warning: {msg}", file=sys.stderr)
+
+
 def load_records(root: Path, paper: str, warn=None) -> list[dict]:
     """The usable records of a paper's experiments under `root`.  A record that cannot be read or used
     is skipped with a one-line warning naming the file (on stderr, or through `warn`)."""
-    import sys
+    warn = warn or _stderr_warn
+    return read_records(record_files(root, f"{paper}-*/*/*.json", warn), warn)
 
-    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
-    recs = []
-    if not root.exists():
-        return recs
-    return read_records(sorted(root.glob(f"{paper}-*/*/*.json")), warn)
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def record_files(root: Path, pattern: str, warn=None) -> list[Path]:
+    """The files under `root` that `pattern` (glob components joined by '/', e.g. ``efa-*/*/*.json``)
+    names, sorted, as ``sorted(root.glob(pattern))`` gives them (hidden names left out), except that a
+    folder on the way that cannot be listed is named in a one-line warning (glob passed over it in
+    silence: a config folder without read permission left its seeds out of the verdicts unsaid), and that
+    a named pipe, device or socket among the files is skipped with a warning instead of being opened
+    (reading a FIFO blocked every command for ever).  A missing `root` gives no files."""
+    import fnmatch
+
+    warn = warn or _stderr_warn
+    parts = pattern.split("/")
+    folders, files = [Path(root)], []
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        below = []
+        for folder in folders:
+            try:
+                with os.scandir(folder) as it:
+                    entries = [e for e in it if not e.name.startswith(".") and fnmatch.fnmatchcase(e.name, part)]
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                warn(f"cannot read the folder {folder}: {exc.strerror or exc}; the records in it are left out")
+                continue
+            for e in entries:
+                path = Path(e.path)
+                try:
+                    mode = os.stat(path).st_mode
+                except OSError:                 # (a dangling link: read_json names it)
+                    mode = None
+                if not last:
+                    if mode is not None and stat.S_ISDIR(mode):
+                        below.append(path)
+                    continue
+                kind = next((what for test, what in _SPECIAL_FILES if mode is not None and test(mode)), None)
+                if kind:
+                    warn(f"skipping results record {path}: it is {kind}, not a file")
+                    continue
+                files.append(path)
+        folders = below
+    return sorted(files)
+
+
+def folder_records(folder: Path, pattern: str = "*.json", warn=None) -> list[dict]:
+    """The usable records of the files `pattern` names in `folder` (:func:`record_files`, :func:`read_records`),
+    each seed once (:func:`unique_records`): what the figures draw (a copied record counted twice, with a
+    narrower interval, in a figure whose table counted it once)."""
+    warn = warn or _stderr_warn
+    return unique_records(read_records(record_files(folder, pattern, warn), warn), warn)
 
 
 def read_records(paths, warn=None) -> list[dict]:
@@ -186,9 +250,9 @@ def read_records(paths, warn=None) -> list[dict]:
 
 
 def consistent_records(records: list[dict], warn) -> list[dict]:
-    """`records` without those written with other config values than the rest of their (experiment, config,
-    tag): the seeds of one config share its values (a folder holding one seed at --alpha 0.25 beside four at 1 was
-    averaged into one row).  Compared on the values every record of the group names (a value added to a config
+    """`records` without those written with other config values, or on other data (their `substitute`), than the
+    rest of their (experiment, config, tag): the seeds of one config share its values (a folder holding one seed at
+    --alpha 0.25 beside four at 1 was averaged into one row).  Compared on the values every record of the group names (a value added to a config
     later is absent from its older records); the majority is kept and the others left out, all of them where no
     setting has more than half, with a warning naming the values that differ and the seeds left out."""
     from attnlab.experiment import _run_config
@@ -200,7 +264,10 @@ def consistent_records(records: list[dict], warn) -> list[dict]:
     for (exp, cfg, tag), rs in groups.items():
         if len(rs) < 2:
             continue
-        cvs = [_run_config(r["config_values"]) if isinstance(r.get("config_values"), dict) else {} for r in rs]
+        # the data a seed was trained on is part of what the group shares: the paper's data (substitute null)
+        # and a substitute were averaged into one row, labelled by whichever file came last
+        cvs = [{**(_run_config(r["config_values"]) if isinstance(r.get("config_values"), dict) else {}),
+                "substitute": r.get("substitute")} for r in rs]
         common = sorted(set.intersection(*(set(c) for c in cvs)))
         text = [{k: json.dumps(c[k], sort_keys=True, default=str) for k in common} for c in cvs]
         sigs = [json.dumps(t, sort_keys=True) for t in text]
@@ -271,6 +338,17 @@ def unique_rows(records: list[dict], warn=None, notes: dict | None = None):
             if notes is not None:
                 notes[item] = msg
         yield dups[0]
+
+
+def unique_records(records: list[dict], warn=None) -> list[dict]:
+    """`records` as :func:`unique_rows` counts them, for the readers that take whole records (the figures, the
+    wall times): a copied record is left out (its rows are the first copy's), and rows that copies disagree on
+    are taken out of every record that holds them; `warn` as there."""
+    kept: dict[int, list] = defaultdict(list)
+    for r, m in unique_rows(records, warn):
+        kept[id(r)].append(m)
+    return [r if len(kept[id(r)]) == len(r["metrics"]) else {**r, "metrics": kept[id(r)]}
+            for r in records if id(r) in kept or not r["metrics"]]
 
 
 def paper_numbers(paper: str) -> dict:
@@ -355,7 +433,11 @@ def wall_times(paper: str, root: Path, config: str | None = None, records: list[
     over epochs run) and how training stopped (`stopped`: the count of records per stop rule).
     `records`: as for :func:`summarize`."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in load_records(root, paper) if records is None else records:
+    # a copied record is one run, not two (said here when the records are read here; a caller that passes them
+    # has said it already)
+    runs = (unique_records(load_records(root, paper)) if records is None
+            else unique_records(records, warn=lambda msg: None))
+    for r in runs:
         if (config and r.get("config") != config) or r.get("wall_seconds") is None:
             continue
         groups[(r["experiment"], r["config"], r.get("tag") or "-", r.get("device_name") or r.get("device"))].append(r)

@@ -152,14 +152,43 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}",
           "<": r"\textless{}", ">": r"\textgreater{}", "±": r"\ensuremath{\pm}", "−": r"\ensuremath{-}",
           "×": r"\ensuremath{\times}", "…": r"\dots{}", "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}",
-          "–": "--", "—": "---", "α": r"\ensuremath{\alpha}", "λ": r"\ensuremath{\lambda}"}
+          "–": "--", "—": "---", "[": "{[}", "]": "{]}", "°": r"\textdegree{}", "²": r"\textsuperscript{2}",
+          "³": r"\textsuperscript{3}", "µ": r"\ensuremath{\mu}", "·": r"\ensuremath{\cdot}",
+          "∞": r"\ensuremath{\infty}", "≈": r"\ensuremath{\approx}", "→": r"\ensuremath{\to}",
+          "\u00a0": "~"}
+# ([ and ] braced: a cell that starts with [ after \\ or \midrule was read as their optional length)
+
+
+def _latex_char(ch: str) -> str:
+    """One character in LaTeX text mode (pdflatex with its default UTF-8 input): the specials and symbols of
+    _LATEX; a Greek letter as its math macro; a Latin letter with accents as it is (the UTF-8 input sets them);
+    any other non-ASCII character as its code point, [U+03F5], rather than a character pdflatex stops at."""
+    if ch in _LATEX:
+        return _LATEX[ch]
+    if ch.isascii():
+        return ch
+    import unicodedata
+
+    name = unicodedata.name(ch, "")
+    if name.startswith("GREEK SMALL LETTER ") and name.count(" ") == 3:
+        word = name.rsplit(" ", 1)[1].lower()
+        return r"\ensuremath{\%s}" % {"lamda": "lambda"}.get(word, word)          # (Unicode spells it lamda)
+    if name.startswith("GREEK CAPITAL LETTER ") and name.count(" ") == 3:
+        word = {"Lamda": "Lambda"}.get(name.rsplit(" ", 1)[1].capitalize(), name.rsplit(" ", 1)[1].capitalize())
+        if word in ("Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"):
+            return r"\ensuremath{\%s}" % word
+    base = unicodedata.normalize("NFD", ch)[0]
+    if unicodedata.category(ch).startswith("L") and base.isascii() and base.isalpha() and ch.isalpha():
+        return ch
+    return "{[}U+%04X{]}" % ord(ch)
 _NUMBER = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?)(\d+))?$")
 LATEX_PACKAGES = r"\usepackage{booktabs}\usepackage{siunitx}"
 
 
 def latex_escape(x) -> str:
-    """A LaTeX text-mode string: the special characters (\\ & % $ # _ { } ~ ^ | < >) escaped."""
-    return "".join(_LATEX.get(ch, ch) for ch in _cell(x))
+    """A LaTeX text-mode string: the special characters (\\ & % $ # _ { } ~ ^ | < > [ ]) escaped, the
+    non-ASCII ones as _latex_char writes them."""
+    return "".join(_latex_char(ch) for ch in _cell(x))
 
 
 def _table_format(cells: list[str]) -> str:

@@ -97,3 +97,4 @@ def render_toy_scatter(outdir: Path) -> list[Path]:
 
 
 FIGURES = {"toy_scatter": render_toy_scatter}
+FROM_RECORDS = ("toy_scatter",)    # (drawn from a record: a report of other records draws it from those)

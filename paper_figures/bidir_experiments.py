@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
-from attnlab.results import read_records
+from attnlab.results import folder_records
 from attnlab.paper_figures.style import save, size, wrap
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
@@ -24,7 +24,7 @@ YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-ind
 def _records(experiment: str) -> tuple[list[dict], str]:
     root = results_root(read=True) / experiment
     for cfg in ("full", "reduced", "quick"):
-        recs = read_records(sorted((root / cfg).glob("*.json")))
+        recs = folder_records(root / cfg)
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")
@@ -151,3 +151,4 @@ def render_table2(outdir: Path) -> list[Path]:
 
 
 FIGURES = {"table1": render_table1, "table2": render_table2}
+FROM_RECORDS = tuple(FIGURES)      # (drawn from records: a report of other records draws them from those)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
-from attnlab.results import read_records
+from attnlab.results import folder_records
 from attnlab.paper_figures.style import save, size
 
 
@@ -27,7 +27,7 @@ def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) ->
     """The records (those `keep` accepts) of the first config in `configs` that has any, and its name."""
     root = results_root(read=True) / experiment
     for cfg in configs:
-        recs = [r for r in read_records(sorted((root / cfg).glob("*.json"))) if keep(r)]
+        recs = [r for r in folder_records(root / cfg) if keep(r)]
         if recs:
             return recs, cfg
     raise FileNotFoundError(f"no records under {root}; run `attnlab run {experiment}` first")
@@ -210,3 +210,4 @@ def fig6(outdir: Path) -> list[Path]:
 
 
 FIGURES = {"exp_fig3": fig3, "exp_fig4": fig4, "exp_fig6": fig6}
+FROM_RECORDS = tuple(FIGURES)      # (drawn from records: a report of other records draws them from those)

@@ -20,14 +20,14 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
-from attnlab.results import read_records
+from attnlab.results import folder_records
 from attnlab.paper_figures.style import save, size, wrap
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
     root = results_root(read=True) / experiment
     for cfg in ([config] if config else ["full", "quick"]):
-        recs = read_records(sorted((root / cfg).glob("*.json")))
+        recs = folder_records(root / cfg)
         recs = [r for r in recs if not r.get("tag", "").startswith("hf-")]
         if recs:
             return recs, cfg
@@ -424,7 +424,7 @@ def _converged_word(records) -> str:
 
 def _minilm_records() -> list[dict]:
     root = results_root(read=True) / "fenchel-deviation" / "full"
-    recs = read_records(sorted(root.glob("hf-all-MiniLM-L6-v2-seed*.json")))
+    recs = folder_records(root, "hf-all-MiniLM-L6-v2-seed*.json")
     if not recs:
         raise FileNotFoundError(f"no records under {root}; run `attnlab run fenchel-deviation --model minilm` first")
     return recs
@@ -507,3 +507,4 @@ FIGURES = {
     "fenchel-exp-fig4-minilm": fig4_minilm,
     "fenchel-exp-fig5-minilm": fig5_minilm,
 }
+FROM_RECORDS = tuple(FIGURES)      # (drawn from records: a report of other records draws them from those)

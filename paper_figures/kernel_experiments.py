@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.experiment import results_root
-from attnlab.results import read_records
+from attnlab.results import folder_records
 from attnlab.paper_figures.style import save, size, wrap
 
 EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda", "Table 2: FordA"),
@@ -47,7 +47,7 @@ def _records(experiment: str):
     on a validation split ('full-es') -- whichever has more (ties: full); without any, the reduced
     config with the most records (ties: cpu before cpu-small before quick)."""
     root = results_root(read=True) / experiment
-    load = lambda cfg: read_records(sorted((root / cfg).glob("*.json")))  # noqa: E731
+    load = lambda cfg: folder_records(root / cfg)  # noqa: E731
     for group in (("full", "full-es"), ("cpu", "cpu-small", "quick")):
         best: tuple[list, str | None] = ([], None)
         for cfg in group:
@@ -161,7 +161,7 @@ def _sampled(experiment: str, models: tuple[str, ...], configs: tuple[str, ...],
         found = {}
         for m in models:
             recs = []
-            for r in read_records(sorted((root / cfg).glob(f"*{m}-seed*.json"))):
+            for r in folder_records(root / cfg, f"*{m}-seed*.json"):
                 if str(r.get("tag", "")).endswith(m) and "attention_sample" in r.get("extra", {}):
                     recs.append(r)
             if recs:
@@ -182,7 +182,7 @@ TW_KINDS = ("cts_softmax", "kernel_softmax", "kernel_sparsemax")
 def _seed_samples(experiment: str, model: str, cfg: str) -> list[dict]:
     """Every record of `model` in `cfg` that holds a stored attention sample, by seed."""
     root = results_root(read=True) / experiment / cfg
-    recs = [r for r in read_records(sorted(root.glob(f"*{model}-seed*.json")))
+    recs = [r for r in folder_records(root, f"*{model}-seed*.json")
             if str(r.get("tag", "")).endswith(model) and "attention_sample" in r.get("extra", {})]
     return sorted(recs, key=lambda r: r["seed"])
 
@@ -361,3 +361,4 @@ def render_forda(outdir: Path) -> list[Path]:
 
 FIGURES = {"kernel_exp_results": render_results, "kernel_exp_time_warping": render_time_warping,
            "kernel_exp_forda": render_forda}
+FROM_RECORDS = tuple(FIGURES)      # (drawn from records: a report of other records draws them from those)

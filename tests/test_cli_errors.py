@@ -123,6 +123,7 @@ def test_figures_out_folder_is_created(tmp_path, capsys):
 
 def test_figures_without_records_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)                          # outside the repository, records pointed elsewhere
+    (tmp_path / "no-records-here").mkdir()
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "no-records-here"))
     assert cli.main(["figures", "--only", "exp_fig3", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -142,6 +143,7 @@ def test_figures_outside_the_repository_read_the_committed_records(tmp_path, cap
 
 def test_figures_render_the_others_and_name_each_missing_one(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "empty"))
     assert cli.main(["figures", "--only", "exp_fig3", "exp_fig4", "--out", str(tmp_path)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("attnlab: error: ")]

@@ -89,9 +89,23 @@ def test_missing_sample_names_the_run(tmp_path, monkeypatch, capsys, no_training
 
 
 def test_bidir_scatter_without_record_names_the_run(tmp_path, monkeypatch, capsys, no_training):
+    (tmp_path / "none").mkdir()
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "none"))
     assert cli.main(["figures", "--only", "toy_scatter", "--out", str(tmp_path / "o")]) == 2
     assert "attnlab run bidir-toy-corpus --seed 0" in capsys.readouterr().err
+
+
+def test_a_results_folder_that_is_not_there_is_refused_before_a_figure_is_replaced(tmp_path, monkeypatch, capsys,
+                                                                                  no_training):
+    """$ATTNLAB_RESULTS with a typo drew a figure of "no records yet" over a good one, exit 0."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "kernel_exp_results.png").write_bytes(b"a good figure")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "typo"))
+    assert cli.main(["figures", "--only", "kernel_exp_results", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "$ATTNLAB_RESULTS" in err and "no such folder" in err
+    assert (out / "kernel_exp_results.png").read_bytes() == b"a good figure"
 
 
 def test_instacart_figures_take_the_config_that_has_the_efa_record(tmp_path, monkeypatch, no_training):

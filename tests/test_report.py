@@ -147,6 +147,56 @@ def test_one_paper_only(tmp_path):
     assert all(p.name.startswith("fenchel_") for p in (out / "figures").iterdir())
 
 
+def test_a_report_of_other_records_judges_and_draws_from_them(tmp_path, monkeypatch):
+    """`report --results-dir X` showed X's tables beside verdicts and figures of the committed records: the claims
+    are run on X, the figures drawn from records are drawn from X (left out, with a warning, where X has none),
+    and the others are the committed ones."""
+    from attnlab import report
+    from attnlab.evidence import committed_records
+
+    seen = {}
+
+    def fast_claims(papers, progress=None):
+        import os
+
+        seen["root"] = os.environ.get("ATTNLAB_RESULTS")
+        return {}
+    monkeypatch.setattr(report, "run_fast_claims", fast_claims)
+    few = tmp_path / "few"
+    (few / "efa-synthetic").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(committed_records() / "efa-synthetic" / "full", few / "efa-synthetic" / "full")
+    assert main(["report", "--paper", "efa", "--results-dir", str(few), "--out", str(tmp_path / "site")]) == 0
+    assert seen["root"] == str(few.resolve())
+    shown = sorted(p.name for p in (tmp_path / "site" / "figures").iterdir())
+    assert shown == ["efa_identifiability.png"]          # (no Instacart or temperature records in X)
+    assert "records in a folder named few" in (tmp_path / "site" / "efa.html").read_text()
+
+
+def test_report_checks_every_page_before_writing_any(tmp_path, monkeypatch, capsys):
+    """A page that cannot be replaced left the site half-updated (style sheet and figures new, pages old) with a
+    message that the file 'changed while the command ran': every file is checked first, the site unchanged."""
+    from attnlab import atomic_io
+
+    out = tmp_path / "site"
+    verdicts = str(_verdicts_file(tmp_path))
+    assert main(["report", "--paper", "fenchel", "--verdicts", verdicts, "--out", str(out)]) == 0
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    real = atomic_io.check_writable
+
+    def refuse(path, what):
+        if Path(path).name == "fenchel.html":
+            from attnlab.errors import UsageError
+
+            raise UsageError(f"{what} {path}: the file exists and is not writable")
+        return real(path, what)
+    monkeypatch.setattr(atomic_io, "check_writable", refuse)
+    assert main(["report", "--paper", "fenchel", "--verdicts", verdicts, "--out", str(out)]) == 2
+    assert "fenchel.html: the file exists and is not writable" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("content,word", [("not json", "not JSON"), ('{"id": 1}', "not a list of claim records")])
 @pytest.mark.parametrize("option", ["--verdicts", "--claims"])
 def test_bad_verdicts_file_is_one_line_exit_2(tmp_path, capsys, content, word, option):

@@ -423,3 +423,85 @@ def test_supported_direction_with_the_paper_size_outside_is_said():
     res = rec.evidence.data["results"]
     assert rec.verdict == "holds" and res["paper_effect"] > res["paper_interval"][1]
     assert "the size it prints is not reproduced" in rec.evidence.explanation
+
+
+def test_seeds_on_another_data_source_are_not_pooled(tmp_path, capsys):
+    """A record trained on a substitute among the paper's data's seeds of one config was averaged into their row
+    (labelled by whichever file came last): it is left out, with a warning naming `substitute`, whatever its
+    file's name."""
+    from attnlab.results import summarize
+
+    _pairs(tmp_path, 3.0)
+    table = summarize("kernel", tmp_path)
+    for name in ("seed0.json", "seed4.json"):
+        f = tmp_path / EXP / "full" / name
+        rec = json.loads(f.read_text())
+        f.write_text(json.dumps({**rec, "substitute": "another generator"}))
+        rows = [r for r in summarize("kernel", tmp_path) if r["model"] == "A" and r["n_seeds"]]
+        assert rows[0]["n_seeds"] == 4 and not rows[0]["substitute"]
+        assert "different config values (substitute)" in capsys.readouterr().err
+        f.write_text(json.dumps(rec))
+    assert summarize("kernel", tmp_path) == table
+
+
+def test_an_unreadable_folder_and_a_pipe_are_said_not_passed_over(tmp_path, capsys):
+    """A config folder that cannot be listed left its seeds out in silence (the claim read "no registered seed");
+    a named pipe among the records blocked every reader for ever.  Both are warnings, and the claim says them."""
+    import os
+    import stat as st
+
+    from attnlab.results import load_records, record_files
+
+    _pairs(tmp_path, 3.0)
+    folder = tmp_path / EXP / "full"
+    os.mkfifo(folder / "seed9.json")
+    assert len(load_records(tmp_path, "kernel")) == 5
+    assert "seed9.json: it is a named pipe, not a file" in capsys.readouterr().err
+    ev = judge(_reg(paper=3.0), tmp_path)
+    assert ev.verdict == "holds" and "named pipe" in ev.explanation
+    # (os.scandir refused, as a folder without read permission does for a user other than root)
+    real = os.scandir
+
+    def refuse(path):
+        if str(path) == str(folder):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+    import attnlab.results as R
+    try:
+        os.scandir = refuse
+        assert record_files(tmp_path, f"{EXP}/*/*.json", warn=print) == []
+        assert "cannot read the folder" in capsys.readouterr().out
+        with pytest.raises(Skip, match="cannot read the folder .*Permission denied"):
+            judge(_reg(paper=3.0), tmp_path)
+    finally:
+        os.scandir = real
+    assert R.record_files(tmp_path, f"{EXP}/*/*.json") == sorted(p for p in folder.glob("*.json")
+                                                                  if st.S_ISREG(p.stat().st_mode))
+
+
+def test_a_wrong_convergence_models_entry_is_skipped_not_a_traceback(tmp_path, capsys):
+    from attnlab.results import load_records, summarize
+
+    _pairs(tmp_path, 3.0)
+    f = tmp_path / EXP / "full" / "seed0.json"
+    rec = json.loads(f.read_text())
+    for models in ({"N=64 A": "not-trained"}, ["not-trained"], "x"):
+        f.write_text(json.dumps({**rec, "convergence": {"models": models}}))
+        assert len(load_records(tmp_path, "kernel")) == 4
+        assert "'convergence.models' is not an object" in capsys.readouterr().err
+        summarize("kernel", tmp_path)
+
+
+def test_wall_times_and_figures_count_a_copied_record_once(tmp_path, capsys):
+    from attnlab.results import folder_records, wall_times
+
+    _pairs(tmp_path, 3.0)
+    for f in (tmp_path / EXP / "full").glob("seed*.json"):
+        rec = json.loads(f.read_text())
+        f.write_text(json.dumps({**rec, "wall_seconds": 10.0 + rec["seed"]}))
+    before = wall_times("kernel", tmp_path)
+    f = tmp_path / EXP / "full" / "seed0.json"
+    (f.parent / "seed0 (copy).json").write_text(f.read_text())
+    assert wall_times("kernel", tmp_path) == before and before[0]["n"] == 5
+    assert len(folder_records(tmp_path / EXP / "full")) == 5
+    assert "counted once" in capsys.readouterr().err

@@ -35,6 +35,20 @@ def test_latex_escapes():
     assert tex.startswith("\\begin{tabular}") and "Cts\\_Softmax" in tex and "95\\% CI" in tex
 
 
+def test_latex_protects_brackets_and_non_ascii():
+    """A cell starting with [ after \\\\ or \\midrule was read as their optional length, and pdflatex stops at a
+    character its UTF-8 input does not set (β): brackets are braced, Greek letters are math macros, accented
+    Latin letters stay, anything else is its code point."""
+    from attnlab.tables import latex_escape
+
+    assert latex_escape("[5, 0] β=1") == r"{[}5, 0{]} \ensuremath{\beta}=1"
+    assert latex_escape("λ Λ α") == r"\ensuremath{\lambda} \ensuremath{\Lambda} \ensuremath{\alpha}"
+    assert latex_escape("°C² é") == r"\textdegree{}C\textsuperscript{2} é"
+    assert latex_escape("中ϵ") == "{[}U+4E2D{]}{[}U+03F5{]}"
+    tex = format_rows([{**ROWS[0], "setting": "[5, 0]"}], "latex")
+    assert "\\\\\n[" not in tex and "\\midrule\n[" not in tex and "{[}5, 0{]}" in tex
+
+
 def test_csv_and_json_carry_raw_numbers():
     csv = format_rows(ROWS, "csv").splitlines()
     assert csv[0].split(",")[:6] == ["experiment", "setting", "model", "metric", "paper", "ours_mean"]
