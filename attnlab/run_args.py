@@ -189,23 +189,32 @@ def positive_int(what: str, maximum: int | None = None):
     return parse
 
 
-def positive_float(what: str):
-    """An argparse type: a finite number > 0 (bad values: one line naming `what`)."""
+def positive_float(what: str, low: float | None = None, high: float | None = None):
+    """An argparse type: a finite number > 0, within [low, high] where given (bad values: one line naming `what`
+    and the range)."""
     def parse(text: str) -> float:
         try:
             x = float(str(text).strip())
         except ValueError:
             x = math.nan
-        if not (math.isfinite(x) and x > 0):
-            raise argparse.ArgumentTypeError(f"{what} must be a positive finite number; got {text!r}")
+        if not (math.isfinite(x) and x > 0 and (low is None or x >= low) and (high is None or x <= high)):
+            allowed = (f"a number in [{low:g}, {high:g}]" if low is not None and high is not None
+                       else "a positive finite number")
+            raise argparse.ArgumentTypeError(f"{what} must be {allowed}; got {text!r}")
         return x
     return parse
+
+
+#: the learning rates --lr takes: up to 1e10, where a run diverges in its first epoch and says so in one line
+#: (beyond float32's 3.4e38, e.g. 1e300, it was a traceback from inside the optimiser); from 1e-12, below which no
+#: float32 parameter moves (1e-320 was taken)
+LR_RANGE = (1e-12, 1e10)
 
 
 def add_lr_flag(p) -> None:
     """`--lr`: train a config at another Adam learning rate, for choosing it on the validation split.
     The runner files such records under ``<config>-lr<LR>`` so they never mix with the config's own."""
-    p.add_argument("--lr", type=positive_float("--lr"), default=None,
+    p.add_argument("--lr", type=positive_float("--lr", *LR_RANGE), default=None,
                    help="Adam learning rate instead of the config's, for choosing it on the validation split "
                         "(records go to the folder CONFIG-lrLR, never mixed with the config's own)")
 

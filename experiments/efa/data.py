@@ -280,6 +280,7 @@ class Grid:
     substitute: str | None = None
 
 
+KAGGLE_CITIES = 44                     # the paper's count (App. H.4)
 KAGGLE_EXCLUDED_STATES = ("Alaska", "Hawaii", "Additional Territories", "District of Columbia",
                           "Arizona", "Connecticut", "South Dakota")
 
@@ -305,11 +306,12 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
                         "city_temperature.csv (Region, Country, State, City, Month, Day, Year, AvgTemperature)")
     for col in ("Year", "Month", "Day", "AvgTemperature"):      # text there was a TypeError traceback
         num = pd.to_numeric(df[col], errors="coerce")
-        bad = num.isna() & df[col].notna()
+        # (pandas reads "inf" as a number: it trained to a NaN loss, blamed on the learning rate)
+        bad = (num.isna() & df[col].notna()) | (num.notna() & ~np.isfinite(num.to_numpy(dtype=float, na_value=0.0)))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise DataError(f"--data {csv_path}: column {col} holds {df[col].iloc[row]!r} (data row {row + 1}), "
-                            "not a number")
+                            "not a finite number")
         df[col] = num
     cities = read_table("us-cities", "all_cities_lat_lon.csv", coords_path)
     cities.columns = [c.strip() for c in cities.columns]
@@ -349,6 +351,12 @@ def kaggle_city_grid(csv_path, coords_path=None, n_lags: int = 2) -> Grid:
     if not temps or len({*split}) < 3:
         raise DataError(f"--data {csv_path}: no complete October days of US cities in 2007-2019 for each of the "
                         "train, validation and test years (is it the Kaggle city_temperature.csv?)")
+    if len(sites) != KAGGLE_CITIES:
+        # the records say the paper's setting, "44 cities, October": a file giving other cities is other data (a
+        # copy with 2 cities was recorded under it, on the paper's data)
+        raise DataError(f"--data {csv_path}: gives {len(sites)} cities with complete Octobers, not the paper's "
+                        f"{KAGGLE_CITIES} (one per contiguous state, App. H.4): is it the complete Kaggle "
+                        "city_temperature.csv?")
     c = cities.set_index("site").loc[sites]
     coords = c[["Latitude", "Longitude"]].to_numpy(float)
     return Grid(np.array(temps), coords, np.array(lags), np.array(split), sites, labels,

@@ -124,6 +124,10 @@ def _check_split(Xtr, ytr, Xte, yte, n_classes: int, path):
         y = np.asarray(y)
         if len(X) != len(y) or len(y) == 0:
             raise ValueError(f"the {name} split has {len(X)} images and {len(y)} labels")
+        # whole numbers only (0.5 ... 9.5 passed the range test and were truncated into other classes; a NaN
+        # passed it too and failed at the conversion to int)
+        if y.dtype.kind not in "iub" and not (y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all()):
+            raise ValueError(f"the {name} labels are not all whole numbers; they must be integers in [0, {n_classes - 1}]")
         if y.min() < 0 or y.max() >= n_classes:
             raise ValueError(f"the {name} labels lie in [{y.min()}, {y.max()}], not in [0, {n_classes - 1}]")
 

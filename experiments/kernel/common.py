@@ -68,19 +68,28 @@ def add_basis_flag(p, default: tuple[int, ...]) -> None:
                    + ",".join(map(str, default)) + ")")
 
 
-def with_basis(args, config: dict) -> dict:
-    """The config with `--basis` applied (a UsageError unless every value is an integer >= 2)."""
+def basis_minimum(model_cls) -> int:
+    """The fewest basis functions `model_cls` builds its GaussianBasis from: two centres for each of its widths
+    (its `sigmas`)."""
+    import inspect
+
+    return 2 * len(inspect.signature(model_cls).parameters["sigmas"].default)
+
+
+def with_basis(args, config: dict, minimum: int = 2) -> dict:
+    """The config with `--basis` applied (a UsageError unless every value is an integer in [minimum,
+    MAX_BASIS]: the runner's :func:`basis_minimum`; --basis 2 passed here and failed in the model, a traceback)."""
     from attnlab.errors import UsageError, strict_int
 
     if getattr(args, "basis", None) is None:
         return config
     try:
         basis = tuple(strict_int(v) for v in args.basis.split(","))
-        if not basis or any(v < 2 or v > MAX_BASIS for v in basis) or len(set(basis)) != len(basis):
+        if not basis or any(v < minimum or v > MAX_BASIS for v in basis) or len(set(basis)) != len(basis):
             raise ValueError
     except ValueError:
         shown = args.basis if len(args.basis) <= 60 else args.basis[:40] + f"...({len(args.basis)} characters)"
-        raise UsageError(f"--basis must be a comma list of integers in [2, {MAX_BASIS}], none twice; got "
+        raise UsageError(f"--basis must be a comma list of integers in [{minimum}, {MAX_BASIS}], none twice; got "
                          f"{shown!r}") from None
     return dict(config, basis=basis)
 

@@ -80,7 +80,7 @@ def _read_ucr_file(folder: Path, stem: str):
                 raise DataError(f"--data: {p} is not a UCR table of numbers ({str(exc).splitlines()[0][:120]})",
                                 "corrupt") from None
             problem = (f"{X.shape[0]} series of length {X.shape[1]}" if X.shape != (UWAVE[split], UWAVE["length"])
-                       else "missing values (NaN)" if np.isnan(X).any() or np.isnan(y).any()
+                       else "missing or infinite values (NaN, inf)" if not (np.isfinite(X).all() and np.isfinite(y).all())
                        else "labels that are not whole numbers" if not np.all(y == np.round(y))
                        else None)
             if problem:
@@ -152,10 +152,10 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     name = C.config_name(args, CONFIGS, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
-    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name]))
+    from attnlab.experiments.models.kernel_models import GestureNet
+    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name], C.basis_minimum(GestureNet)))
     C.torch_setup()
     from attnlab.experiments.data import DataError
-    from attnlab.experiments.models.kernel_models import GestureNet
 
     try:
         tr, ytr, te, yte, k, substitute = load_series(args.data)

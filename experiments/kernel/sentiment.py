@@ -130,10 +130,10 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     name = C.config_name(args, CONFIGS, tuple(c for c in CONFIGS if c != "quick"))
     models = C.parse_models(args.models, MODELS)
-    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name]))
+    from attnlab.experiments.models.kernel_models import SentenceNet
+    name, cfg = C.with_lr(args, name, C.with_basis(args, CONFIGS[name], C.basis_minimum(SentenceNet)))
     C.torch_setup()
     from attnlab.experiments.data import DataError
-    from attnlab.experiments.models.kernel_models import SentenceNet
 
     try:
         tr, ytr, te, yte, substitute = load_texts(args.data)

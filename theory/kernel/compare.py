@@ -323,6 +323,10 @@ def trapezoid_context(inst):
                 raise empty from None
         if not float(Z) > 0:
             raise empty
+        if float(Z) < sys.float_info.min:          # (a subnormal Z: then the context overflowed, said as the density's)
+            raise UsageError(f"--instance: the trapezoid on the grid {label} gives Z = {float(Z):g}, below float64's "
+                             "normal range (2.2e-308): the domain is too narrow or the density too small to integrate "
+                             "in float64; widen the domain or raise gamma")
         ctx = ca.context_vector(dens, t, Psi, B)
         scale = ca.context_vector(dens, t, Psi, B.abs())          # E_p[|B| psi] >= |c|: the context's scale
         if not (math.isfinite(float(Z)) and bool(torch.isfinite(ctx).all())):
