@@ -675,6 +675,22 @@ BY_INSPECTION = {
      '_STRAGGLERS = 1 / 16',
      '_STRAGGLERS = 1 | 16'):
         'the share of rows below which the conjugate-gradient solves finish the remaining rows as a batch of their own: the same iteration on a subset of rows, so the same answer to rounding (fenchel.thm1.implicit-gradients holds batched and alone to 3e-12): performance only',
+    ('numerics/mp_reference.py', 'with ctx.workprec(int((dps + 10) * math.log2(10)) + 20):',
+     'with ctx.workprec(int((dps + 11) * math.log2(10)) + 20):'):
+        "mp_context_reference's Arb working precision: 11 guard digits instead of 10 over the stated dps; Arb's "
+        "balls enclose the integrals at any precision, the extra bits only tighten the radii, and the returned "
+        "error is max(radius, 10^-dps), which the radius (~10^-(dps+10)) does not reach either way: the same "
+        "reference at the stated precision (its midpoints differ beyond dps + 10 digits), more work",
+    ('numerics/mp_reference.py', 'target = rel * max(scale, mp.mpf(10) ** (-(dps + 5)))',
+     'target = rel * max(scale, mp.mpf(10) % (-(dps + 5)))'):
+        "the bisection loop's target without its absolute floor (10 % -(dps+5) is -(dps-5) < 0, so max() gives the "
+        "scale): it differs only for integrals below 10^-(dps+5), where the loop's target becomes stricter and it "
+        "only bisects more (up to max_bisections); the final test, unchanged, still decides whether the answer is "
+        "returned, and a piece bisected further is at least as accurate (as for the 10x lower floor above)",
+    ('numerics/multihead.py', 'for m in masks[1:]:', 'for m in masks[ 0:]:'):
+        "the merged bool mask of MHA's key_padding_mask and attn_mask: the mutant ANDs ~masks[0] into keep = "
+        "~masks[0] once more, and x & x = x with the same shape (keep already has masks[0]'s shape): the same "
+        "mask, one elementwise pass more",
     ('numerics/fenchel_attention.py',
      'theta = (rr - rp) / (rr - 2 * rp + prev_rr).clamp_min(  # dr = r - r_prev',
      'theta = (rr - rp) / (rr - 2 % rp + prev_rr).clamp_min(  # dr = r - r_prev'):
@@ -781,6 +797,14 @@ BY_INSPECTION = {
      'target = rel * max(scale, mp.mpf(10) ** (-(dps + 5)))',
      'target = rel * max(scale, mp.mpf(10) ** (-(dps + 6)))'):
         "the bisection loop's target for an integral below 10^-(dps+5): the mutant's floor is 10 times lower, a stricter target that only bisects more; the final test, unchanged, decides whether the answer is returned, and a piece bisected further is at least as accurate",
+    ('numerics/fenchel_attention.py',
+     'theta = (rr - rp) / (rr - 2 * rp + prev_rr).clamp_min(  # dr = r - r_prev',
+     'theta = (rr - rp) // (rr - 2 * rp + prev_rr).clamp_min(  # dr = r - r_prev'):
+        "the Anderson(1) mixing weight of the robust solver's fixed-point phase (floored): it changes only which "
+        "iterates phase 1 visits; phase 1 returns only where its residual test |alpha F(lambda)|_inf <= tol (1 + "
+        "|lambda|_inf) holds (within tol of the unique lambda*, by strong concavity) and otherwise hands an "
+        "iterate to the Newton phase, which ends on the same test (or warns): the same lambda* within tol, "
+        "performance only (measured on six instances at scores up to 100 and alpha up to 1e4: lambda within 0.002 tol of the unmutated one)",
 }
 
 
@@ -1471,6 +1495,42 @@ KILLED_SINCE = {
      'f"({N * self.num_heads}, {L}, {S}); got {tuple(attn_mask.shape)}")',
      'f"({N & self.num_heads}, {L}, {S}); got {tuple(attn_mask.shape)}")'):
         'efa.eq1.torch-layer',
+    ('numerics/kernel_family.py', 'return torch.exp(-z * d.double() ** 2).to(d.dtype)',
+     'return torch.exp(+z * d.double() ** 2).to(d.dtype)'): 'kernel.sec4.kernel-expansion',
+    ('numerics/kernel_family.py',
+     'if _beyond(1.0 / sc, d):      # a scale float32 rounds to 0 (below ~1e-45): 0 / 0 on the diagonal',
+     'if _beyond(1.0 % sc, d):      # a scale float32 rounds to 0 (below ~1e-45): 0 / 0 on the diagonal'):
+        'kernel.sec4.kernel-expansion',
+    ('numerics/fenchel_attention.py',
+     'bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g * step).sum(-1, keepdim=True) < 0)',
+     'bad = ~torch.isfinite(step).all(-1, keepdim=True) | ((g / step).sum(-1, keepdim=True) < 0)'):
+        'fenchel.sec7.exact-attention-mpmath',
+    ('numerics/expfam.py',
+     'dt = torch.promote_types(out.dtype, y.dtype) if torch.is_tensor(y) and y.is_floating_point() else out.dtype',
+     'dt = torch.promote_types(out.dtype, y.dtype) if torch.is_tensor(y) or y.is_floating_point() else out.dtype'):
+        'efa.eq3.expfam-loglik',
+    ('numerics/expfam.py', 'discrete = True', 'discrete = False'): 'efa.eq3.expfam-loglik',
+    ('numerics/quadrature.py', 'if n < 2:', 'if n == 2:'): 'kernel.appE.trapezoid-rule',
+    ('numerics/multihead.py', 'if isinstance(mask, str) or isinstance(mask, numbers.Number):',
+     'if isinstance(mask, str) and isinstance(mask, numbers.Number):'): 'efa.eq1.torch-layer',
+    ('numerics/multihead.py',
+     'out = out + (query.sum() + key.sum() + value.sum()).mul(0).nan_to_num(0.0).to(dtype)',
+     'out = out + (query.sum() + key.sum() ** value.sum()).mul(0).nan_to_num(0.0).to(dtype)'):
+        'kernel.eq1.sequence-layer',
+    ('numerics/convergence.py', 'if p.size >= 2 and np.all(ee < 1):', 'if p.size >= 1 and np.all(ee < 1):'):
+        'kernel.ref.super-exponential-rate',
+    ('numerics/convergence.py',
+     'return "at floor" + (f" from {parts[\'floor_from\']}" if parts["floor_from"] is not None else "")',
+     'return "at floor" + (f" from {parts[\'floor_from\']}" if parts["floor_from"] is None else "")'):
+        'kernel.ref.super-exponential-rate',
+    ('numerics/entropic_dual.py', 'return k if abs(k) > 8 else 0', 'return k if abs(k) > 9 else 0'):
+        'fenchel.thm1.mpmath-50-digits',
+    ('experiments/models/bidir_analogy.py',
+     'out = {grp: stats([r for r in results if grp == "overall" or r["group"] == grp])',
+     'out = {grp: stats([r for r in results if grp == "overall" or r["group"] is grp])'):
+        'bidir.app-f.analogy-protocol',
+    ('experiments/models/bidir_tabular.py', 'layer_norm_eps: float = 1e-6', 'layer_norm_eps: float = 1.000001'):
+        'bidir.sec3-1.tabular-atn-block',
 }
 
 

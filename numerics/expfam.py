@@ -63,10 +63,13 @@ class ExpFamily:
     def log_prob(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """log p(y | out) = eta^T t(y) - A(eta) + log h(y)   (the summand of Eq. (3) plus log h).  A floating y
         is taken in the outputs' dtype first (log h of a float32 y beside float64 outputs was float32's: PoissonV2's
-        lgamma 1e-8 off)."""
+        lgamma 1e-8 off), and log h of an integer y is computed in it."""
         eta = self.natural(out)
         y = _like(y, eta)
-        return self.inner(eta, y) - self.log_partition(eta) + self.log_base(y).to(eta.dtype)
+        # log h of an integer y (counts) in the outputs' dtype too: lgamma of an int64 y was taken in the default
+        # float32 (PoissonV2 1.9e-9 off beside float64 outputs)
+        yb = y.to(eta.dtype) if eta.is_floating_point() and not y.is_floating_point() else y
+        return self.inner(eta, y) - self.log_partition(eta) + self.log_base(yb).to(eta.dtype)
 
     def inner(self, eta: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """eta^T t(y); 0 where t(y) = 0, also at an infinite eta (PoissonV1 at out = -inf, y = 1 gave NaN)."""
@@ -139,8 +142,11 @@ def _float(y):
 
 
 def _like(y, eta):
-    """y in eta's floating dtype where y is floating-point (integer y, the categories and counts, as it is)."""
-    return y.to(eta.dtype) if torch.is_tensor(y) and y.is_floating_point() and eta.is_floating_point() else y
+    """y as a tensor (a number, a list or an array taken as one: the Poisson log-densities failed on them), in
+    eta's floating dtype where y is floating-point (integer y, the categories and counts, as it is)."""
+    if not torch.is_tensor(y):
+        y = torch.as_tensor(y, device=eta.device)
+    return y.to(eta.dtype) if y.is_floating_point() and eta.is_floating_point() else y
 
 
 def _check_int(y, name, low):

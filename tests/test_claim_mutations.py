@@ -1813,13 +1813,17 @@ def _apply_mutant(path: str, old_line: str, new_line: str, near: int | None = No
         undo = [(k, v) for k, v in vars(orig).items() if not callable(v) and not k.startswith("__")]
         for k, v in undo:
             setattr(orig, k, vars(mutated).get(k, v))
-        init, saved_defaults = orig.__init__, (orig.__init__.__defaults__, orig.__init__.__kwdefaults__)
-        init.__defaults__, init.__kwdefaults__ = mutated.__init__.__defaults__, mutated.__init__.__kwdefaults__
+        # (a class with no __init__ written in Python, e.g. object's, has no defaults to swap)
+        init = orig.__init__ if hasattr(orig.__init__, "__defaults__") else None
+        if init is not None:
+            saved_defaults = (init.__defaults__, init.__kwdefaults__)
+            init.__defaults__, init.__kwdefaults__ = mutated.__init__.__defaults__, mutated.__init__.__kwdefaults__
 
         def restore_class():
             for k, v in undo:
                 setattr(orig, k, v)
-            init.__defaults__, init.__kwdefaults__ = saved_defaults
+            if init is not None:
+                init.__defaults__, init.__kwdefaults__ = saved_defaults
         restore_class.owner = (body_of, None)
         return restore_class
     cls, name = owner

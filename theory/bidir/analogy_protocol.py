@@ -73,16 +73,19 @@ def check_analogy_protocol(seed: int = 41):
     groups_ok = all(r["group"] == ("syntactic" if q[0].startswith("gram") else "semantic") and r["category"] == q[0]
                     for r, q in zip(lib, qs)) and group_of("gram9-plural-verbs") == "syntactic"
     # summarize: counts, accuracies and mean cosines per group and category, from the records
-    summ = summarize(lib)
+    # (also from records whose strings were made at run time, as records read back from a file hold them: equal
+    # strings, not the interned literals)
     sum_dev, count_errors = 0.0, 0
-    for name, sel in [("semantic", lambda r: r["group"] == "semantic"), ("syntactic", lambda r: r["group"] == "syntactic"),
-                      ("overall", lambda r: True)] + [
-            (c, (lambda c: lambda r: r["category"] == c)(c)) for c in dict.fromkeys(q[0] for q in qs)]:
-        rs = [r for r in lib if sel(r)]
-        got = summ[name] if name in ("semantic", "syntactic", "overall") else summ["categories"][name]
-        count_errors += int(got["n"] != len(rs))
-        sum_dev = max(sum_dev, abs(got["acc"] - sum(r["correct"] for r in rs) / len(rs)),
-                      abs(got["cosine"] - sum(r["cosine"] for r in rs) / len(rs)))
+    for summ in (summarize(lib), summarize([{k: at_run_time(v) if isinstance(v, str) else v for k, v in r.items()}
+                                            for r in lib])):
+        for name, sel in [("semantic", lambda r: r["group"] == "semantic"),
+                          ("syntactic", lambda r: r["group"] == "syntactic"), ("overall", lambda r: True)] + [
+                (c, (lambda c: lambda r: r["category"] == c)(c)) for c in dict.fromkeys(q[0] for q in qs)]:
+            rs = [r for r in lib if sel(r)]
+            got = summ[name] if name in ("semantic", "syntactic", "overall") else summ["categories"][name]
+            count_errors += int(got["n"] != len(rs))
+            sum_dev = max(sum_dev, abs(got["acc"] - sum(r["correct"] for r in rs) / len(rs)),
+                          abs(got["cosine"] - sum(r["cosine"] for r in rs) / len(rs)))
     n_correct = sum(r["correct"] for r in lib)
     # every candidate points away from x_b + x_c - x_a (the best cosine is negative, so the excluded a, b, c must
     # be out of the running, not at 0), and the vectors are shorter than 1 (cosines need the norms divided out)
@@ -115,7 +118,8 @@ def check_analogy_protocol(seed: int = 41):
                                 "semantic and two syntactic categories (every 8th answer is a, so never found): "
                                 "the library's evaluate against App. F question by question in float64 (argmax of "
                                 "the cosine over d not in {a, b, c}, the answer's cosine), its summarize against "
-                                "plain counts and means of the records; read_questions on the questions written in "
+                                "plain counts and means of the records (also with the records' strings made at run "
+                                "time, as read back from a file); read_questions on the questions written in "
                                 "questions-words.txt's layout (': category' headers, mixed case, blank lines) gives "
                                 "them back and refuses lines of 3 or 5 words or before a header; Embeddings refuses "
                                 "vectors that are not (len(words), dim); windows of the substitute MLM against the slices written out; and a "

@@ -27,14 +27,20 @@ ATN_CASES = [  # (name, n_classes C, seq_len K+1, n_models M, embed, heads, ff):
 ]
 
 
+#: the LayerNorm epsilon of the authors' Keras block (LayerNormalization(epsilon=1e-6); docs/bidir_experiments.md):
+#: the reference's own, not read from the model's config
+KERAS_LN_EPS = 1e-6
+
+
 def _reference_layer(model, j: int):
-    """Model j's block of a TabularATN as torch's post-LN encoder layer (ReLU, no dropout), its own parameters."""
+    """Model j's block of a TabularATN as torch's post-LN encoder layer (ReLU, no dropout, LayerNorm eps 1e-6 as in
+    the authors' Keras code), its own parameters."""
     import torch
     from torch import nn
 
     d, cfg = model.cfg.embed_dim, model.cfg
     layer = nn.TransformerEncoderLayer(d, cfg.num_heads, dim_feedforward=cfg.ff_dim, dropout=0.0,
-                                       activation="relu", layer_norm_eps=cfg.layer_norm_eps, batch_first=True,
+                                       activation="relu", layer_norm_eps=KERAS_LN_EPS, batch_first=True,
                                        norm_first=False, dtype=torch.float64)
     with torch.no_grad():
         layer.self_attn.in_proj_weight.copy_(model.w_qkv[j].T)         # rows [W^Q; W^K; W^V], heads contiguous
@@ -118,7 +124,8 @@ def _atn_block():
     ok = worst <= REL_TOL and all(v["masked_copies_equal_loops"] and v["keras_initialisation"] for v in per.values())
     return holds_if(ok, measured=dict(worst_logits=worst, per_case=per), tolerance=REL_TOL,
                     explanation="TabularATN in float64 (generic biases and LayerNorm parameters, eval mode) against "
-                                "torch.nn.TransformerEncoderLayer (post-LN, ReLU, no dropout) with model j's weights "
+                                "torch.nn.TransformerEncoderLayer (post-LN, ReLU, no dropout, LayerNorm eps 1e-6 as in the "
+                                "authors' Keras code) with model j's weights "
                                 "and its head, model by model, on different rows per model: max |logit difference| / "
                                 "max(1, max |logit|) over " + ", ".join(n for n, *_ in ATN_CASES) +
                                 "; masked_copies against a loop; a fresh model's weights inside and filling Keras' "

@@ -605,6 +605,33 @@ def check_eq3(seed=4) -> "Evidence":
                          expfam.PoissonV1().log_prob(inf[1:], torch.tensor([1.0], dtype=torch.float64))])
     per["Bernoulli at logit +-inf, Poisson v1 at -inf, where log p = 0"] = (
         float(zero_lp.abs().max()) if bool(torch.isfinite(zero_lp).all()) else math.inf)
+    # y as a Python number, a list and a numpy array (the Gaussian and Bernoulli log-densities take them as tensors):
+    # the closed forms -(y - mu)^2/2 - log(2 pi)/2 at mu = 0.25, y = 1.75, and y kappa - log(1 + e^kappa) at kappa = 0.3
+    # and the Poisson ones (y - 1) z - e^z - log (y - 1)! (v1) and y eta - e^eta - log y! with eta = softplus(z) (v2)
+    # at z = 0.3, y = 2
+    g_ref, b_ref = -1.125 - 0.5 * math.log(2 * math.pi), 0.3 - math.log1p(math.exp(0.3))
+    eta2 = math.log1p(math.exp(0.3))
+    p1_ref, p2_ref = 0.3 - math.exp(0.3), 2 * eta2 - math.exp(eta2) - math.log(2)
+    cases = ((g1, 0.25, 1.75, g_ref), (expfam.Bernoulli(), 0.3, 1.0, b_ref), (expfam.PoissonV1(), 0.3, 2.0, p1_ref),
+             (expfam.PoissonV2(), 0.3, 2.0, p2_ref))
+    plain = 0.0
+    for conv in (float, int, lambda v: [v], lambda v: np.array([v])):
+        for fam, out_, y_, want in cases:
+            if conv is int and not float(y_).is_integer():
+                continue
+            try:
+                plain = max(plain, abs(float(fam.log_prob(torch.tensor([out_], dtype=torch.float64), conv(y_))) - want))
+            except Exception:                                          # noqa: BLE001 (a crash is no log-density)
+                plain = math.inf
+    per["every family with y a number, a list, an array"] = plain
+    # each family's `discrete` flag says what its support is: that of the matching torch distribution (Poisson and
+    # Bernoulli counts, categories: discrete; the Gaussian: continuous)
+    flags = [(f.discrete, f.torch_distribution(torch.zeros(1, getattr(f, "n_classes", 1), dtype=torch.float64)
+                                                 if isinstance(f, expfam.Categorical) else
+                                                 torch.zeros(1, dtype=torch.float64)).support.is_discrete)
+             for f in (expfam.Gaussian(1.0), expfam.PoissonV1(), expfam.PoissonV2(), expfam.Bernoulli(),
+                       expfam.Categorical(3))]
+    per["each family's discrete flag is its support's"] = 0.0 if all(a_ == b_ for a_, b_ in flags) else math.inf
     worst = _worse(*[_worse(*v.values()) if isinstance(v, dict) else v for v in per.values()])
     return holds_if(worst < TOL, measured=worst,
                     tolerance=f"{TOL:g} relative to the largest term of eta t(y) - A(eta) + log h(y) (to log p "
@@ -616,7 +643,9 @@ def check_eq3(seed=4) -> "Evidence":
                                 "printed density at the transcription's raw outputs; values outside each family's "
                                 "support refused; the Gaussian where its terms cancel (y = mu + 0.5 at mu = 1e4 in "
                                 "float32, 1e8, a float32 y beside float64 outputs: within 1e-6 of log p, relative), "
-                                "Bernoulli and Poisson v1 at infinite outputs (log p = 0)", per_family=per)
+                                "Bernoulli and Poisson v1 at infinite outputs (log p = 0); the Gaussian, Bernoulli and "
+                                "Poisson log-densities of y given as a number, a list and an array (closed forms); each family's discrete "
+                                "flag against its torch distribution's support", per_family=per)
 
 
 EQ3_VOUCHES = tuple(f"numerics.expfam.{c}.{f}" for c, fs in (

@@ -679,6 +679,12 @@ def check_torch_layer(seed=24) -> "Evidence":
     per["E = 0 refused"] = 0.0 if refused_with(lambda: efa_attention(z[..., :0], z[..., :0], z),
                                                 "at least one feature (E >= 1)") else math.inf
     worst = max(worst, per["E = 0 refused"])
+    # a number or a string in the mask's place (the paper's parameters passed by position): refused, naming the mask
+    # and saying that those parameters are keyword-only
+    per["a number or a string as attn_mask refused"] = 0.0 if all(refused_with(
+        lambda m_=m_: efa_attention(z, z, z, m_), "attn_mask", "keyword-only") for m_ in (0.5, 2, "linear")) \
+        else math.inf
+    worst = max(worst, per["a number or a string as attn_mask refused"])
     worst = max(worst, *(per[k] for k in ("3-D per-head attn_mask = the 2-D one", "unbatched = a batch of one",
                                           "need_weights=False gives None", "query/key widths refused, both named")))
     # dropout acts in training only: in eval mode a module with dropout 0.5 is Eq. (1) transcribed
@@ -731,7 +737,8 @@ def check_torch_layer(seed=24) -> "Evidence":
                                 "(E != L); a module with dropout 0.5 in eval mode against Eq. (1), and one with bias=True "
                                 "(biases drawn) against Eq. (1) with W z + b; torch's other "
                                 "calls (a per-head 3-D attn_mask, unbatched inputs, need_weights=False, a 2-D mask of "
-                                "another shape and a 3-D one of another shape refused; E = 0 refused); dropout_p = 1 in the functional form gives 0, dropout_p = 0.5 keeps each weight scaled by 2 or drops it; the standard "
+                                "another shape and a 3-D one of another shape refused; E = 0 refused; a number or a string "
+                                "as attn_mask refused, saying the paper's parameters are keyword-only); dropout_p = 1 in the functional form gives 0, dropout_p = 0.5 keeps each weight scaled by 2 or drops it; the standard "
                                 "convention (biases; also kdim = 3, and kdim = vdim = 3) against torch.nn.MultiheadAttention with the "
                                 "same state dict; the module with "
                                 "batch_first=False in cross-attention (S != L) against the batch-first one",

@@ -131,6 +131,7 @@ def check_solvers(cases=None) -> "Evidence":
 
     from attnlab.numerics import entropic_dual as ed
 
+    default_cases = cases is None
     cases = edge_cases() if cases is None else cases
     worst, per, gap, f32 = {}, {}, 0.0, 0.0
     for label, T, u, z, a in cases:
@@ -181,6 +182,21 @@ def check_solvers(cases=None) -> "Evidence":
                 f32 = max(f32, _rel(lam32, ref["lam"]) / F32_TOL)
     worst["torch float32 (units of F32_TOL)"] = f32
     worst["torch float32, converged within its resolution"] = _float32_converged_within_resolution()
+    if default_cases:
+        # templates and evidence 2^-9 times a unit-scale instance, alpha 2^18 times (the same lambda* / 2^-9 in
+        # the scaled variable): beyond [2^-8, 2^8] the numpy solvers solve at unit scale, where their absolute
+        # tolerance is meant (held absolutely here, Newton stopped 18 tol from lambda*)
+        rng_s = np.random.default_rng(0)
+        T_s = rng_s.normal(size=(5, 3))
+        T_s /= np.abs(T_s).max()
+        u_s, z_s = rng_s.dirichlet(np.ones(5)), rng_s.normal(size=3)
+        T_s, z_s, a_s = np.ldexp(T_s, -9), np.ldexp(z_s, -9), 4.0 * 2.0 ** 18
+        ref = oracle(T_s, u_s, z_s, a_s)
+        errs = dict(newton_lambda=_rel(ed.solve_dual_newton(T_s, u_s, z_s, a_s)[0], ref["lam"]),
+                    solve_lambda=_rel(ed.solve(T_s, u_s, z_s, a_s)["lam"], ref["lam"]))
+        per["templates at 2^-9, alpha 2^20"] = dict({k: v / ref["tol"] for k, v in errs.items()}, tol=ref["tol"])
+        for k, v in errs.items():
+            worst[k] = max(worst.get(k, 0.0), v / ref["tol"])
     # the batched torch Newton on a batch of instances at once (the same (n, d), different alpha and log u), in
     # both coordinate systems, with its report: converged, and the dual gradient norm it states at its lambda
     batch = [c for c in cases if c[0].startswith("I-rand")]
@@ -285,7 +301,7 @@ def check_solvers(cases=None) -> "Evidence":
                                 "zeros; duplicate templates; a vertex solution; templates far from the origin with "
                                 "logits up to 3.8e3): mpmath damped Newton on (7) at 50 digits (its duality gap "
                                 "certifies it) against numerics.entropic_dual's float64 Newton (solve_dual_newton, "
-                                "solve), the batched torch Newton in lambda and atom coordinates, and (9), (10), "
+                                "solve; also on templates and evidence at 2^-9 of unit scale, alpha 2^20), the batched torch Newton in lambda and atom coordinates, and (9), (10), "
                                 "(7), (3), (8) evaluated at the oracle's lambda*, p* (and (7), (10) in their batched torch forms "
                                 "with log u unnormalised); the torch Newton also on a batch of the I-rand instances "
                                 "(log u permuted per member) in both coordinates, with the convergence flags and the "
@@ -427,35 +443,38 @@ def check_exact_layer(cases=None) -> "Evidence":
             errs["large_output"] = max(errs["large_output"], _rel(out[j].numpy(), ref["p"] @ V))
             errs["large_weights"] = max(errs["large_weights"], _rel(p[j].numpy(), ref["p"]))
         note("log u and a float mask at -1e308 (their sum beyond float64)", errs, tol)
-        # large scores (templates and evidence x 30, alpha = 50: logits ~1e5): the fixed point stalls and the
-        # Newton steps finish; every query reaches its tolerance without a warning
-        gl = torch.Generator().manual_seed(0)
-        Kl, Ql = 30 * torch.randn(16, 8, generator=gl), 30 * torch.randn(6, 8, generator=gl)
-        Kl, Ql = Kl.double(), Ql.double()
-        with warnings.catch_warnings(record=True) as large_warned:
-            warnings.simplefilter("always", RuntimeWarning)
-            lam_l = fa.solve_dual_shared(Kl, torch.zeros(1, 16, dtype=torch.float64), Ql, 50.0)
+        # large scores (templates and evidence x 30, alpha = 50: logits ~1e5; and 8 keys in 3 dimensions x 10, where
+        # phase 2 must keep its Newton steps: taken for gradient steps, 3 of its 6 queries stayed unconverged): the
+        # fixed point stalls and the Newton steps finish; every query reaches its tolerance without a warning
         # (the 50-digit oracle costs ~2 s a query at these logits; instead the certificate of strong concavity:
         # (7) is (1/alpha)-strongly concave, so |lambda - lambda*| <= alpha |grad (7)(lambda)|, the gradient
         # mu + z - lambda/alpha - h(lambda) evaluated in numpy, float64)
         from scipy.special import softmax as _softmax
 
-        Kn, lam_n = Kl.numpy(), lam_l.numpy()
-        mu, a_l, E_l = Kn.mean(0), 50.0, Kn.shape[1]
-        bound = 0.0
-        for j in range(Ql.shape[0]):
-            s_j = Kn @ lam_n[j]
-            p_j = _softmax(s_j)
-            h_j = p_j @ Kn
-            dist = a_l * float(np.linalg.norm(mu + Ql[j].numpy() - lam_n[j] / a_l - h_j))
-            # the solver's documented stop, |alpha F|_inf <= (1e-12 + 8 eps alpha tr Cov_p(t)) (1 + |lambda|_inf),
-            # in the 2-norm (sqrt(E)), plus this evaluation's rounding of the logits (4 eps |s| |t|)
-            tr_cov = float(p_j @ (Kn * Kn).sum(1) - h_j @ h_j)
-            allow = (math.sqrt(E_l) * (1e-12 + 8 * EPS * a_l * tr_cov) * (1 + float(np.abs(lam_n[j]).max()))
-                     + 4 * EPS * a_l * float(np.abs(s_j).max()) * float(np.linalg.norm(Kn, axis=1).max()))
-            bound = max(bound, dist / allow)
+        bound, large_warned = 0.0, []
+        for seed, S_l, E_l, c_l in ((0, 16, 8, 30.0), (1, 8, 3, 10.0)):
+            gl = torch.Generator().manual_seed(seed)
+            Kl, Ql = c_l * torch.randn(S_l, E_l, generator=gl), c_l * torch.randn(6, E_l, generator=gl)
+            Kl, Ql = Kl.double(), Ql.double()
+            with warnings.catch_warnings(record=True) as warned_l:
+                warnings.simplefilter("always", RuntimeWarning)
+                lam_l = fa.solve_dual_shared(Kl, torch.zeros(1, S_l, dtype=torch.float64), Ql, 50.0)
+            large_warned += warned_l
+            Kn, lam_n = Kl.numpy(), lam_l.numpy()
+            mu, a_l = Kn.mean(0), 50.0
+            for j in range(Ql.shape[0]):
+                s_j = Kn @ lam_n[j]
+                p_j = _softmax(s_j)
+                h_j = p_j @ Kn
+                dist = a_l * float(np.linalg.norm(mu + Ql[j].numpy() - lam_n[j] / a_l - h_j))
+                # the solver's documented stop, |alpha F|_inf <= (1e-12 + 8 eps alpha tr Cov_p(t)) (1 + |lambda|_inf),
+                # in the 2-norm (sqrt(E)), plus this evaluation's rounding of the logits (4 eps |s| |t|)
+                tr_cov = float(p_j @ (Kn * Kn).sum(1) - h_j @ h_j)
+                allow = (math.sqrt(E_l) * (1e-12 + 8 * EPS * a_l * tr_cov) * (1 + float(np.abs(lam_n[j]).max()))
+                         + 4 * EPS * a_l * float(np.abs(s_j).max()) * float(np.linalg.norm(Kn, axis=1).max()))
+                bound = max(bound, dist / allow)
         errs = dict(large_scores_certified=bound, large_scores_warnings=math.inf if large_warned else 0.0)
-        note("solve_dual_shared at logits ~1e5 (x 30, alpha = 50), no warning", errs, 1.0)
+        note("solve_dual_shared at logits ~1e5 (x 30, alpha = 50; and 8 keys x 10), no warning", errs, 1.0)
         # solve_dual_shared with preferences that carry a batch dimension the keys and queries do not (two masks
         # over the same 6 keys and 4 queries), and with no query at all (lambda of shape (0, E))
         keep2 = np.stack([keep, np.roll(keep, 1, axis=1)])
@@ -554,7 +573,8 @@ def check_exact_layer(cases=None) -> "Evidence":
                     explanation=f"{len(cases)} single-query instances (those of fenchel.thm1.mpmath-50-digits: t_i = "
                                 "k_i at scale 1, z = q, log u), 4 queries sharing 6 keys with a mask, per-query alpha "
                                 "and values != keys (and with log u and a float mask at -1e308, whose sum is beyond "
-                                "float64), six queries at logits ~1e5 solved without a warning and certified by strong "
+                                "float64), six queries at logits ~1e5 and six over 8 keys in 3 dimensions (x 10, alpha = "
+                                "50, where phase 2 must keep its Newton steps) solved without a warning and certified by strong "
                                 "concavity (|lambda - lambda*| <= alpha |gradient|, within the solver's documented "
                                 "stopping bound plus the certificate's own rounding), and "
 "is_causal (SDPA's top-left causal mask), float32 at scores ~1e3 (8 queries, weights within "

@@ -287,6 +287,24 @@ def check_kernel_expansion():
     got = float(rkhs_norm(torch.tensor(gn), torch.tensor(sn), 1.0))
     if not (math.isfinite(got) and got >= 0 and abs(got - exact) <= math.sqrt(16 * 2.0 ** -52) * np.abs(gn).sum()):
         wrong["rkhs_norm in the near-null space"] = f"{got!r} against {exact!r}"
+    # float32 grids at bandwidths float32 cannot hold (zeta^2, 1/zeta^2, scale or 1/scale outside its range): the
+    # kernel depends only on zeta^2 (t - t_i)^2 or |t - t_i| / scale, so positions scaled with the bandwidth give
+    # the unit-scale kernel; each against the float64 closed form of the float32 positions, rounded to float32
+    f32 = (("gaussian zeta2 1e39", "g", 1e39, 1.0), ("gaussian zeta2 1e-40", "g", 1e-40, 1e20),
+           ("laplace scale 1e39", "l", 1e39, 1e38), ("laplace scale 1e-300", "l", 1e-300, 1.0))
+    for label, kind, bw, c in f32:
+        t32 = torch.tensor([-1.5, 0.0, 0.25, 1.0, 1.5], dtype=torch.float64).mul(c).float()
+        s32 = torch.tensor([0.0, 1.0], dtype=torch.float64).mul(c).float()
+        dd = t32.double().numpy()[None, :] - s32.double().numpy()[:, None]
+        ref = (np.exp(-bw * dd ** 2) if kind == "g" else np.exp(-np.abs(dd) / bw)).astype(np.float32)
+        try:
+            got = (gaussian_kernel if kind == "g" else laplace_kernel)(t32, s32, bw)
+            err = float(np.abs(got.numpy().astype(np.float64) - ref).max()) if got.dtype == torch.float32 else math.inf
+        except Exception as exc:                                       # noqa: BLE001
+            wrong[f"float32 {label}"] = f"{type(exc).__name__}: {exc}"
+            continue
+        if not err <= 2.0 ** -23:                                      # one float32 rounding of a value in [0, 1]
+            wrong[f"float32 {label}"] = f"{got.dtype} off the closed form by {err!r}"
     for label, call in bad:
         try:
             call()
@@ -302,4 +320,6 @@ def check_kernel_expansion():
                                 "{(1, 1), (1, 7), (5, 1), (6, 33)}, zeta^2 in {0.5, 40}, scale in {0.05, 1}, inputs "
                                 "as tensors, arrays and lists, against numpy, and 300 inducing points; 16 inputs "
                                 "outside the domain (0-D and 2-D positions among them), a batched gamma's refusal "
-                                "naming both sizes; rkhs_norm where its quadratic form rounds below 0")
+                                "naming both sizes; rkhs_norm where its quadratic form rounds below 0; float32 "
+                                "kernels at zeta^2 in {1e39, 1e-40} and scale in {1e39, 1e-300} (beyond float32's "
+                                "range) against the float64 closed form rounded to float32")

@@ -456,9 +456,11 @@ def check_sequence_layer():
     # no key (S = 0) or no query (L = 0): the output is 0 of shape (..., L, Ev), as scaled_dot_product_attention
     for kind in KINDS:
         for L0, S0 in ((3, 0), (0, 4)):
-            q0, k0, v0 = (torch.ones(1, 2, n, 4, dtype=torch.float64, requires_grad=True) for n in (L0, S0, S0))
+            # (entries 0.5, -0.5, 0.3: sums of either sign, not whole numbers)
+            q0, k0, v0 = (torch.full((1, 2, n, 4), c, dtype=torch.float64, requires_grad=True)
+                          for n, c in ((L0, 0.5), (S0, -0.5), (S0, 0.3)))
             out = continuous_attention(q0, k0, v0, kind=kind, basis=basis, grid_size=33)
-            # (attached to the inputs' graph: a backward pass gives zero gradients of their shapes)
+            # (attached to the inputs' graph: a backward pass gives zero gradients of their shapes, finite)
             grads = torch.autograd.grad(out.sum(), (q0, k0, v0), allow_unused=True)
             note(f"continuous_attention / {kind} L={L0} S={S0}",
                  0.0 if out.shape == (1, 2, L0, 4) and not bool(out.abs().sum()) and all(

@@ -330,6 +330,11 @@ def check_rate_labels():
         "orders 8, 7.75 (a fall of 0.25)": (hq, 2.0 ** -np.array([0.0, 16.0, 31.5]), 1e-300, "exponential", None,
                                             None),
         "orders 5.5, 5.5 (threshold 6)": (hq, 2.0 ** -np.array([0.0, 11.0, 22.0]), 1e-300, "algebraic", None, None),
+        # one local order only (two errors above the floor), 56.5: 'exponential' (at least); no fit of the exponent
+        # order through two points (it would read log|log e| rising 2.7 times as fast as log(1/h) here)
+        "one local order, 56.5": (h[:2], np.array([1e-3, 1e-20]), 1e-300, "exponential", None, None),
+        # a single error, none at the floor: nothing to fit and no floor point to name
+        "one error, no floor point": (h[:1], np.array([1e-3]), 1e-14, "at floor", None, None),
     }
     rows, ok, worst = {}, True, 0.0
     with mp.workdps(40):
@@ -338,6 +343,12 @@ def check_rate_labels():
             text, slope = cv.describe_rate(hh, e, floor)
             run = [i for i in range(len(e)) if e[i] > floor and (floor_from is None or i < list(e > floor).index(False))]
             ok &= parts["rate"] == rate and parts["floor_from"] == floor_from and text == cv.rate_text(parts)
+            # the text as documented: 'at floor[ from <label>]', or the rate (algebraic with its slope, checked below)
+            # and '; at floor from <label>' where a point is at the floor
+            tail = f"; at floor from {floor_from}" if floor_from is not None else ""
+            ok &= (text == "at floor" + (f" from {floor_from}" if floor_from is not None else "") if rate == "at floor"
+                   else text.startswith("algebraic (slope ") and text.endswith(")" + tail) if rate == "algebraic"
+                   else text == rate + tail)
             if rate == "algebraic":
                 ok &= text.startswith(f"algebraic (slope {float(_mp_lsq_slope(hh[run], e[run])):.2f})")
             if len(run) >= 2:
@@ -415,5 +426,5 @@ def _():
                     explanation="attnlab.numerics.quadrature.trapezoid on R against the exact 1; "
                                 "numerics.convergence.describe_rate on the errors above 1e-14; the rate tools on 3 h^2, "
                                 "h^3 (1 + h), exp(-2 pi/h), 2 exp(-2 pi^2/h^2), exp(-1/h) and sequences reaching the "
-                                "floor (labels, floor_from), their least-squares slopes, local orders and ratios "
-                                "against mpmath")
+                                "floor (labels, floor_from, the label's text as documented), two errors (one local order) "
+                                "and a single one, their least-squares slopes, local orders and ratios against mpmath")

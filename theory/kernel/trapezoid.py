@@ -161,6 +161,12 @@ def check_trapezoid_rule():
         exact = (c_ - mp.exp(-c_ * L_) * (c_ * mp.cos(k_ * L_) - k_ * mp.sin(k_ * L_))) / (c_ ** 2 + k_ ** 2)
         lib = q.piecewise_gauss_legendre(lambda x: np.cos(80 * x) * np.exp(-x / 10), [0.0, 20.0], 40)
         note("piecewise_gauss_legendre", abs(lib - exact) / ((1 - mp.exp(-c_ * L_)) / c_) / 1e-14)
+    # the fewest nodes a piece may take, n = 2: Gauss-Legendre with 2 nodes is exact for cubics (int_-1^2 of
+    # x^3 - 2x^2 + 1 = 15/4 - 6 + 3 = 3/4, over 6 pieces); fewer nodes (1, 0) refused, naming n and ">= 2"
+    lib = q.piecewise_gauss_legendre(lambda x: x ** 3 - 2 * x ** 2 + 1, [-1.0, 2.0], 2)
+    note("piecewise_gauss_legendre", abs(lib - 0.75) / 1e-14)
+    note("piecewise_gauss_legendre", 0 if all(refused_with(lambda n_=n_: q.piecewise_gauss_legendre(
+        np.cos, [0.0, 1.0], n_), "n (nodes per piece)", ">= 2") for n_ in (1, 0)) else math.inf)
     ok = all(v <= 1 for v in worst.values())
     return holds_if(ok, measured=dict(deviation_in_allowances=worst), rows=rows,
                     tolerance=dict(weights="4 ulps of each exact weight", rule="(G + 4) eps of sum |w y|",
@@ -175,7 +181,8 @@ def check_trapezoid_rule():
                                 "real_line_trapezoid, normal_tail_half_width, piecewise_gauss_legendre) against "
                                 "exact rational arithmetic on the float64 nodes (fractions), mpmath erfc and 30-digit "
                                 "split mpmath quadrature (and the closed form of int_0^20 cos(80 x) e^{-x/10} dx, which "
-                                "needs the pieces cut to max_piece); grids with G = 2, 3, random non-uniform spacings over six "
+                                "needs the pieces cut to max_piece), its 2-node rule on a cubic (exact) and its refusal of "
+                                "fewer nodes; grids with G = 2, 3, random non-uniform spacings over six "
                                 "decades, a graded grid s^3, uniform ones; lattices with L/h an integer (nodes on "
                                 "+-L), shifted and centred; deviations in units of their allowance (<= 1 passes)")
 
