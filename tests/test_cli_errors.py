@@ -80,7 +80,7 @@ def test_unknown_choice_in_a_runner(capsys):
 @pytest.mark.parametrize("runner", ["kernel-gestures", "kernel-sentiment"])
 @pytest.mark.parametrize("value", ["64,x", "1", ","])
 def test_basis_flag(capsys, runner, value):
-    _one_line_exit_2(capsys, ["run", runner, "--quick", "--basis", value], "--basis must be a comma list of integers in [2, ")
+    _one_line_exit_2(capsys, ["run", runner, "--quick", "--basis", value], "--basis must be a comma list of integers in [4, ")
 
 
 # --------------------------------------------------------------------------- results
