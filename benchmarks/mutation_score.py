@@ -813,6 +813,15 @@ BY_INSPECTION = {
 # function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
 # stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
+    ('experiments/models/efa.py',
+     'if _INPUT_CHECKS[0] and targets.numel() and (targets.min() < 0 or targets.max() >= I):',
+     'if _INPUT_CHECKS[0] and targets.numel() and (targets.min() != 0 or targets.max() >= I):'): 'efa.sec5.model-setup',
+    ('experiments/models/kernel_models.py',
+     'if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] != length or not x.is_floating_point():',
+     'if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] < length or not x.is_floating_point():'):
+        'kernel.sec6.networks',
+    ('experiments/models/fenchel_vit.py', 'depth: int = 4, heads: int = 4, mlp_dim: int = 128, dropout: float = 0.2,',
+     'depth: int = 5, heads: int = 4, mlp_dim: int = 128, dropout: float = 0.2,'): 'fenchel.sec9.ot-vit-network',
     ('numerics/entropic_dual.py', 'first = solver_opts or (TIGHT if solver == "CLARABEL" else {})',
      'first = solver_opts or (TIGHT if solver is "CLARABEL" else {})'): 'fenchel.thm1.strong-duality',
     ('experiments/models/bidir_tabular.py', 'self.tok, self.pos = P(C + 1, d), P(seq_len, d)',

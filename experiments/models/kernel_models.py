@@ -78,6 +78,7 @@ class TimeWarpingNet(nn.Module):
             t = torch.linspace(0.0, 1.0, length)
         self.register_buffer("G", ridge_operator(t, self.basis, ridge))
         last = [nn.ReLU()] if setup == "ours" else []
+        self.length = length
         self.encoder = nn.Sequential(nn.Linear(length, hidden), nn.ReLU(), nn.Linear(hidden, hidden), *last)
         # (mu, sigma^2) per head: the unimodal densities and kernel softmax's Gaussian base density.
         # Kernel sparsemax has no base density here (as the released code) and does not use them; they
@@ -89,6 +90,7 @@ class TimeWarpingNet(nn.Module):
         self.gamma = nn.Linear(hidden, 2 * n_inducing) if kind.startswith("kernel") else None
 
     def params(self, x):
+        _check_series(x, self.length)           # (another length was a matmul error from inside the encoder)
         z = self.encoder(x)
         mu = torch.sigmoid(self.mu(z)) if self.setup == "ours" else self.mu(z)
         s2 = _positive(self.sigma2(z), 1e-3)

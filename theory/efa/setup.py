@@ -142,6 +142,9 @@ def check_model_setup():
     per["checks on again after the block"] = (refused(lambda: ref(bad_x), "x", "[0, 299]")
                                               and refused(lambda: ref(x, targets=bad_t), "targets", "[0, 6]"))
     per["biases start at 0"] = zero_bias
+    # target positions in range whose smallest is not 0 (a batch without its first position as a target) are taken
+    per["targets in range, none at position 0, accepted"] = not refused(lambda: ref(x, targets=torch.tensor([[1, 2]] * 3)),
+                                                                        "targets")
     ok = all(f["ok"] for f in fits.values()) and all(per.values())
     worst_z = max(max(abs(f["z_mean"]), abs(f["z_var"])) for f in fits.values())
     return holds_if(ok, measured=dict(largest_z=worst_z, logits_vs_transcription=dev, fits_ok={k: f["ok"] for k, f in fits.items()}, checks=per),

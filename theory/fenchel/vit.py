@@ -163,6 +163,9 @@ def check_vit():
         n = pos.numel()
         z_pos = max(abs(float(pos.mean())) / (0.02 / math.sqrt(n)), abs(float(pos.std()) - 0.02) / (0.02 / math.sqrt(2 * n)))
         drop_ok = model.drop.p == 0.2
+        # ... and the other documented defaults: depth 4 (three plain blocks and the last), width 64, 4 heads, MLP 128
+        drop_ok = drop_ok and len(model.blocks) == 3 and model.embed.out_channels == 64 and \
+            model.last.attn.num_heads == 4 and model.last.mlp[0].out_features == 128
         # without ot=True it is the plain ViT (no OT block); a depth below 1 is refused in one line
         from attnlab.experiments.models.fenchel_vit import OTBlock
         from attnlab.theory._inputs import refused

@@ -541,6 +541,14 @@ def check_networks():
             except ValueError as exc:
                 refused += "kind" in str(exc)
         per["TimeWarpingNet refuses discrete_softmax and gaussian_mixture"] = 0.0 if refused == 2 else math.inf
+        # a series of another length than the network's (longer or shorter) is refused, naming the shape
+        from attnlab.theory._inputs import refused as refused_with
+
+        tw = TimeWarpingNet("kernel_softmax", length=16, n_basis=6, n_inducing=5, grid_size=41, hidden=8)
+        sa = SeriesAttentionNet("discrete_softmax", 12, 3, hidden=6, n_basis=6, grid_size=25, sigmas=(0.1, 0.5))
+        per["TimeWarpingNet and SeriesAttentionNet refuse a series shorter or longer than theirs"] = 0.0 if all(
+            refused_with(lambda n=n, net=net: net(torch.zeros(2, n)), f"shape (batch, {L})")
+            for net, L in ((tw, 16), (sa, 12)) for n in (L - 1, L + 1)) else math.inf
     finally:
         torch.set_default_dtype(old)
     worst = _worse(*per.values())
