@@ -813,6 +813,12 @@ BY_INSPECTION = {
 # function that holds the line and asserts the verdict holds unmutated and changes mutated, so an entry cannot
 # stay wrong; a re-run of the module at a later commit supersedes them.
 KILLED_SINCE = {
+    ('experiments/models/efa.py', 'raise ValueError(f"y: trunc(y) + value_offset must lie in [0, {self.n_values - 1}]")',
+     'raise ValueError(f"y: trunc(y) + value_offset must lie in [0, {self.n_values >> 1}]")'): 'efa.sec2-2.value-model',
+    ('experiments/models/bidir_tabular.py',
+     'raise ValueError(f"x_rows must be one (N, {model.seq_len - 1}) array or a list of n_models = "',
+     'raise ValueError(f"x_rows must be one (N, {model.seq_len >> 1}) array or a list of n_models = "'):
+        'bidir.sec3-1.atn-training',
     ('experiments/models/efa.py',
      'if _INPUT_CHECKS[0] and targets.numel() and (targets.min() < 0 or targets.max() >= I):',
      'if _INPUT_CHECKS[0] and targets.numel() and (targets.min() != 0 or targets.max() >= I):'): 'efa.sec5.model-setup',

@@ -273,7 +273,7 @@ def check_atn_training():
             if M > 1:
                 refused &= all(_refused(lambda: train_atn(sets, C, cfg, seed=bad), f"list of {M} ints")
                                for bad in (seeds[:M - 1], seeds + [0]))
-            refused &= (_refused(lambda: predict_response(generic, []), f"n_models = {M}")
+            refused &= (_refused(lambda: predict_response(generic, []), f"n_models = {M}", f"(N, {L - 1})")
                         and _refused(lambda: predict_response(generic, x_new[:M - 1] if M > 1 else x_new + x_new),
                                      f"n_models = {M}")
                         and _refused(lambda: predict_response(generic, x_new[0], which=M), f"[0, {M - 1}]"))

@@ -255,6 +255,16 @@ def check_value_model(cases=VALUE_CASES, seed=22) -> "Evidence":
                 dev = value_model_deviation(fam_name, fam_kw, opts, heads, conv, direction, g)
                 per[f"{fam_name},{opts.get('value_embedding')},{opts.get('unembedding')},{conv},{direction[:3]}"] = dev
                 worst = max(worst, *dev.values())
+    # a value outside the lookup table (trunc(y) + value_offset beyond n_values - 1) is refused, naming the table's
+    # range [0, n_values - 1]
+    from attnlab.experiments.models.efa import EFAValue
+    from attnlab.theory._inputs import refused
+
+    lookup = EFAValue("gaussian", n_items=5, dim=4, value_dim=2, max_len=6, value_embedding="lookup", n_values=4,
+                      value_offset=1)
+    per["lookup: a value beyond the table refused, naming [0, 3]"] = 0.0 if refused(
+        lambda: lookup(torch.tensor([[0.0, 5.0]]), torch.tensor([[1, 2]])), "must lie in [0, 3]") else math.inf
+    worst = max(worst, per["lookup: a value beyond the table refused, naming [0, 3]"])
     return holds_if(worst < TOL, measured=worst, tolerance=f"relative {TOL:g}",
                     explanation="EFAValue (2 layers, random float64 weights) against Sec 2.2 transcribed "
                                 "(theory/efa/reference.py: the columns [beta_bar; delta_bar; g(tau); lambda_1(y)] + "
