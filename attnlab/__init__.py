@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 __all__ = ["verify", "compare", "__version__"]
 
 
-def verify(paper: str | None = None, claims=None, tier: str | None = None) -> list[dict]:
+def verify(paper: str | None = None, claims=None, tier: str | None = None, **unknown) -> list[dict]:
     """Run claims (all of a paper and tier, or the given ids or globs of ids such as 'fenchel.thm1.*') and
     return one record per claim as a dict with the keys of ``attnlab verify --json`` (id, verdict, expected,
     ok -- the verdict is the expected one --, measured, tolerance, explanation, seconds, and the claim's
@@ -23,6 +23,10 @@ def verify(paper: str | None = None, claims=None, tier: str | None = None) -> li
     from attnlab.cli import _select
     from attnlab.errors import UsageError
 
+    if unknown:                                # (verify(claim=...), the command line's spelling, was a TypeError)
+        hint = " (claims=, not claim=)" if "claim" in unknown else ""
+        raise UsageError(f"verify(): unknown argument(s) {', '.join(sorted(unknown))}{hint}; the arguments are paper, "
+                         "claims and tier")
     if claims is not None:
         ids = [claims] if isinstance(claims, str) else claims
         if (not isinstance(ids, (list, tuple)) or not ids
@@ -34,7 +38,10 @@ def verify(paper: str | None = None, claims=None, tier: str | None = None) -> li
         if value is not None and not isinstance(value, str):
             raise UsageError(f"{name} must be a string; got {value!r}")
     selected = _select(argparse.Namespace(paper=paper, tier=tier, claim=claims))
-    return [catalog.run_claim(c).to_json() for c in selected]
+    from attnlab.parallel import one_thread_within
+
+    with one_thread_within():                  # (the command line's records, at one thread; the caller's kept)
+        return [catalog.run_claim(c).to_json() for c in selected]
 
 
 def compare(name: str, **kwargs):
@@ -91,8 +98,19 @@ def compare(name: str, **kwargs):
         sizes = {key: _whole(name, key, kwargs[key], 1, hi) for key, hi in
                  (("heads", bc.MAX_HEADS), ("layers", bc.MAX_LAYERS), ("batch", 100_000)) if key in kwargs}
         seed = _seed(name, kwargs.get("seed", 0))
+        extra = {}
+        std = kwargs.get("init_std")
+        if std is not None and hasattr(std, "item") and getattr(std, "ndim", None) == 0:
+            extra["init_std"] = std.item()      # (a numpy or torch scalar is a number, as the docstring says)
+        std = extra.get("init_std", std)
+        if isinstance(std, int) and not isinstance(std, bool):
+            try:                                # (an int was an OverflowError deep in the model: taken as a float)
+                extra["init_std"] = float(std)
+            except OverflowError:
+                raise UsageError("compare('bidir-moe'): init_std must be a finite number > 0; got an integer of "
+                                 f"{len(str(std))} digits") from None
         try:
-            return bc.compare(**{**kwargs, **sizes, "seed": seed})
+            return bc.compare(**{**kwargs, **sizes, **extra, "seed": seed})
         except ValueError as exc:       # init_std
             raise UsageError(f"compare('bidir-moe'): {exc}") from None
     raise UsageError(f"unknown comparison {name!r}; valid: fenchel, kernel-quadrature, efa-fm, bidir-moe")

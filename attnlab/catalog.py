@@ -313,19 +313,22 @@ class Record:
 @contextlib.contextmanager
 def _as_if_first():
     """Run a check as if it were the first in its process: the global random generators (random, numpy's
-    legacy one, torch's CPU one) seeded with 0 and mpmath at its default precision (53 bits), whatever the
-    checks before it left there; the caller's states come back afterwards.  So a verdict and its numbers do
-    not depend on which claims ran before (``verify --jobs`` runs them in other orders)."""
+    legacy one, torch's CPU one) seeded with 0, torch's default dtype float32 and mpmath at its default precision
+    (53 bits), whatever the checks before it (or a notebook) left there; the caller's states come back
+    afterwards.  So a verdict and its numbers do not depend on which claims ran before (``verify --jobs`` runs
+    them in other orders)."""
     np = sys.modules.get("numpy")
     torch = sys.modules.get("torch")
     mp = sys.modules.get("mpmath")
     saved = (random.getstate(), np.random.get_state() if np else None,
-             torch.random.get_rng_state() if torch else None, mp.mp.prec if mp else None)
+             torch.random.get_rng_state() if torch else None, mp.mp.prec if mp else None,
+             torch.get_default_dtype() if torch else None)
     random.seed(0)
     if np:
         np.random.seed(0)
     if torch:
         torch.manual_seed(0)
+        torch.set_default_dtype(torch.float32)      # (a notebook's float64 default made claims fail or error)
     if mp:
         mp.mp.prec = 53
     try:
@@ -336,6 +339,7 @@ def _as_if_first():
             np.random.set_state(saved[1])
         if torch:
             torch.random.set_rng_state(saved[2])
+            torch.set_default_dtype(saved[4])
         if mp:
             mp.mp.prec = saved[3]
 

@@ -5,6 +5,7 @@ and `fan_out`, the runs of one command in this process, in --jobs joblib process
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -70,6 +71,26 @@ def one_thread() -> None:
     torch.set_num_threads(1)
     threadpool_limits(1)
     _ONE_THREAD = os.getpid()
+
+
+@contextlib.contextmanager
+def one_thread_within():
+    """:func:`one_thread` for a block, the caller's thread counts put back after it (``attnlab.verify`` in a
+    notebook: its records are those of ``attnlab verify``, which runs at one thread, and the notebook keeps its
+    own threads)."""
+    import importlib
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    importlib.import_module("scipy.linalg")
+    before = torch.get_num_threads()
+    try:
+        with threadpool_limits(1):
+            torch.set_num_threads(1)
+            yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # glibc's mallopt parameters (malloc.h)

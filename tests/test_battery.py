@@ -1557,3 +1557,80 @@ def test_fenchel_cvxpy_estimate_counts_each_solve():
     from attnlab.theory.fenchel.compare import LARGE_SECONDS, _cost_estimate
 
     assert _cost_estimate(3, 2, 100_000) > 10 * LARGE_SECONDS
+
+
+# --- outside review, 2026-12-07 (third round): the notebook API --------------------------------------------------
+
+def test_notebook_verify_is_the_command_lines_whatever_the_callers_dtype_and_threads():
+    """A notebook at float64 made efa.eq1.torch-layer an error and efa.thm2.parameter-count fail; at two threads
+    the records differed at rounding level from `attnlab verify --json` (which runs at one).  Each check runs at
+    float32 and one thread, and the caller's dtype and thread count come back."""
+    import torch
+
+    import attnlab
+
+    ids = ["efa.eq1.torch-layer", "efa.thm2.parameter-count"]
+    plain = attnlab.verify(claims=ids)
+    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
+    try:
+        torch.set_default_dtype(torch.float64)
+        torch.set_num_threads(2)
+        again = attnlab.verify(claims=ids)
+        assert torch.get_default_dtype() == torch.float64 and torch.get_num_threads() == 2
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_num_threads(threads)
+    assert [r["verdict"] for r in again] == [r["verdict"] for r in plain] == ["holds", "holds"]
+    assert [r["measured"] for r in again] == [r["measured"] for r in plain]
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(T=[[10 ** 400, 0], [0, 1]], u=[0.5, 0.5], z=[0, 0]), ("T[0][0]", "beyond float64")),
+    (dict(T=[[1, 0], [0, 1]], u=[0.5, 0.5], z=[0, 0], alphas=[__import__("fractions").Fraction(1, 2)]),
+     ("alphas[0] must be a number",)),
+    (dict(T=[[1, 0], [0, 1]], u=[0.5, 0.5], z=[0, 0], alphas=[1 + 0j]), ("alphas[0] must be a number",)),
+    (dict(T=np.zeros((2, 300_000)), u=[0.5, 0.5], z=np.zeros(300_000), alphas=[1.0], cvxpy=False),
+     ("R^300000", "GiB", "fewer dimensions")),
+])
+def test_compare_fenchel_refuses_what_python_can_pass(kw, words):
+    """Python ints beyond float64 and complex or Fraction values were an OverflowError or json's TypeError in
+    the message's place; d = 300,000 asked numpy for 671 GiB (a traceback) after estimating the time."""
+    import attnlab
+    from attnlab.errors import UsageError
+
+    with pytest.raises(UsageError) as exc:
+        attnlab.compare("fenchel", **kw)
+    for w in words:
+        assert w in str(exc.value)
+
+
+def test_api_takes_numpy_and_torch_scalars_and_refuses_sizes_before_copying(monkeypatch):
+    """alphas=np.float32(1) was refused as "not a list" though alphas=2.0 is taken; init_std=np.float32(0.5) was
+    refused; init_std=10**300 an OverflowError; a 3,000,000-template array was copied into lists (17 s, 1.3 GiB)
+    before its size was refused; verify(claim=...) a TypeError."""
+    import torch
+
+    import attnlab
+    from attnlab.errors import UsageError
+
+    T, u, z = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), [0.2, 0.3, 0.5], [0.1, -0.2]
+    want = attnlab.compare("fenchel", T=T, u=u, z=z, alphas=[1.5], cvxpy=False)
+    for a in (np.float32(1.5), np.array(1.5), torch.tensor(1.5, dtype=torch.float64)):
+        assert attnlab.compare("fenchel", T=T, u=u, z=z, alphas=a, cvxpy=False) == want
+    from attnlab.theory.fenchel import compare as fc
+
+    def copied(x, name):
+        raise AssertionError(f"{name} was copied into lists before its size was checked")
+    with monkeypatch.context() as m:                      # (refused from the shape: the copy took 17 s, 1.3 GiB)
+        m.setattr(fc, "_plain", copied)
+        with pytest.raises(UsageError, match="cvxpy column is estimated"):
+            attnlab.compare("fenchel", T=np.zeros((3_000_000, 4)), u=np.full(3_000_000, 1 / 3e6), z=np.zeros(4),
+                            alphas=[1.0])
+    base = attnlab.compare("bidir-moe", init_std=0.5)
+    assert attnlab.compare("bidir-moe", init_std=np.float32(0.5)) == base
+    assert attnlab.compare("bidir-moe", init_std=torch.tensor(0.5)) == base
+    for big in (10 ** 400, 10 ** 300):
+        with pytest.raises(UsageError, match="init_std"):
+            attnlab.compare("bidir-moe", init_std=big)
+    with pytest.raises(UsageError, match="claims=, not claim="):
+        attnlab.verify(claim="fenchel.thm1.strong-duality")

@@ -64,8 +64,15 @@ def _newton_estimate(n: int, d: int, n_alphas: int) -> float:
 def _number(x, name: str) -> float:
     """A JSON number (not a bool, not a string) -> float, or ValueError naming it."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ValueError(f"{name} must be a number; got {json.dumps(x)}")
-    return float(x)
+        try:
+            shown = json.dumps(x)
+        except (TypeError, ValueError):         # (a complex, a Fraction: json's own TypeError took the message's place)
+            shown = repr(x)
+        raise ValueError(f"{name} must be a number; got {shown[:40]}")
+    try:
+        return float(x)
+    except OverflowError:                       # (an int of 400 digits, given in Python: a traceback)
+        raise ValueError(f"{name} is the integer {str(x)[:20]}... ({len(str(abs(x)))} digits), beyond float64") from None
 
 
 def _array(x, name: str, ndim: int):
@@ -283,11 +290,12 @@ def check_size(n: int, d: int, n_alphas: int, cvxpy: bool, allow_large: bool,
                          f"is estimated at up to ~{est:.0f} s (and memory ~n^2; the bound is for templates of norm "
                          f"~sqrt(d): normalised ones take about a tenth); pass {skip} to skip it, or "
                          f"{allow} to run it anyway")
-    # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies
-    mem = 8 * n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3
+    # Newton's working arrays: the n x (d+1)^2 products of a_i a_i^T (d <= 16) or n x (d+1), a few copies, and its
+    # (d+1) x (d+1) Hessian and factorisation, a few copies (d = 300,000 asked for 671 GiB in one of them, a traceback)
+    mem = 8 * (n * ((d + 1) ** 2 if d <= 16 else 4 * (d + 1)) * 3 + 4 * (d + 1) ** 2)
     if mem > MAX_BYTES:
         raise UsageError(f"{where}: n = {n} templates in R^{d}: Newton needs ~{mem / 2 ** 30:.1f} GiB, over "
-                         f"{MAX_BYTES / 2 ** 30:g} GiB; use fewer templates")
+                         f"{MAX_BYTES / 2 ** 30:g} GiB; use fewer templates or fewer dimensions d")
     return est
 
 
@@ -325,10 +333,19 @@ def api(kwargs: dict) -> list[dict]:
     if given and "seed" in kwargs:
         raise UsageError("compare('fenchel'): seed draws a random instance; give T, u, z or seed, not both")
     if given:
+        shape = getattr(kwargs["T"], "shape", None)
+        if shape is not None and len(shape) == 2:         # an array: its size refused before it is copied into lists
+            try:
+                n_alphas = len(kwargs.get("alphas", DEFAULT_ALPHAS))
+            except TypeError:                             # (a number, a 0-d array)
+                n_alphas = 1
+            check_size(int(shape[0]), int(shape[1]), max(n_alphas, 1), kwargs.get("cvxpy", True) is not False,
+                       kwargs.get("allow_large", False) is True,
+                       ("compare('fenchel')", "cvxpy=False", "allow_large=True"))
         data = {k: _plain(kwargs[k], k) for k in ("T", "u", "z")}
-        alphas = kwargs.get("alphas", list(DEFAULT_ALPHAS))
-        data["alphas"] = [alphas] if isinstance(alphas, (int, float)) and not isinstance(alphas, bool) \
-            else _plain(alphas, "alphas")
+        # (a numpy or torch scalar, or a 0-d array, is a number as alphas=2.0 is: it was refused as "not a list")
+        alphas = _plain(kwargs.get("alphas", list(DEFAULT_ALPHAS)), "alphas")
+        data["alphas"] = [alphas] if isinstance(alphas, (int, float)) and not isinstance(alphas, bool) else alphas
         try:
             T, u, z, alphas = validate_instance(data)
         except ValueError as exc:
