@@ -37,7 +37,13 @@ def verify(paper: str | None = None, claims=None, tier: str | None = None, **unk
     for name, value in (("paper", paper), ("tier", tier)):
         if value is not None and not isinstance(value, str):
             raise UsageError(f"{name} must be a string; got {value!r}")
-    selected = _select(argparse.Namespace(paper=paper, tier=tier, claim=claims))
+    try:
+        selected = _select(argparse.Namespace(paper=paper, tier=tier, claim=claims))
+    except UsageError as exc:                  # (named as the command line's flags: here they are arguments)
+        text = str(exc)
+        for flag, arg in (("--claim", "claims"), ("--paper", "paper"), ("--tier", "tier")):
+            text = text.replace(flag, arg)
+        raise UsageError(f"verify(): {text}") from None
     from attnlab.parallel import one_thread_within
 
     with one_thread_within():                  # (the command line's records, at one thread; the caller's kept)
@@ -81,7 +87,10 @@ def compare(name: str, **kwargs):
             raise UsageError(f"compare('kernel-quadrature'): estimated at ~{cost['seconds']:.0f} s (the mpmath "
                              f"reference: {cost['integrals']} integrals of ~{int(cost['pieces']):,} pieces at "
                              f"{inst['dps']} digits); pass allow_large=True to run it anyway")
-        return kc.compare(inst)
+        try:
+            return kc.compare(inst)
+        except UsageError as exc:           # (the command line's words: in Python the instance is the arguments)
+            raise UsageError(str(exc).replace("--instance: ", "compare('kernel-quadrature'): ", 1)) from None
     if name == "efa-fm":
         from attnlab.theory.efa import compare as ec
 

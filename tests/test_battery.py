@@ -961,8 +961,8 @@ def test_python_compare_kernel_quadrature_takes_numpy():
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(claims=[]), "non-empty"),                                      # was: every fast claim
     (dict(claims=5), "claims must be"),
-    (dict(claims=["bidir.app-l.misnumbered-proof"], paper="efa"), "not of --paper efa"),   # was: run anyway
-    (dict(claims=["bidir.app-l.misnumbered-proof"], tier="slow"), "not of --tier slow"),
+    (dict(claims=["bidir.app-l.misnumbered-proof"], paper="efa"), "not of paper efa"),   # was: run anyway
+    (dict(claims=["bidir.app-l.misnumbered-proof"], tier="slow"), "not of tier slow"),
     (dict(paper=""), "unknown paper"),
 ])
 def test_python_verify_checks_like_the_command_line(kwargs, fragment):
@@ -1634,3 +1634,19 @@ def test_api_takes_numpy_and_torch_scalars_and_refuses_sizes_before_copying(monk
             attnlab.compare("bidir-moe", init_std=big)
     with pytest.raises(UsageError, match="claims=, not claim="):
         attnlab.verify(claim="fenchel.thm1.strong-duality")
+
+
+def test_api_errors_name_the_python_arguments():
+    """The notebook API's errors named the command line's flags (--instance, --claim, --paper), and
+    compare('fenchel', seed='3') ran where the other comparisons refuse a string seed."""
+    import attnlab
+    from attnlab.errors import UsageError
+
+    for call, words in ((lambda: attnlab.compare("fenchel", seed="3"), "seed must be an integer"),
+                        (lambda: attnlab.compare("kernel-quadrature", domain=[100.0, 101.0], grids=[10, 20]),
+                         "compare('kernel-quadrature'): the density is zero"),
+                        (lambda: attnlab.verify(claims="fenchel.thm1.strong-duality", paper="kernel"),
+                         "verify(): claims fenchel.thm1.strong-duality is a claim of paper fenchel, not of paper kernel")):
+        with pytest.raises(UsageError) as exc:
+            call()
+        assert words in str(exc.value) and "--" not in str(exc.value), str(exc.value)

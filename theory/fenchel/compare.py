@@ -356,12 +356,13 @@ def api(kwargs: dict) -> list[dict]:
                              f"seed uses {', '.join(map(str, DEFAULT_ALPHAS))}")
         from attnlab.run_args import seed_value
 
+        if isinstance(kwargs.get("seed"), (bool, float, str)):       # 1.5 was read as 1, True as 1; "3" (refused
+            # by the other comparisons) as 3
+            raise UsageError(f"compare('fenchel'): seed must be an integer in 0..2**32-1; got {kwargs['seed']!r}")
         try:
             seed = seed_value(kwargs.get("seed", 0), "seed")
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"compare('fenchel'): {exc}") from None
-        if isinstance(kwargs.get("seed"), (bool, float)):                 # 1.5 was read as 1, True as 1
-            raise UsageError(f"compare('fenchel'): seed must be an integer in 0..2**32-1; got {kwargs['seed']!r}")
         T, u, z, alphas = random_instance(seed)
     use = kwargs.get("cvxpy", True)
     check_size(T.shape[0], T.shape[1], len(alphas), use, kwargs.get("allow_large", False),
