@@ -64,15 +64,22 @@ def main(argv=None) -> dict:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    return {
-        "fenchel": train("FenchelMultiheadAttention (exact)",
-                         lambda: FenchelMultiheadAttention(16, 2, batch_first=True, alpha=1.0), args.steps, args.seed),
-        "kernel_sparsemax": train("kernel sparsemax attention",
-                                  lambda: ContinuousMultiheadAttention(16, 1, batch_first=True, kind="kernel_sparsemax",
-                                                                       n_basis=16, grid_size=128),
-                                  args.steps, args.seed),
-    }
+    threads, rng = torch.get_num_threads(), torch.random.get_rng_state()
+    torch.set_num_threads(1)            # (one thread, seeded runs: the caller's threads and generator come back)
+    try:
+        return {
+            "fenchel": train("FenchelMultiheadAttention (exact)",
+                             lambda: FenchelMultiheadAttention(16, 2, batch_first=True, alpha=1.0), args.steps,
+                             args.seed),
+            "kernel_sparsemax": train("kernel sparsemax attention",
+                                      lambda: ContinuousMultiheadAttention(16, 1, batch_first=True,
+                                                                           kind="kernel_sparsemax", n_basis=16,
+                                                                           grid_size=128),
+                                      args.steps, args.seed),
+        }
+    finally:
+        torch.set_num_threads(threads)
+        torch.random.set_rng_state(rng)
 
 
 if __name__ == "__main__":

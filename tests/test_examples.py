@@ -29,3 +29,20 @@ def test_notebook_is_the_script():
     script = (ROOT / "examples" / "attention_layers.py").read_text()
     assert code.strip() in script
     assert nb["cells"][2]["source"][0].startswith("results = main(")
+
+
+def test_example_gives_the_callers_threads_and_generator_back():
+    """Run in a notebook, the example left the kernel at one thread and its global generator reseeded."""
+    import torch
+
+    mod = runpy.run_path(str(ROOT / "examples" / "attention_layers.py"))
+    threads = torch.get_num_threads()
+    torch.manual_seed(7)
+    state = torch.random.get_rng_state()
+    try:
+        torch.set_num_threads(2)
+        mod["main"](["--steps", "2"])
+        assert torch.get_num_threads() == 2
+        assert torch.equal(torch.random.get_rng_state(), state)
+    finally:
+        torch.set_num_threads(threads)
