@@ -328,39 +328,36 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
     from attnlab.evidence import committed_records
 
     committed = Path(root).resolve() == committed_records().resolve()
-    figs = {p: paper_figures(p, figures_dir) for p in papers}
-    if not committed:                       # the figures of the records shown, drawn from them
-        import tempfile
+    with contextlib.ExitStack() as stack:   # (the figures drawn for this site, removed when it is written)
+        figs = {p: paper_figures(p, figures_dir) for p in papers}
+        if not committed:                       # the figures of the records shown, drawn from them
+            import tempfile
 
-        drawn_dir = Path(tempfile.mkdtemp(prefix="attnlab-report-figures-"))
+            drawn_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attnlab-report-figures-")))
+            for p in papers:
+                figs[p] = sorted([f for f in figs[p] if not from_records(f)]
+                                 + draw_from_records(p, root, drawn_dir, warn=lambda m: print(f"attnlab: warning: {m}",
+                                                                                              file=sys.stderr)))
+        # every file the site replaces, checked before the first is written (a read-only page left a site
+        # half-updated: its style sheet and figures new, its pages old); each then written atomically
+        for target in ([out / "index.html", out / "style.css"] + [out / f"{p}.html" for p in papers]
+                       + [out / "figures" / f.name for p in papers for f in figs[p]]):
+            check_writable(target, "--out")
+        env = _environment()
+        pages, written = [], []
         for p in papers:
-            figs[p] = sorted([f for f in figs[p] if not from_records(f)]
-                             + draw_from_records(p, root, drawn_dir, warn=lambda m: print(f"attnlab: warning: {m}",
-                                                                                          file=sys.stderr)))
-    # every file the site replaces, checked before the first is written (a read-only page left a site
-    # half-updated: its style sheet and figures new, its pages old); each then written atomically
-    for target in ([out / "index.html", out / "style.css"] + [out / f"{p}.html" for p in papers]
-                   + [out / "figures" / f.name for p in papers for f in figs[p]]):
-        check_writable(target, "--out")
-    env = _environment()
-    pages, written = [], []
-    for p in papers:
-        for f in figs[p]:
-            atomic_write_bytes(out / "figures" / f.name, f.read_bytes())
-        pages.append(paper_page(p, records, root, figs[p]))
-    nav = [(pg["paper"], pg["title"]) for pg in pages]
-    # where the results came from, without a folder of this machine (a site travels)
-    shown = ("the committed records" if committed else f"the records in a folder named {Path(root).resolve().name}")
-    common = {"nav": nav, "claims_source": claims_source, "results_from": shown, "scale": verdict_scale()}
-    atomic_write_bytes(out / "style.css", (TEMPLATES / "style.css").read_bytes())
-    for pg in pages:
-        path = out / f"{pg['paper']}.html"
-        atomic_write_text(path, env.get_template("paper.html").render(page=pg, **common))
-        written.append(path)
-    index = out / "index.html"
-    atomic_write_text(index, env.get_template("index.html").render(pages=pages, **common))
-    if not committed:
-        import shutil
-
-        shutil.rmtree(drawn_dir, ignore_errors=True)
-    return [index] + written
+            for f in figs[p]:
+                atomic_write_bytes(out / "figures" / f.name, f.read_bytes())
+            pages.append(paper_page(p, records, root, figs[p]))
+        nav = [(pg["paper"], pg["title"]) for pg in pages]
+        # where the results came from, without a folder of this machine (a site travels)
+        shown = ("the committed records" if committed else f"the records in a folder named {Path(root).resolve().name}")
+        common = {"nav": nav, "claims_source": claims_source, "results_from": shown, "scale": verdict_scale()}
+        atomic_write_bytes(out / "style.css", (TEMPLATES / "style.css").read_bytes())
+        for pg in pages:
+            path = out / f"{pg['paper']}.html"
+            atomic_write_text(path, env.get_template("paper.html").render(page=pg, **common))
+            written.append(path)
+        index = out / "index.html"
+        atomic_write_text(index, env.get_template("index.html").render(pages=pages, **common))
+        return [index] + written
