@@ -326,6 +326,7 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
     from attnlab.atomic_io import atomic_write_bytes, atomic_write_text, check_writable
 
     from attnlab.evidence import committed_records
+    from attnlab.results import stderr_warning
 
     committed = Path(root).resolve() == committed_records().resolve()
     with contextlib.ExitStack() as stack:   # (the figures drawn for this site, removed when it is written)
@@ -336,8 +337,7 @@ def build(out: Path, papers, records: dict[str, dict], claims_source: str, root:
             drawn_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attnlab-report-figures-")))
             for p in papers:
                 figs[p] = sorted([f for f in figs[p] if not from_records(f)]
-                                 + draw_from_records(p, root, drawn_dir, warn=lambda m: print(f"attnlab: warning: {m}",
-                                                                                              file=sys.stderr)))
+                                 + draw_from_records(p, root, drawn_dir, warn=stderr_warning))
         # every file the site replaces, checked before the first is written (a read-only page left a site
         # half-updated: its style sheet and figures new, its pages old); each then written atomically
         for target in ([out / "index.html", out / "style.css"] + [out / f"{p}.html" for p in papers]

@@ -156,7 +156,8 @@ def _misplaced(path: Path, rec: dict) -> str | None:
 MAX_METRIC = 1e150
 
 
-def _stderr_warn(msg: str) -> None:
+def stderr_warning(msg: str) -> None:
+    """The readers' default warning: one line on stderr."""
     import sys
 
     print(f"attnlab: warning: {msg}", file=sys.stderr)
@@ -165,7 +166,7 @@ def _stderr_warn(msg: str) -> None:
 def load_records(root: Path, paper: str, warn=None) -> list[dict]:
     """The usable records of a paper's experiments under `root`.  A record that cannot be read or used
     is skipped with a one-line warning naming the file (on stderr, or through `warn`)."""
-    warn = warn or _stderr_warn
+    warn = warn or stderr_warning
     return read_records(record_files(root, f"{paper}-*/*/*.json", warn), warn)
 
 
@@ -182,7 +183,7 @@ def record_files(root: Path, pattern: str, warn=None) -> list[Path]:
     (reading a FIFO blocked every command for ever).  A missing `root` gives no files."""
     import fnmatch
 
-    warn = warn or _stderr_warn
+    warn = warn or stderr_warning
     parts = pattern.split("/")
     folders, files = [Path(root)], []
     for depth, part in enumerate(parts):
@@ -220,7 +221,7 @@ def folder_records(folder: Path, pattern: str = "*.json", warn=None) -> list[dic
     """The usable records of the files `pattern` names in `folder` (:func:`record_files`, :func:`read_records`),
     each seed once (:func:`unique_records`): what the figures draw (a copied record counted twice, with a
     narrower interval, in a figure whose table counted it once)."""
-    warn = warn or _stderr_warn
+    warn = warn or stderr_warning
     return unique_records(read_records(record_files(folder, pattern, warn), warn), warn)
 
 
@@ -229,11 +230,9 @@ def read_records(paths, warn=None) -> list[dict]:
     not JSON, nested too deeply, a number beyond float64) or used (:func:`_record_problem`) is skipped
     with a one-line warning naming it (on stderr, or through `warn`).  `attnlab results`, `report` and
     `figures` read records through this."""
-    import sys
-
     from attnlab.atomic_io import read_json
 
-    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
+    warn = warn or stderr_warning
     recs = []
     for p in paths:
         try:
@@ -297,9 +296,7 @@ def unique_rows(records: list[dict], warn=None, notes: dict | None = None):
     one is right cannot be told: keeping the first file would let a file's name decide), with a warning
     naming them.  Rows without a seed are kept as they are.  `notes`, when given, receives each warning
     under its 6-tuple key (the claims say it where the key is theirs)."""
-    import sys
-
-    warn = warn or (lambda msg: print(f"attnlab: warning: {msg}", file=sys.stderr))
+    warn = warn or stderr_warning
     seen: dict[tuple, list] = {}
     order = []
     for r in records:
