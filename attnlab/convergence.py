@@ -42,7 +42,13 @@ The rule (``RULE``), for one trained model:
     split, the training loss) the running best value improved, over the last ``WINDOW_FRACTION``
     (10 %) of the epochs (at least ``MIN_WINDOW`` epochs), by less than ``LEVEL_TOL`` of the whole
     improvement of the running best from the first stored epoch to the end:
-    ``rel_change_last_10pct = (best before the window - best overall) / (first - best overall)``.
+    ``rel_change_last_10pct = (best before the window - best overall) / (start - best overall)``,
+    where ``start`` is the first value, or the trivial predictor's value t on the curve's own quantity
+    where that is known and better (curve-v4: ``start = min(first, t)``, ``max`` for a score).  A first
+    epoch far worse than the trivial predictor inflated the whole improvement under curve-v3: an
+    efa-temperature FM run starting at 278 against a trivial 0.98 and still falling 18 % per epoch
+    measured 0.14 %.  Where the best value is not better than t, ``start`` is the first value (the model
+    then fails (a) unless it sits at its class's optimum).
     Early stopping that fired with its best epoch before that window has improvement 0 there, so an
     early-stopped run whose best epoch lies well before its last epoch passes (b) by construction; a
     fixed schedule whose best epoch is among the last 10 % does not, unless the gain there is tiny.
@@ -97,7 +103,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-RULE = "curve-v3"
+RULE = "curve-v4"
 MARGIN = 0.05               # (a): share of the trivial-to-perfect gap the model must close
 Z_NOISE = 1.96              # (a), accuracy on n examples: the lead over the trivial share must exceed
                             # this many binomial standard errors of that share
@@ -135,10 +141,17 @@ def window(n: int) -> int:
     return max(MIN_WINDOW, math.ceil(WINDOW_FRACTION * n))
 
 
-def levelling(curve, higher_is_better: bool = False) -> float | None:
+def levelling(curve, higher_is_better: bool = False, trivial: float | None = None) -> float | None:
     """(b)'s statistic of a per-epoch curve: the running best's improvement over the last window as a
     share of its whole improvement (0 when the curve never improved after its first epoch).  None when
-    the curve is too short (fewer than a window plus one epoch) or holds a non-finite value."""
+    the curve is too short (fewer than a window plus one epoch) or holds a non-finite value.
+
+    `trivial`: the trivial predictor's value *on the curve's own quantity*, where known.  The whole
+    improvement is then counted from the better of the first value and `trivial` (curve-v4), so that a
+    first epoch far worse than the trivial predictor (an initialisation transient) does not make a
+    curve that is still falling look levelled.  Where the best value is not better than `trivial` that
+    count is not positive and the improvement from the first value is used, as in curve-v3 (such a
+    model fails (a) unless it sits at its class's optimum)."""
     if curve is None:
         return None
     vals = [float(v) for v in curve]
@@ -152,9 +165,22 @@ def levelling(curve, higher_is_better: bool = False) -> float | None:
         return None
     best_all, best_before = min(vals), min(vals[:n - w])
     total = vals[0] - best_all
+    if _counted_from_trivial(curve, higher_is_better, trivial):
+        total = (-float(trivial) if higher_is_better else float(trivial)) - best_all
     if total <= 0:
         return 0.0
     return (best_before - best_all) / total
+
+
+def _counted_from_trivial(curve, higher_is_better: bool, trivial) -> bool:
+    """Whether (b) counts the curve's improvement from `trivial` (curve-v4): it is known, better than the
+    first value and worse than the best."""
+    if not _finite(trivial) or not curve:
+        return False
+    sign = -1.0 if higher_is_better else 1.0
+    vals = [sign * float(v) for v in curve]
+    t = sign * float(trivial)
+    return min(vals) < t < vals[0]
 
 
 def gap_closed(value: float, trivial: float, perfect: float) -> float | None:
@@ -179,7 +205,9 @@ def decide(curve, *, higher_is_better: bool = False, compared: float | None = No
     the trivial-to-perfect gap; `n_eval`: for an accuracy in percent, the number of examples it was
     measured on -- then (a) also needs a lead over the trivial share of more than Z_NOISE binomial
     standard errors of that share, 100·sqrt(t(1-t)/n) (a smaller lead is sampling noise)."""
-    rel = levelling(curve, higher_is_better) if levelled is None else None
+    # the trivial value is on the curve's own scale only where (a) compares the curve's best value
+    curve_trivial = trivial if compared is None else None
+    rel = levelling(curve, higher_is_better, curve_trivial) if levelled is None else None
     if compared is None and curve is not None and len(curve) and all(_finite(v) for v in curve):
         compared = max(curve) if higher_is_better else min(curve)
     closed = gap_closed(compared, trivial, perfect) if compared is not None and trivial is not None \
@@ -222,7 +250,10 @@ def decide(curve, *, higher_is_better: bool = False, compared: float | None = No
         out["status"] = "not-levelled"
         out["reason"] = (levelled_why or "") if levelled is False else (
             f"{curve_what}: the last {window(len(curve))} of {len(curve)} epochs improved the best value by "
-            f"{rel:.1%} of its total improvement (tolerance {LEVEL_TOL:.0%})")
+            f"{rel:.1%} of its total improvement" + (
+                f" from the trivial predictor's {curve_trivial:.4g} (its first epoch, {float(curve[0]):.4g}, "
+                "was worse)" if _counted_from_trivial(curve, higher_is_better, curve_trivial) else "")
+            + f" (tolerance {LEVEL_TOL:.0%})")
     elif closed is None:
         out["status"] = "unknown"
         out["reason"] = ("levelled off, but the trivial predictor's value is unknown" if trivial is None

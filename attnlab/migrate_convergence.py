@@ -52,12 +52,34 @@ def _kernel_labels(experiment: str, key: str):
     return np.asarray(ytr), np.asarray(yte)
 
 
+@functools.lru_cache(maxsize=None)
+def _time_warping_labels(key: str):
+    """(training labels, test labels) of kernel-time-warping's synthetic data for one seed, split as the
+    runner splits it (the first test_fraction of the series are the test split)."""
+    import numpy as np
+
+    from attnlab.experiments.kernel import common as C
+
+    cfg = json.loads(key)
+    _, y, _, _ = C.time_warping_data(cfg["n"], cfg["length"], cfg["lam_max"], seed=cfg["seed"])
+    n_test = int(round(cfg["test_fraction"] * cfg["n"]))
+    return np.asarray(y[n_test:]), np.asarray(y[:n_test])
+
+
 def _kernel_trivial(rec: dict) -> dict | None:
     import torch
 
     cv = rec.get("config_values") or {}
-    key = json.dumps({k: cv.get(k) for k in ("downsample", "train_subset", "test_subset", "subset")}, sort_keys=True)
-    labels = _kernel_labels(rec["experiment"], key)
+    if rec["experiment"] == "kernel-time-warping":
+        if not all(k in cv for k in ("n", "length", "lam_max", "test_fraction")) or rec.get("seed") is None:
+            return None
+        labels = _time_warping_labels(json.dumps(
+            {"n": cv["n"], "length": cv["length"], "lam_max": cv["lam_max"], "test_fraction": cv["test_fraction"],
+             "seed": rec["seed"]}, sort_keys=True))
+    else:
+        key = json.dumps({k: cv.get(k) for k in ("downsample", "train_subset", "test_subset", "subset")},
+                         sort_keys=True)
+        labels = _kernel_labels(rec["experiment"], key)
     if labels is None:
         return None
     from attnlab.experiments.kernel import common as C
@@ -192,6 +214,9 @@ def _analogies_trivial(rec: dict) -> dict | None:
     from attnlab.experiments.bidir import analogies as A
 
     cv = rec.get("config_values") or {}
+    if not cv.get("corpus") or not any(str(m.get("model", "")).startswith("MLM-local")
+                                       for m in rec.get("metrics") or []):
+        return None                             # pretrained embeddings only: no model trained on a corpus
     key = json.dumps({k: cv.get(k) for k in ("corpus", "min_count", "mlm_window")}, sort_keys=True)
     return {"rows": {A.MLM_SUB: {"value": _analogies_mlm_trivial(key), "perfect": 0.0}}}
 
@@ -201,7 +226,7 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
     record stores it, the experiment has none to compute, or the data cannot be read)."""
     exp = str(rec.get("experiment"))
     try:
-        if exp.startswith("kernel-") and exp not in ("kernel-time-warping", "kernel-cost"):
+        if exp.startswith("kernel-") and exp != "kernel-cost":
             return _kernel_trivial(rec)
         if exp.startswith("efa-"):
             return _efa_trivial(rec)

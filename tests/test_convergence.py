@@ -400,3 +400,63 @@ def test_ot_vit_and_deviation_judged_per_model():
     # pretrained weights given by --weights ("<kind>:<name>"): not trained
     rec["metrics"] = [dict(rows[0], model="bert:bert-base-uncased")]
     assert CV.judge_record(rec)["convergence"]["status"] == "not-trained"
+
+
+# --------------------------------------------------------------------------- curve-v4
+# a first epoch far above the trivial loss, then a curve that still falls: 0.5 % of the gain counted from
+# the first value (278 -> 0.5), but several % counted from the trivial predictor's 0.98
+TRANSIENT = [278.0] + [0.98 - 0.02 * i for i in range(1, 20)]
+
+
+def test_curve_v4_counts_the_improvement_from_the_trivial_value_when_the_first_epoch_is_worse():
+    assert CV.levelling(TRANSIENT) < CV.LEVEL_TOL                     # curve-v3's reading: "levelled"
+    rel = CV.levelling(TRANSIENT, trivial=0.98)
+    best, before = min(TRANSIENT), min(TRANSIENT[:-CV.window(len(TRANSIENT))])
+    assert rel == pytest.approx((before - best) / (0.98 - best), rel=1e-12) and rel >= CV.LEVEL_TOL
+    j = CV.judge_record(_efa_record(TRANSIENT), {"value": 0.98})
+    assert j["converged"] is False and j["convergence"]["status"] == "not-levelled"
+    assert "from the trivial predictor's 0.98" in j["convergence"]["reason"]
+    # a score (higher is better): the mirror image
+    assert CV.levelling([-v for v in TRANSIENT], higher_is_better=True, trivial=-0.98) == pytest.approx(rel)
+
+
+def test_curve_v4_leaves_a_curve_that_starts_below_the_trivial_value_as_curve_v3():
+    assert CV.levelling(LEVELLED, trivial=6.0) == CV.levelling(LEVELLED)
+    assert CV.levelling(IMPROVING, trivial=6.0) == CV.levelling(IMPROVING)
+    # the best value worse than the trivial one (a model at its class's optimum): counted from the first value
+    worse = [9.0, 7.0, 6.0] + [5.5] * 17
+    assert CV.levelling(worse, trivial=4.0) == CV.levelling(worse)
+
+
+def test_curve_v4_uses_the_trivial_value_only_on_the_curves_own_quantity():
+    # (a) compares an accuracy, (b) reads a loss: the trivial accuracy (50) says nothing about the loss curve
+    j = CV.decide(TRANSIENT, compared=80.0, trivial=50.0, perfect=100.0)
+    assert j["rel_change_last_10pct"] == pytest.approx(CV.levelling(TRANSIENT), abs=1e-4)
+    assert j["status"] == "converged"
+
+
+def test_migration_recomputes_time_warping_trivial_as_the_runner_does():
+    import numpy as np
+
+    from attnlab import migrate_convergence as M
+    from attnlab.experiments.kernel import common as C
+
+    cv = {"n": 200, "length": 95, "lam_max": 25.0, "test_fraction": 0.1, "val_fraction": 0.1, "patience": 10}
+    rec = {"experiment": "kernel-time-warping", "config": "full-es", "seed": 3, "config_values": cv}
+    got = M.trivial_for(rec)
+    _, y, _, _ = C.time_warping_data(200, 95, 25.0, seed=3)
+    ytr, yte = y[20:], y[:20]
+    import torch
+    tri, vai = C.validation_split(torch.as_tensor(ytr), 0.1)
+    assert got == C.trivial_accuracy(ytr[tri.numpy()], ytr[vai.numpy()])
+    no_val = M.trivial_for(dict(rec, config_values={k: cv[k] for k in ("n", "length", "lam_max", "test_fraction")}))
+    assert no_val == C.trivial_accuracy(ytr, yte) and np.isfinite(no_val["value"])
+
+
+def test_migration_computes_no_corpus_loss_for_pretrained_analogies():
+    from attnlab import migrate_convergence as M
+
+    warned = []
+    rec = {"experiment": "bidir-analogies", "config": "pretrained", "seed": 0, "config_values": {},
+           "metrics": [{"model": "bert:all-MiniLM-L6-v2", "metric": "accuracy", "value": 0.5}], "extra": {}}
+    assert M.trivial_for(rec, warned.append) is None and not warned

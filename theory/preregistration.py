@@ -335,12 +335,15 @@ def _fig4(model: str):
 
 
 _SMALL = "models: small BERT-like / T5-like models trained on movie-review sentences, not bert-base / t5-small"
-for _cid, _model, _settings in (("bert-rel-dev-small", "bert", ("layer1", "layer2")),
-                                ("t5-enc-rel-dev-small", "t5", ("enc-self/layer1", "enc-self/layer2"))):
+# 2026-12-07: curve-v4 (docs/convergence.md) finds seed 0's BERT-like substitute not levelled, so a registered seed
+# is missing and bert-rel-dev-small is inconclusive (rule, bound and seeds unchanged)
+for _cid, _model, _settings, _exp in (
+        ("bert-rel-dev-small", "bert", ("layer1", "layer2"), "inconclusive"),
+        ("t5-enc-rel-dev-small", "t5", ("enc-self/layer1", "enc-self/layer2"), "not-reproduced-on-substitute")):
     _bound = max(_fig4(_model))
     register(Registration(f"fenchel.results.{_cid}", "fenchel-deviation", "full", "below",
                           tuple(Part(s, _model, "rel_dev_mean", bound=_bound) for s in _settings), seeds(5),
-                          "substitute", "not-reproduced-on-substitute", deviation=_SMALL,
+                          "substitute", _exp, deviation=_SMALL,
                           margin_source=f"the bound is the paper's largest per-layer value for {_model} (Fig 4: "
                                         f"{_bound:g})"))
 _MINILM = "bert:all-MiniLM-L6-v2"
