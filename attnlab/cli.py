@@ -473,7 +473,13 @@ def cmd_figures(args) -> int:
     if args.only:
         unknown = [x for x in args.only if x not in available]
         if unknown:
-            raise UsageError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(available) or 'none'}")
+            import difflib
+
+            # (a figure's name is not its file's: efa_exp_fig6.png is figure exp_fig6 of --paper efa)
+            near = list(dict.fromkeys(m for x in unknown for m in difflib.get_close_matches(x, list(available), n=1)))
+            raise UsageError(f"unknown figure(s) {', '.join(unknown)}" + (f" (did you mean {', '.join(near)}?)"
+                                                                          if near else "")
+                             + f"; valid: {', '.join(available) or 'none'}")
     names = list(dict.fromkeys(args.only)) if args.only else list(available)     # a name twice is drawn once
     from attnlab.experiment import results_root
 
@@ -500,10 +506,12 @@ def cmd_figures(args) -> int:
     from attnlab.progress import is_tty
 
     drawn = {} if check else None
+    drawn_by: dict = {}                             # --check: file stem -> the figure name that draws it
     previous_check = style.check_mode(drawn)
     try:
         for name in names:
             paper, fn, _ = available[name]
+            before = set(drawn) if check else set()
             if is_tty():                                # (quiet where stderr is no terminal)
                 print(f"[{paper}] {'drawing' if check else 'rendering'} {name} ...", file=sys.stderr, flush=True)
             previous = style.vector_output(args.vector)
@@ -523,13 +531,15 @@ def cmd_figures(args) -> int:
                 continue
             finally:
                 style.vector_output(previous)
+            if check:
+                drawn_by.update(dict.fromkeys(set(drawn) - before, name))
             for path in paths:
                 print(path)
                 n += 1
     finally:
         style.check_mode(previous_check)
     if check:
-        n = _check_figures(drawn, out_dir, len(missing))
+        n = _check_figures(drawn, out_dir, len(missing), drawn_by)
     else:
         print(f"{n} file(s) written", file=sys.stderr)
     if missing:                                     # the others are drawn; each missing one is one line
@@ -541,7 +551,7 @@ def cmd_figures(args) -> int:
     return 1 if check and n else 0
 
 
-def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
+def _check_figures(drawn: dict, out_dir, not_drawn: int = 0, drawn_by: dict | None = None) -> int:
     """`attnlab figures --check`: each figure drawn (its content digest in `drawn`) against the digest its
     PNG in `out_dir` carries; one line per figure (current, stale, missing, unreadable, no digest: a PNG
     written without one or without the digest of its pixels, or modified: its pixels are not those it was
@@ -550,6 +560,7 @@ def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
     from attnlab.paper_figures.style import png_digest, png_pixels_intact
 
     bad = 0
+    redraw: list = []                               # the figure names (not file names) to redraw
     for stem, digest in drawn.items():
         path = out_dir / f"{stem}.png"
         if not path.is_file():
@@ -564,10 +575,14 @@ def _check_figures(drawn: dict, out_dir, not_drawn: int = 0) -> int:
             except OSError:                         # not a PNG (PIL cannot read it), or not readable
                 state = "unreadable"
         bad += state != "current"
+        name = (drawn_by or {}).get(stem)
+        if state != "current" and name and name not in redraw:
+            redraw.append(name)
         print(f"{state:10} {path}")
+    only = f" --only {' '.join(redraw)}" if redraw and len(redraw) == bad else ""
     print(f"{len(drawn) - bad} of {len(drawn) + not_drawn} figure(s) current"
           + (f"; {not_drawn} could not be drawn (below)" if not_drawn else "")
-          + (f"; redraw the others with `attnlab figures --out {out_dir}`" if bad else ""), file=sys.stderr)
+          + (f"; redraw the others with `attnlab figures{only} --out {out_dir}`" if bad else ""), file=sys.stderr)
     return bad
 
 

@@ -36,8 +36,11 @@ def test_check_names_stale_missing_and_undigested_figures(tmp_path, capsys):
     # one figure's file replaced by the other's: stale; a PNG without a digest; a figure without a file
     shutil.copy(tmp_path / "fenchel_exp_ot_vit.png", tmp_path / "bidir_exp_table2.png")
     assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
     assert out == [f"stale      {tmp_path / 'bidir_exp_table2.png'}", f"current    {tmp_path / 'fenchel_exp_ot_vit.png'}"]
+    # the summary names the figure to redraw by its name (table2), not its file's (bidir_exp_table2)
+    assert f"`attnlab figures --only table2 --out {tmp_path}`" in captured.err
     Image.new("RGB", (4, 4)).save(tmp_path / "fenchel_exp_ot_vit.png")
     (tmp_path / "bidir_exp_table2.png").unlink()
     assert main(["figures", "--check", "--only", "table2", "fenchel-exp-ot-vit", "--out", str(tmp_path)]) == 1
@@ -48,6 +51,13 @@ def test_check_names_stale_missing_and_undigested_figures(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == [f"unreadable {tmp_path / 'fenchel_exp_ot_vit.png'}"]
     # --check writes nothing
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fenchel_exp_ot_vit.png"]
+
+
+def test_unknown_figure_names_the_nearest(capsys):
+    # a file stem is not a figure name: the nearest names are suggested
+    assert main(["figures", "--only", "efa_exp_fig6", "fenchel_exp_pretrained"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(did you mean exp_fig6, fenchel-exp-pretrained?)" in err[0]
 
 
 def test_check_refuses_a_missing_folder_and_vector(tmp_path, capsys):
