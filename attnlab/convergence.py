@@ -243,9 +243,11 @@ def decide(curve, *, higher_is_better: bool = False, compared: float | None = No
     elif levelled is None and rel is None:
         n = 0 if curve is None else len(curve)
         out["status"] = "unknown"
+        bad = [] if curve is None else [i for i, v in enumerate(curve) if not _finite(v)]
         out["reason"] = ("no per-epoch curve stored" if curve is None else
-                         f"{curve_what} curve of {n} epochs is too short to judge levelling "
-                         f"(needs {window(n) + 1}) or not finite")
+                         f"{curve_what} curve holds a value that is not a finite number at epoch {bad[0] + 1} of {n}"
+                         + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "") if bad else
+                         f"{curve_what} curve of {n} epochs is too short to judge levelling (needs {window(n) + 1})")
     elif (levelled is False) or (levelled is None and rel >= LEVEL_TOL):
         out["status"] = "not-levelled"
         out["reason"] = (levelled_why or "") if levelled is False else (

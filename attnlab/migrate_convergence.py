@@ -4,16 +4,18 @@
 
 Rewrites only each record's ``converged`` key(s) (the record's, and a metric row's where the row
 carries its own) and its ``convergence`` object; every other key, value and the key order stay as
-they were (atomic write, the records' own JSON layout).  Where a record does not store its trivial
+they were.  A record whose judgement does not change is not written; one that changes is written
+atomically in attnlab's record layout (JSON, indent 2).  Where a record does not store its trivial
 predictor's value, it is computed here from the experiment's own data split, through the runners'
-own loaders (data found by the usual lookup: ``--data``-less, ``ATTNLAB_DATA`` or ``../shared/data``);
-a data set that cannot be read leaves the value unknown (the record's status then says so).
+own loaders (data found by the usual lookup: ``--data``-less, ``ATTNLAB_DATA`` or ``../shared/data``).
+Nothing is written unless every record can be re-judged: a file that is no record of a known experiment,
+or data that cannot be read here, is refused in one line (exit 2) before the first write (on a machine
+without the data a migration would otherwise give other judgements); ``--dry-run`` reports the rest.
 ``--table`` prints, per (experiment, config), the records and how many were converged before and now,
 by status, and lists the records at chance.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import sys
@@ -221,9 +223,10 @@ def _analogies_trivial(rec: dict) -> dict | None:
     return {"rows": {A.MLM_SUB: {"value": _analogies_mlm_trivial(key), "perfect": 0.0}}}
 
 
-def trivial_for(rec: dict, warn=None) -> dict | None:
+def trivial_for(rec: dict, warn=None, errors: list | None = None) -> dict | None:
     """The trivial predictor's value for `rec`, computed from its experiment's data (None where the
-    record stores it, the experiment has none to compute, or the data cannot be read)."""
+    record stores it, the experiment has none to compute, or the data cannot be read: then the reason is
+    appended to `errors` and passed to `warn`)."""
     exp = str(rec.get("experiment"))
     try:
         if exp.startswith("kernel-") and exp != "kernel-cost":
@@ -238,37 +241,84 @@ def trivial_for(rec: dict, warn=None) -> dict | None:
         if exp == "bidir-analogies" and not stored.get("trivial_loss"):
             return _analogies_trivial(rec)
     except Exception as exc:            # noqa: BLE001 -- a data set that cannot be read: value unknown
+        why = f"{exp}: trivial value unknown ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        if errors is not None:
+            errors.append(why)
         if warn:
-            warn(f"{exp}: trivial value unknown ({type(exc).__name__}: {exc})")
+            warn(why)
     return None
 
 
 # --------------------------------------------------------------------------- migration
-def migrate_file(path: Path, dry_run: bool = False, warn=None) -> tuple[dict, dict]:
-    """(record before, record after) of one file; writes the file when it changes (and not `dry_run`)."""
-    from attnlab.atomic_io import atomic_write_text
+def _read(path: Path) -> tuple[dict | None, str | None]:
+    """(record, None), or (None, why it cannot be re-judged): unreadable, not JSON of a record (atomic_io's
+    reader: duplicate keys, numbers beyond float64), not a record of a known experiment."""
+    from attnlab.atomic_io import read_json
+    from attnlab.registry import RUN
+    from attnlab.results import _record_problem
 
-    text = path.read_text()
-    rec = json.loads(text)
-    new = apply(rec, trivial_for(rec, warn))
-    out = json.dumps(new, indent=2) + "\n"
-    if out != text and not dry_run:
-        atomic_write_text(path, out)
-    return rec, new
+    try:
+        rec = read_json(path)
+    except ValueError as exc:
+        return None, str(exc)
+    problem = _record_problem(rec)
+    if problem is None and str(rec.get("experiment")) not in RUN:
+        problem = f"names experiment {str(rec.get('experiment'))[:40]!r}, which attnlab does not run"
+    if problem is None and not isinstance(rec.get("seed"), int):
+        problem = "its 'seed' is not an integer"
+    return (None, f"{path}: {problem}") if problem else (rec, None)
 
 
 def _was_converged(rec: dict) -> bool:
-    """The rule before this one: `converged` true or null (null counted as converged)."""
+    """The judgement before this migration: a record judged by a curve rule (it stores a ``convergence``
+    object) was converged iff ``converged`` is true; an older record by the rule before any curve rule,
+    ``converged`` true or null (null counted as converged)."""
+    if isinstance(rec.get("convergence"), dict) and rec["convergence"].get("rule"):
+        return rec.get("converged") is True
     return "converged" in rec and rec["converged"] in (True, None)
 
 
 def migrate(root: Path, dry_run: bool = False, warn=None) -> list[dict]:
-    """Re-judge every record under `root` (``<experiment>/<config>/*.json``); one summary per record."""
-    from attnlab.results import record_converged
+    """Re-judge every record under `root` (``<experiment>/<config>/*.json``); one summary per record.
 
+    Nothing is written unless every record can be re-judged here: a file that is no record of a known
+    experiment, or a record whose trivial predictor needs data that cannot be read on this machine,
+    raises UsageError (one line naming it) before the first record is rewritten -- a migration must not
+    give other judgements on a machine that lacks the data (its records would lose their trivial values
+    and become "unknown").  `dry_run` reports what it can and writes nothing."""
+    from attnlab.errors import UsageError
+    from attnlab.results import record_converged, record_files
+
+    paths = record_files(Path(root), "*/*/*.json", warn)
+    if not paths:
+        raise UsageError(f"ROOT {root}: no records (<experiment>/<config>/*.json) under it")
+    jobs, problems, no_data = [], [], []
+    for p in paths:
+        rec, problem = _read(p)
+        if problem:
+            problems.append(problem)
+            continue
+        errors: list = []
+        trivial = trivial_for(rec, warn if dry_run else None, errors)
+        if errors:
+            no_data.append(f"{p.relative_to(root)}: {errors[0]}")
+        jobs.append((p, rec, trivial))
+    if problems and not dry_run:
+        raise UsageError(f"{problems[0]}" + (f" (and {len(problems) - 1} more file(s))" if len(problems) > 1 else "")
+                         + "; nothing was re-judged or written")
+    if no_data and not dry_run:
+        raise UsageError(f"the trivial predictor of {len(no_data)} record(s) needs data that cannot be read here ("
+                         f"{no_data[0]}); point ATTNLAB_DATA at the data sets (or see what the rest gives with "
+                         "--dry-run); nothing was re-judged or written")
+    for problem in problems:                                       # --dry-run: said, and left out
+        (warn or (lambda m: None))(f"left out: {problem}")
     out = []
-    for p in sorted(Path(root).glob("*/*/*.json")):
-        before, after = migrate_file(p, dry_run, warn)
+    for p, before, trivial in jobs:
+        after = apply(before, trivial)
+        if after != before and not dry_run:
+            from attnlab.atomic_io import atomic_write_text
+
+            atomic_write_text(p, json.dumps(after, indent=2) + "\n")
         c = after["convergence"]
         at_chance = [k for k, j in (c.get("models") or {}).items() if j["status"] == "at-chance"]
         out.append({"path": str(p.relative_to(root)), "experiment": after.get("experiment"),
@@ -329,22 +379,32 @@ def table(summary: list[dict], history: bool = True) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnlab.migrate_convergence", description=__doc__.splitlines()[0])
-    p.add_argument("root", nargs="?", default="results", help="results folder (default: ./results)")
+    from attnlab.atomic_io import check_json_dest, write_json_dest
+    from attnlab.errors import ArgumentParser, UsageError
+
+    p = ArgumentParser(prog="python -m attnlab.migrate_convergence", description=__doc__.splitlines()[0])
+    p.add_argument("root", nargs="?", default="results", metavar="ROOT", help="results folder (default: ./results)")
     p.add_argument("--dry-run", action="store_true", help="judge and report, write nothing")
     p.add_argument("--table", action="store_true", help="print the before/now table and the records at chance")
-    p.add_argument("--json", default=None, help="write the per-record summary to this file")
-    args = p.parse_args(argv)
-    root = Path(args.root)
-    if not root.is_dir():
-        print(f"{root}: not a folder", file=sys.stderr)
+    p.add_argument("--json", default=None, metavar="FILE", help="write the per-record summary to this file ('-': stdout)")
+    try:
+        args = p.parse_args(argv)
+        root = Path(args.root)
+        if not root.is_dir():
+            raise UsageError(f"ROOT {root}: " + ("is a file, not a results folder" if root.exists()
+                                                 else "no such results folder"))
+        check_json_dest(args.json)
+        summary = migrate(root, args.dry_run, warn=lambda m: print(f"attnlab: warning: {m}", file=sys.stderr))
+    except UsageError as exc:
+        print(f"attnlab: error: {exc}", file=sys.stderr)
         return 2
-    summary = migrate(root, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
-    if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    if args.json == "-":
+        print(json.dumps(summary, indent=1))
+    else:
+        write_json_dest(args.json, summary)
     if args.table:
         print(table(summary))
-    else:
+    elif args.json != "-":
         st = Counter(s["status"] for s in summary)
         print(f"{len(summary)} records: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items())))
     return 0

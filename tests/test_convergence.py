@@ -460,3 +460,91 @@ def test_migration_computes_no_corpus_loss_for_pretrained_analogies():
     rec = {"experiment": "bidir-analogies", "config": "pretrained", "seed": 0, "config_values": {},
            "metrics": [{"model": "bert:all-MiniLM-L6-v2", "metric": "accuracy", "value": 0.5}], "extra": {}}
     assert M.trivial_for(rec, warned.append) is None and not warned
+
+
+# --------------------------------------------------------------------------- the migration's refusals (outside review)
+def _copy_records(tmp_path, subs):
+    out = []
+    for sub in subs:
+        src = sorted((REPO / "results" / sub).glob("*.json"))
+        if not src:
+            pytest.skip(f"no committed records of {sub} in this checkout")
+        dst = tmp_path / "r" / sub / src[0].name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src[0], dst)
+        out.append(dst)
+    return out
+
+
+def _snapshot(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+def test_migration_refuses_a_bad_file_before_writing_anything(tmp_path, capsys):
+    from attnlab.migrate_convergence import main
+
+    (good,) = _copy_records(tmp_path, ["efa-synthetic/full"])
+    rec = json.loads(good.read_text())
+    rec["convergence"]["rule"] = "curve-v0"                    # a record the migration would rewrite
+    good.write_text(json.dumps(rec, indent=2) + "\n")
+    for name, text in (("a-list.json", "[1]"), ("dup.json", '{"experiment": "efa-synthetic", "seed": 1, "seed": 7}'),
+                       ("huge.json", good.read_text().replace('"seed": 0', '"seed": 1e999', 1)),
+                       ("foreign.json", good.read_text().replace('"experiment": "efa-synthetic"',
+                                                                 '"experiment": "my-own"', 1))):
+        bad = good.parent / name
+        bad.write_text(text)
+        before = _snapshot(tmp_path / "r")
+        assert main([str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and name in err[0] and "nothing was re-judged or written" in err[0], err
+        assert _snapshot(tmp_path / "r") == before              # the good record not rewritten either
+        bad.unlink()
+    assert main([str(tmp_path / "r")]) == 0
+    assert json.loads(good.read_text())["convergence"]["rule"] == CV.RULE
+
+
+def test_migration_refuses_where_the_data_for_a_trivial_value_is_missing(tmp_path, monkeypatch, capsys):
+    """On a machine without the data the records would lose their trivial values and become unknown."""
+    from attnlab import migrate_convergence as M
+    from attnlab.migrate_convergence import main
+
+    _copy_records(tmp_path, ["kernel-ecg/full-es", "efa-synthetic/full"])
+    M._kernel_labels.cache_clear()                              # (labels read by an earlier test are cached)
+    (tmp_path / "nodata").mkdir()
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "nodata"))
+    before = _snapshot(tmp_path / "r")
+    assert main([str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("attnlab: error: the trivial predictor of 1 record(s) needs data") and "ATTNLAB_DATA" in err[-1]
+    assert _snapshot(tmp_path / "r") == before
+    assert main([str(tmp_path / "r"), "--dry-run"]) == 0        # a dry run says what it can
+    assert _snapshot(tmp_path / "r") == before
+
+
+def test_migration_leaves_an_unchanged_record_as_it_is_and_checks_json_first(tmp_path, capsys):
+    from attnlab.migrate_convergence import _was_converged, main
+
+    (rec_path,) = _copy_records(tmp_path, ["efa-synthetic/full"])
+    assert main([str(tmp_path / "r")]) == 0
+    compact = json.dumps(json.loads(rec_path.read_text()))         # another layout, the same judgement
+    rec_path.write_text(compact)
+    assert main([str(tmp_path / "r")]) == 0 and rec_path.read_text() == compact
+    (tmp_path / "adir").mkdir()
+    for dest in (str(tmp_path / "adir"), ""):
+        assert main([str(tmp_path / "r"), "--json", dest]) == 2
+        assert "--json" in capsys.readouterr().err
+    for argv, words in (([str(tmp_path / "none")], "ROOT"), ([str(rec_path)], "is a file"),
+                        ([str(tmp_path / "adir")], "no records")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0]
+    # "converged before" of a record judged by a curve rule: converged null (unknown) is not converged
+    assert not _was_converged({"converged": None, "convergence": {"rule": "curve-v3", "status": "unknown"}})
+    assert _was_converged({"converged": None})                    # the rule before any curve rule
+
+
+def test_a_curve_with_a_non_finite_value_is_named_as_such_not_as_too_short():
+    j = CV.decide([3.0, float("nan"), 2.0, 1.9, float("inf"), 1.8, 1.8, 1.8], trivial=4.0, perfect=0.0)
+    assert j["status"] == "unknown" and "not a finite number at epoch 2 of 8 (and 1 more)" in j["reason"]
+    assert "too short" not in j["reason"]
+    assert CV.decide([3.0, 2.0], trivial=4.0, perfect=0.0)["reason"].endswith("too short to judge levelling (needs 3)")
