@@ -1,5 +1,20 @@
-"""Regenerate docs/claims.md and the README's errata table from the live catalog:
-`python -m attnlab.docs`."""
+"""Regenerate a repository checkout's generated docs from the live catalog and the committed records:
+`python -m attnlab.docs` (`--check`: write nothing, list the files that are out of date, exit 1 if any).
+
+It writes, in the checkout that holds this package (the folder above ``attnlab/``, whatever the working
+directory), only the files whose content changes (each atomically):
+
+- docs/claims.md -- the claims and errata, the vouching rule and the statements that are not claims
+  (:func:`render`), the whole file;
+- docs/claims_vouching.md -- what each claim vouches for (:func:`vouching_markdown`), the whole file;
+- docs/results_verdicts.md -- the pre-registration table between its ``registry`` markers;
+- docs/convergence.md -- the records by convergence status between its ``status`` markers;
+- README.md -- the per-paper claim counts, the errata table and the findings table between their
+  ``papers``, ``errata`` and ``findings`` markers.
+
+An installed (not editable) package has no checkout around it: the command then refuses in one line,
+exit code 2, and writes nothing.
+"""
 from __future__ import annotations
 
 from collections import Counter
@@ -216,9 +231,13 @@ def papers_markdown() -> str:
                                  "empirical verdicts", "theory notes", "experiments")))
 
 
+class MissingMarkers(ValueError):
+    """A file that the generated blocks go into lacks their markers (or is missing)."""
+
+
 def _replace_block(text: str, begin: str, end: str, body: str) -> str:
     if begin not in text or end not in text:
-        raise ValueError(f"the file lacks the markers {begin!r} ... {end!r}")
+        raise MissingMarkers(f"the file lacks the markers {begin!r} ... {end!r}")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return head + begin + "\n" + body + "\n" + end + tail
@@ -232,19 +251,90 @@ def readme_with_errata(readme: str) -> str:
     return _replace_block(readme, FINDINGS_BEGIN, FINDINGS_END, findings_markdown(catalog.all_claims()))
 
 
-def main() -> None:
-    root = Path(__file__).resolve().parents[1]
-    print(atomic_write_text(root / "docs" / "claims.md", render()))
-    print(atomic_write_text(root / "docs" / "claims_vouching.md", vouching_markdown()))
-    verdicts = root / "docs" / "results_verdicts.md"
-    print(atomic_write_text(verdicts, _replace_block(verdicts.read_text(encoding="utf-8"), REGISTRY_BEGIN,
-                                                     REGISTRY_END, registry_markdown())))
-    conv = root / "docs" / "convergence.md"
-    print(atomic_write_text(conv, _replace_block(conv.read_text(encoding="utf-8"), STATUS_BEGIN, STATUS_END,
-                                                 status_markdown())))
-    readme = root / "README.md"
-    print(atomic_write_text(readme, readme_with_errata(readme.read_text(encoding="utf-8"))))
+# The files `python -m attnlab.docs` writes, relative to the checkout, and how each one's new text is made
+# from its present text (None where the file does not exist yet).
+def _in_place(make_text):
+    """A file generated in part (blocks between markers): its present text must exist."""
+    def make(old: str | None) -> str:
+        if old is None:
+            raise MissingMarkers("no such file (its generated blocks go between markers in it)")
+        return make_text(old)
+    return make
+
+
+GENERATED = (
+    ("docs/claims.md", lambda old: render()),
+    ("docs/claims_vouching.md", lambda old: vouching_markdown()),
+    ("docs/results_verdicts.md",
+     _in_place(lambda old: _replace_block(old, REGISTRY_BEGIN, REGISTRY_END, registry_markdown()))),
+    ("docs/convergence.md", _in_place(lambda old: _replace_block(old, STATUS_BEGIN, STATUS_END, status_markdown()))),
+    ("README.md", _in_place(readme_with_errata)),
+)
+
+PROG = "python -m attnlab.docs"
+
+
+def _checkout(root: Path) -> Path:
+    """`root` when it is a repository checkout (a docs/ folder and README.md beside the package), else UsageError."""
+    from attnlab.errors import UsageError
+
+    if not (root / "docs").is_dir() or not (root / "README.md").is_file():
+        raise UsageError(f"{PROG} regenerates the docs of a repository checkout (docs/ and README.md beside the "
+                         f"attnlab package); {root} has no docs/ folder or no README.md (an installed package): "
+                         f"run it in a checkout of the repository")
+    return root
+
+
+def out_of_date(root: Path) -> dict[str, str]:
+    """{path relative to `root`: its new text} for every generated file whose text would change; reads only.
+    UsageError naming the file when one cannot be read or lacks its markers."""
+    from attnlab.errors import UsageError
+
+    changed = {}
+    for rel, make in GENERATED:
+        path = root / rel
+        try:
+            old = path.read_text(encoding="utf-8") if path.exists() else None
+            new = make(old)
+        except (OSError, UnicodeDecodeError, MissingMarkers) as exc:
+            raise UsageError(f"{path}: {exc}; {PROG} cannot regenerate it") from None
+        if new != old:
+            changed[rel] = new
+    return changed
+
+
+def main(argv: list[str] | None = None, root: Path | None = None) -> int:
+    """The command line; `root` (the checkout, default: the folder above the package) is for the tests."""
+    from attnlab.atomic_io import check_writable
+    from attnlab.errors import ArgumentParser
+
+    p = ArgumentParser(prog=PROG, description="Regenerate the checkout's generated docs ("
+                       + ", ".join(rel for rel, _ in GENERATED) + ") from the catalog and the committed "
+                       "records, writing only the files whose content changes.")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; list the files that are out of date and exit with code 1 if any")
+    args = p.parse_args(argv)
+    root = _checkout(Path(__file__).resolve().parents[1] if root is None else Path(root))
+    changed = out_of_date(root)
+    if args.check:
+        if changed:
+            print(f"{len(changed)} of {len(GENERATED)} generated files are out of date: {', '.join(changed)}; "
+                  f"regenerate them with `{PROG}`")
+            return 1
+        print(f"the {len(GENERATED)} generated files are current")
+        return 0
+    for rel in changed:                      # every file is checked before any is written
+        check_writable(root / rel, rel)
+    for rel, text in changed.items():
+        print(atomic_write_text(root / rel, text))
+    print(f"{len(changed)} of {len(GENERATED)} generated files rewritten"
+          + ("" if changed else " (all current)"))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))

@@ -12,8 +12,9 @@ The LaTeX forms of the claims are written once per paper in ``theory/<paper>/lat
 (``LATEX = {claim id: Tex(statement, corrected, of)}``); ``of`` is :func:`fingerprint` of the plain
 statement and corrected form they were written for, so a statement reworded later shows as plain text
 until its LaTeX form is rewritten.  ``python -m attnlab.mathtext`` lists the claims whose LaTeX form is
-stale or missing (a statement with ASCII maths and no form), with the fingerprint of the present wording;
-tests/test_report.py fails while there are any.
+stale or missing (a statement with ASCII maths and no form), with the fingerprint of the present wording,
+and exits with code 1 while there are any (0 when every form is current); tests/test_report.py fails
+while there are any.
 """
 from __future__ import annotations
 
@@ -166,9 +167,27 @@ def needing_forms() -> list[tuple[str, str, str]]:
     return out
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """``python -m attnlab.mathtext``: list the claims of :func:`needing_forms`; exit code 1 when there are
+    any (a LaTeX form stale or missing), 0 when every form is current."""
+    from attnlab.errors import ArgumentParser
+
+    ArgumentParser(prog="python -m attnlab.mathtext",
+                   description="List the claims whose LaTeX form (theory/<paper>/latex.py) is stale (written for "
+                   "an older wording of the statement) or missing (ASCII maths in the statement and no form), "
+                   "with the fingerprint of the present wording.  Exit code 1 when there are any, 0 when every "
+                   "form is current.").parse_args(argv)
     rows = needing_forms()
     for cid, why, now in rows:
         print(f"{cid}  {why}  (of={now!r})")
     print(f"{len(rows)} claim(s) need a LaTeX form in theory/<paper>/latex.py" if rows
           else "every LaTeX form is current")
+    return 1 if rows else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from attnlab.cli import call
+
+    raise SystemExit(call(main, sys.argv[1:]))
