@@ -769,6 +769,11 @@ def main(argv=None) -> int:
         raise UsageError(f"--steps must be an integer >= 1; got {args.steps}")
     if not args.max_seconds > 0:
         raise UsageError(f"--max-seconds must be a number > 0; got {args.max_seconds}")
+    from attnlab.atomic_io import check_json_dest, check_writable
+
+    check_json_dest(args.json)                  # before the first row is timed, not after it
+    if args.markdown is not None:
+        check_writable(args.markdown, "--markdown")
     set_device(args.device)
     from attnlab.parallel import keep_freed_memory, malloc_mode
 

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
+from attnlab.run_args import MAX_SEED, seed_value  # noqa: E402
 from attnlab.numerics import continuous_attention as ca  # noqa: E402
 from attnlab.numerics.kernel_family import gaussian_kernel, kernel_expansion  # noqa: E402
 from attnlab.numerics.quadrature import real_line_grid, trapezoid, uniform_grid  # noqa: E402
@@ -41,7 +42,7 @@ def _best_time(fn, repeat=5):
 def main(argv=None) -> int:
     ap = ArgumentParser(prog="benchmarks/kernel_context.py", description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=seed_value, default=0, help=f"seed of the random instance (0..{MAX_SEED}; default 0)")
     args = ap.parse_args(argv)
     if args.batch < 1:
         raise UsageError(f"--batch must be an integer >= 1; got {args.batch}")

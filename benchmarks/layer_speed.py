@@ -16,7 +16,9 @@ measures both under the allocator settings `attnlab run` uses (attnlab.parallel.
 keeps freed memory instead of unmapping it and faulting it in again); the default is glibc's own settings,
 what a process that does not ask for them gets.  --device cuda times both on the GPU instead, by wall time
 between two synchronisations (CPU time says nothing of a GPU's work); the tensors are made on the device.
-Exits 0 whatever the ratios: it reports, it does not judge.
+--reps takes 1..1000, --runs 1..100, --threads 1..1024.  --json FILE writes the rows atomically (the
+destination is checked before anything is measured); with --json - the JSON alone goes to stdout and the
+table to stderr.  Exits 0 whatever the ratios: it reports, it does not judge.
 """
 from __future__ import annotations
 
@@ -29,7 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from attnlab.atomic_io import check_json_dest, write_json_dest  # noqa: E402
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
+from attnlab.run_args import positive_int  # noqa: E402
+
+#: the largest --reps and --runs (a row is measured reps x runs times, each a fraction of a second to
+#: seconds: --reps 10**20 was accepted and never ended) and --threads
+MAX_REPS, MAX_RUNS, MAX_THREADS = 1000, 100, 1024
 
 
 def _cpu_ms(fn) -> float:
@@ -90,15 +98,19 @@ def main(argv=None) -> int:
     import torch
 
     ap = ArgumentParser(prog="python benchmarks/layer_speed.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=1, help="measure each row this many times (median, range)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reps", type=positive_int("--reps", MAX_REPS), default=5,
+                    help=f"timings of each side per row, the best one kept (1..{MAX_REPS}; default 5)")
+    ap.add_argument("--runs", type=positive_int("--runs", MAX_RUNS), default=1,
+                    help=f"measure each row this many times (median, range; 1..{MAX_RUNS}; default 1)")
+    ap.add_argument("--threads", type=positive_int("--threads", MAX_THREADS), default=1,
+                    help=f"torch CPU threads (1..{MAX_THREADS}; default 1)")
     ap.add_argument("--malloc", choices=("default", "keep"), default="default",
                     help="glibc's own allocator settings (default), or those `attnlab run` uses (keep_freed_memory)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="time on the CPU (CPU time of this process) or on the GPU (wall time, synchronised)")
     ap.add_argument("--json", default=None, help="write the rows as JSON to this file ('-' = stdout)")
     args = ap.parse_args(argv)
+    check_json_dest(args.json)                  # before measuring: a folder or an unwritable path, not after
     torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False)")
@@ -110,13 +122,14 @@ def main(argv=None) -> int:
         if not keep_freed_memory():
             raise UsageError("--malloc keep: this C library has no glibc mallopt (or ATTNLAB_MALLOC=default is set)")
     out = []
+    shown = sys.stderr if args.json == "-" else sys.stdout     # --json -: stdout holds the JSON alone
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"forward + backward, float32, {where}, best of {args.reps}, "
           f"allocator: {'kept freed memory' if args.malloc == 'keep' else 'glibc default'}"
           + (f", {args.runs} runs" if args.runs > 1 else "")
-          + (f"; load average {load[0]:.2f} on {os.cpu_count()} CPUs" if load else ""))
+          + (f"; load average {load[0]:.2f} on {os.cpu_count()} CPUs" if load else ""), file=shown)
     for name, shape, f, target in rows():
-        runs = [measure(shape, f, args.reps, args.device) for _ in range(max(1, args.runs))]
+        runs = [measure(shape, f, args.reps, args.device) for _ in range(args.runs)]
         ratios = [tm / tb for tb, tm in runs]
         ratio = statistics.median(ratios)
         tb, tm = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
@@ -126,10 +139,11 @@ def main(argv=None) -> int:
                     "device_name": torch.cuda.get_device_name() if args.device == "cuda" else None})
         spread = f" [{min(ratios):.2f}, {max(ratios):.2f}]" if len(ratios) > 1 else ""
         print(f"  {name:32s} {str(shape):18s} SDPA {tb:8.2f} ms   layer {tm:8.2f} ms   "
-              f"ratio {ratio:6.2f}x{spread} (target <= {target:g}x)")
-    if args.json:
-        text = json.dumps(out, indent=1)
-        (sys.stdout.write(text + "\n") if args.json == "-" else open(args.json, "w").write(text))
+              f"ratio {ratio:6.2f}x{spread} (target <= {target:g}x)", file=shown)
+    if args.json == "-":
+        print(json.dumps(out, indent=2))
+    else:
+        write_json_dest(args.json, out)         # atomically (None: no --json, nothing written)
     return 0
 
 

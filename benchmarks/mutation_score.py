@@ -13,7 +13,9 @@ scratch worktree of HEAD, never in the working tree, and imported from there.
 
 `run` writes one JSON per module under benchmarks/mutation_results/ (the score, and every surviving
 mutant with its line and operator) as it finishes, so a sweep can be chunked across sessions; `report`
-regenerates the per-module table and the survivor list of docs/claims_mutations.md.  Needs the
+regenerates the per-module table and the survivor list of docs/claims_mutations.md; it reads each stored
+run's module at the run's commit with `git show`, and refuses (one line, exit 2, the file left as it was) where
+that history is not here (a copy without .git, a shallow clone).  Needs the
 `mutation` extra (cosmic-ray).  Slow (seconds per mutant, thousands of mutants): run it with `nice`.
 Exit status 0 whatever the score (it measures, it does not gate); `benchmarks/mutations.py` remains the
 named regression set.
@@ -123,8 +125,18 @@ def public_functions(root: Path = REPO) -> dict[str, list[str]]:
 
 
 def unreached(map_file: Path) -> dict[str, list[str]]:
-    """module file -> its public functions that no fast claim called when `map_file` was traced."""
-    data = json.loads(map_file.read_text())
+    """module file -> its public functions that no fast claim called when `map_file` was traced (UsageError
+    when MAP cannot be read or is not a JSON object; SystemExit for a map traced before it recorded functions)."""
+    from attnlab.atomic_io import read_json
+    from attnlab.errors import UsageError
+
+    try:
+        data = read_json(map_file)
+    except ValueError as exc:                   # (a missing file was a FileNotFoundError traceback)
+        raise UsageError(f"MAP: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"MAP {map_file}: not a claim map (a JSON object written by "
+                         "python benchmarks/mutation_score.py map FILE)")
     if "functions" not in data:
         raise SystemExit(f"mutation_score: {map_file} was traced before the map recorded functions: trace it "
                          "again (python benchmarks/mutation_score.py map FILE)")
@@ -1599,8 +1611,7 @@ def equivalent(module: str, commit: str, survivor: dict) -> bool:
     the run's commit."""
     if not survivor["operator"].startswith("core/ReplaceBinaryOperator_BitOr_"):
         return False
-    text = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{module}"], capture_output=True,
-                          text=True).stdout
+    text = source_at(module, commit)
     src = text.splitlines()
     if "from __future__ import annotations" not in src or not 0 < survivor["line"] <= len(src):
         return False
@@ -1609,6 +1620,25 @@ def equivalent(module: str, commit: str, survivor: dict) -> bool:
     bars = [k for k, ch in enumerate(line) if ch == "|"]
     spans = _annotation_spans(text)
     return bool(bars) and all(any(_inside(span, n, k) for span in spans) for k in bars)
+
+
+def source_at(module: str, commit: str) -> str:
+    """The text of `module` at `commit`, read with `git show`; UsageError when git cannot give it (no git, a copy
+    without .git, a shallow clone without that commit): its empty output was read as a module without
+    annotations, no survivor was classed equivalent, and `report` rewrote the scores lower."""
+    from attnlab.errors import UsageError
+
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{module}"], capture_output=True, text=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        if done.returncode == 0:
+            return done.stdout
+        why = " ".join(done.stderr.split()) or f"exit code {done.returncode}"
+    raise UsageError(f"needs the git history of the stored runs: git show {commit[:12]}:{module} in {REPO} "
+                     f"failed ({why[:200]}); run it in a full clone (not a copy without .git or a shallow clone); "
+                     f"{DOC.name} is left as it was")
 
 
 def _annotation_spans(text: str) -> list[tuple[int, int, int, int]]:
@@ -1786,14 +1816,21 @@ def main(argv=None) -> int:
         use_root(args.root.resolve())
     if args.cmd == "run":
         run(args.modules, args.work, args.timeout, args.map, args.commit, args.sample, args.survivors, args.round_)
-    elif args.cmd == "report":
-        report()
+    elif args.cmd in ("report", "unreached"):
+        from attnlab.errors import UsageError   # (after use_root: the class its tree raises)
+
+        try:
+            if args.cmd == "report":
+                report()
+            else:
+                for mod, names in unreached(args.map_file).items():
+                    prefix = mod[:-3].replace("/", ".") + "."
+                    print(f"{mod}: " + ", ".join(n[len(prefix):] for n in names))
+        except UsageError as exc:               # the one error path: one line, exit 2
+            print(f"attnlab: error: mutation_score.py {args.cmd}: {exc}", file=sys.stderr)
+            return 2
     elif args.cmd == "map":
         build_map(args.out)
-    elif args.cmd == "unreached":
-        for mod, names in unreached(args.map_file).items():
-            prefix = mod[:-3].replace("/", ".") + "."
-            print(f"{mod}: " + ", ".join(n[len(prefix):] for n in names))
     else:
         return check(args.module, args.map_file)
     return 0

@@ -9,6 +9,9 @@ printed with both values and their relative difference |a - b| / max(|a|, |b|, 1
 folder's records name.  docs/costs.md states what to expect ("Records from the GPU equal the CPU's within
 float rounding" for short runs; longer ones drift apart by training).  Reads records through
 attnlab.results (unusable ones are skipped with a warning); trains nothing; exits 0 whatever the differences.
+A folder holding no usable record is refused (one line, exit 2): there is nothing to compare.  --json FILE
+is checked before the records are read and written atomically (a missing folder on its way is made, as
+every attnlab --json does); with --json - the JSON alone goes to stdout and the table to stderr.
 """
 from __future__ import annotations
 
@@ -19,17 +22,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from attnlab.atomic_io import check_json_dest, write_json_dest  # noqa: E402
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 
 
-def rows(folder: Path) -> tuple[dict, set]:
+def rows(folder: Path, what: str = "folder") -> tuple[dict, set]:
     """{(experiment, config, setting, model, metric, seed): value} of the records under `folder`, timings left
-    out, and the set of device names its records name."""
+    out, and the set of device names its records name; UsageError naming `what` (the argument) when the folder
+    holds no usable record."""
     from attnlab.results import read_records, unique_rows
 
     if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder of results records (<experiment>/<config>/<name>.json)")
-    recs = read_records(sorted(folder.glob("*/*/*.json")))
+        raise UsageError(f"{what} {folder}: not a folder of results records (<experiment>/<config>/<name>.json)")
+    files = sorted(folder.glob("*/*/*.json"))
+    recs = read_records(files)
+    if not recs:                                # ("0 metric rows in both", exit 0, said nothing of why)
+        raise UsageError(f"{what} {folder}: no results records there (<experiment>/<config>/<name>.json)"
+                         if not files else f"{what} {folder}: none of its {len(files)} record file(s) is usable "
+                                           "(see the warnings above)")
     out = {}
     for rec, m in unique_rows(recs):
         if str(m["metric"]).endswith("seconds"):
@@ -54,20 +64,26 @@ def main(argv=None) -> int:
     ap.add_argument("gpu", help="results folder of the same runs on the GPU")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON ('-' = stdout)")
     args = ap.parse_args(argv)
-    (cpu, cpu_dev), (gpu, gpu_dev) = rows(Path(args.cpu)), rows(Path(args.gpu))
+    check_json_dest(args.json)                  # before reading: a folder or an unwritable path, not after
+    (cpu, cpu_dev), (gpu, gpu_dev) = rows(Path(args.cpu), "CPU folder"), rows(Path(args.gpu), "GPU folder")
+    quiet = args.json == "-"
+    shown = sys.stderr if quiet else sys.stdout     # --json -: stdout holds the JSON alone, the table on stderr
     pairs = compare(cpu, gpu)
     worst: dict[str, float] = {}
     for p in pairs:
         worst[p["experiment"]] = max(worst.get(p["experiment"], 0.0), p["rel_diff"])
         print(f"{p['experiment']:22s} {p['config']:8s} {str(p['setting'])[:14]:14s} {str(p['model'])[:22]:22s} "
-              f"{p['metric']:12s} seed {p['seed']}  cpu {p['cpu']:.10g}  gpu {p['gpu']:.10g}  rel {p['rel_diff']:.2e}")
+              f"{p['metric']:12s} seed {p['seed']}  cpu {p['cpu']:.10g}  gpu {p['gpu']:.10g}  rel {p['rel_diff']:.2e}",
+              file=shown)
     print(f"\n{len(pairs)} metric rows in both ({len(cpu)} on the CPU, {len(gpu)} on the GPU); devices: "
-          f"CPU folder {', '.join(sorted(cpu_dev)) or 'none'}; GPU folder {', '.join(sorted(gpu_dev)) or 'none'}")
+          f"CPU folder {', '.join(sorted(cpu_dev)) or 'none'}; GPU folder {', '.join(sorted(gpu_dev)) or 'none'}",
+          file=shown)
     for exp, w in sorted(worst.items()):
-        print(f"  {exp:22s} largest relative difference {w:.2e}")
-    if args.json:
-        text = json.dumps(pairs, indent=1)
-        (sys.stdout.write(text + "\n") if args.json == "-" else Path(args.json).write_text(text))
+        print(f"  {exp:22s} largest relative difference {w:.2e}", file=shown)
+    if quiet:
+        print(json.dumps(pairs, indent=1))
+    else:
+        write_json_dest(args.json, pairs)       # atomically (None: no --json, nothing written)
     return 0
 
 

@@ -8,6 +8,10 @@ runner's model, data and step), 5 warm-up steps and then --steps steps under tor
 of operators by host (self CPU) time, and per step the host time, the device time and the number of
 device kernels.  A step whose host time is many times its device time is bound by launching kernels,
 not by arithmetic (docs/costs.md, "On a GPU"); on a CPU the device columns are empty.
+
+A row with no step to profile is named with the reason, in one line: bidir-toy-corpus trains with full-batch
+L-BFGS (epoch_cost.py times the runner's own `train`, not a step), and a row whose data set is not found is
+skipped.  When no row at all is left to profile, that line is the error (exit 2).
 """
 from __future__ import annotations
 
@@ -46,10 +50,20 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ec.DEVICE.type == "cuda" else [])
+    unprofiled, said, profiled = [], 0, 0      # (those rows were skipped silently: no output at all, exit 0)
     for name in names:
         for case in itertools.islice(ec.cases(name, 10 + args.steps), args.rows):
-            if isinstance(case, ec.Skip) or case.step is None:      # skipped data set; L-BFGS rows
+            if isinstance(case, ec.Skip):
+                unprofiled.append(f"{name} {case.config}: not profiled, its data set is not here ({case.reason})")
                 continue
+            if case.step is None:
+                why = ("it trains with full-batch L-BFGS (the runner's own train loop, timed whole by epoch_cost.py), "
+                       "not in steps" if case.timer is not None else "epoch_cost.py builds no training step for it")
+                unprofiled.append(f"{name} {case.model} {case.setting}: no step profile, {why}")
+                continue
+            for line in unprofiled[said:]:      # (said in order, before the next profile)
+                print(line, flush=True)
+            said = len(unprofiled)
             for _ in range(5):
                 case.step()
             ec.synchronize()
@@ -64,6 +78,11 @@ def main(argv=None) -> int:
             dev = sum(getattr(e, "self_device_time_total", 0) for e in ka) / 1e3 / args.steps
             kernels = sum(e.count for e in ka if e.device_type.name == "CUDA") / args.steps
             print(f"per step: host {host:.2f} ms, device {dev:.2f} ms, {kernels:.0f} device kernels", flush=True)
+            profiled += 1
+    if not profiled and unprofiled:
+        raise UsageError(f"--experiments {args.experiments}: nothing to profile: " + "; ".join(unprofiled))
+    for line in unprofiled[said:]:
+        print(line, flush=True)
     return 0
 
 

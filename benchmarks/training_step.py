@@ -21,6 +21,11 @@ s_per_epoch over the path's.  max_rel_diff: float32 agreement with the reference
 targets (per-target losses relative to their largest, and every parameter gradient relative to the
 largest gradient entry), on one batch of whole sequences.  Timings depend on the machine's load:
 run it on an otherwise idle machine, one torch thread.
+
+The sequences rows of the issue's targets (TARGETS: ratio of s/epoch over the reference, with
+max_rel_diff <= 1e-6) carry `target` (the ratio asked for), `agreement` (the max_rel_diff allowed) and
+`met`; the other rows hold null there.  Exit code 1 when a target is not met, 0 otherwise.  --json FILE
+is checked before anything is measured and written atomically.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from attnlab.atomic_io import check_json_dest, write_json_dest  # noqa: E402
 from attnlab.errors import ArgumentParser, UsageError  # noqa: E402
 from attnlab.experiments.efa import common as C  # noqa: E402
 from attnlab.experiments.efa import nets  # noqa: E402
@@ -119,6 +125,7 @@ def main(argv=None) -> int:
     if args.steps < 1 or not names or any(n not in EXPERIMENTS for n in names):
         raise UsageError(f"--steps must be >= 1 and --experiments a subset of "
                          f"{', '.join(EXPERIMENTS)}; got {args.steps}, {args.experiments!r}")
+    check_json_dest(args.json)                  # before the measurement: a folder or an unwritable path, not after
     torch.set_num_threads(1)
     rows, ok = [], True
     for name in names:
@@ -140,7 +147,8 @@ def main(argv=None) -> int:
                 row = {"experiment": experiment, "model": f"EFA {direction}", "path": path,
                        "ms_per_step": round(ms, 2), "s_per_epoch": round(spe, 3),
                        "ratio": round(ref / spe, 2),
-                       "max_rel_diff": None if path == "reference" else (0.0 if path == "targets-grouped" else diff)}
+                       "max_rel_diff": None if path == "reference" else (0.0 if path == "targets-grouped" else diff),
+                       "target": None, "agreement": None, "met": None}
                 rows.append(row)
                 if not args.json or args.json != "-":
                     print(f"{experiment:24s} {direction:15s} {path:16s} {ms:9.2f} ms/step {spe:8.2f} s/epoch "
@@ -149,15 +157,14 @@ def main(argv=None) -> int:
             target = TARGETS.get((experiment, direction))
             if target is not None:
                 met = rows[-1]["ratio"] >= target and diff <= AGREEMENT
+                rows[-1].update(target=target, agreement=AGREEMENT, met=met)     # (the sequences row)
                 ok &= met
                 if args.json != "-":
                     print(f"  target x{target:g} with agreement <= {AGREEMENT:g}: {'met' if met else 'NOT met'}")
-    if args.json:
-        text = json.dumps(rows, indent=1)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text + "\n")
+    if args.json == "-":
+        print(json.dumps(rows, indent=1))
+    else:
+        write_json_dest(args.json, rows)        # atomically (None: no --json, nothing written)
     return 0 if ok else 1
 
 
