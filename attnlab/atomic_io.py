@@ -331,6 +331,10 @@ def checked_torch_bytes(path: str | os.PathLike) -> bytes:
     saying so when it does not match); a file without the header (written before it was added) as it is."""
     import hashlib
 
+    # a device, pipe or socket is no checkpoint: /dev/zero was read until the process was killed for memory, and
+    # a named pipe blocked the run for ever
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("it is not a regular file (a device, a pipe or a socket)")
     data = Path(path).read_bytes()
     if not data.startswith(CHECKPOINT_HEADER):
         return data

@@ -166,10 +166,30 @@ def restore_failed(exc: BaseException):
                       "start afresh")
 
 
+def _differences(there: dict, now: dict, prefix: str = "") -> list[str]:
+    """'key: X there, Y now' for each setting that differs, nested dicts (config_values) key by key: the
+    whole dicts made a line of 700 characters that hid the one value that changed."""
+    out = []
+    for k in sorted(set(there) | set(now), key=str):
+        a, b = there.get(k), now.get(k)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{k}.")
+        else:
+            out.append(f"{prefix}{k}: {a!r} there, {b!r} now")
+    return out
+
+
 def _bad_epochs(state, epochs) -> str:
     """'' or what is wrong with the epoch counters of a checkpoint's state: every value under a key 'epoch' a whole
     number >= 0, and the top-level one at most the run's `epochs` where the config has them (an edited epoch of
-    100 ended a run of 8 at once and wrote its record; -5 trained 16)."""
+    100 ended a run of 8 at once and wrote its record; -5 trained 16), and equal to the length of the per-epoch
+    history stored beside it (an edited epoch 0 beside 3 epochs of history trained 11 epochs of a run of 8)."""
+    if isinstance(state, dict) and isinstance(state.get("history"), list) and isinstance(state.get("epoch"), int) \
+            and not isinstance(state.get("epoch"), bool) and state["epoch"] != len(state["history"]):
+        return f"its epoch {state['epoch']} disagrees with the {len(state['history'])} epochs of history stored with it"
+
     def walk(x, top):
         if isinstance(x, dict):
             for k, v in x.items():
@@ -254,7 +274,9 @@ class RunContext:
         rather than silently taken as done.  While another live process holds the run (a second identical
         command into the same results folder), this waits for it, saying so: then the record it wrote is
         found (done), or, if it stopped without one, the run is done here -- never skipped unrecorded."""
+        waited_since = None
         if self._lock is None and not self._take_lock():   # said even under --quiet
+            waited_since = time.time()
             holder = self._lock_holder()
             print(f"attnlab: warning: {self.record_path}: another live process{holder} is running this run; "
                   "waiting for it to finish (Ctrl-C to stop waiting) ...", file=sys.stderr, flush=True)
@@ -265,8 +287,18 @@ class RunContext:
                   f"{format_duration(time.perf_counter() - t0)}", file=sys.stderr, flush=True)
         self._clean_temporaries()
         self._check_siblings()
-        if not self.record_path.exists() or self.force:
+        if not self.record_path.exists():
             return False
+        if self.force:
+            # two identical --force commands: the second waited while the first re-ran this seed and wrote its
+            # record; that is the re-run both asked for (it trained the seed twice and replaced the record)
+            if waited_since is None or self.record_path.stat().st_mtime < waited_since:
+                return False
+            if self.verbose:
+                print(f"  {self.record_path} was re-run by the process this one waited for (--force); skipping",
+                      file=sys.stderr)
+            self._release_lock()
+            return True
         from attnlab.results import _record_problem
 
         try:
@@ -479,8 +511,14 @@ class RunContext:
             return None
         if not self.checkpoint_path.exists():
             if self.verbose:        # (a --results-dir spelled otherwise than before is another folder's checkpoints)
-                print(f"  --resume: no checkpoint of this run at {self.checkpoint_path}; starting from the beginning",
-                      file=sys.stderr)
+                # an interrupted run of this seed under another config (--quick forgotten, another --lr) is said:
+                # this run starts afresh beside it
+                key, stem = self.checkpoint_path.parent.name, self.checkpoint_path.name
+                others = sorted(q.parent.parent.name for q in self.checkpoint_path.parents[2].glob(f"*/{key}/{stem}")
+                                if q != self.checkpoint_path)
+                print(f"  --resume: no checkpoint of this run at {self.checkpoint_path}; starting from the beginning"
+                      + (f" (this seed has an interrupted run under config {', '.join(others)}: to resume that one, "
+                         "give the flags it was run with)" if others else ""), file=sys.stderr)
             return None
         import torch
 
@@ -505,9 +543,8 @@ class RunContext:
                 if key in self.settings:
                     saved.setdefault(key, self.settings[key])
         if saved != self.settings:
-            diff = ("it records no settings" if not isinstance(saved, dict) else ", ".join(
-                f"{k}: {saved.get(k)!r} there, {self.settings.get(k)!r} now"
-                for k in sorted(set(saved) | set(self.settings)) if saved.get(k) != self.settings.get(k)))
+            diff = ("it records no settings" if not isinstance(saved, dict) else
+                    ", ".join(_differences(saved, self.settings)))
             raise UsageError(f"--resume: the checkpoint {self.checkpoint_path} was written under other settings "
                              f"({diff}); run with those settings, or without --resume to start afresh")
         bad = _bad_epochs(state, self.config.get("epochs") if isinstance(self.config, dict) else None)
@@ -582,6 +619,10 @@ class RunContext:
             from attnlab.errors import UsageError
 
             self._release_lock()
+            if _RESTORING:          # (a value restored from the checkpoint, not a setting, as a rule: name it)
+                raise UsageError(f"--resume: the run failed after restoring the checkpoint {_RESTORING[-1]} (its "
+                                 f"record cannot be used: {problem}): it is damaged or not this run's; run without "
+                                 "--resume to start afresh; no record written")
             raise UsageError(f"{self.experiment} ({self.config_name}) seed {self.seed}: the run's record cannot be "
                              f"used ({problem}: a setting outside what the model can compute, as a rule); no record "
                              "written")

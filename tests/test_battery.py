@@ -377,8 +377,9 @@ if sys.argv[4] == "record":
 """
 
 
+@pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("holder_ends", ["record", "without-record"])
-def test_a_second_run_waits_for_the_first_runs_lock(tmp_path, monkeypatch, capsys, holder_ends):
+def test_a_second_run_waits_for_the_first_runs_lock(tmp_path, monkeypatch, capsys, holder_ends, force):
     """A second identical run into the same results folder skipped a seed the first was training ("another
     live process is running this run; skipping it here", exit 0 and no record when the first then failed):
     it waits for the first, saying so, then finds the record the first wrote (done) or, when the first
@@ -391,6 +392,7 @@ def test_a_second_run_waits_for_the_first_runs_lock(tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(experiment, "LOCK_POLL_SECONDS", 0.05)
     ctx = _ctx(tmp_path, monkeypatch)                    # (made first: it takes the lock only in done())
+    ctx.force = force           # two identical --force commands: the seed re-run once, not twice (outside review)
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "res"), str(tmp_path / "runs"), "0.6",
                              holder_ends], stdout=subprocess.PIPE, text=True)
     try:
@@ -1650,3 +1652,87 @@ def test_api_errors_name_the_python_arguments():
         with pytest.raises(UsageError) as exc:
             call()
         assert words in str(exc.value) and "--" not in str(exc.value), str(exc.value)
+
+
+# --- outside review, 2026-12-07 (third round): resume and checkpoints ---------------------------------------------
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_a_checkpoint_that_is_no_regular_file_is_refused(tmp_path, monkeypatch, kind):
+    """A checkpoint path linked to /dev/zero was read until the process was killed for memory; a named pipe there
+    blocked the run for ever."""
+    import os
+
+    from attnlab.errors import UsageError
+
+    ctx = _ctx(tmp_path, monkeypatch)
+    ctx.save_checkpoint({"epoch": 1})
+    ctx.checkpoint_path.unlink()
+    if kind == "fifo":
+        os.mkfifo(ctx.checkpoint_path)
+    else:
+        ctx.checkpoint_path.symlink_to("/dev/zero")
+    with pytest.raises(UsageError, match="not a regular file"):
+        ctx.load_checkpoint()
+
+
+def test_a_checkpoint_of_other_settings_names_only_what_differs(tmp_path, monkeypatch):
+    """The whole config_values of both sides (700 characters) hid the one value that changed."""
+    import argparse
+
+    from attnlab.errors import UsageError
+    from attnlab.experiment import RunContext
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=True, force=False, quiet=True, results_dir=str(tmp_path / "res"),
+                              device="cpu", seeds=None, seed=0)
+    cfg = {"lr": 1e-4, "epochs": 8, "dims": [30, 100], "batch": "full", "steps": 100}
+    RunContext("efa-synthetic", 0, "cpu", True, cfg, args, tag="A-EFA").save_checkpoint({"epoch": 1})
+    with pytest.raises(UsageError) as exc:
+        RunContext("efa-synthetic", 0, "cpu", True, dict(cfg, dims=[30]), args, tag="A-EFA").load_checkpoint()
+    msg = str(exc.value)
+    assert "config_values.dims: [30, 100] there, [30] now" in msg and "steps" not in msg and len(msg) < 400, msg
+
+
+def test_a_checkpoint_whose_epoch_disagrees_with_its_history_is_refused(tmp_path, monkeypatch):
+    """An edited epoch 0 beside 3 epochs of history trained 11 epochs of a run of 8 (the SHA recomputed)."""
+    from attnlab.errors import UsageError
+
+    _ctx_epochs(tmp_path, monkeypatch).save_checkpoint({"epoch": 0, "history": [[1, 2.0, 2.0]] * 3})
+    with pytest.raises(UsageError, match="its epoch 0 disagrees with the 3 epochs of history"):
+        _ctx_epochs(tmp_path, monkeypatch).load_checkpoint()
+    _ctx_epochs(tmp_path, monkeypatch).save_checkpoint({"epoch": 3, "history": [[1, 2.0, 2.0]] * 3})
+    assert _ctx_epochs(tmp_path, monkeypatch).load_checkpoint()["epoch"] == 3
+
+
+def test_an_unusable_record_after_restoring_names_the_checkpoint(tmp_path, monkeypatch):
+    """A NaN restored from a checkpoint made the record unusable, and the message blamed the settings; the
+    checkpoint was kept, so every later --resume failed the same way without naming it."""
+    from attnlab import experiment
+    from attnlab.errors import UsageError
+
+    ctx = _ctx_epochs(tmp_path, monkeypatch)
+    ctx.save_checkpoint({"epoch": 2})
+    ctx = _ctx_epochs(tmp_path, monkeypatch)
+    ctx.load_checkpoint()
+    try:
+        with pytest.raises(UsageError, match="after restoring the checkpoint .* not a number"):
+            ctx.write_record([{"setting": "s", "model": "EFA", "metric": "test MSE", "value": float("nan")}])
+    finally:
+        experiment._RESTORING.clear()
+
+
+def test_resume_names_an_interrupted_run_of_the_seed_under_another_config(tmp_path, monkeypatch, capsys):
+    """--resume with --quick forgotten (or another --lr) started the other config afresh in silence beside the
+    interrupted checkpoint."""
+    import argparse
+
+    from attnlab.experiment import RunContext
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    args = argparse.Namespace(resume=True, force=False, quiet=False, results_dir=str(tmp_path / "res"),
+                              device="cpu", seeds=None, seed=0)
+    RunContext("efa-synthetic", 0, "cpu", True, {"lr": 1e-4}, args, tag="A-EFA").save_checkpoint({"epoch": 1})
+    capsys.readouterr()
+    assert RunContext("efa-synthetic", 0, "cpu", False, {"lr": 1e-3}, args, tag="A-EFA").load_checkpoint() is None
+    err = capsys.readouterr().err
+    assert "starting from the beginning (this seed has an interrupted run under config quick" in err, err
