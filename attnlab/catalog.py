@@ -297,15 +297,15 @@ class Record:
     def results_fields(self) -> dict:
         """For an empirical claim: data_source, statistic, ci95 (of our mean), paper_interval (where the mean of
         paper_runs runs of ours would fall: what the paper's number is held against), paper_effect, margin,
-        n_seeds_registered, n_seeds_used (the seeds behind ci95) (from its registration, and from the
-        evidence where the check got that far)."""
+        n_seeds_registered, n_seeds_used (the seeds behind ci95), seeds_missing ({part: registered seeds
+        without a usable record}) (from its registration, and from the evidence where the check got that far)."""
         reg = self.claim.registration
         if reg is None:
             return {}
         out = {"data_source": reg.data_source, "statistic": reg.statistic, "ci95": None, "paper_interval": None,
                "paper_runs": reg.paper_runs,
                "paper_effect": reg.parts[0].paper, "margin": None if reg.rule == "value" else reg.margin,
-               "n_seeds_registered": len(reg.seeds), "n_seeds_used": 0}
+               "n_seeds_registered": len(reg.seeds), "n_seeds_used": 0, "seeds_missing": {}}
         out.update(jsonable(self.evidence.data.get("results", {})))
         return out
 

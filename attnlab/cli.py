@@ -228,6 +228,12 @@ def cmd_verify(args) -> int:
 
     _check_json_dest(args)
     claims = _select(args)
+    from pathlib import Path
+
+    from attnlab.experiment import results_root
+
+    results_folder = Path(results_root(read=True))
+    _check_results_folder(args, results_folder)      # $ATTNLAB_RESULTS naming no folder: one line, not 46 skips
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout
     jobs = _positive_int(args.jobs, "--jobs")
@@ -248,10 +254,19 @@ def cmd_verify(args) -> int:
     print(records_table(records, width), file=out)
     import textwrap
 
-    line = summary_line(records)
+    line = summary_line(records, str(results_folder))
     print(textwrap.fill(line, width, break_on_hyphens=False) if width else line, file=out)
     if args.json:
-        _write_json([r.to_json() for r in records], args.json)
+        out_json = [r.to_json() for r in records]
+        if any(r.claim.method == "results" for r in records):
+            # which records the empirical verdicts were judged on: report --verdicts holds its tables' records to it
+            from attnlab.results import records_fingerprint
+
+            fingerprint = records_fingerprint(results_folder)
+            for r, j in zip(records, out_json):
+                if r.claim.method == "results":
+                    j["records_fingerprint"] = fingerprint
+        _write_json(out_json, args.json)
     return 0 if all(r.ok for r in records) else 1
 
 
@@ -633,6 +648,20 @@ def cmd_report(args) -> int:
         records, source = report.read_claim_records(verdicts, option), f"read from {Path(verdicts).name}"
         from attnlab import catalog
 
+        judged_on = {r.get("records_fingerprint") for r in records.values() if r.get("method") == "results"}
+        if judged_on - {None}:
+            from attnlab.results import records_fingerprint
+
+            if judged_on != {records_fingerprint(root)}:
+                # (its verdicts beside tables of other records: "5/5 seeds" beside "no seeds run")
+                raise UsageError(f"{option} {verdicts}: its empirical verdicts were judged on other records than the "
+                                 "ones this report's tables show (another results folder, or records changed since); "
+                                 "write it again with `attnlab verify --json FILE` over the same records, or leave "
+                                 f"{option} out")
+        elif judged_on:
+            print(f"attnlab: warning: {option} {verdicts} does not say which records its empirical verdicts were "
+                  "judged on (written by an older attnlab): they are shown beside this report's tables as they are",
+                  file=sys.stderr)
         fast = [c.id for c in catalog.all_claims() if c.paper in papers and c.tier == "fast"]
         missing = [cid for cid in fast if cid not in records]
         if missing:                             # (a file of another subset: a report of 'not run' rows)

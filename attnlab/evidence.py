@@ -243,7 +243,8 @@ def judge(reg, root: Path | None = None) -> Evidence:
     results = {"data_source": reg.data_source, "statistic": reg.statistic, "ci95": measured["ci95"],
                "paper_interval": measured["paper_interval"], "paper_runs": reg.paper_runs,
                "paper_effect": key["paper_effect"], "margin": reg.margin if reg.rule != "value" else None,
-               "n_seeds_registered": len(reg.seeds), "n_seeds_used": used}
+               "n_seeds_registered": len(reg.seeds), "n_seeds_used": used,
+               "seeds_missing": {k: sorted(v) for k, v in missing.items()}}
     # on the paper's data a part may be supported (lo > margin) while the paper's printed effect lies above the
     # interval of R runs of ours: the rule decides "supported" first (as registered); the size is said here
     above = [p for p in parts if reg.rule != "value" and reg.data_source == "paper" and p.get("decision") == "supported"

@@ -66,23 +66,39 @@ def records_table(records: list[Record], width: int | None = None) -> str:
                                        "reference"), keep=("id",))
 
 
-def summary_line(records: list[Record]) -> str:
+def summary_line(records: list[Record], results_folder: str | None = None) -> str:
+    """The last line of `verify`: counts, time, and what differs from expected (`results_folder`: where the
+    empirical claims read their records, named where some found none)."""
     counts = Counter(r.verdict for r in records)
     bad = [r for r in records if not r.ok]
     parts = ", ".join(f"{counts[v]} {VERDICT_WORDS[v]}" for v in VERDICTS if counts[v])
     total = sum(r.seconds for r in records)
     status = "all verdicts as expected" if not bad else f"{len(bad)} verdict(s) differ from expected: " + \
         ", ".join(r.claim.id for r in bad)
+    where = f" in {results_folder}" if results_folder else ""
     lost = [r for r in bad if r.claim.method == "results" and r.verdict == "skipped"]
     if lost:
-        status += (f"; {len(lost)} empirical claim(s) found no usable records (are the committed records "
-                   "there? $ATTNLAB_RESULTS, or the repository's results/)")
+        status += (f"; {len(lost)} empirical claim(s) found no usable records{where} (are the committed records "
+                   "there? $ATTNLAB_RESULTS names another folder)")
     moved = [r for r in bad if r.claim.method == "results" and r.verdict != "skipped"]
+    # registered seeds missing from the records read: the evidence is incomplete here, not a new finding
+    missing = [r for r in moved if ((r.evidence.data or {}).get("results") or {}).get("seeds_missing")]
+    if missing:
+        status += (f"; {len(missing)} empirical claim(s) miss registered seeds{where}: "
+                   + ", ".join(f"{r.claim.id} {VERDICT_WORDS[r.verdict]} (registered: {VERDICT_WORDS[r.claim.expected]})"
+                               for r in missing))
+    moved = [r for r in moved if r not in missing]
     if moved:
         status += (f"; {len(moved)} of them empirical -- a finding: the registered evidence now gives "
                    + ", ".join(f"{r.claim.id} {VERDICT_WORDS[r.verdict]} (registered: {VERDICT_WORDS[r.claim.expected]})"
                                for r in moved)
                    + "; theory/preregistration.py changes only together with the records")
+    # skipped where a verdict is expected, for an input missing here (a paper's text, a data set): not a
+    # disagreement, but not checked either
+    unchecked = [r for r in records if r.ok and r.verdict == "skipped" and r.claim.expected != "skipped"]
+    if unchecked:
+        status += (f"; {len(unchecked)} claim(s) not checked here, an input missing (reason column): "
+                   + ", ".join(r.claim.id for r in unchecked))
     return f"{len(records)} claim(s): {parts or 'none'} in {total:.1f}s; {status}"
 
 

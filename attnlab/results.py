@@ -217,6 +217,22 @@ def record_files(root: Path, pattern: str, warn=None) -> list[Path]:
     return sorted(files)
 
 
+def records_fingerprint(root: Path) -> str:
+    """A digest of the record files under `root` (their paths below it and their bytes): what `verify --json`
+    stores beside its empirical verdicts, so that `report --verdicts` can tell that they were judged on the
+    records its tables show (another folder, or records changed since, gave verdicts beside other tables)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in record_files(Path(root), "*/*/*.json", lambda m: None):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"(unreadable)"
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
 def folder_records(folder: Path, pattern: str = "*.json", warn=None) -> list[dict]:
     """The usable records of the files `pattern` names in `folder` (:func:`record_files`, :func:`read_records`),
     each seed once (:func:`unique_records`): what the figures draw (a copied record counted twice, with a

@@ -118,3 +118,22 @@ def test_a_gz_file_may_be_given_uncompressed(tmp_path, capsys, monkeypatch):
     assert main(["data", "ucr-ecg200"]) == 0
     out = capsys.readouterr().out
     assert all(f"md5 {f.md5}" in out for f in D.DATASETS["ucr-ecg200"].files)
+
+
+def test_paper_text_lookup_and_no_bundle_inside_an_installed_package(tmp_path, monkeypatch):
+    """An installed package looked for the bundle (and the papers) in site-packages/../shared, and the paper text
+    had no documented lookup at all (outside review)."""
+    from attnlab.experiments import data as D
+
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "x.txt").write_text("App. L text")
+    monkeypatch.setenv("ATTNLAB_PAPERS", str(tmp_path / "p"))
+    assert D.paper_text("x.txt") == "App. L text" and D.paper_text("y.txt") is None
+    monkeypatch.delenv("ATTNLAB_PAPERS")
+    site = tmp_path / "site-packages"                       # no pyproject.toml: not a checkout
+    site.mkdir()
+    monkeypatch.setattr(D, "_PROJECT_ROOT", site)
+    monkeypatch.chdir(tmp_path / "p")
+    assert D._bundle_bases() == [tmp_path / "p"]
+    (site / "pyproject.toml").write_text("")
+    assert D._bundle_bases() == [site, tmp_path / "p"]

@@ -433,3 +433,29 @@ def test_screenshot_of_a_page(site, browser, tmp_path):
     png = tmp_path / "index.png"
     assert screenshot(site / "index.html", png, browser=browser) == []
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_refuses_verdicts_judged_on_other_records(tmp_path, monkeypatch, capsys):
+    """`report --verdicts v.json` with other records: the tables said "no seeds run" beside claim rows judged
+    5/5 on the committed records (outside review).  verify --json stores which records it judged on."""
+    from attnlab.cli import main
+
+    root = tmp_path / "some"
+    src = Path(__file__).resolve().parents[1] / "results" / "kernel-forda" / "full-es"
+    if not src.is_dir():
+        pytest.skip("no committed kernel-forda records in this checkout")
+    (root / "kernel-forda" / "full-es").mkdir(parents=True)
+    for f in sorted(src.glob("*seed[01].json")):
+        (root / "kernel-forda" / "full-es" / f.name).write_bytes(f.read_bytes())
+    committed = tmp_path / "committed.json"
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    main(["verify", "--claim", "kernel.results.forda-discrete-softmax", "--json", str(committed)])
+    assert json.loads(committed.read_text())[0]["records_fingerprint"]
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(root))
+    capsys.readouterr()
+    assert main(["report", "--paper", "kernel", "--verdicts", str(committed), "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "judged on other records" in err[0], err
+    own = tmp_path / "own.json"                      # judged on the same records: accepted
+    main(["verify", "--claim", "kernel.results.forda-discrete-softmax", "--json", str(own)])
+    assert main(["report", "--paper", "kernel", "--verdicts", str(own), "--out", str(tmp_path / "site")]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -370,6 +371,47 @@ def test_a_moved_empirical_verdict_is_reported_as_a_finding(tmp_path, monkeypatc
     assert r.verdict == "reproduced-on-substitute" and not r.ok
     line = summary_line([r])
     assert "a finding" in line and "kernel.results.ecg reproduced on a substitute (registered: inconclusive)" in line
+
+
+def test_registered_seeds_missing_are_named_as_such_not_as_a_finding(tmp_path, monkeypatch):
+    """Two of five registered seeds copied: the verdict moves because seeds are missing; the summary called it
+    'a finding' and sent an installed user to theory/preregistration.py (outside review)."""
+    from attnlab.listing import summary_line
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
+    src = Path(__file__).resolve().parents[1] / "results" / "kernel-forda" / "full-es"
+    if not src.is_dir():
+        pytest.skip("no committed kernel-forda records in this checkout")
+    dst = tmp_path / "kernel-forda" / "full-es"
+    dst.mkdir(parents=True)
+    for f in src.glob("*seed[01].json"):
+        (dst / f.name).write_bytes(f.read_bytes())
+    c = catalog.get_claim("kernel.results.forda-discrete-softmax")
+    r = catalog.run_claim(c)
+    assert not r.ok and r.evidence.data["results"]["seeds_missing"]
+    line = summary_line([r], str(tmp_path))
+    assert "a finding" not in line and f"1 empirical claim(s) miss registered seeds in {tmp_path}" in line, line
+
+
+def test_verify_refuses_a_results_folder_that_is_not_there(tmp_path, monkeypatch, capsys):
+    from attnlab.cli import main
+
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "nonexistent"))
+    assert main(["verify", "--claim", "kernel.results.ecg"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "$ATTNLAB_RESULTS" in err[0] and "no such folder" in err[0]
+
+
+def test_a_claim_skipped_for_a_missing_input_is_said_in_the_summary(monkeypatch, tmp_path, capsys):
+    """An installed package without the paper's text skipped bidir.app-l.misnumbered-proof (expected erratum)
+    and the summary said "all verdicts as expected" without a word."""
+    from attnlab.cli import main
+
+    monkeypatch.setenv("ATTNLAB_PAPERS", str(tmp_path))
+    assert main(["verify", "--claim", "bidir.app-l.misnumbered-proof"]) == 0
+    out = capsys.readouterr().out
+    assert "1 claim(s) not checked here, an input missing (reason column): bidir.app-l.misnumbered-proof" in out
+    assert "ATTNLAB_PAPERS" in out
 
 
 def test_missing_records_are_a_disagreement_that_verify_names(tmp_path, monkeypatch, capsys):

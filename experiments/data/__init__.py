@@ -4,8 +4,8 @@ Search order for data set NAME (a folder of files, laid out as in the offline bu
   1. an explicit path given by the caller (a runner's ``--data PATH``): the folder holding the
      files, or for one-file data sets the file itself;
   2. ``$ATTNLAB_DATA/<folder>`` (``ATTNLAB_DATA`` is a folder laid out like the bundle);
-  3. the offline bundle ``../shared/data/<folder>``, seen from the project root (or from the
-     current directory);
+  3. the offline bundle ``../shared/data/<folder>``, seen from the project root when the package runs
+     from a repository checkout, and from the current directory;
   4. for a data set that an operating-system package installs, the folder the package puts it in
      (``Dataset.system``; e.g. Debian's ``dict-gcide`` puts GCIDE in ``/usr/share/dictd``).
 
@@ -14,6 +14,9 @@ gzip streams), so a ``.gz`` file may also be given uncompressed, as its official
 for ``u.data.gz``, ``FordA_TRAIN.tsv`` for ``FordA_TRAIN.tsv.gz``): the same checksum holds for both.  A missing or corrupt file is a
 :class:`DataError` naming the file, the official download page and how to point attnlab at it.
 Nothing is read at import time.
+
+The papers' texts (which a few claims read against their transcriptions) are found by
+:func:`paper_text`: ``$ATTNLAB_PAPERS/<file>``, else the bundle's ``../shared/papers/<file>`` seen as above.
 """
 from __future__ import annotations
 
@@ -26,7 +29,30 @@ from pathlib import Path
 from attnlab.errors import UsageError
 
 ENV_VAR = "ATTNLAB_DATA"
+PAPERS_ENV_VAR = "ATTNLAB_PAPERS"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bundle_bases() -> list[Path]:
+    """The folders whose ``../shared`` may hold the offline bundle: the project root when the package runs from
+    a repository checkout (an installed package's root is site-packages: no bundle beside it), and the current
+    directory."""
+    bases = [_PROJECT_ROOT] if (_PROJECT_ROOT / "pyproject.toml").is_file() else []
+    return list(dict.fromkeys(bases + [Path.cwd()]))
+
+
+def paper_text(fname: str) -> str | None:
+    """The text of the paper file `fname` (e.g. ``bidirectional_attention_mixture_of_word_experts.txt``):
+    ``$ATTNLAB_PAPERS/<fname>`` when ATTNLAB_PAPERS is set (the only place then), else the bundle's
+    ``../shared/papers/<fname>``; None when it is not there."""
+    env = os.environ.get(PAPERS_ENV_VAR)
+    places = ([Path(env).expanduser()] if env else
+              [base.parent / "shared" / "papers" for base in _bundle_bases()])
+    for folder in places:
+        f = folder / fname
+        if f.is_file():
+            return f.read_text(encoding="utf-8")
+    return None
 
 
 class DataError(UsageError, FileNotFoundError):
@@ -140,8 +166,7 @@ def _candidates(ds: Dataset, path: str | os.PathLike | None) -> list[tuple[str, 
     env = os.environ.get(ENV_VAR)
     if env:
         return [(f"${ENV_VAR}", Path(env).expanduser() / ds.folder)]
-    return ([("offline bundle", base.parent / "shared" / "data" / ds.folder)
-             for base in dict.fromkeys((_PROJECT_ROOT, Path.cwd()))]
+    return ([("offline bundle", base.parent / "shared" / "data" / ds.folder) for base in _bundle_bases()]
             + [("system package", Path(folder)) for folder in ds.system])
 
 

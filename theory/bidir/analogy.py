@@ -812,12 +812,14 @@ def _symmetry_of_the_setting():
 
 
 # --------------------------------------------------------------------------- errata
-def _paper_text() -> str | None:
-    from pathlib import Path
+PAPER_FILE = "bidirectional_attention_mixture_of_word_experts.txt"
 
-    root = Path(__file__).resolve().parents[2]
-    f = root.parent / "shared" / "papers" / "bidirectional_attention_mixture_of_word_experts.txt"
-    return f.read_text(encoding="utf-8") if f.exists() else None
+
+def _paper_text() -> str | None:
+    """The paper's text by the data layer's lookup ($ATTNLAB_PAPERS, else the bundle's ../shared/papers)."""
+    from attnlab.experiments.data import paper_text
+
+    return paper_text(PAPER_FILE)
 
 
 @claim("bidir.app-l.misnumbered-proof",
@@ -832,8 +834,8 @@ def _paper_text() -> str | None:
 def _app_l():
     text = _paper_text()
     if text is None:
-        raise Skip("the paper text (../shared/papers/bidirectional_attention_mixture_of_word_experts.txt) is "
-                   "not beside the repository")
+        raise Skip(f"the paper text ({PAPER_FILE}) was not found: set ATTNLAB_PAPERS to the folder that holds it "
+                   "(by default the bundle's ../shared/papers beside a checkout)")
     i = text.find("L Proof of Proposition 16")
     if i < 0:
         raise Skip("App. L heading not found in the paper text")

@@ -68,7 +68,7 @@ def app_i_printed():
 
 def app_i_text_matches() -> bool | None:
     """Whether the transcription above is App. I's text (scores and Type 1 probabilities), when the paper's
-    text is beside the repository; None when it is not."""
+    text is found (attnlab.experiments.data.paper_text); None when it is not."""
     import re
 
     from attnlab.theory.bidir.analogy import _paper_text
@@ -165,8 +165,10 @@ def check_population(n_sample: int = APP_I_SAMPLE, seed: int = 0):
                     tolerance=f"exact (rationals, integer counts); sample: |z| < {APP_I_Z_MAX} (types and "
                               "each of the 122 sentences: binomial SE; cells: a conservative per-sentence SE)",
                     explanation="App. I transcribed as printed (sympy Rationals, the three types by their "
-                                "wording; read against the paper's text when it is beside the repository) "
-                                "against the library's sentence_distribution and population_cooccurrence, "
+                                + ("wording; read against the paper's text, which matches it) " if text else
+                                   "wording; NOT read against the paper's text here: it was not found (set "
+                                   "ATTNLAB_PAPERS to the folder that holds it)) ")
+                                + "against the library's sentence_distribution and population_cooccurrence, "
                                 f"every sentence and cell exactly; {n_sample} sentences of the library's "
                                 f"sampler (seed {seed}) against the printed distribution; its cooccurrence_counts "
                                 "and masking_instances (500 sentences) against plain loops",
