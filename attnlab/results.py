@@ -261,7 +261,34 @@ def read_records(paths, warn=None) -> list[dict]:
             warn(f"skipping results record {p}: {problem}")
             continue
         recs.append(rec)
-    return consistent_records(recs, warn)
+    return consistent_records(_current_judgements(recs, paths, warn), warn)
+
+
+def _current_judgements(recs: list[dict], paths, warn) -> list[dict]:
+    """`recs` with the convergence of each record judged by another rule than this attnlab's
+    (:data:`attnlab.convergence.RULE`) counted as not judged (``converged`` null, the record's and its rows'):
+    a record written or migrated under an older rule keeps that rule's judgement, which may no longer hold
+    (curve-v4 found still-falling curves that curve-v3 had called levelled).  One warning names how many and
+    how to re-judge them."""
+    from attnlab.convergence import RULE
+
+    # (a record that trains nothing -- a timing, a pretrained model -- has no convergence to judge under any rule)
+    stale = [r for r in recs if isinstance(r.get("convergence"), dict) and r["convergence"].get("rule")
+             and r["convergence"]["rule"] != RULE and r["convergence"].get("status") != "not-trained"]
+    if not stale:
+        return recs
+    rules = sorted({str(r["convergence"]["rule"]) for r in stale})
+    folders = sorted({str(Path(p).parent.parent.parent) for p in paths})
+    warn(f"{len(stale)} results record(s) were judged by another convergence rule ({', '.join(rules)}) than this "
+         f"attnlab's ({RULE}): counted as not judged; re-judge them with `python -m attnlab.migrate_convergence "
+         f"{folders[0] if len(folders) == 1 else 'RESULTS_DIR'}`")
+    out, ids = [], {id(r) for r in stale}
+    for r in recs:
+        if id(r) in ids:
+            r = dict(r, converged=None, convergence=dict(r["convergence"], status="unknown"),
+                     metrics=[dict(m, converged=None) if "converged" in m else m for m in r["metrics"]])
+        out.append(r)
+    return out
 
 
 def consistent_records(records: list[dict], warn) -> list[dict]:

@@ -547,3 +547,31 @@ def test_wall_times_and_figures_count_a_copied_record_once(tmp_path, capsys):
     assert wall_times("kernel", tmp_path) == before and before[0]["n"] == 5
     assert len(folder_records(tmp_path / EXP / "full")) == 5
     assert "counted once" in capsys.readouterr().err
+
+
+def test_records_judged_by_an_older_convergence_rule_count_as_not_judged(tmp_path, monkeypatch):
+    """A record keeps the judgement of the rule it was written or migrated under; curve-v4 found curves that
+    curve-v3 had called levelled.  A reader counts an older rule's judgement as none, and says how to re-judge."""
+    from attnlab.convergence import RULE
+    from attnlab.results import read_records, record_converged, row_converged
+
+    src = Path(__file__).resolve().parents[1] / "results" / "efa-synthetic" / "full"
+    files = sorted(src.glob("*.json"))[:2]
+    if not files:
+        pytest.skip("no committed records in this checkout")
+    (tmp_path / "efa-synthetic" / "full").mkdir(parents=True)
+    paths = []
+    for i, f in enumerate(files):
+        rec = json.loads(f.read_text())
+        if i == 0:
+            rec["convergence"]["rule"] = "curve-v3"
+        dst = tmp_path / "efa-synthetic" / "full" / f.name
+        dst.write_text(json.dumps(rec))
+        paths.append(dst)
+    warned = []
+    recs = read_records(paths, warn=warned.append)
+    assert [r["convergence"]["rule"] for r in recs] == ["curve-v3", RULE]
+    assert not record_converged(recs[0]) and not any(row_converged(recs[0], m) for m in recs[0]["metrics"])
+    assert record_converged(recs[1]) == (json.loads(files[1].read_text())["converged"] is True)
+    assert len(warned) == 1 and "1 results record(s) were judged by another convergence rule (curve-v3)" in warned[0]
+    assert f"python -m attnlab.migrate_convergence {tmp_path}" in warned[0]
