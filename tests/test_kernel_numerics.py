@@ -302,3 +302,70 @@ def test_kernel_expansion_dtypes():
     K = gaussian_kernel(torch.tensor([0.0, 1.0], dtype=D64), torch.tensor([0.0, 1.0], dtype=D64), 1.0)
     with pytest.raises(ValueError, match=r"gamma \(torch.float32\) and K \(torch.float64\) must share one dtype"):
         kernel_expansion(torch.ones(2), K)
+
+
+# --------------------------------------------------------------------------- outside review, 2026-12-07
+def test_kernel_deformed_threshold_converges_near_alpha_one_or_refuses():
+    """Newton on the mass from the left end gained about 1 per step near alpha = 1: at alpha = 1.01 over scores
+    spanning +-1000 the 200 steps ran out and a 'density' of mass 3.5e42 came back without a word."""
+    import torch
+
+    from attnlab.numerics.continuous_attention import kernel_deformed_threshold
+    from attnlab.numerics.quadrature import uniform_grid
+
+    t = uniform_grid(0, 1, 101)
+    for a, scale in ((1.01, 1000), (1.001, 1000), (1.0001, 1000), (1.5, 5), (2.0, 5)):
+        f = torch.linspace(-scale, scale, 101, dtype=torch.float64)
+        p, tau = kernel_deformed_threshold(f, t, a)
+        assert abs(torch.trapezoid(p, t).item() - 1) < 1e-12, (a, scale)
+    # brentq on the log of the trapezoid mass: tau = 994.5588 at alpha = 1.01 (outside review's oracle)
+    import math
+
+    from scipy.optimize import brentq
+
+    f = torch.linspace(-1000, 1000, 101, dtype=torch.float64)
+    w = torch.full((101,), 0.01, dtype=torch.float64)
+    w[0] = w[-1] = 0.005
+
+    def log_mass(tau):
+        z = 1 + 0.01 * (f - tau)
+        return torch.logsumexp(torch.where(z > 0, torch.log(z.clamp(min=1e-300)) / 0.01 + w.log(), -math.inf), 0).item()
+    ref = brentq(log_mass, 900, 1000, xtol=1e-13)
+    assert abs(kernel_deformed_threshold(f, t, 1.01)[1].item() - ref) < 1e-9
+    with pytest.raises(ValueError, match="did not converge in iters = 1 "):
+        kernel_deformed_threshold(f, t, 1.5, iters=1)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="iters must be a whole number"):
+            kernel_deformed_threshold(f, t, 1.5, iters=bad)
+
+
+def test_truncated_parabola_expectation_far_from_a_narrow_support():
+    """The closed form cancels (r^2 m0 against (c - mu)^2 m0) for a basis function far from a narrow support:
+    1.9e-6 for 1.0105e-13 at sigma^2 = 1e-12, negative entries at the layers' variance floor 1e-4."""
+    import mpmath as mp
+    import torch
+
+    from attnlab.numerics.continuous_attention import truncated_parabola_radius, truncated_parabola_rbf_expectation
+
+    mu = torch.tensor(0.5, dtype=torch.float64)
+    c = torch.linspace(0, 1, 21, dtype=torch.float64)
+    for s2 in (1e-4, 1e-8, 1e-12):
+        v = torch.tensor(s2, dtype=torch.float64)
+        got = truncated_parabola_rbf_expectation(mu, v, c, torch.full_like(c, 0.05))
+        r = float(truncated_parabola_radius(mu, v))
+        with mp.workdps(40):
+            for ci, g in zip(c.tolist(), got.tolist()):
+                ref = mp.quad(lambda x: (mp.mpf(r) ** 2 - (x - 0.5) ** 2) / (2 * s2)
+                              * mp.exp(-(x - ci) ** 2 / (2 * 0.05 ** 2)) / (mp.sqrt(2 * mp.pi) * 0.05),
+                              [0.5 - r, 0.5, 0.5 + r])
+                assert abs(g - float(ref)) <= 1e-12 * float(ref), (s2, ci, g, float(ref))
+
+
+def test_kernel_deformed_softplus_refuses_an_underflowing_density():
+    import torch
+
+    from attnlab.numerics.continuous_attention import kernel_deformed_softplus
+    from attnlab.numerics.quadrature import uniform_grid
+
+    with pytest.raises(ValueError, match="Z = 0"):
+        kernel_deformed_softplus(torch.full((3,), -1e6, dtype=torch.float64), uniform_grid(0, 1, 3), 1.5, 1.0)
