@@ -48,9 +48,23 @@ def _t(x):
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
 
 
+def _check_beta(beta, allowed: str) -> None:
+    """beta a finite number (not a string or a bool): NaN gave exp_beta = 0 and -inf gave 1 everywhere."""
+    if isinstance(beta, (str, bool)) or not math.isfinite(float(beta)):
+        raise ValueError(f"beta must be a finite number{allowed}; got {beta!r}")
+
+
+def _check_positive(x: torch.Tensor, name: str) -> None:
+    """x > 0 everywhere (NaN refused): the alpha-division of a negative x was NaN or +inf depending on alpha."""
+    if not bool(torch.all(x > 0)):
+        raise ValueError(f"{name} must be > 0 everywhere (log_alpha is defined for t > 0 only)")
+
+
 def exp_beta(t, beta: float) -> torch.Tensor:
-    """beta-exponential, Eq. 5.  For beta < 1 it is 0 where 1 + (1 - beta) t <= 0 (sparse support)."""
+    """beta-exponential, Eq. 5, for a finite beta <= 1 (others refused).  For beta < 1 it is 0 where
+    1 + (1 - beta) t <= 0 (sparse support)."""
     t = _t(t)
+    _check_beta(beta, " <= 1")
     beta = float(beta)
     if beta == 1.0:
         return torch.exp(t)
@@ -82,6 +96,7 @@ def log_beta(t, beta: float) -> torch.Tensor:
     t = _t(t)
     if bool(torch.any(t <= 0)):
         raise ValueError("log_beta is defined for t > 0 only")
+    _check_beta(beta, "")
     beta = float(beta)
     if beta == 1.0:
         return torch.log(t)
@@ -100,9 +115,12 @@ def alpha_division(x, y, alpha: float) -> torch.Tensor:
     """x (/)_alpha y = [x^{1-alpha} - y^{1-alpha} + 1]_+^{1/(1-alpha)}, with
     log_alpha x - log_alpha y = log_alpha(x (/)_alpha y) where the bracket is positive (App. E.1).  Where it
     is <= 0 no quotient exists (log_alpha x - log_alpha y >= 1/(alpha-1), the sup of log_alpha) and the
-    result is +inf, the limit as the bracket falls to 0 (the exponent 1/(1-alpha) is negative)."""
+    result is +inf, the limit as the bracket falls to 0 (the exponent 1/(1-alpha) is negative).  x and y must be
+    > 0, the domain of log_alpha (others refused: a negative x gave NaN or +inf depending on alpha)."""
     a = check_alpha(alpha)
     x, y = _t(x), _t(y)
+    _check_positive(x, "x")
+    _check_positive(y, "y")
     c = 1.0 - a
     if 1.0 / -c <= 2.0:
         return torch.relu(x ** c - y ** c + 1.0) ** (1.0 / c)
@@ -122,6 +140,7 @@ def exp_rho_beta(t, rho: float, beta: float) -> torch.Tensor:
     rho, beta = float(rho), float(beta)
     if not (math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be a finite number > 0; got {rho!r}")
+    _check_beta(beta, " < 1 for the softplus smoothing")
     if not beta < 1.0:
         raise ValueError(f"beta must be < 1 for the softplus smoothing; got {beta!r}")
     # softplus(x) = log(1 + e^x) in the exact form (torch's F.softplus drops e^-x above x = 20)
@@ -145,6 +164,8 @@ def mp_exp_beta(t, beta):
     import mpmath as mp
 
     beta = mp.mpf(beta)
+    if not mp.isfinite(beta):                # as exp_beta: NaN and +-inf refused
+        raise ValueError(f"beta must be a finite number <= 1; got {beta}")
     if beta == 1:
         return mp.exp(t)
     if beta > 1:                       # as exp_beta: the fat-tailed branch is not the paper's
@@ -159,6 +180,8 @@ def mp_log_beta(t, beta):
     beta = mp.mpf(beta)
     if t <= 0:
         raise ValueError("log_beta is defined for t > 0 only")
+    if not mp.isfinite(beta):
+        raise ValueError(f"beta must be a finite number; got {beta}")
     return mp.log(t) if beta == 1 else (t ** (1 - beta) - 1) / (1 - beta)
 
 
@@ -167,6 +190,8 @@ def mp_alpha_division(x, y, alpha):
     import mpmath as mp
 
     a = mp.mpf(alpha)
+    if not (x > 0 and y > 0):                # as alpha_division: log_alpha is defined for t > 0 only
+        raise ValueError(f"x and y must be > 0 (log_alpha is defined for t > 0 only); got x={x}, y={y}")
     c = 1 - a
     d = mp.expm1(c * mp.log(x)) - mp.expm1(c * mp.log(y))     # the bracket - 1, without its rounding near alpha = 1
     return mp.inf if d <= -1 else mp.exp(mp.log1p(d) / c)

@@ -79,12 +79,19 @@ def conjugate_grad(g, u, M, gamma) -> np.ndarray:
 def check_plan_instance(p, u, M, gamma):
     """Validate (p, u, M, gamma) of (20) and return them as float64 arrays and a float: p and u probability
     vectors (zeros allowed), M finite of shape (len(p), len(u)), gamma a finite number > 0."""
+    p, u, M = _check_transport(p, u, M)
+    return p, u, M, positive(gamma, "gamma")
+
+
+def _check_transport(p, u, M):
+    """Validate the marginals and the cost of a transport problem, (20) at any gamma or exact_ot: p and u
+    probability vectors (zeros allowed), M finite of shape (len(p), len(u)); returned as float64 arrays."""
     p = probability_vector(p, "p")
     u = probability_vector(u, "u")
     M = as_matrix(M, "M")
     if M.shape != (p.size, u.size):
         raise ValueError(f"M must have shape (len(p), len(u)) = ({p.size}, {u.size}); got {M.shape}")
-    return p, u, M, positive(gamma, "gamma")
+    return p, u, M
 
 
 def sinkhorn(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 20000, _potentials=False):
@@ -111,7 +118,8 @@ def sinkhorn(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 20000, _potenti
             err = float(np.max(np.abs(rows - p[r])))
             raise SolverError(f"sinkhorn: the row marginal is still off by {err:.3g} (tol = {tol:g}) after max_iter = "
                               f"{max_iter} iterations; Sinkhorn slows like exp(-max M / gamma) (gamma = {gamma:g}): "
-                              f"use entropic_ot_newton")
+                              f"raise max_iter (and tol where float64 cannot meet it), or take a larger gamma; as "
+                              f"gamma -> 0, W_gamma tends to exact_ot (0 <= W_0 - W_gamma <= gamma log(#entries))")
     if _potentials:
         return g
     logX = (f[:, None] + g[None, :] - Mr) / gamma
@@ -127,7 +135,10 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
         W = max_g <g, u> - gamma sum_i p_i log sum_j exp((g_j - M_ij)/gamma) + gamma sum_i p_i log p_i
 
     (concave; invariant to g + c, fixed by g_0 = 0).  Quadratic convergence where Sinkhorn is slow
-    (small gamma: its rate degrades like exp(-max M / gamma)).  Stops when the column marginal u is met to
+    (small gamma: its rate degrades like exp(-max M / gamma)) -- though not at every small gamma: where gamma is
+    small against the costs (0.02 on the squared distances of six standard-normal points in the plane) its Hessian
+    turns near-singular and it may stall where sinkhorn, slower, still converges (its SolverError says so).  Stops
+    when the column marginal u is met to
     `tol` (max abs) at the point it returns; raises SolverError when it is not within max_iter steps, or
     when no step along Newton's direction raises the semi-dual any more while the marginal is still off
     (a singular Hessian: the least-squares step of a Hessian of condition 3e26 was taken, and W came back
@@ -169,7 +180,7 @@ def entropic_ot_newton(p, u, M, gamma, tol: float = 1e-13, max_iter: int = 200):
     off = float(np.max(np.abs(uc - pr @ P))) if m else 0.0
     if not off < tol:
         raise SolverError(f"entropic_ot_newton: the column marginal is still off by {off:.3g} (tol = {tol:g}) "
-                          f"{why}")
+                          f"{why}; at small gamma sinkhorn (log-domain, slower) may still converge")
     X = np.zeros_like(M, dtype=float)
     X[np.ix_(r, c)] = P * pr[:, None]
     return float(np.sum(M * X) - gamma * entropy(X)), X
@@ -307,9 +318,11 @@ def prop1_cvxpy(u, M, gamma, solver: str = "CLARABEL"):
 
 
 def exact_ot(p, u, M):
-    """Unregularised OT cost min_{X in U(p,u)} <M, X> by linear programming (scipy HiGHS)."""
+    """Unregularised OT cost min_{X in U(p,u)} <M, X> by linear programming (scipy HiGHS); p and u probability
+    vectors, M finite of shape (len(p), len(u)), as for sinkhorn (an unbalanced p came back as 'infeasible')."""
     from scipy.optimize import linprog
 
+    p, u, M = _check_transport(p, u, M)
     N1, N2 = M.shape
     Aeq = np.vstack([np.kron(np.eye(N1), np.ones(N2)), np.kron(np.ones(N1), np.eye(N2))])
     res = linprog(M.ravel(), A_eq=Aeq, b_eq=np.concatenate([p, u]), bounds=(0, None), method="highs")

@@ -63,7 +63,14 @@ class ExpFamily:
     def log_prob(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """log p(y | out) = eta^T t(y) - A(eta) + log h(y)   (the summand of Eq. (3) plus log h).  A floating y
         is taken in the outputs' dtype first (log h of a float32 y beside float64 outputs was float32's: PoissonV2's
-        lgamma 1e-8 off), and log h of an integer y is computed in it."""
+        lgamma 1e-8 off), and log h of an integer y is computed in it.  y outside the family's support is refused
+        by validate_y (a Poisson count of 0.5 or -1 gave a number or -inf, v1 at y = 0.5 a 'probability' above 1)."""
+        self.validate_y(y)
+        return self._log_prob(out, y)
+
+    def _log_prob(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """log_prob for a y already validated (validate_y): the models validate their targets once per call, and
+        a second check costs a host synchronisation per step on a GPU."""
         eta = self.natural(out)
         y = _like(y, eta)
         # log h of an integer y (counts) in the outputs' dtype too: lgamma of an int64 y was taken in the default
@@ -115,10 +122,11 @@ class Gaussian(ExpFamily):
     def log_base(self, y):
         return -0.5 * math.log(2 * math.pi * self.sigma2) - y ** 2 / (2 * self.sigma2)
 
-    def log_prob(self, out, y):
+    def _log_prob(self, out, y):
         """-(y - mu)^2 / (2 sigma2) - log(2 pi sigma2) / 2: Eq. (3)'s eta y - A(eta) + log h(y) with its three
         terms of size y^2 / sigma2 cancelled by hand (summed as they are, float32 lost every digit from y = mu =
-        1e4, float64 from 1e8, and a mean log-likelihood came out +1.0 where it is below -0.92)."""
+        1e4, float64 from 1e8, and a mean log-likelihood came out +1.0 where it is below -0.92).  A y that is not
+        finite is refused (log_prob's validate_y)."""
         dt = torch.promote_types(out.dtype, y.dtype) if torch.is_tensor(y) and y.is_floating_point() else out.dtype
         r = _float(y).to(dt) - out.to(dt)
         return (-(r * r) / (2 * self.sigma2) - 0.5 * math.log(2 * math.pi * self.sigma2)).to(out.dtype)
@@ -252,9 +260,9 @@ class Bernoulli(ExpFamily):
     def log_partition(self, eta):
         return softplus(eta)
 
-    def log_prob(self, out, y):
+    def _log_prob(self, out, y):
         """-softplus(-eta) for y = 1, -softplus(eta) for y = 0: exact, where eta y - softplus(eta) cancels
-        (it gives 0 for y = 1 at eta = 40, where log p = -4.2e-18)."""
+        (it gives 0 for y = 1 at eta = 40, where log p = -4.2e-18).  y other than 0 and 1 refused (log_prob's validate_y)."""
         return -bernoulli_nll(self.natural(out), y)
 
     def log_base(self, y):
@@ -303,7 +311,8 @@ class Categorical(ExpFamily):
     def log_base(self, y):
         return torch.zeros(torch.as_tensor(y).shape, dtype=torch.get_default_dtype())
 
-    def log_prob(self, out, y):
+    def _log_prob(self, out, y):
+        """log softmax(out)[y]; y must hold integers in [0, C - 1] (log_prob's validate_y: torch's gather named no y)."""
         return self.inner(out, y) - self.log_partition(out)
 
     def mean(self, out):

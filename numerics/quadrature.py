@@ -20,15 +20,20 @@ half_width = 12 leaves < 1e-32; see `normal_tail_half_width`).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable
 
 import torch
+
+from attnlab.numerics.validate import positive
 
 __all__ = ["uniform_grid", "real_line_grid", "trapezoid_weights", "trapezoid", "trapezoid_fn",
            "real_line_trapezoid", "normal_tail_half_width", "piecewise_gauss_legendre"]
 
 
 def _check_grid_size(G: int) -> int:
+    if isinstance(G, (str, bool)) or not math.isfinite(G):      # (int() of NaN or inf raised, naming no G)
+        raise ValueError(f"G (number of grid points) must be a finite integer >= 2; got {G!r}")
     if isinstance(G, bool) or int(G) != G or G < 2:
         raise ValueError(f"G (number of grid points) must be an integer >= 2; got {G!r}")
     return int(G)
@@ -48,7 +53,8 @@ def real_line_grid(h: float, half_width: float, *, center: float = 0.0, shift: f
     """Nodes center + (k + shift) h, k in Z, that lie in [center - half_width, center + half_width].
 
     `shift` in [0, 1) moves the whole lattice by a fraction of a cell (used to average the
-    trapezoid error over grid offsets, for integrands with kinks).
+    trapezoid error over grid offsets, for integrands with kinks).  `center` must be finite, and the nodes
+    distinct in `dtype` and at most 2^53 of them (a smaller h is refused, naming h and half_width).
     """
     h, L = float(h), float(half_width)
     if not (math.isfinite(h) and h > 0):
@@ -57,12 +63,20 @@ def real_line_grid(h: float, half_width: float, *, center: float = 0.0, shift: f
         raise ValueError(f"half_width must be a finite number > 0; got {half_width!r}")
     if not (0.0 <= float(shift) < 1.0):
         raise ValueError(f"shift must lie in [0, 1); got {shift!r}")
+    if isinstance(center, (str, bool)) or not math.isfinite(float(center)):
+        raise ValueError(f"center must be a finite number; got {center!r}")
+    if not L / h <= 2.0 ** 52:                 # (k beyond 2^53 is not exact in float64; int too big for torch)
+        raise ValueError(f"h={h} is too small for half_width={L}: 2 L / h = {2 * L / h:.3g} nodes (at most 2^53)")
     k_lo = math.ceil(-L / h - shift)
     k_hi = math.floor(L / h - shift)
     if k_hi - k_lo + 1 < 2:
         raise ValueError(f"h={h} is too large for half_width={L}: fewer than 2 nodes")
     k = torch.arange(k_lo, k_hi + 1, dtype=dtype, device=device)
-    return center + (k + shift) * h
+    t = center + (k + shift) * h
+    if not bool(torch.all(t[1:] > t[:-1])):    # nodes that round together (|center| >> h): no grid of spacing h
+        raise ValueError(f"h={h} is below the resolution of {t.dtype} at center={center} +- half_width={L}: "
+                         f"the nodes round together")
+    return t
 
 
 def normal_tail_half_width(eps: float = 1e-40, scale: float = 1.0) -> float:
@@ -111,6 +125,11 @@ def trapezoid(y: torch.Tensor, t: torch.Tensor, dim: int = -1) -> torch.Tensor:
         # cast to y's dtype were truncated: 0.25 -> 0, so the integral of 1 on [0, 1] came out 0)
         y = y.to(w.dtype)
     w = w.to(dtype=y.dtype, device=y.device)
+    if y.ndim == 0:
+        raise ValueError("y must have at least one dimension (the grid's); got a 0-d tensor")
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or not -y.ndim <= dim < y.ndim:
+        raise ValueError(f"dim must be an integer in [-{y.ndim}, {y.ndim - 1}] for y of shape {tuple(y.shape)}; "
+                         f"got {dim!r}")
     dim = dim % y.ndim
     if y.shape[dim] != w.shape[0]:
         raise ValueError(f"y.shape[{dim}]={y.shape[dim]} must equal the number of grid nodes {w.shape[0]}")
@@ -143,14 +162,20 @@ def piecewise_gauss_legendre(fn, breakpoints, n: int = 64, max_piece: float = 0.
     """float64 reference integral of a numpy callable that is analytic between `breakpoints`
     (sorted; the first and last are the interval's ends): Gauss-Legendre with n nodes on every
     piece, pieces cut to length <= max_piece.  For piecewise-analytic integrands (kinks only at the
-    breakpoints) this reaches ~1e-15 relative accuracy; cross-checked against mpmath in the tests."""
+    breakpoints) this reaches ~1e-15 relative accuracy; cross-checked against mpmath in the tests.  Finite
+    breakpoints, an integer n >= 2 and a finite max_piece > 0, others refused naming the argument."""
     import numpy as np
 
     pts = sorted(float(p) for p in breakpoints)
     if len(pts) < 2:
         raise ValueError("breakpoints must contain at least the two ends of the interval")
+    if not all(math.isfinite(p) for p in pts):
+        raise ValueError(f"breakpoints must be finite numbers; got {pts}")
+    if isinstance(n, (str, bool)) or not isinstance(n, numbers.Real) or not math.isfinite(n) or int(n) != n:
+        raise ValueError(f"n (nodes per piece) must be an integer >= 2; got {n!r}")     # (2.5 was taken as 2)
     if n < 2:
         raise ValueError(f"n (nodes per piece) must be >= 2; got {n}")
+    max_piece = positive(max_piece, "max_piece")
     x, w = np.polynomial.legendre.leggauss(int(n))
     total = []
     for lo, hi in zip(pts[:-1], pts[1:]):

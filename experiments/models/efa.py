@@ -693,7 +693,7 @@ class EFAValue(nn.Module):
         out = self.forward(y, x, tau, valid, targets)
         yt = self._targets_y(y, targets, tv)
         self.family.validate_y(yt, "y")
-        lp = self.family.log_prob(out, yt)
+        lp = self.family._log_prob(out, yt)          # (yt validated above)
         return lp * tv.to(lp.dtype)
 
     def nll(self, y, x=None, tau=None, valid=None, targets=None):
@@ -860,7 +860,7 @@ class FMValue(nn.Module):
         out = self.forward(y, x, valid, targets)
         yt = self._targets_y(y, targets, tv)
         self.family.validate_y(yt, "y")
-        lp = self.family.log_prob(out, yt)
+        lp = self.family._log_prob(out, yt)          # (yt validated above)
         return lp * tv.to(lp.dtype)
 
     def nll(self, y, x, valid=None, targets=None):
@@ -947,7 +947,7 @@ class FMAttributes(nn.Module):
         out = self.forward(y, tau, valid, targets, neighbors)
         yt = self._targets_y(y, targets, tv)
         self.family.validate_y(yt, "y")
-        lp = self.family.log_prob(out, yt)
+        lp = self.family._log_prob(out, yt)          # (yt validated above)
         return lp * tv.to(lp.dtype)
 
     def nll(self, y, tau, valid=None, targets=None, neighbors=None):
