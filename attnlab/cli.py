@@ -576,6 +576,7 @@ def _check_figures(drawn: dict, out_dir, not_drawn: int = 0, drawn_by: dict | No
 
     bad = 0
     redraw: list = []                               # the figure names (not file names) to redraw
+    unnamed = 0                                     # files not current whose figure is not known
     for stem, digest in drawn.items():
         path = out_dir / f"{stem}.png"
         if not path.is_file():
@@ -591,10 +592,12 @@ def _check_figures(drawn: dict, out_dir, not_drawn: int = 0, drawn_by: dict | No
                 state = "unreadable"
         bad += state != "current"
         name = (drawn_by or {}).get(stem)
-        if state != "current" and name and name not in redraw:
-            redraw.append(name)
+        if state != "current":
+            unnamed += name is None
+            if name and name not in redraw:         # (one figure may draw several files)
+                redraw.append(name)
         print(f"{state:10} {path}")
-    only = f" --only {' '.join(redraw)}" if redraw and len(redraw) == bad else ""
+    only = f" --only {' '.join(redraw)}" if redraw and not unnamed else ""
     print(f"{len(drawn) - bad} of {len(drawn) + not_drawn} figure(s) current"
           + (f"; {not_drawn} could not be drawn (below)" if not_drawn else "")
           + (f"; redraw the others with `attnlab figures{only} --out {out_dir}`" if bad else ""), file=sys.stderr)
