@@ -31,7 +31,7 @@ from torch import nn
 from attnlab.numerics import kernel_layer_math as nca
 from attnlab.numerics.multihead import (MultiheadAttentionBase, additive_mask, broadcast_shapes, check_dropout,
                                          check_flag, check_mask, check_positive, check_qkv, check_scale, compute_dtype,
-                                         deprecated, empty_attention, sdpa_mask)
+                                         deprecated, empty_attention, excluded, sdpa_mask)
 
 ATTENTIONS = ("discrete_softmax", "cts_softmax", "cts_sparsemax", "gaussian_mixture",
               "kernel_softmax", "kernel_sparsemax")
@@ -278,7 +278,8 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         key: (..., S, E).
         value: (..., S, Ev).
         attn_mask: broadcastable to (..., L, S), as in ``scaled_dot_product_attention``: bool True where
-            the query may attend; a float mask is added to the scores (``-inf`` leaves the key out), as
+            the query may attend; a float mask is added to the scores (``-inf``, or an entry at or below -1e4 after the row's
+            shift, as -1e9 and finfo.min, leaves the key out, as in SDPA), as
             given: for the kernel kinds a constant added to a row changes the density (f sums the scores
             against the kernel), for the ``cts_*`` kinds it does not.  Other dtypes raise ValueError.
         dropout_p: dropout probability on the weights w (applied whenever > 0, as in SDPA).
@@ -295,7 +296,7 @@ def continuous_attention(query, key, value, attn_mask=None, dropout_p: float = 0
         return_weights: keyword-only; also return the weights w.
         return_density: keyword-only; also return the densities on the grid.
         key_padding_mask: keyword-only; (..., S), as in ``nn.MultiheadAttention``: bool True (or a float
-            ``-inf``) marks padding, which is not there (the other keys re-spaced); a float mask's finite entries
+            ``-inf`` or an entry at or below -1e4) marks padding, which is not there (the other keys re-spaced); a float mask's finite entries
             are added to the scores.  With a per-query ``attn_mask`` (causal, ...) this is the way to name
             padding: such a mask keeps the positions of the keys it masks.
 
@@ -391,11 +392,12 @@ def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, sc
         keep = mask
     else:
         add = additive_mask(mask, cdt)
+        gone = excluded(add)                    # -inf, or an entry softmax would give zero weight (-1e9, finfo.min)
         if kind.startswith("kernel"):
             # the entries as given: f = sum_j (s_j + m_j) k(t, t_j) sees a constant added to a row (it adds c sum_j
             # k(t, t_j), not a constant in t), so the per-row shift that softmax ignores would change the density
-            add = torch.where(torch.isneginf(add), add, mask.to(cdt))
-        keep = ~torch.isneginf(add)
+            add = torch.where(gone, torch.full_like(add, float("-inf")), mask.to(cdt))
+        keep = ~gone
     # padding is absent: the present keys of each sequence sit at t = j/(n-1), j = 0..n-1 (1/2 for n = 1), as an
     # unpadded sequence of n keys would, so that padding changes no output (as in nn.MultiheadAttention).  Padding
     # is what a mask says of the keys alone: a mask the same for every query (query dimension 1), or the modules'
@@ -404,7 +406,7 @@ def _continuous_attention(query, key, value, attn_mask, dropout_p, is_causal, sc
     # mask with fewer queries than keys re-spaced the keys, 0.43 off between one call and two)
     T2, F, Kg = tab.T2, tab.F, getattr(tab, "Kg", None)
     if padding is not None:
-        present = ~(padding if padding.dtype == torch.bool else torch.isneginf(padding))
+        present = ~(padding if padding.dtype == torch.bool else excluded(additive_mask(padding, cdt)))
     elif keep is not None and keep.shape[-2] == 1 and not is_causal:       # (is_causal at L = 1: one row)
         present = keep.squeeze(-2)
     else:

@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from attnlab.numerics.multihead import (MultiheadAttentionBase, _autocast, additive_mask, check_dropout, check_flag,
-                                         check_qkv, check_scale, compute_dtype, empty_attention, sdpa_mask)
+                                         check_qkv, check_scale, compute_dtype, empty_attention, excluded, sdpa_mask)
 
 __all__ = ["AttentionLayer", "EFAMultiheadAttention", "efa_attention", "ATTENTIONS", "CONVENTIONS"]
 
@@ -237,8 +237,8 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
         key: (..., S, E).
         value: (..., S, Ev).
         attn_mask: broadcastable to (..., L, S), as in ``scaled_dot_product_attention``: bool True where
-            the query may attend, a float mask added to the scores (softmax) or ``-inf`` to exclude
-            (linear).  Other dtypes raise ValueError.
+            the query may attend, a float mask added to the scores (softmax) or ``-inf`` (or an entry at
+            or below -1e4, as -1e9 and finfo.min, which softmax gives no weight) to exclude (linear).  Other dtypes raise ValueError.
         dropout_p: dropout probability on the weights (applied whenever > 0).
         is_causal: the causal (top-left aligned) mask; then attn_mask must be None.
         scale: default $1/\sqrt{E}$ (the paper's convention divides by the model width instead).
@@ -288,7 +288,7 @@ def efa_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_
         if mask is not None:
             w = w.masked_fill(empty, 0.0)
     else:
-        w = s if mask is None else s.masked_fill(torch.isneginf(mask), 0.0)
+        w = s if mask is None else s.masked_fill(excluded(mask), 0.0)
     if dropout_p > 0:
         w = nn.functional.dropout(w, dropout_p)
     out = (w @ value).to(odt)
@@ -414,10 +414,11 @@ class EFAMultiheadAttention(MultiheadAttentionBase):
             key: (N, S, kdim), (S, N, kdim) or (S, kdim).
             value: (N, S, vdim), (S, N, vdim) or (S, vdim).
             key_padding_mask: (N, S); bool True marks padding; a float mask is added (softmax; linear
-                attention takes only its -inf entries, which exclude a key).
+                attention takes only its -inf entries and those at or below -1e4, which exclude a key).
             need_weights: also return the attention weights (else None).
             attn_mask: (L, S) or (N * num_heads, L, S); bool True = not allowed (the paper's M = -inf);
-                a float mask is added (softmax; linear attention: -inf excludes, other entries do nothing).
+                a float mask is added (softmax; linear attention: -inf or an entry at or below -1e4 excludes,
+                other entries do nothing).
             average_attn_weights: average the returned weights over the heads.
             is_causal: hint that attn_mask is causal; without attn_mask the causal mask is built.
 

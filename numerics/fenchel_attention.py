@@ -1137,11 +1137,25 @@ class FenchelMultiheadAttention(MultiheadAttentionBase):
             raise ValueError(f"alpha must be finite and > 0 in the layer's dtype {str(dt).replace('torch.', '')}; "
                              f"got {self.alpha0:g}, which it stores as {stored:g}")
         self.alpha_mode, self.exact = alpha_mode, exact
-        inv = inverse_softplus(self.alpha0)
         if alpha_mode == "head":
-            self.alpha_raw = nn.Parameter(torch.full((num_heads,), inv, device=device, dtype=dtype))
+            self.alpha_raw = nn.Parameter(torch.empty((num_heads,), device=device, dtype=dtype))
         elif alpha_mode == "query":
             self.alpha_proj = nn.Linear(embed_dim, num_heads, device=device, dtype=dtype)
+        self._reset_alphas()
+
+    def _reset_parameters(self):
+        """As nn.MultiheadAttention's, and the learned alphas back to alpha (a module built on the meta device
+        and materialised by to_empty kept uninitialised memory there)."""
+        super()._reset_parameters()
+        self._reset_alphas()
+
+    def _reset_alphas(self):
+        inv = inverse_softplus(self.alpha0) if hasattr(self, "alpha0") else None
+        if inv is None:                             # (the base class resets before the alphas exist)
+            return
+        if getattr(self, "alpha_raw", None) is not None:
+            nn.init.constant_(self.alpha_raw, inv)
+        if getattr(self, "alpha_proj", None) is not None:
             nn.init.zeros_(self.alpha_proj.weight)
             nn.init.constant_(self.alpha_proj.bias, inv)
 

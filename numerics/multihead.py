@@ -5,7 +5,8 @@
 Two mask conventions, as in torch itself:
 
 - the functional forms take ``attn_mask`` as ``scaled_dot_product_attention`` does: a bool mask is
-  True where a query MAY attend to a key; a floating mask is added to the scores (``-inf`` excludes);
+  True where a query MAY attend to a key; a floating mask is added to the scores (``-inf``, or an entry at or below MASK_EXCLUDES = -1e4 after the
+  row's shift, excludes: softmax gives it no weight, and the layers that do not softmax read it so);
 - the modules take ``key_padding_mask`` and ``attn_mask`` as ``nn.MultiheadAttention`` does: a bool
   mask is True where attention is NOT allowed; a floating mask is added.
 
@@ -207,6 +208,19 @@ def additive_mask(mask, dtype, shift: bool = True):
     return shift_rows(mask.to(dtype)) if shift else mask.to(dtype)
 
 
+#: a float mask entry at or below this (after additive_mask's shift by the row's largest finite entry) gives a key
+#: zero weight in softmax attention in every float dtype (exp(-1e4) underflows to 0), so the common -1e9 and
+#: finfo.min masks exclude keys in SDPA; the layers that do not softmax over the keys (continuous attention's
+#: value fit, EFA's linear attention) read such an entry as excluding the key too (they took only -inf, and a
+#: -1e9 causal mask leaked future tokens)
+MASK_EXCLUDES = -1e4
+
+
+def excluded(add):
+    """Where the additive mask `add` (additive_mask's) excludes a key: -inf, or at or below MASK_EXCLUDES."""
+    return torch.isneginf(add) | (add <= MASK_EXCLUDES)
+
+
 def shift_rows(x):
     """x - (the largest finite entry of each last-dim row, 0 where none): exact for that entry."""
     fin = torch.isfinite(x)
@@ -392,8 +406,10 @@ class MultiheadAttentionBase(nn.Module):
                          ("is_causal", is_causal)):
             check_flag(flag, nm)
         if query.is_nested or key.is_nested or value.is_nested:
-            raise ValueError("query, key, value must not be nested tensors; build nn.TransformerEncoder with "
-                             "enable_nested_tensor=False (or after putting the attnlab layer in)")
+            raise ValueError("query, key, value must not be nested tensors; set encoder.use_nested_tensor = False "
+                             "on the nn.TransformerEncoder that holds this layer (nn.Transformer: "
+                             "model.encoder.use_nested_tensor = False), or build it with enable_nested_tensor=False "
+                             "or after putting the attnlab layer in")
         unbatched = query.dim() == 2
         if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
             raise ValueError(f"query, key, value must all be 3-D (batched) or 2-D (unbatched); got shapes "

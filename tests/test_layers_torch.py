@@ -711,3 +711,72 @@ def test_a_paper_parameter_given_as_the_mask_says_they_are_keyword_only(bad):
     for f in (layers.fenchel_attention, layers.efa_attention):
         with pytest.raises(ValueError, match=r"^attn_mask must be a bool or floating-point tensor; .*keyword-only"):
             f(q, k, v, bad)
+
+
+def test_a_large_finite_negative_float_mask_excludes_keys_in_every_family():
+    """-1e9 and finfo.min masks remove keys in SDPA/MHA; the continuous kinds and EFA's linear attention took
+    only -inf and added the rest, so padding contents leaked into the output and a causal mask leaked future
+    tokens (outside review: up to 17.7 off)."""
+    import torch
+    from torch import nn
+
+    from attnlab.layers import ContinuousMultiheadAttention, EFAMultiheadAttention
+
+    torch.manual_seed(0)
+    L = 6
+    x = torch.randn(2, L, 8)
+    x2 = x.clone()
+    x2[:, -1] += 5                                   # only the last token changes
+    mods = [nn.MultiheadAttention(8, 2, batch_first=True),
+            ContinuousMultiheadAttention(8, 2, batch_first=True, kind="cts_softmax"),
+            ContinuousMultiheadAttention(8, 2, batch_first=True),
+            EFAMultiheadAttention(8, 2, batch_first=True, attention="linear")]
+    kb = torch.zeros(2, L, dtype=torch.bool)
+    kb[0, 4:] = True
+    with torch.no_grad():
+        for val in (-1e9, torch.finfo(torch.float32).min):
+            causal = torch.full((L, L), val).triu(1)
+            for m in mods:
+                m.eval()
+                moved = (m(x, x, x, attn_mask=causal)[0] - m(x2, x2, x2, attn_mask=causal)[0])[:, :-1].abs().max()
+                assert float(moved) == 0.0, (type(m).__name__, val)
+                kf = torch.zeros(2, L).masked_fill(kb, val)
+                gap = (m(x, x, x, key_padding_mask=kb)[0] - m(x, x, x, key_padding_mask=kf)[0]).abs().max()
+                assert float(gap) <= 1e-6, (type(m).__name__, val, float(gap))     # (MHA's float path rounds)
+
+
+@pytest.mark.parametrize("mode", ["head", "query"])
+def test_learned_alphas_are_reset_after_a_meta_device_build(mode):
+    """to_empty + _reset_parameters (torch's recipe for a module built on the meta device) left the learned
+    alphas holding uninitialised memory (outside review)."""
+    import torch
+
+    from attnlab.layers import FenchelMultiheadAttention
+
+    with torch.device("meta"):
+        m = FenchelMultiheadAttention(8, 2, alpha_mode=mode, alpha=1.5)
+    m.to_empty(device="cpu")
+    m._reset_parameters()
+    fresh = FenchelMultiheadAttention(8, 2, alpha_mode=mode, alpha=1.5)
+    for k, v in m.state_dict().items():
+        if "alpha" in k:
+            assert torch.equal(v, fresh.state_dict()[k]), k
+
+
+def test_nested_tensor_refusal_says_how_to_switch_it_off():
+    import torch
+    from torch import nn
+
+    from attnlab.layers import FenchelMultiheadAttention
+
+    t = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True)
+    t.encoder.layers[0].self_attn = FenchelMultiheadAttention(8, 2, batch_first=True)
+    src, tgt = torch.randn(3, 6, 8), torch.randn(3, 5, 8)
+    kpm = torch.zeros(3, 6, dtype=torch.bool)
+    kpm[0, 4:] = True
+    t.eval()
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="encoder.use_nested_tensor = False"):
+            t(src, tgt, src_key_padding_mask=kpm)
+        t.encoder.use_nested_tensor = False             # the remedy it names works
+        t(src, tgt, src_key_padding_mask=kpm)
