@@ -743,8 +743,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_verify(args)
         if args.command == "compare":
             return _dispatch(COMPARE, args.target, args.rest, "compare")
-        if args.command == "converge":
-            return _dispatch(COMPARE, "kernel-quadrature", args.rest, "compare")
+        if args.command == "converge":              # (the same command under its own name in --help and errors)
+            from attnlab.theory.kernel.compare import main as kernel_quadrature
+
+            return kernel_quadrature(args.rest, prog="attnlab converge")
         if args.command == "run":
             from attnlab.parallel import keep_freed_memory
 

@@ -175,3 +175,14 @@ def test_verify_processes_use_one_thread_of_every_pool():
             "print(torch.get_num_threads(), sorted({p['num_threads'] for p in pools}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "[1]"], out
+
+
+def test_converge_names_itself_in_its_help_and_errors(capsys):
+    """`attnlab converge --help` printed the usage of `attnlab compare kernel-quadrature` (outside review)."""
+    from attnlab.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["converge", "--help"])
+    assert capsys.readouterr().out.startswith("usage: attnlab converge")
+    assert main(["converge", "--bogus"]) == 2
+    assert "attnlab converge: unrecognized arguments: --bogus" in capsys.readouterr().err
