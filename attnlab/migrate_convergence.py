@@ -63,8 +63,7 @@ def _time_warping_labels(key: str):
     from attnlab.experiments.kernel import common as C
 
     cfg = json.loads(key)
-    _, y, _, _ = C.time_warping_data(cfg["n"], cfg["length"], cfg["lam_max"], seed=cfg["seed"])
-    n_test = int(round(cfg["test_fraction"] * cfg["n"]))
+    _, y, n_test = C.time_warping_split(cfg, cfg["seed"])
     return np.asarray(y[n_test:]), np.asarray(y[:n_test])
 
 

@@ -194,6 +194,14 @@ def time_warping_data(n: int, length: int = 95, lam_max: float = 25.0, seed: int
     return X.astype(np.float32), y, Z, lam
 
 
+def time_warping_split(cfg: dict, seed: int):
+    """(X, y, n_test) of one seed of the time-warping runner's data (time_warping_data at cfg's n, length and
+    lam_max): the first n_test = round(test_fraction n) series are the test split, the rest the training split
+    (the runner's split, and the one attnlab.migrate_convergence recomputes the trivial predictor on)."""
+    X, y, _, _ = time_warping_data(cfg["n"], cfg["length"], cfg["lam_max"], seed=seed)
+    return X, y, int(round(cfg["test_fraction"] * cfg["n"]))
+
+
 def warp(t, lam):
     """g(t) = (1 - e^{-λt}) / (1 - e^{-λ}) (the limit t as λ -> 0), computed with expm1 for small λ."""
     lam = np.maximum(lam, 1e-12)

@@ -57,8 +57,7 @@ def main(argv: list[str]) -> int:
         ctx = C.make_context(args, EXPERIMENT, folder, cfg, f"N{cfg['n_basis']}-{m}", seed, None)
         if ctx.done():
             return None
-        X, y, _, _ = C.time_warping_data(cfg["n"], cfg["length"], cfg["lam_max"], seed=seed)
-        n_test = int(round(cfg["test_fraction"] * cfg["n"]))
+        X, y, n_test = C.time_warping_split(cfg, seed)
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
         train, test = [Xt[n_test:], yt[n_test:]], [Xt[:n_test], yt[:n_test]]
         torch.manual_seed(seed)             # parameter initialisation (the data order has its own generator)
