@@ -96,8 +96,11 @@ RNG_KEY = "_attnlab_torch_rng"
 # what a checkpoint written before DEVICES_KEY existed says about its invocations' devices
 _UNRECORDED = "not recorded"
 # Flags (and config values of the same name) that only pick which runs to do; every runner names the
-# pick in the run's tag, so a run is the same run whichever other runs were picked beside it.
-_PICKS = {"models", "ks", "efa"}
+# pick in the run's tag, so a run is the same run whichever other runs were picked beside it.  (The kernel
+# runners' `basis`, the numbers of basis functions N, is one: each N is a run tagged N<N>; as a defining value,
+# `--basis 128` was refused beside the config's N=128 records of basis (64, 128), though its flag is documented
+# for running a subset.)
+_PICKS = {"models", "ks", "efa", "basis"}
 # Flags that say how to run, not what the run is: they may change between an interrupted run and its resume.
 # `--settings` picks settings the same way where the setting is in the tag (the EFA runners); a runner whose
 # config holds the settings themselves (kernel-cost) still has them in its config values, which define it.

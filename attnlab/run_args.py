@@ -219,6 +219,27 @@ def add_lr_flag(p) -> None:
                         "(records go to the folder CONFIG-lrLR, never mixed with the config's own)")
 
 
+def _folder_value(v) -> str:
+    """A config value as it appears in a records folder's name: None is ``all`` (--train-sentences all), a list
+    its items joined by ``_``, a number in its shortest form."""
+    if v is None:
+        return "all"
+    if isinstance(v, (list, tuple)):
+        return "_".join(_folder_value(x) for x in v)
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def overridden_folder(base: str, config: dict, defaults: dict, flags: dict) -> str:
+    """The records folder of a run whose config may hold values given on the command line: `base` (``quick``,
+    ``full`` or a named config) where each overridable value (`flags`: config key -> the flag that sets it) is the
+    config's own, else `base` followed by each overriding flag and its value, ``full-epochs10``.  A run at another
+    value is another config: written into `base` it sat, in a folder of its own, where the readers take the
+    paper's configuration (``attnlab run fenchel-ot-vit --epochs 3`` gave `full` records of 3 epochs), as
+    ``--lr`` runs are kept apart (:func:`add_lr_flag`)."""
+    parts = [f"{flag}{_folder_value(config.get(key))}" for key, flag in flags.items()
+             if config.get(key) != defaults.get(key)]
+    return "-".join([base, *parts])
+
 def backend_arg(name: str) -> str:
     if name not in BACKENDS:
         raise argparse.ArgumentTypeError(f"--backend must be one of {', '.join(BACKENDS)}; got {name!r}")

@@ -167,7 +167,8 @@ def test_runner_writes_record(tmp_path, monkeypatch):
     rc = tc.main(["--seed", "3", "--dims", "4", "--steps", "5", "--sentences", "60", "--quiet",
                   "--results-dir", str(tmp_path)])
     assert rc == 0
-    rec = json.loads((tmp_path / "bidir-toy-corpus" / "full" / "seed3.json").read_text())
+    # (a config changed by flags is recorded in a folder named after them)
+    rec = json.loads((tmp_path / "bidir-toy-corpus" / "full-dims4-steps5-sentences60" / "seed3.json").read_text())
     keys = {(r["setting"], r["model"], r["metric"]) for r in rec["metrics"]}
     assert ("p=4", "CBOW", "spearman_prop9_ratio") in keys and ("p=4", "attention", "spearman_prop14_eq2") in keys
     # 5 L-BFGS iterations do not converge: every model row says so, and so does the record

@@ -427,3 +427,61 @@ def test_a_flag_stored_in_the_config_under_another_name_is_one_run_with_its_defa
         with pytest.raises(Stop):
             tabular_sim.main(["--config", "reduced", "--models", "ATN"] + base + extra)
     assert seen[0] == seen[1] and seen[2] == seen[3], seen
+
+
+@pytest.mark.parametrize("runner, flags, folder", [
+    ("fenchel-ot-vit", ["--epochs", "3"], "full-epochs3"),
+    ("fenchel-ot-vit", ["--quick", "--epochs", "3"], "quick-epochs3"),
+    ("fenchel-deviation", ["--epochs", "10"], "full-epochs10"),
+    ("fenchel-deviation", ["--alpha", "0.5", "--train-sentences", "100"], "full-alpha0.5-train-sentences100"),
+    ("fenchel-deviation", ["--alpha", "1", "--epochs", "5"], "full"),                 # the config's own values
+    ("bidir-toy-corpus", ["--dims", "30", "--steps", "100"], "full-dims30-steps100"),
+    ("bidir-toy-corpus", ["--dims", "30,100,300,900"], "full"),
+    ("bidir-tabular-sim", ["--models", "ATN", "--epochs", "50"], "full-epochs50"),
+    ("bidir-tabular-sim", ["--models", "LR,ATN", "--epochs", "50"], "full"),         # LR's record: no epochs
+    ("efa-movielens-sequences", ["--split-seed", "7", "--models", "EFA"], "full-split-seed7"),
+    ("efa-movielens-ratings", ["--split-seed", "42", "--models", "EFA"], "full"),
+])
+def test_a_config_changed_by_a_flag_is_recorded_apart_from_the_config(runner, flags, folder, monkeypatch, tmp_path):
+    """`attnlab run fenchel-ot-vit --epochs 3` wrote 3-epoch records into `full`, the folder the readers and
+    the claims take for the paper's configuration (only a folder already holding full records refused it):
+    a flag that changes a config value names the folder after itself, as --lr does; at the config's own value
+    the run is the config's."""
+    from attnlab.cli import main
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def capture(experiment, seed, device, quick, config, args=None, tag="", substitute=None, config_name=None):
+        seen.append(config_name or ("quick" if quick else "full"))
+        raise Stop
+
+    monkeypatch.setattr(E, "RunContext", capture)
+    with pytest.raises(Stop):
+        main(["run", runner, "--seed", "0", "--results-dir", str(tmp_path), "--quiet", *flags])
+    assert seen == [folder]
+    assert run_args.overridden_folder("full", {"a": None, "b": [1, 2], "c": 1e-5}, {"a": 5, "b": [1], "c": 1.0},
+                                      {"a": "x", "b": "y", "c": "z"}) == "full-xall-y1_2-z1e-05"
+
+
+def test_a_subset_of_the_basis_sizes_is_the_same_config(tmp_path, monkeypatch):
+    """The kernel runners' --basis picks which numbers of basis functions N to run (each N a run tagged N<N>): a
+    run of N = 128 alone beside the config's N = 128 records of basis (64, 128) was refused as another config
+    ("basis: [64, 128] there, [128] now"); another value of a defining setting still is."""
+    from attnlab.errors import UsageError
+
+    monkeypatch.setenv("ATTNLAB_RUNS", str(tmp_path / "runs"))
+    p = run_args.experiment_parser("efa-demo", "demo")
+
+    def ctx(seed, **cfg):
+        args = p.parse_args(["--seed", str(seed), "--device", "cpu", "--results-dir", str(tmp_path), "--quiet"])
+        return E.context(args, "kernel-demo", {"lr": 0.1, "basis": (64, 128), **cfg}, seed, tag="N128-m")
+
+    first = ctx(0)
+    assert not first.done()
+    first.write_record([E.metric_row("N=128", "m", "accuracy", 0.5)])
+    assert not ctx(1, basis=(128,)).done()
+    with pytest.raises(UsageError, match=r"other config values \(lr: 0.1 there, 0.2 now\)"):
+        ctx(2, lr=0.2).done()

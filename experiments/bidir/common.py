@@ -26,9 +26,10 @@ def run_contexts(args, experiment: str, config: dict, tag: str = "", substitute:
 
 
 def run_context(args, experiment: str, config: dict, seed: int, tag: str = "",
-                device: str | None = None, substitute: str | None = None) -> RunContext:
-    """The RunContext of one seed, its records kept apart as in :func:`run_contexts`."""
-    return context(args, experiment, config, seed, tag, substitute, _folder(args), device=device)
+                device: str | None = None, substitute: str | None = None, folder: str | None = None) -> RunContext:
+    """The RunContext of one seed, its records kept apart as in :func:`run_contexts`; `folder` names the
+    records folder where a flag changed the config (attnlab.run_args.overridden_folder)."""
+    return context(args, experiment, config, seed, tag, substitute, folder or _folder(args), device=device)
 
 
 def _folder(args) -> str | None:

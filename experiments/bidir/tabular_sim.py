@@ -188,7 +188,7 @@ def make_datasets(seed: int, n: int, settings, protocols=PROTOCOLS) -> list[tupl
 
 def main(argv: list[str]) -> int:
     from attnlab.parallel import set_torch_threads
-    from attnlab.run_args import experiment_parser, parse_list, seeds_of
+    from attnlab.run_args import experiment_parser, overridden_folder, parse_list, seeds_of
 
     p = experiment_parser(EXPERIMENT, "Table 1: covariate-shift simulation, LR/RF/GB/MLP vs the tabular "
                           "attention model (ATN), authors' pooled bins and leakage-free train-only bins",
@@ -208,9 +208,13 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"bidir-tabular-sim takes seeds 0..{MAX_TABULAR_SEED - 1} (seed k's data seed is the k-th "
                          f"draw of the authors' stream: a seed of {max(seeds_of(args))} asked for that many draws)")
     cfg = dict(CONFIGS[config_name(args)])
+    defaults = dict(cfg)
     if args.epochs is not None:
         cfg["atn_epochs"] = args.epochs
         args.epochs = None      # defined by atn_epochs from here on (as --sentences, bidir-toy-corpus)
+    # ATN at another number of epochs is another config, recorded in its own folder (full-epochs50); the
+    # baselines train no epochs: their records keep the config's values and folder
+    folder = overridden_folder(config_name(args), cfg, defaults, {"atn_epochs": "epochs"})
     settings = QUICK_SETTINGS if args.quick else SETTINGS
     set_torch_threads(args)
     for seed in seeds_of(args):
@@ -218,7 +222,9 @@ def main(argv: list[str]) -> int:
         datasets = None
         for model in (m for m in MODELS if m in models):
             # the baselines are scikit-learn's: they run on the CPU whatever --device says
-            ctx = run_context(args, EXPERIMENT, cfg, seed, tag=model, device=None if model == "ATN" else "cpu")
+            atn = model == "ATN"
+            ctx = run_context(args, EXPERIMENT, cfg if atn else defaults, seed, tag=model,
+                              device=None if atn else "cpu", folder=folder if atn else None)
             if ctx.done():
                 continue
             if datasets is None:

@@ -382,7 +382,7 @@ def metrics_of(res: dict) -> list[dict]:
 def main(argv: list[str]) -> int:
     from attnlab.experiment import context
     from attnlab.parallel import run_tasks
-    from attnlab.run_args import experiment_parser, seeds_of
+    from attnlab.run_args import experiment_parser, overridden_folder, seeds_of
 
     p = experiment_parser("bidir-toy-corpus",
                           "App. I toy corpus: CBOW (full softmax) and the Eq. (1) attention objective, "
@@ -394,6 +394,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=None, help="L-BFGS iterations per model (default 1000; --quick: 100)")
     args = p.parse_args(argv)
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
+    defaults = dict(cfg)
     if args.dims is not None:
         try:
             dims = [strict_int(d) for d in args.dims.split(",")]
@@ -415,11 +416,15 @@ def main(argv: list[str]) -> int:
         # defined by the config value from here on (the flag named otherwise, --sentences 10000 given against the
         # default refused the resume of the same run: "--sentences: None there, 10000 now")
         args.sentences = None
+    # values given by flags that differ from the config's make another config, recorded in a folder of its own
+    # (full-dims30, full-steps100): written into the config's folder they were read as the paper's
+    folder = overridden_folder("quick" if args.quick else "full", cfg, defaults,
+                               {"dims": "dims", "steps": "steps", "n_sentences": "sentences"})
 
     def one(seed):
         """One seed: both models at every dimension, one checkpoint per dimension; writes the seed's record
         and returns its lines (None when the record existed)."""
-        ctx = context(args, "bidir-toy-corpus", cfg, seed)
+        ctx = context(args, "bidir-toy-corpus", cfg, seed, config_name=folder)
         if ctx.done():
             return None
         state = ctx.load_checkpoint() or {"done": {}}

@@ -27,6 +27,9 @@ import numpy as np
 from attnlab.experiments.efa.data import Sequences
 
 SAMPLINGS = ("sequences", "targets")
+#: the seed of the MovieLens runners' user-level split (the configs' split_seed; --split-seed another is
+#: another config, recorded in its own folder)
+SPLIT_SEED = 42
 
 
 def config_name(args) -> str | None:
@@ -34,12 +37,16 @@ def config_name(args) -> str | None:
     as Instacart's ``full-es``); the default sampling keeps it; the
     authors' per-target sampling gets its own (``quick-targets`` / ``full-targets``), so that records of
     the two modes are never mixed in one table nor taken for each other by seed skipping.  A learning
-    rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason, and
+    rate given with ``--lr`` (choosing it on validation) appends ``-lr<LR>`` for the same reason, as does another
+    user-level split (``--split-seed 7``: ``-split-seed7``), and
     ``--setup authors`` (the authors' initialisation and Adam epsilon) appends ``-authors``."""
     sampling = getattr(args, "sampling", "sequences")
     name = "quick" if getattr(args, "quick", False) else (getattr(args, "config", None) or "full")
     if sampling != "sequences":
         name = f"{name}-{sampling}"
+    split = getattr(args, "split_seed", SPLIT_SEED)
+    if split != SPLIT_SEED:             # (it was written into `full`, the paper's configuration)
+        name = f"{name}-split-seed{split}"
     lr = getattr(args, "lr", None)
     if lr is not None:
         name = f"{name}-lr{lr:g}"

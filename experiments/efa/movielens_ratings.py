@@ -27,7 +27,7 @@ VERSIONS = ("v1", "v2")
 SETTINGS = ("unidirectional", "bidirectional")
 MODELS = ("FM", "EFA")
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 1000, "patience": 10, "batch_size": 256,
-        "split": [0.5625, 0.1875, 0.25], "split_seed": 42, "dedup_seed": 42}
+        "split": [0.5625, 0.1875, 0.25], "split_seed": C.SPLIT_SEED, "dedup_seed": 42}
 QUICK = dict(FULL, lr=5e-3, epochs=3, patience=2)
 
 
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     add_sampling_flag(p)
     add_setup_flag(p)
     p.add_argument("--data", default=None, help="folder (or file u.data.gz) of your own MovieLens 100K copy")
-    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
+    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=C.SPLIT_SEED, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
     try:
         versions = parse_list(args.versions, VERSIONS, "--versions")

@@ -19,7 +19,7 @@ from attnlab.run_args import seed_value
 
 EXPERIMENT = "efa-movielens-sequences"
 FULL = {"dim": 32, "heads": 2, "layers": 2, "lr": 1e-4, "epochs": 2000, "patience": 10, "batch_size": 256,
-        "split": [0.5625, 0.1875, 0.25], "split_seed": 42, "dedup_seed": 42}
+        "split": [0.5625, 0.1875, 0.25], "split_seed": C.SPLIT_SEED, "dedup_seed": 42}
 QUICK = dict(FULL, lr=5e-3, epochs=3, patience=2)
 
 
@@ -31,7 +31,7 @@ def load(data_path=None, split_seed: int = 42, dedup_seed: int = 42):
 
 def main(argv: list[str]) -> int:
     p = T.parser(EXPERIMENT, __doc__)
-    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=42, help="seed of the user-level split (fixed across runs)")
+    p.add_argument("--split-seed", type=lambda s: seed_value(s, "--split-seed"), default=C.SPLIT_SEED, help="seed of the user-level split (fixed across runs)")
     args = p.parse_args(argv)
     try:
         settings, models = T.parse_common(args)

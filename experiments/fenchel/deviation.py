@@ -29,7 +29,7 @@ import torch
 from attnlab.devices import resolve_device
 from attnlab.experiment import context, contexts, metric_row
 from attnlab.parallel import run_tasks
-from attnlab.run_args import experiment_parser, seeds_of
+from attnlab.run_args import experiment_parser, overridden_folder, seeds_of
 from attnlab.experiments.fenchel import text as tx
 from attnlab.experiments.fenchel.dual_metrics import METRICS, deviation_metrics, head_problems
 from attnlab.experiments.pretrained import packaged_model
@@ -439,6 +439,7 @@ def main(argv: list[str]) -> int:
     if args.epochs is not None and not 1 <= args.epochs <= 10_000:
         raise UsageError(f"--epochs must be an integer in 1..10000; got {args.epochs}")
     cfg = dict(CONFIG_QUICK if args.quick else CONFIG)
+    defaults = dict(cfg)
     if args.alpha is not None:
         cfg["alpha"] = args.alpha
     if args.epochs is not None:
@@ -451,6 +452,12 @@ def main(argv: list[str]) -> int:
             cfg["train_sentences"] = int(text)
         else:
             raise UsageError(f"--train-sentences must be an integer >= 1 or all; got {args.train_sentences!r}")
+    # a value given by a flag that differs from the config's makes another config: its records go to their own
+    # folder (full-epochs10, full-alpha0.5); the pretrained models train nothing, so only alpha names theirs
+    base = "quick" if args.quick else "full"
+    folder = overridden_folder(base, cfg, defaults, {"alpha": "alpha", "epochs": "epochs",
+                                                      "train_sentences": "train-sentences"})
+    hf_folder = overridden_folder(base, cfg, defaults, {"alpha": "alpha"})
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
@@ -466,7 +473,7 @@ def main(argv: list[str]) -> int:
     if args.weights:
         # pretrained weights: no training; each seed samples its own n_eval sentences of the corpus
         toks = [w for w in (tx.tokenize(s)[:cfg["max_words"]] for s in sentences) if len(w) >= 4]
-        return _run_hf(args, cfg, toks)
+        return _run_hf(args, cfg, toks, hf_folder)
     train, evl = tx.split_corpus(sentences, cfg["n_eval"], cfg["max_words"])
     if cfg["train_sentences"]:
         if cfg["train_sentences"] > len(train):     # (recorded as given while the whole corpus was used)
@@ -482,7 +489,7 @@ def main(argv: list[str]) -> int:
     def one(seed):
         """One seed: trains both substitutes, measures their heads, writes the seed's record and returns
         its lines (None when the record existed)."""
-        ctx = context(args, EXPERIMENT, cfg, seed, substitute=SUBSTITUTE)
+        ctx = context(args, EXPERIMENT, cfg, seed, substitute=SUBSTITUTE, config_name=folder)
         if ctx.done():
             return None
         curves: dict = {}
@@ -515,7 +522,7 @@ def _sample(toks, n: int, seed: int):
     return [toks[i] for i in sorted(rng.choice(len(toks), size=min(n, len(toks)), replace=False))]
 
 
-def _run_hf(args, cfg, toks):
+def _run_hf(args, cfg, toks, folder: str = "full"):
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")              # weights come from the folder, never a hub
@@ -525,7 +532,8 @@ def _run_hf(args, cfg, toks):
         except (ValueError, OSError) as exc:
             raise UsageError(f"{exc}") from None
         name = Path(wpath).name
-        for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF):
+        for ctx in contexts(args, EXPERIMENT, dict(cfg, weights=name), tag=f"hf-{name}", substitute=SUBSTITUTE_HF,
+                            config_name=folder):
             if ctx.done():
                 continue
             evl = _sample(toks, cfg["n_eval"], ctx.seed)

@@ -30,7 +30,7 @@ import torch
 from attnlab.devices import resolve_device
 from attnlab.experiment import context, metric_row
 from attnlab.parallel import run_tasks
-from attnlab.run_args import experiment_parser, seeds_of
+from attnlab.run_args import experiment_parser, overridden_folder, seeds_of
 from attnlab.experiments.bidir.baselines import majority_class_accuracy
 
 EXPERIMENT = "fenchel-ot-vit"
@@ -302,6 +302,7 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"{exc}") from None
         if args.quick:
             data = (data[0][:512], data[1][:512], data[2][:512], data[3][:512], data[4])
+    folder = "quick" if args.quick else "full"
     if args.lrs is not None:                 # '' is refused, not read as "not given"
         try:
             cfg["lrs"] = [float(x) for x in args.lrs.split(",")]
@@ -319,6 +320,8 @@ def main(argv: list[str]) -> int:
     if args.epochs is not None:
         if args.epochs < 1:
             raise UsageError(f"--epochs must be >= 1; got {args.epochs}")
+        # another number of epochs is another config: its records go to their own folder (full-epochs3)
+        folder = overridden_folder(folder, dict(cfg, epochs=args.epochs), cfg, {"epochs": "epochs"})
         cfg["epochs"] = args.epochs
     if substitute and not args.quiet:
         print(f"[{EXPERIMENT}] SUBSTITUTE: {substitute}", file=sys.stderr)
@@ -329,7 +332,7 @@ def main(argv: list[str]) -> int:
     def one(seed):
         """One seed's runs (ViT and OT-ViT at every learning rate): trains, writes the seed's record, returns
         its lines (None when the record existed)."""
-        ctx = context(args, EXPERIMENT, cfg, seed, tag=tag, substitute=substitute)
+        ctx = context(args, EXPERIMENT, cfg, seed, tag=tag, substitute=substitute, config_name=folder)
         if ctx.done():
             return None
         rows, extra = run_seed(ctx, cfg, data, device)
