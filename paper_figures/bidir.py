@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size, tight_layout, wrap
 
 RECORD = Path("bidir-toy-corpus") / "full" / "seed0.json"     # under the results folder
 
@@ -92,7 +92,7 @@ def render_toy_scatter(outdir: Path) -> list[Path]:
     fig.suptitle(wrap("App. I toy corpus (|V| = 12, 10,000 sentences of length 5): learned similarities vs the "
                       f"factorization targets of Props 9 and 14 ({source}; paper, CBOW: Spearman 0.74-0.77 "
                       "with the ratio, Pearson 0.67-0.71 with M)", fig.get_figwidth(), 9))
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "bidir_toy_scatter.png")
 
 

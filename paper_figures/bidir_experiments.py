@@ -15,7 +15,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import folder_records
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size, tight_layout, wrap
 
 MODELS1 = ("LR", "RF", "GB", "MLP", "ATN")
 YLABEL = {"acc": "test accuracy (fraction)", "mse": "test MSE (squared class-index units)"}
@@ -116,7 +116,7 @@ def render_table1(outdir: Path) -> list[Path]:
                       f"ours = mean ± 95% CI over the converged runs of {_seeds(st, MODELS1)} (hollow: no run judged converged), "
                       f"config '{cfg}'{_missing(st, MODELS1)}",
                       fig.get_figwidth(), 9))
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "bidir_exp_table1.png")
 
 
@@ -146,7 +146,7 @@ def render_table2(outdir: Path) -> list[Path]:
     fig.suptitle(wrap(f"Table 2, auto-mpg origin split (245 USA train / 140 test): ours = mean ± 95% CI over "
                       f"the converged runs of {_seeds(st, models)} (hollow: no run judged converged), config '{cfg}'"
                       f"{_missing(st, models)}", fig.get_figwidth(), 9))
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "bidir_exp_table2.png")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save, size
+from attnlab.paper_figures.style import save, size, tight_layout
 
 
 def _plt():
@@ -86,7 +86,7 @@ def render_identifiability(outdir: Path) -> list[Path]:
     ax.legend(fontsize=5.5, loc="upper left")
     fig.suptitle("EFA Theorem 1 (linear identifiability): the proof's recovery, and two counterexamples "
                  "to the statement")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "efa_identifiability.png")
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import folder_records
-from attnlab.paper_figures.style import save, size
+from attnlab.paper_figures.style import save, size, tight_layout
 
 
 def _records(experiment: str, configs=("full", "quick"), keep=lambda r: True) -> tuple[list[dict], str]:
@@ -77,7 +77,7 @@ def fig3(outdir: Path) -> list[Path]:
                 ax.set_ylabel("masked target i")
     fig.suptitle(f"Instacart, unidirectional EFA: attention weights averaged over 2 heads "
                  f"(seed {r['seed']}, {cfg} config)")
-    fig.tight_layout(rect=(0, 0, 0.9, 0.98), w_pad=0.5, h_pad=1.5)
+    tight_layout(fig, rect=(0, 0, 0.9, 0.98), w_pad=0.5, h_pad=1.5)
     # one colour scale for the four maps, clipped at 0.25 as in the paper
     cax = fig.add_axes([0.91, 0.3, 0.015, 0.4])
     cb = fig.colorbar(im, cax=cax)
@@ -205,7 +205,7 @@ def fig6(outdir: Path) -> list[Path]:
         dots.set_xlabel(f"EFA test MSE ({unit}), " + ("the paper's values" if paper else "mean ± 95% CI"))
         dots.grid(axis="x", alpha=0.3)
     fig.suptitle("Figure 6: FM with k nearest neighbours vs EFA")
-    fig.tight_layout(h_pad=0.8)
+    tight_layout(fig, h_pad=0.8)
     return save(fig, outdir, "efa_exp_fig6.png")
 
 

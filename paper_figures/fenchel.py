@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size, tight_layout, wrap
 
 
 def render_fig3(outdir: Path) -> list[Path]:
@@ -54,7 +54,7 @@ def render_fig3(outdir: Path) -> list[Path]:
     fig.suptitle(wrap("Fig 3 regenerated: exact solution of (3)/(7) vs the closed form (16); u normalised from "
                       "the printed 0.3/0.4/0.6 (sum 1.3); T, z not given in the paper (our instance)",
                       fig.get_figwidth(), 9))
-    fig.tight_layout(rect=(0, 0.22 / fig.get_figheight(), 1, 1))
+    tight_layout(fig, rect=(0, 0.22 / fig.get_figheight(), 1, 1))
     return save(fig, outdir, "fenchel_fig3.png")
 
 
@@ -87,7 +87,7 @@ def render_error_vs_alpha(outdir: Path) -> list[Path]:
     ax.set_title("Theorem 2 error orders on I-rand (n = 5, d = 3):\nexpected slopes 2 (14, 16) and 3 (13)")
     ax.grid(which="both", alpha=0.3)
     ax.legend(fontsize=6)
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "fenchel_error_vs_alpha.png")
 
 

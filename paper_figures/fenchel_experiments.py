@@ -21,7 +21,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import folder_records
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size, tight_layout, wrap
 
 
 def _records(experiment: str, config: str | None = None) -> tuple[list[dict], str]:
@@ -199,7 +199,7 @@ def _source(recs, cfg) -> str:
 def _finish(fig, title, legend_in=0.4):
     """Title the figure (wrapped to its width) and leave `legend_in` inches at the bottom for the legend."""
     fig.suptitle(wrap(title, fig.get_figwidth(), 9))
-    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1), h_pad=0.6, w_pad=0.4)
+    tight_layout(fig, rect=(0, legend_in / fig.get_figheight(), 1, 1), h_pad=0.6, w_pad=0.4)
 
 
 def _fig4_layers(outdir, recs, cfg, model, title, fname, paper_label) -> list[Path]:
@@ -350,7 +350,7 @@ def output_errors(outdir: Path) -> list[Path]:
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(wrap(f"The λ-level metric beside output-level errors, per layer: mean ± 95% CI over {len(recs)} "
                       f"seeds ({_source(recs, cfg)})", fig.get_figwidth(), 9))
-    fig.tight_layout(rect=(0, 0.36 / fig.get_figheight(), 1, 1))
+    tight_layout(fig, rect=(0, 0.36 / fig.get_figheight(), 1, 1))
     return save(fig, outdir, "fenchel_exp_output_errors.png")
 
 
@@ -402,7 +402,7 @@ def ot_vit(outdir: Path) -> list[Path]:
     axes[0].set_title(f"ours: 8×8 digits (SUBSTITUTE), config '{cfg}'\nconverged runs of {n} seeds, "
                       f"mean ± 95% t-CI" + ("\nhatched: none judged converged" if unconverged else ""))
     axes[1].set_title("paper: Tables 1–2, mean ± 95% CI (CIFAR-10,\nCIFAR-100 learning-rate grid, Fashion-MNIST)")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    tight_layout(fig, rect=(0, 0, 1, 0.93))
     return save(fig, outdir, "fenchel_exp_ot_vit.png")
 
 
@@ -490,7 +490,7 @@ def pretrained(outdir: Path) -> list[Path]:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), frameon=False)
     ax.set_title("all-MiniLM-L6-v2: the metric beside output-level errors")
     fig.suptitle("λ* vs αz on a real pretrained encoder (movie-review sentences, α = 1, every head; mean ± 95% CI)")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "fenchel_exp_pretrained.png")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnlab.paper_figures.style import save, size
+from attnlab.paper_figures.style import save, size, tight_layout
 
 N_SIM = 100
 G_PAPER = np.arange(2, 20)
@@ -96,7 +96,7 @@ def render_fig2a(outdir: Path) -> list[Path]:
     axes[0].set_ylabel("absolute error")
     axes[1].legend(fontsize=6, loc="lower left")
     fig.suptitle("Fig. 2a regenerated: trapezoid rule on [0, 1], 100 simulations (Gaussian kernel, zeta^2 = 10)")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "kernel_fig2a_convergence.png")
 
 
@@ -116,7 +116,7 @@ def render_fig2b(outdir: Path) -> list[Path]:
     ax.set_title("Fig. 2b regenerated: sparsemax integral\nvs softplus approximations")
     ax.legend(fontsize=6)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "kernel_fig2b_softplus.png")
 
 
@@ -142,7 +142,7 @@ def render_convergence_R(outdir: Path) -> list[Path]:
     ax.set_title("Trapezoid rule on R: exponential (softmax)\nvs algebraic (sparse) convergence")
     ax.legend(fontsize=5.5, loc="lower right")
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "kernel_convergence_R.png")
 
 
@@ -164,7 +164,7 @@ def render_convergence_unit(outdir: Path) -> list[Path]:
     ax.set_title("Trapezoid rule on [0, 1] (App. E.4 setting):\nO(G^-2) for both")
     ax.legend(fontsize=6)
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "kernel_convergence_unit_interval.png")
 
 

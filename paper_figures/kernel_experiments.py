@@ -27,7 +27,7 @@ import numpy as np
 
 from attnlab.experiment import results_root
 from attnlab.results import folder_records
-from attnlab.paper_figures.style import save, size, wrap
+from attnlab.paper_figures.style import save, size, tight_layout, wrap
 
 EXPERIMENTS = (("kernel-time-warping", "Table 1: time warping"), ("kernel-forda", "Table 2: FordA"),
                ("kernel-gestures", "Table 3 protocol: gestures"), ("kernel-sentiment", "Table 4 protocol: sentences"),
@@ -149,7 +149,7 @@ def render_results(outdir: Path) -> list[Path]:
     for slot, (exp, title) in zip(slots, EXPERIMENTS):
         _results_panel(fig.add_subplot(slot), exp, title, PAPER_NUMBERS)
     fig.suptitle("Kernel multimodal attention, test accuracy: ours beside the paper's tables")
-    fig.tight_layout()
+    tight_layout(fig)
     return save(fig, outdir, "kernel_exp_results.png")
 
 
@@ -355,7 +355,7 @@ def render_forda(outdir: Path) -> list[Path]:
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
     fig.suptitle(f"FordA: original series vs rescaled attention density (Figs. 1a, 4, 9; {cfg} config, "
                  f"seed {seed})")
-    fig.tight_layout(rect=(0, 0.22 / fig.get_figheight(), 1, 1))
+    tight_layout(fig, rect=(0, 0.22 / fig.get_figheight(), 1, 1))
     return save(fig, outdir, "kernel_exp_forda.png")
 
 

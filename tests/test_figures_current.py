@@ -2,30 +2,16 @@
 draws each figure without writing it and compares its content digest (paper_figures/style.py: texts and
 data to four significant digits, rounding-level numbers as 0, not pixels) with the digest its committed PNG
 carries.  A figure drawn from records that later moved (a seed added, a record re-run), or from a library
-function whose numbers changed, is reported stale, and this test fails until it is redrawn.  (The figures
-print rounding-level errors as "< tolerance", never as digits another BLAS would print otherwise.)"""
+function whose numbers changed, is reported stale, and the README tour's `attnlab figures --check` line
+(tests/test_readme_tour.py, which runs it on the committed figures) fails until it is redrawn; the tests here
+check what --check reports.  (The figures print rounding-level errors as "< tolerance", never as digits
+another BLAS would print otherwise.)"""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
-
-import pytest
 
 from attnlab.cli import main
 from attnlab.paper_figures import style
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def test_committed_figures_are_current(capsys):
-    if not (ROOT / "results").is_dir():
-        pytest.skip("no results/ folder to draw the figures from")
-    rc = main(["figures", "--check", "--out", str(ROOT / "paper_figures")])
-    out = capsys.readouterr().out
-    assert rc == 0, "figures that differ from what the committed records and the library give (redraw " \
-                    "them with `attnlab figures`):\n" + "\n".join(line for line in out.splitlines()
-                                                                  if not line.startswith("current"))
-    assert out.count("current") == len(list((ROOT / "paper_figures").glob("*.png"))) >= 25
 
 
 def test_check_names_stale_missing_and_undigested_figures(tmp_path, capsys):

@@ -85,6 +85,12 @@ def test_tour_line_runs_as_printed(line, tier, codes, tmp_path):
         argv += ["--out", str(ROOT / "paper_figures" if check else tmp_path / "figures")]
     proc = subprocess.run([sys.executable, "-m", "attnlab", *argv], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=3600)
+    if check:                       # the committed figures are current (tests/test_figures_current.py says what that is)
+        stale = [x for x in proc.stdout.splitlines() if not x.startswith("current")]
+        assert proc.returncode == 0 and not stale, (
+            "figures that differ from what the committed records and the library give (redraw them with `attnlab "
+            "figures`):\n" + "\n".join(stale) + "\n" + proc.stderr[-2000:])
+        assert proc.stdout.count("current") == len(list((ROOT / "paper_figures").glob("*.png"))) >= 25
     assert proc.returncode in codes, (f"`attnlab {line}` exited {proc.returncode}:\n"
                                       + (proc.stderr or proc.stdout)[-2000:])
     assert proc.stdout.strip(), f"`attnlab {line}` printed nothing"
