@@ -113,25 +113,43 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, r
     of two nearest that maximum, (T/s, z/s, alpha s^2) has lambda* s; tol then bounds the gradient in units of
     s (at |T|, |z| ~ 1e-13, tol = 1e-12 held absolutely stopped at lambda = 0).
 
+    Where alpha s^2 underflows (|T| = 1e-200 at alpha = 1: the scaled problem's alpha is 0 in float64), the
+    scaled dual is F(nu) = <nu, z/s> - |nu|^2/2 to within alpha s^2 |T/s|^2 |z/s| (below 2^-1058 |z/s|): nu* = z,
+    lambda* = alpha z, with the gradient there as computed (0 up to rounding).  (Newton ran unscaled there, its
+    absolute tol met at nu = 0: lambda* = 0, h = b, reported converged with error 0.)
+
     Returns (lambda*, iterations) or, with return_info, (lambda*, NewtonInfo).  Does not raise when the
     tolerance is not met: info['converged'] says so, and callers must report it.
     """
     T, u, z = check_instance(T, u, z, alpha)
-    alpha = float(alpha)
+    nu, info = _newton_nu(T, u, z, float(alpha), float(tol), max_iter)
+    lam = float(alpha) * nu
+    return (lam, info) if return_info else (lam, info["iterations"])
+
+
+def _newton_nu(T, u, z, alpha: float, tol: float, max_iter: int):
+    """(nu* = lambda*/alpha, NewtonInfo) of :func:`solve_dual_newton` for a checked instance: nu is what the
+    iteration solves for, and h-hat = b - nu (:func:`solve`) takes it without the round trip through lambda
+    (lambda = alpha nu underflows where alpha |z| does)."""
     k = _scale_exponent(T)
-    if k and 0.0 < math.ldexp(alpha, 2 * k) < math.inf:
+    if k and math.ldexp(alpha, 2 * k) == 0.0:
+        # the scaled problem's alpha underflows: nu* = z to within 2^-1058 |z| (solve_dual_newton)
+        Tk, zk = np.ldexp(T, -k), np.ldexp(z, -k)
+        gs = (u @ Tk + zk) - zk - u @ Tk                 # its gradient b - nu - h(0) at nu = z, in units of s
+        gn = math.ldexp(math.sqrt(float(gs @ gs)), k)
+        return z.copy(), NewtonInfo(iterations=0, grad_norm=gn, decrement=gn, tolerance=math.ldexp(tol, k),
+                                    converged=True)
+    if k and math.ldexp(alpha, 2 * k) < math.inf:
         # templates far from unit scale (|T|, |z| ~ 1e-13), where the absolute tol stopped Newton at its start
         # (||g|| = ||z|| <= 1e-12) and lambda* came back 0: solved at unit scale, (T, z, alpha) -> (T/s, z/s, alpha s^2)
-        # with s = 2^k (exact in float64), whose lambda is s lambda*; the gradient and the decrement scale back by s
+        # with s = 2^k (exact in float64), whose nu is nu*/s; the gradient and the decrement scale back by s
         # (the scale is the templates', in whose units h and the gradient are; evidence far from them, |z| >> |T|,
         # is the scaled dual's own regime)
-        lam, info = solve_dual_newton(np.ldexp(T, -k), u, np.ldexp(z, -k), math.ldexp(alpha, 2 * k), tol=tol,
-                                      max_iter=max_iter, return_info=True)
-        lam = np.ldexp(lam, -k)
+        nu, info = _newton_nu(np.ldexp(T, -k), u, np.ldexp(z, -k), math.ldexp(alpha, 2 * k), tol, max_iter)
         info = NewtonInfo(iterations=info["iterations"], grad_norm=math.ldexp(info["grad_norm"], k),
                           decrement=math.ldexp(info["decrement"], k), tolerance=math.ldexp(info["tolerance"], k),
                           converged=info["converged"])
-        return (lam, info) if return_info else (lam, info["iterations"])
+        return np.ldexp(nu, k), info
     if min(u.tolist()) > 0:
         Tk, uk = T, u
     else:                              # atoms outside supp(u) never carry mass (9)
@@ -248,13 +266,10 @@ def solve_dual_newton(T, u, z, alpha, tol: float = 1e-12, max_iter: int = 200, r
         g = bt - x - q[:m] / q.item(0)
         g[0] = 0.0
         gn = math.sqrt(g.dot(g))
-    lam = alpha * x[1:]
-    if not return_info:
-        return lam, it
     if floor is None:
         floor = max(tol, 64 * _EPS * math.sqrt(1.0 + alpha) * max(1.0, float(np.abs(bt).max()))
                     * max(1.0, float(np.abs(Tk).max())))
-    return lam, NewtonInfo(iterations=it, grad_norm=gn, decrement=dec, tolerance=floor, converged=bool(converged))
+    return x[1:], NewtonInfo(iterations=it, grad_norm=gn, decrement=dec, tolerance=floor, converged=bool(converged))
 
 
 # CLARABEL options that give the primal p* to ~1e-8 (the defaults give ~1e-5); the exponential-cone
@@ -412,16 +427,17 @@ def gaussian_closed_form(mu, z, alpha):
 def solve(T, u, z, alpha, tol: float = 1e-12):
     """Exact solution by float64 Newton: dict(lam, p, h, info) (Eqs. (7), (9), (10)).
 
-    h is taken from the first-order condition of (7), h-hat = b - lambda*/alpha, which equals the
+    h is taken from the first-order condition of (7), h-hat = b - nu* (nu* = lambda*/alpha), which equals the
     recovery (10) T^T p(lambda*) at the optimum: it carries the accuracy of nu = lambda/alpha, while the
     weights p(lambda*) at large alpha are sensitive to the rounding of alpha <t_i, nu> (at alpha = 1e12
     T^T p is off by up to 1e-1 where b - nu is right to 1e-12).  info (NewtonInfo) holds the
     iterations, the final gradient norm and the Newton decrement; info['converged'] is False when the
     tolerance was not met."""
-    lam, info = solve_dual_newton(T, u, z, alpha, tol=tol, return_info=True)
     T, u, z = check_instance(T, u, z, alpha)
+    nu, info = _newton_nu(T, u, z, float(alpha), float(tol), 200)
+    lam = float(alpha) * nu
     p = tilted(lam, T, u)
-    return dict(lam=lam, p=p, h=u @ T + z - lam / float(alpha), info=info)
+    return dict(lam=lam, p=p, h=u @ T + z - nu, info=info)
 
 
 def project_onto_hull(T, y, u=None) -> np.ndarray:

@@ -146,6 +146,34 @@ def test_instances_far_from_unit_scale(scale):
     assert info["converged"] and abs(lam[0] - ref[0] / scale) <= 1e-12 * abs(ref[0] / scale)
 
 
+@pytest.mark.parametrize("scale, alpha", [(1e-200, 1.0), (1e-170, 1.0), (1e-100, 1e-130), (1e-150, 1.0)])
+def test_templates_so_small_that_the_scaled_alpha_underflows(scale, alpha, monkeypatch):
+    """|T| = 1e-200 at alpha = 1: the unit-scale problem's alpha s^2 underflows to 0, the rescaling was skipped, and
+    Newton's absolute tol stopped at lambda = 0: h_newton = b (wrong at its own scale), reported converged with
+    newton_rel_error 0 (relative to max(1, |b|): absolute), and err_limit 0 for an h_limit 7e-201 away (the norm's
+    squares underflowed).  There nu* = z to within alpha |T|^2 |z| (below 1e-290 of it): h* = mu, lambda* = alpha z
+    (the closed form of an instance where alpha Sigma is nothing in float64; at 1e-150 the rescaled solve runs)."""
+    T = np.array([[1.0, 0.0], [0.0, 1.0]]) * scale
+    u, z = np.array([0.5, 0.5]), np.array([1.0, 0.0]) * scale
+    mu = u @ T
+    sol = ed.solve(T, u, z, alpha)
+    assert sol["info"]["converged"]
+    assert np.abs(sol["h"] - mu).max() <= 1e-15 * scale
+    assert np.abs(sol["lam"] - alpha * z).max() <= 1e-15 * alpha * scale
+    (row,) = fc.compare(T, u, z, [alpha], cvxpy=False, limit=True)
+    assert row["newton_converged"] and np.abs(np.subtract(row["h_newton"], mu)).max() <= 1e-15 * scale
+    # |h - h_limit| at its own scale (h_limit, the projection of b onto the segment [t_1, t_2], is (s, 0) to the
+    # QP's accuracy), not 0
+    assert row["err_limit"] == pytest.approx(float(np.linalg.norm((np.array(row["h_limit"]) - mu) / scale)) * scale,
+                                             rel=1e-12) and row["err_limit"] > 0.1 * scale
+    # the row's error estimate can fail: a solver that answers h = b (the old one) is not converged
+    real = ed.solve
+    monkeypatch.setattr(ed, "solve", lambda T, u, z, a, **k: dict(real(T, u, z, a, **k), h=u @ T + z,
+                                                                   lam=np.zeros_like(z)))
+    (bad,) = fc.compare(T, u, z, [alpha], cvxpy=False, limit=False)
+    assert not bad["newton_converged"] and bad["newton_rel_error"] > 0.1
+
+
 def test_z_below_the_rounding_of_mu_is_not_called_converged(capsys, tmp_path):
     """T of order 1, z ~ 1e-13: lambda* cannot be resolved (z is lost in the rounding of mu + z) and Newton's
     absolute test stops at lambda = 0: the row is not converged (lambda_rel_error says why) and the command warns

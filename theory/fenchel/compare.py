@@ -164,7 +164,10 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
         except Exception as exc:    # cvxpy raises its own errors (SolverError, ValueError on huge data)
             print(f"attnlab compare fenchel: warning: h_limit is null: the projection onto the hull failed "
                   f"({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", file=sys.stderr)
-    scale = max(1.0, float(np.linalg.norm(u @ T + z)))
+    # the scale of h: |mu + z|, or the templates' where that is smaller (h-hat lies near conv{t_i} for small alpha,
+    # and mu + z may cancel to 0); with max(1, |mu + z|) the "relative" error of templates of size 1e-200 was
+    # absolute, and a row with h_newton = b, wrong at its own scale, read converged with error 0
+    scale = max(_norm(u @ T + z), float(np.abs(T).max())) or 1.0
     rows = []
     for k, a in enumerate(alphas):
         if progress is not None:
@@ -189,7 +192,7 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
             big = float(np.abs(lam).max()) if lam.size else 0.0
             unit = big if 0 < big < math.inf else 1.0
             nl = float(np.linalg.norm(lam / unit))
-            gn, step = newton_error(T, u, z, a, lam)
+            gn, step = newton_error(T, u, z, a, lam, ex["h"])
         rel_err = step / scale
         # lambda*'s own relative error, alpha ||nu - nu*|| / ||lambda*||: what rel_dev and tv rest on (z far below
         # |mu| (T ~ 1, z ~ 1e-13): Newton's absolute test stops at lambda = 0, whose h_newton is right to 1e-13)
@@ -218,9 +221,9 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
                 h_refined=h_ref.tolist(),
                 h_limit=None if h_limit is None else h_limit.tolist(),
                 lambda_star=lam.tolist(),
-                err_approx=float(np.linalg.norm(ex["h"] - h_apx)),
-                err_refined=float(np.linalg.norm(ex["h"] - h_ref)),
-                err_limit=None if h_limit is None else float(np.linalg.norm(ex["h"] - h_limit)),
+                err_approx=_norm(ex["h"] - h_apx),
+                err_refined=_norm(ex["h"] - h_ref),
+                err_limit=None if h_limit is None else _norm(ex["h"] - h_limit),
                 # lambda* = 0 (z = 0, or z lost below the rounding of mu + z) against alpha z != 0: the
                 # relative deviation is infinite, reported null, not 0
                 rel_dev=(float(np.linalg.norm((lam - a * z) / unit) / nl) if nl > 0 or not math.isfinite(nl)
@@ -232,12 +235,23 @@ def compare(T, u, z, alphas, cvxpy: bool = True, progress=None, limit: bool = Tr
     return rows
 
 
-def newton_error(T, u, z, alpha, lam) -> tuple[float, float]:
+def _norm(x) -> float:
+    """|x|_2 without underflow or overflow: the vector scaled by its largest entry first (np.linalg.norm
+    squares the entries, and |x| ~ 1e-200 read as 0: err_limit = 0 for an h_limit 5e-201 away)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    m = float(np.abs(x).max()) if x.size else 0.0
+    return m * float(np.linalg.norm(x / m)) if 0.0 < m < math.inf else float(np.linalg.norm(x))
+
+
+def newton_error(T, u, z, alpha, lam, h_hat=None) -> tuple[float, float]:
     """(||g||, ||H^-1 g||) at lambda of the scaled dual (nu = lambda / alpha; g = b - nu - h(lambda),
     H = I + alpha Cov_p(lambda)(t)).  The Newton step ||H^-1 g|| is the first-order estimate of
     ||nu - nu*|| = ||h_newton - h*||, in h's own units: scale-free, where ||g|| is not (at large alpha
     the gradient carries the rounding noise ~eps alpha |T|^2 of the logits, which H divides out again:
-    at alpha = 1e12, ||g|| ~ 1e-3 while h is right to ~1e-15)."""
+    at alpha = 1e12, ||g|| ~ 1e-3 while h is right to ~1e-15).  h_hat: b - nu where the caller has it
+    (lambda / alpha loses nu where alpha nu underflows)."""
     import numpy as np
     from scipy.special import softmax
 
@@ -247,14 +261,14 @@ def newton_error(T, u, z, alpha, lam) -> tuple[float, float]:
         b = u @ T + z
         p = softmax(_log_u(u) + T @ lam)
         h = T.T @ p
-        g = b - lam / float(alpha) - h
+        g = (b - lam / float(alpha) if h_hat is None else np.asarray(h_hat, dtype=float)) - h
         C = T - h
         H = np.eye(T.shape[1]) + float(alpha) * (C.T * p) @ C
         try:
             step = np.linalg.solve(H, g)
         except np.linalg.LinAlgError:
-            return float(np.linalg.norm(g)), math.inf
-    gn, sn = float(np.linalg.norm(g)), float(np.linalg.norm(step))
+            return _norm(g), math.inf
+    gn, sn = _norm(g), _norm(step)
     return (gn if math.isfinite(gn) else math.inf), (sn if math.isfinite(sn) else math.inf)
 
 
@@ -379,7 +393,7 @@ def main(argv: list[str]) -> int:
                     "primal (3)) against the attention approximation (16), the refined (13) and the "
                     "alpha -> infinity limit, per alpha.  h_newton is the reference; h_exact (cvxpy) is "
                     "the least accurate column (accepted at KKT residual <= 1e-6: off by 1e-8 to a few 1e-7) "
-                    "and is null where cvxpy fails.  newton_rel_error estimates ||h_newton - h*|| / max(1, |mu + z|).")
+                    "and is null where cvxpy fails.  newton_rel_error estimates ||h_newton - h*|| / max(|mu + z|, max |t_ij|).")
     ap.add_argument("--instance", metavar="FILE.json",
                     help="JSON with T (n x d), u (n, probability vector), z (d), alphas (list of numbers > 0); "
                          f"default: a random instance (n = {DEFAULT_N}, d = {DEFAULT_D}, "
