@@ -275,20 +275,56 @@ def _current_judgements(recs: list[dict], paths, warn) -> list[dict]:
     # (a record that trains nothing -- a timing, a pretrained model -- has no convergence to judge under any rule)
     stale = [r for r in recs if isinstance(r.get("convergence"), dict) and r["convergence"].get("rule")
              and r["convergence"]["rule"] != RULE and r["convergence"].get("status") != "not-trained"]
-    if not stale:
+    # and a record whose judgement is missing (no convergence, no rule) or contradicts itself (`converged` against
+    # its status, a row's against its model's): `converged: true` beside status at-chance, or with the judgement
+    # deleted, counted a run at chance as converged (a verdict moved from inconclusive to holds)
+    muddled = [r for r in recs if not any(r is x for x in stale) and _judgement_problem(r)]
+    if not stale and not muddled:
         return recs
-    rules = sorted({str(r["convergence"]["rule"]) for r in stale})
     folders = sorted({str(Path(p).parent.parent.parent) for p in paths})
-    warn(f"{len(stale)} results record(s) were judged by another convergence rule ({', '.join(rules)}) than this "
-         f"attnlab's ({RULE}): counted as not judged; re-judge them with `python -m attnlab.migrate_convergence "
-         f"{folders[0] if len(folders) == 1 else 'RESULTS_DIR'}`")
-    out, ids = [], {id(r) for r in stale}
+    how = f"`python -m attnlab.migrate_convergence {folders[0] if len(folders) == 1 else 'RESULTS_DIR'}`"
+    if stale:
+        rules = sorted({str(r["convergence"]["rule"]) for r in stale})
+        warn(f"{len(stale)} results record(s) were judged by another convergence rule ({', '.join(rules)}) than this "
+             f"attnlab's ({RULE}): counted as not judged; re-judge them with {how}")
+    if muddled:
+        warn(f"{len(muddled)} results record(s) carry no convergence judgement or one that contradicts itself (the "
+             f"first: {_judgement_problem(muddled[0])}, seed {muddled[0].get('seed')} of {muddled[0].get('experiment')}"
+             f"): counted as not judged; re-judge them with {how}")
+    out, ids = [], {id(r) for r in stale + muddled}
     for r in recs:
         if id(r) in ids:
-            r = dict(r, converged=None, convergence=dict(r["convergence"], status="unknown"),
+            conv = r["convergence"] if isinstance(r.get("convergence"), dict) else {}
+            r = dict(r, converged=None, convergence=dict(conv, status="unknown", models={}),
                      metrics=[dict(m, converged=None) if "converged" in m else m for m in r["metrics"]])
         out.append(r)
     return out
+
+
+#: the `converged` value each convergence status implies (attnlab.convergence); "not-trained" implies null
+_IMPLIED = {"converged": True, "not-levelled": False, "at-chance": False, "unknown": None, "not-trained": None}
+
+
+def _judgement_problem(rec: dict) -> str:
+    """Why a record's convergence judgement cannot be taken as it stands, or "": no judgement (no `convergence`,
+    no rule, a status not among attnlab.convergence.STATUSES), or `converged` (the record's, or a row's against
+    its model's entry in `convergence.models`) other than its status implies."""
+    conv = rec.get("convergence")
+    if not isinstance(conv, dict) or not conv.get("rule"):
+        return "no convergence judgement stored"
+    status = conv.get("status")
+    if status not in _IMPLIED:
+        return f"an unknown convergence status {status!r}"
+    if rec.get("converged") is not _IMPLIED[status]:
+        return f"converged {rec.get('converged')!r} beside status {status}"
+    per = conv.get("models") if isinstance(conv.get("models"), dict) else {}
+    for m in rec.get("metrics") or ():
+        if isinstance(m, dict) and "converged" in m:
+            entry = per.get(f"{m.get('setting')} {m.get('model')}") or per.get(str(m.get("model")))
+            st = entry.get("status") if isinstance(entry, dict) else None
+            if st not in _IMPLIED or m["converged"] is not _IMPLIED[st]:
+                return f"row {m.get('setting')} {m.get('model')}: converged {m['converged']!r} beside status {st}"
+    return ""
 
 
 def consistent_records(records: list[dict], warn) -> list[dict]:

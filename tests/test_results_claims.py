@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from attnlab.convergence import RULE
+
 from attnlab import catalog
 from attnlab.catalog import Skip
 from attnlab.evidence import judge, t_interval
@@ -17,8 +19,15 @@ from attnlab.theory.preregistration import REGISTRY, Part, Registration
 EXP = "kernel-time-warping"
 
 
+def judgement(converged) -> dict:
+    """A record's convergence judgement under this attnlab's rule, as its `converged` flag implies (the readers
+    count a record without one, or one that contradicts the flag, as not judged)."""
+    return {"status": {True: "converged", False: "not-levelled", None: "unknown"}[converged], "rule": RULE}
+
+
 def _write(root, seed, values, config="full", name=None, converged=True, setting="N=64"):
     rec = {"experiment": EXP, "config": config, "seed": seed, "device": "cpu", "converged": converged,
+           "convergence": judgement(converged),
            "training": {}, "metrics": [{"setting": setting, "model": m, "metric": "accuracy", "value": v}
                                        for m, v in values.items()]}
     f = root / EXP / config / (name or f"seed{seed}.json")
@@ -318,7 +327,7 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
             f = tmp_path / "bidir-analogies" / "full" / f"seed{s}.json"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(json.dumps({"experiment": "bidir-analogies", "config": "full", "seed": s, "converged": True,
-                                     "training": {}, "metrics": rows}))
+                                     "convergence": judgement(True), "training": {}, "metrics": rows}))
 
     records({mlm: 0.014, cbow: 0.019})
     with pytest.raises(Skip, match="both below 0.05"):
@@ -327,8 +336,9 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
     for s in range(5, 14):                      # seeds outside the registry (0-4) at 0: they change nothing
         f = tmp_path / "bidir-analogies" / "full" / f"seed{s}.json"
         f.write_text(json.dumps({"experiment": "bidir-analogies", "config": "full", "seed": s, "converged": True,
-                                 "training": {}, "metrics": [{"setting": "overall", "model": m, "metric": "acc",
-                                                              "value": 0.0} for m in (mlm, cbow)]}))
+                                 "convergence": judgement(True), "training": {},
+                                 "metrics": [{"setting": "overall", "model": m, "metric": "acc", "value": 0.0}
+                                             for m in (mlm, cbow)]}))
     assert catalog.run_claim(cl).verdict == "reproduced-on-substitute"
     records({mlm: 0.30, cbow: 0.20})
     assert catalog.run_claim(cl).verdict == "reproduced-on-substitute"
@@ -348,7 +358,8 @@ def test_sentiment_averages_over_n_before_pairing(tmp_path, monkeypatch):
             f = tmp_path / "kernel-sentiment" / "full-es" / f"{N}-seed{s}.json"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(json.dumps({"experiment": "kernel-sentiment", "config": "full-es", "seed": s,
-                                     "converged": True, "training": {}, "metrics": rows}))
+                                     "converged": True, "convergence": judgement(True), "training": {},
+                                     "metrics": rows}))
     vals, _ = seed_values("kernel-sentiment", "full-es", ("N=32", "N=64", "N=128"), "Kernel Softmax", "accuracy",
                           root=tmp_path)
     assert sorted(vals) == [0, 1, 3, 4] and vals[0] == pytest.approx(75.64, abs=1e-12)
@@ -361,7 +372,8 @@ def test_a_moved_empirical_verdict_is_reported_as_a_finding(tmp_path, monkeypatc
     monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path))
     c = catalog.get_claim("kernel.results.ecg")                 # registered: inconclusive
     for s in range(5):
-        rec = {"experiment": "kernel-ecg", "config": "full-es", "seed": s, "converged": True, "training": {},
+        rec = {"experiment": "kernel-ecg", "config": "full-es", "seed": s, "converged": True,
+               "convergence": judgement(True), "training": {},
                "metrics": [{"setting": "test", "model": "Kernel Sparsemax", "metric": "accuracy", "value": 95.0 + NOISE[s]},
                            {"setting": "test", "model": "Cts Sparsemax", "metric": "accuracy", "value": 90.0}]}
         f = tmp_path / "kernel-ecg" / "full-es" / f"seed{s}.json"
@@ -575,3 +587,42 @@ def test_records_judged_by_an_older_convergence_rule_count_as_not_judged(tmp_pat
     assert record_converged(recs[1]) == (json.loads(files[1].read_text())["converged"] is True)
     assert len(warned) == 1 and "1 results record(s) were judged by another convergence rule (curve-v3)" in warned[0]
     assert f"python -m attnlab.migrate_convergence {tmp_path}" in warned[0]
+
+
+@pytest.mark.parametrize("edit", ["converged beside at-chance", "judgement deleted", "not-trained, converged false",
+                                  "row against its model"])
+def test_a_judgement_that_is_missing_or_contradicts_itself_counts_as_not_judged(tmp_path, edit):
+    """A record at chance (efa-synthetic FM seed 2) with `converged: true` beside status at-chance, or with the
+    judgement deleted (what a record from before issue 44 looks like), or status not-trained beside `converged:
+    false`, made efa.results.synthetic-unidirectional hold on 5 seeds instead of inconclusive on 4 (outside
+    review): the readers took the flags as written.  Such a record now counts as not judged, with one warning."""
+    from attnlab.results import read_records, record_converged, row_converged
+
+    src = Path(__file__).resolve().parents[1] / "results" / "efa-synthetic" / "full" / "unidirectional-FM-seed2.json"
+    if not src.exists():
+        pytest.skip("no committed records in this checkout")
+    rec = json.loads(src.read_text())
+    assert rec["converged"] is False and rec["convergence"]["status"] == "at-chance"
+    if edit == "converged beside at-chance":
+        rec["converged"] = True
+    elif edit == "judgement deleted":
+        rec["converged"] = True
+        del rec["convergence"]
+    elif edit == "not-trained, converged false":
+        rec["convergence"]["status"] = "not-trained"
+    else:
+        rec["converged"] = None
+        rec["convergence"] = dict(rec["convergence"], status="unknown",
+                                      models={"unidirectional FM": {"status": "at-chance"}})
+        rec["metrics"] = [dict(m, converged=True) for m in rec["metrics"]]
+    dst = tmp_path / "efa-synthetic" / "full" / src.name
+    dst.parent.mkdir(parents=True)
+    dst.write_text(json.dumps(rec))
+    warned = []
+    (got,) = read_records([dst], warn=warned.append)
+    assert not record_converged(got) and not any(row_converged(got, m) for m in got["metrics"])
+    assert len(warned) == 1 and "no convergence judgement or one that contradicts itself" in warned[0]
+    # the committed record as it is: judged, no warning
+    warned.clear()
+    (same,) = read_records([src], warn=warned.append)
+    assert same["convergence"]["status"] == "at-chance" and not warned

@@ -9,14 +9,23 @@ import subprocess
 
 import pytest
 
+from attnlab.convergence import RULE
+
 from attnlab import cli, headline, tables
 from attnlab.results import summarize
+
+
+def judgement(converged) -> dict:
+    """A record's convergence judgement under this attnlab's rule, as its `converged` flag implies (the readers
+    count a record without one, or one that contradicts the flag, as not judged)."""
+    return {"status": {True: "converged", False: "not-levelled", None: "unknown"}[converged], "rule": RULE}
 
 
 def _write(root, exp, config, seed, metrics, converged=True):
     d = root / exp / config
     d.mkdir(parents=True, exist_ok=True)
     rec = {"experiment": exp, "config": config, "seed": seed, "device": "cpu", "converged": converged,
+           "convergence": judgement(converged),
            "wall_seconds": 12.5 + seed, "training": {"epochs_run": 5, "stopped": "early-stopping"},
            "metrics": [{"setting": s, "model": m, "metric": k, "value": v} for s, m, k, v in metrics]}
     (d / f"seed{seed}.json").write_text(json.dumps(rec))
