@@ -230,9 +230,12 @@ def cmd_verify(args) -> int:
     claims = _select(args)
     from pathlib import Path
 
-    from attnlab.experiment import results_root
+    from attnlab.evidence import results_root
 
-    results_folder = Path(results_root(read=True))
+    # the records the empirical claims judge ($ATTNLAB_RESULTS, else the committed ones; not a ./results of the
+    # working directory, which `results` and `report` read): its summary and its --json's fingerprint name them (a
+    # ./results there was fingerprinted instead, and `report --verdicts` took verdicts judged on other records)
+    results_folder = Path(results_root())
     _check_results_folder(args, results_folder)      # $ATTNLAB_RESULTS naming no folder: one line, not 46 skips
     to_stdout = args.json == "-"
     out = sys.stderr if to_stdout else sys.stdout

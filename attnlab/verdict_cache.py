@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import re
+import stat
 import sys
 from pathlib import Path
 
@@ -103,7 +104,13 @@ def key() -> str:
     add("records", str(records.is_dir()).encode())
     if records.is_dir():
         for f in sorted(records.rglob("*.json")):
-            add(str(f.relative_to(records)), f.read_bytes())
+            # only regular files are read (the readers skip the rest, saying so): a dangling link or a folder named
+            # *.json was a traceback here, and a FIFO hung verify before its first claim
+            try:
+                data = f.read_bytes() if stat.S_ISREG(f.stat().st_mode) else b"not a regular file"
+            except OSError:
+                data = b"unreadable"
+            add(str(f.relative_to(records)), data)
     for root in _data_roots():
         add(f"data {root}", str(root.is_dir()).encode())
         if root.is_dir():

@@ -126,3 +126,43 @@ def test_the_suite_computes_the_key_verify_computes(monkeypatch):
                          env={k: v for k, v in __import__("os").environ.items() if not k.startswith("PYTEST")})
     monkeypatch.chdir(root)
     assert out.stdout.strip() == verdict_cache.key()
+
+
+def test_the_key_passes_over_records_that_are_no_regular_files(monkeypatch, tmp_path):
+    """A dangling link or a folder named *.json among the records was a traceback from the key, which `verify`
+    takes before its first claim, and a FIFO hung it (outside review); the readers skip them, saying so.  They
+    count in the key by name, unread."""
+    import os
+    import threading
+
+    records = tmp_path / "records" / "efa-synthetic" / "full"
+    records.mkdir(parents=True)
+    (records / "seed0.json").write_text("{}")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(tmp_path / "records"))
+    k = verdict_cache.key()
+    (records / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    (records / "loop.json").mkdir()
+    os.mkfifo(records / "pipe.json")
+    got = []
+    t = threading.Thread(target=lambda: got.append(verdict_cache.key()), daemon=True)
+    t.start()
+    t.join(30)
+    assert got and got[0] != k, "the key hung on a FIFO or raised"
+
+
+def test_verify_names_and_fingerprints_the_records_it_judges(tmp_path, monkeypatch, capsys):
+    """verify judges the committed records (or $ATTNLAB_RESULTS), but named and fingerprinted ./results where the
+    working directory had one (what `results` and `report` read): `report --verdicts` then took verdicts judged on
+    other records than its tables (outside review)."""
+    import json
+
+    from attnlab.evidence import committed_records
+    from attnlab.results import records_fingerprint
+
+    monkeypatch.delenv("ATTNLAB_RESULTS", raising=False)
+    (tmp_path / "results" / "efa-synthetic" / "full").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", "--claim", "efa.results.synthetic-unidirectional", "--json", "v.json"]) == 0
+    (rec,) = json.loads((tmp_path / "v.json").read_text())
+    assert rec["records_fingerprint"] == records_fingerprint(committed_records())
+    assert rec["records_fingerprint"] != records_fingerprint(tmp_path / "results")
