@@ -122,12 +122,13 @@ def _stat(f: Path) -> tuple[int, int]:
 
 
 def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
-                root: Path | None = None) -> tuple[dict[int, float], Counter]:
+                root: Path | None = None, paper_data: bool = False) -> tuple[dict[int, float], Counter]:
     """({seed: value} over the converged rows of `config`, Counter of all matching rows by (config,
     converged: True, False, or None where the run's convergence could not be judged)): the second says
     what evidence there is when the first is short.  `setting` may be a
     tuple (a claim about an average over settings): a seed's value is then its mean over all of them,
-    and only seeds that have all count."""
+    and only seeds that have all count.  paper_data: only records on the paper's data count (no `substitute`);
+    the others are counted in the second under (config, "other data")."""
     from attnlab.results import row_converged, row_unknown
 
     root = Path(root) if root is not None else results_root()
@@ -135,6 +136,11 @@ def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], mo
     per, have = {s: {} for s in settings}, Counter()
     for r, m in _rows(experiment, root):
         if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
+            continue
+        if paper_data and r.get("substitute"):
+            # (a claim registered on the paper's data judged records on a substitute as the paper's, EFA's on the
+            # paper's data paired with FM's on a substitute among them)
+            have[(r.get("config"), "other data")] += 1
             continue
         ok = row_converged(r, m)
         have[(r.get("config"), True if ok else None if row_unknown(r, m) else False)] += 1
@@ -151,10 +157,14 @@ def _where(part) -> str:
 
 def _part_values(reg, part, root) -> tuple[dict[int, float], Counter]:
     """{seed: d} of one part over the registered seeds it has (d oriented: larger = the statement)."""
-    va, have = seed_values(reg.experiment, reg.config, part.setting, part.a, part.metric, root)
+    paper = reg.data_source == "paper"
+    va, have = seed_values(reg.experiment, reg.config, part.setting, part.a, part.metric, root, paper)
     sign = 1.0 if reg.higher_is_better else -1.0
     if reg.rule == "beats":
-        vb, _ = seed_values(reg.experiment, reg.config, part.setting, part.b, part.metric, root)
+        vb, have_b = seed_values(reg.experiment, reg.config, part.setting, part.b, part.metric, root, paper)
+        for k, c in have_b.items():                     # (b's rows on other data: a skip names them too)
+            if k[1] == "other data":
+                have[(k[0], "other data of " + str(part.b))] += c
         vals = {s: sign * (va[s] - vb[s]) for s in reg.seeds if s in va and s in vb}
     elif reg.rule == "below":
         vals = {s: part.bound - va[s] for s in reg.seeds if s in va}
@@ -205,7 +215,10 @@ def judge(reg, root: Path | None = None) -> Evidence:
         parts.append(entry)
     notes, skipped = _notes(reg, root)
     if not any(p["seeds"] for p in parts):
-        state = {True: "", False: " not converged", None: " of unknown convergence"}
+        state = {True: "", False: " not converged", None: " of unknown convergence",
+                 "other data": " on a substitute (registered on the paper's data)"}
+        state.update({k[1]: f" of {k[1][len('other data of '):]} on a substitute (registered on the paper's data)"
+                      for _, have in have_by_part for k in have if str(k[1]).startswith("other data of ")})
         found = "; ".join(f"{_where(part) if len(reg.parts) > 1 else part.a}: "
                           + ", ".join(f"{cfg}: {c}{state[ok]}" for (cfg, ok), c in sorted(have.items(), key=str))
                           for part, have in have_by_part if have)

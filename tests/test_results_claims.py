@@ -626,3 +626,23 @@ def test_a_judgement_that_is_missing_or_contradicts_itself_counts_as_not_judged(
     warned.clear()
     (same,) = read_records([src], warn=warned.append)
     assert same["convergence"]["status"] == "at-chance" and not warned
+
+
+def test_a_claim_on_the_papers_data_counts_no_record_on_a_substitute(tmp_path):
+    """The records' `substitute` was never held to the registration's data source: a claim registered on the
+    paper's data judged model B's records, all on a substitute, paired with A's on the paper's data, as the paper's
+    (outside review: efa.results.synthetic-unidirectional still held).  A registration on a substitute takes both
+    (its records may be on the paper's data with another protocol)."""
+    def records(b_data):
+        for s in range(5):
+            for m, v in (("A", 93.0 + NOISE[s]), ("B", 90.0)):
+                f = _write(tmp_path, s, {m: v}, name=f"{m}-seed{s}.json")
+                rec = dict(json.loads(f.read_text()), tag=m)
+                f.write_text(json.dumps(dict(rec, substitute=b_data) if m == "B" and b_data else rec))
+
+    records(None)
+    assert judge(_reg("paper"), tmp_path).verdict == "holds"
+    records("another data set")
+    with pytest.raises(Skip, match="on a substitute \\(registered on the paper's data\\)"):
+        judge(_reg("paper"), tmp_path)
+    assert judge(_reg("substitute"), tmp_path).verdict == "reproduced-on-substitute"
