@@ -85,15 +85,20 @@ def t_interval(values: list[float], runs: float = math.inf) -> dict:
     return {"mean": m, "sd": sd, "half": h, "lo": m - h, "hi": m + h, "n": n}
 
 
-# (experiment, root) -> (the files' (path, mtime, size), rows, notes on copies by row key, files skipped)
+# (experiment, root) -> (the files' (path, mtime, size), records, files skipped); (experiment, root, seeds) -> (the
+# same stamp, rows, notes on copies by row key, notes on records left out as of another config)
 _CACHE: dict[tuple, tuple] = {}
 
 
-def _read(experiment: str, root: Path) -> tuple:
-    """(rows, notes, skipped) of one experiment: its (record, metric row) pairs, each (config, setting, model,
-    metric, seed) once (attnlab.results.unique_rows); the warnings on copies by that 6-tuple; the warnings on
-    the files that could not be used.  Read again only when a file of the experiment changed."""
-    from attnlab.results import read_records, record_files, unique_rows
+def _read(experiment: str, root: Path, seeds: tuple[int, ...] | None = None) -> tuple:
+    """(rows, notes, skipped, left out) of one experiment: its (record, metric row) pairs, each (config, setting,
+    model, metric, seed) once (attnlab.results.unique_rows); the warnings on copies by that 6-tuple; the warnings
+    on the files that could not be used; those on records left out as written with other config values than
+    their config's others (attnlab.results.consistent_records).  With `seeds` (a claim's registered seeds) only their
+    records are read and held to each other: seeds outside the registry never change a verdict (six extra seeds
+    of other values outvoted the five registered ones, which were then left out).  Read again only when a file
+    of the experiment changed."""
+    from attnlab.results import consistent_records, read_records, record_files, unique_rows
 
     listing: list[str] = []                 # a folder that cannot be listed, a pipe or device among the files
     files = record_files(root, f"{experiment}/*/*.json", warn=listing.append)
@@ -102,15 +107,24 @@ def _read(experiment: str, root: Path) -> tuple:
         # only this experiment's files (each read once per process): a record filed under another
         # experiment's folder is refused by read_records as misplaced
         skipped: list[str] = list(listing)
+        recs = [r for r in read_records(files, warn=skipped.append, consistent=False)
+                if r.get("experiment") == experiment]
+        _CACHE[key] = (stamp, recs, skipped)
+    _, recs, skipped = _CACHE[key]
+    sel = (experiment, str(root), seeds)
+    if _CACHE.get(sel, (None,))[0] != stamp:
+        left_out: list[str] = []
         notes: dict[tuple, str] = {}
-        recs = [r for r in read_records(files, warn=skipped.append) if r.get("experiment") == experiment]
-        _CACHE[key] = (stamp, list(unique_rows(recs, warn=lambda m: None, notes=notes)), notes, skipped)
-    return _CACHE[key][1:]
+        mine = recs if seeds is None else [r for r in recs if r.get("seed") in seeds]
+        rows = list(unique_rows(consistent_records(mine, left_out.append), warn=lambda m: None, notes=notes))
+        _CACHE[sel] = (stamp, rows, notes, left_out)
+    _, rows, notes, left_out = _CACHE[sel]
+    return rows, notes, skipped, left_out
 
 
-def _rows(experiment: str, root: Path) -> list:
+def _rows(experiment: str, root: Path, seeds: tuple[int, ...] | None = None) -> list:
     """(record, metric row) pairs of one experiment (:func:`_read`)."""
-    return _read(experiment, root)[0]
+    return _read(experiment, root, seeds)[0]
 
 
 def _stat(f: Path) -> tuple[int, int]:
@@ -122,19 +136,21 @@ def _stat(f: Path) -> tuple[int, int]:
 
 
 def seed_values(experiment: str, config: str, setting: str | tuple[str, ...], model: str, metric: str,
-                root: Path | None = None, paper_data: bool = False) -> tuple[dict[int, float], Counter]:
+                root: Path | None = None, paper_data: bool = False,
+                seeds: tuple[int, ...] | None = None) -> tuple[dict[int, float], Counter]:
     """({seed: value} over the converged rows of `config`, Counter of all matching rows by (config,
     converged: True, False, or None where the run's convergence could not be judged)): the second says
     what evidence there is when the first is short.  `setting` may be a
     tuple (a claim about an average over settings): a seed's value is then its mean over all of them,
     and only seeds that have all count.  paper_data: only records on the paper's data count (no `substitute`);
-    the others are counted in the second under (config, "other data")."""
+    the others are counted in the second under (config, "other data").  seeds: only these seeds' records, held
+    to each other's config values (:func:`_read`)."""
     from attnlab.results import row_converged, row_unknown
 
     root = Path(root) if root is not None else results_root()
     settings = (setting,) if isinstance(setting, str) else tuple(setting)
     per, have = {s: {} for s in settings}, Counter()
-    for r, m in _rows(experiment, root):
+    for r, m in _rows(experiment, root, seeds):
         if m["setting"] not in per or (m["model"], m["metric"]) != (model, metric):
             continue
         if paper_data and r.get("substitute"):
@@ -158,10 +174,11 @@ def _where(part) -> str:
 def _part_values(reg, part, root) -> tuple[dict[int, float], Counter]:
     """{seed: d} of one part over the registered seeds it has (d oriented: larger = the statement)."""
     paper = reg.data_source == "paper"
-    va, have = seed_values(reg.experiment, reg.config, part.setting, part.a, part.metric, root, paper)
+    va, have = seed_values(reg.experiment, reg.config, part.setting, part.a, part.metric, root, paper, reg.seeds)
     sign = 1.0 if reg.higher_is_better else -1.0
     if reg.rule == "beats":
-        vb, have_b = seed_values(reg.experiment, reg.config, part.setting, part.b, part.metric, root, paper)
+        vb, have_b = seed_values(reg.experiment, reg.config, part.setting, part.b, part.metric, root, paper,
+                                 reg.seeds)
         for k, c in have_b.items():                     # (b's rows on other data: a skip names them too)
             if k[1] == "other data":
                 have[(k[0], "other data of " + str(part.b))] += c
@@ -282,7 +299,7 @@ def _notes(reg, root: Path) -> tuple[list[str], list[str]]:
     """What the reader of a claim must know about its records: the copies of its rows (counted once, or the
     seed left out where they disagree), for its registered seeds, and the files of its experiment that could
     not be used (unreadable, misplaced, a number beyond float64), at most three named."""
-    _, notes, skipped = _read(reg.experiment, root)
+    _, notes, skipped, left_out = _read(reg.experiment, root, reg.seeds)
     mine = []
     for part in reg.parts:
         settings = (part.setting,) if isinstance(part.setting, str) else tuple(part.setting)
@@ -294,6 +311,8 @@ def _notes(reg, root: Path) -> tuple[list[str], list[str]]:
                         mine.append(msg)
     files = [f"{len(skipped)} record file(s) of {reg.experiment} skipped: " + "; ".join(skipped[:3])
              + ("; ..." if len(skipped) > 3 else "")] if skipped else []
+    # (records left out as of another config were counted as "record file(s) skipped", one per warning)
+    mine += [m for m in left_out if f"{reg.experiment} ({reg.config}" in m]
     return mine, files
 
 

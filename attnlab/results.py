@@ -241,11 +241,12 @@ def folder_records(folder: Path, pattern: str = "*.json", warn=None) -> list[dic
     return unique_records(read_records(record_files(folder, pattern, warn), warn), warn)
 
 
-def read_records(paths, warn=None) -> list[dict]:
+def read_records(paths, warn=None, consistent: bool = True) -> list[dict]:
     """The usable records among the files `paths`, in order; each one that cannot be read (a binary file,
     not JSON, nested too deeply, a number beyond float64) or used (:func:`_record_problem`) is skipped
     with a one-line warning naming it (on stderr, or through `warn`).  `attnlab results`, `report` and
-    `figures` read records through this."""
+    `figures` read records through this; they are held to their config's others (:func:`consistent_records`)
+    unless consistent=False (the empirical claims hold the registered seeds' records to each other)."""
     from attnlab.atomic_io import read_json
 
     warn = warn or stderr_warning
@@ -261,7 +262,8 @@ def read_records(paths, warn=None) -> list[dict]:
             warn(f"skipping results record {p}: {problem}")
             continue
         recs.append(rec)
-    return consistent_records(_current_judgements(recs, paths, warn), warn)
+    recs = _current_judgements(recs, paths, warn)
+    return consistent_records(recs, warn) if consistent else recs
 
 
 def _current_judgements(recs: list[dict], paths, warn) -> list[dict]:

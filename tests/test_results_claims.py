@@ -646,3 +646,24 @@ def test_a_claim_on_the_papers_data_counts_no_record_on_a_substitute(tmp_path):
     with pytest.raises(Skip, match="on a substitute \\(registered on the paper's data\\)"):
         judge(_reg("paper"), tmp_path)
     assert judge(_reg("substitute"), tmp_path).verdict == "reproduced-on-substitute"
+
+
+def test_seeds_outside_the_registry_never_outvote_it(tmp_path):
+    """The config values a folder's seeds share were decided by a majority over every seed: six unregistered seeds
+    written at another value outvoted the five registered ones, which were left out (holds -> skipped, outside
+    review).  A claim holds its registered seeds' records to each other only; a registered seed of other values
+    is still left out, and said so in a note, not counted as a skipped file."""
+    _pairs(tmp_path, 3.0)
+    for s in range(5, 11):
+        f = _write(tmp_path, s, {"A": 80.0, "B": 90.0})
+        f.write_text(json.dumps(dict(json.loads(f.read_text()), config_values={"patience": 20})))
+    for s in range(5):
+        f = tmp_path / EXP / "full" / f"seed{s}.json"
+        f.write_text(json.dumps(dict(json.loads(f.read_text()), config_values={"patience": 10})))
+    assert judge(_reg("paper"), tmp_path).verdict == "holds"
+    f = tmp_path / EXP / "full" / "seed4.json"
+    f.write_text(json.dumps(dict(json.loads(f.read_text()), config_values={"patience": 20})))
+    ev = judge(_reg("paper"), tmp_path)
+    assert ev.verdict == "inconclusive" and ev.data["results"]["seeds_missing"] == {"A vs B / N=64 / accuracy": [4]}
+    assert "seed(s) 4 left out (4 of 5 share the other values)" in ev.explanation
+    assert "record file(s)" not in ev.explanation
