@@ -332,9 +332,10 @@ def _judgement_problem(rec: dict) -> str:
 def consistent_records(records: list[dict], warn) -> list[dict]:
     """`records` without those written with other config values, or on other data (their `substitute`), than the
     rest of their (experiment, config, tag): the seeds of one config share its values (a folder holding one seed at
-    --alpha 0.25 beside four at 1 was averaged into one row).  Compared on the values every record of the group names (a value added to a config
-    later is absent from its older records); the majority is kept and the others left out, all of them where no
-    setting has more than half, with a warning naming the values that differ and the seeds left out."""
+    --alpha 0.25 beside four at 1 was averaged into one row).  Compared on the values every record of the group
+    names (a value added to a config later is absent from its older records), a record without any left out; the
+    majority is kept and the others left out, all of them where no setting has more than half, with a warning
+    naming the values that differ and the seeds left out."""
     from attnlab.experiment import _run_config
 
     groups = defaultdict(list)
@@ -344,6 +345,18 @@ def consistent_records(records: list[dict], warn) -> list[dict]:
     for (exp, cfg, tag), rs in groups.items():
         if len(rs) < 2:
             continue
+        # a record without config values (removed, or never written) beside records with them cannot be shown to
+        # be of its config: left out (compared on the values every record names, it left nothing to compare, and
+        # one such file switched the check off for its whole group)
+        bare = [r for r in rs if not (isinstance(r.get("config_values"), dict) and r["config_values"])]
+        if bare and len(bare) < len(rs):
+            drop.update(id(r) for r in bare)
+            warn(f"records of {exp} ({cfg}{', ' + tag if tag else ''}) without config values beside records with "
+                 f"them: seed(s) {', '.join(str(r.get('seed')) for r in bare)} left out (the config they ran cannot be "
+                 "told)")
+            rs = [r for r in rs if not any(r is b for b in bare)]
+            if len(rs) < 2:
+                continue
         # the data a seed was trained on is part of what the group shares: the paper's data (substitute null)
         # and a substitute were averaged into one row, labelled by whichever file came last
         cvs = [{**(_run_config(r["config_values"]) if isinstance(r.get("config_values"), dict) else {}),

@@ -667,3 +667,19 @@ def test_seeds_outside_the_registry_never_outvote_it(tmp_path):
     assert ev.verdict == "inconclusive" and ev.data["results"]["seeds_missing"] == {"A vs B / N=64 / accuracy": [4]}
     assert "seed(s) 4 left out (4 of 5 share the other values)" in ev.explanation
     assert "record file(s)" not in ev.explanation
+
+
+def test_a_record_without_config_values_does_not_switch_the_check_off(tmp_path):
+    """Values are compared on the keys every record of a group names: one record without config values left none,
+    and a seed trained at lr 0.1 beside four at 0.001 counted again (outside review: inconclusive -> holds)."""
+    _pairs(tmp_path, 3.0)
+    for s in range(5):
+        f = tmp_path / EXP / "full" / f"seed{s}.json"
+        f.write_text(json.dumps(dict(json.loads(f.read_text()), config_values={"lr": 0.1 if s == 1 else 0.001})))
+    assert judge(_reg("paper"), tmp_path).verdict == "inconclusive"          # seed 1 left out
+    f = tmp_path / EXP / "full" / "seed3.json"
+    rec = json.loads(f.read_text())
+    del rec["config_values"]
+    f.write_text(json.dumps(rec))
+    ev = judge(_reg("paper"), tmp_path)
+    assert ev.verdict == "inconclusive" and ev.data["results"]["seeds_missing"] == {"A vs B / N=64 / accuracy": [1, 3]}
