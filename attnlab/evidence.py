@@ -214,7 +214,7 @@ def judge(reg, root: Path | None = None) -> Evidence:
     """The verdict of a registered results claim (a :class:`attnlab.theory.preregistration.Registration`)
     from the records under `root`, on exactly its registered seeds."""
     root = Path(root) if root is not None else results_root()
-    parts, missing, have_by_part = [], {}, []
+    parts, missing, have_by_part, odd = [], {}, [], []
     for part in reg.parts:
         vals, have = _part_values(reg, part, root)
         have_by_part.append((part, have))
@@ -229,6 +229,15 @@ def judge(reg, root: Path | None = None) -> Evidence:
             wide = t_interval(entry["values"], reg.paper_runs)
             entry["paper_interval"] = [wide["lo"], wide["hi"]]
             entry["decision"] = _decide(reg, part, entry) if not lack else "undecided"
+            same = min(entry["values"]) == max(entry["values"])
+            if same != reg.fixed_models:
+                # trained models whose seeds all gave the same value did not vary with the seed (copies, or a runner
+                # that ignores it): their zero-width interval made an erratum of five copies of one run; fixed models
+                # (one evaluation, the same on every seed) that differ are not what was registered
+                entry["decision"] = "undecided"
+                odd.append(f"{_where(part)}: " + (
+                    f"the {len(vals)} seeds gave the same value {entry['values'][0]:.6g}: runs that do not vary with "
+                    "the seed are no sample of it" if same else "the fixed models' evaluations differ between seeds"))
         parts.append(entry)
     notes, skipped = _notes(reg, root)
     if not any(p["seeds"] for p in parts):
@@ -289,7 +298,7 @@ def judge(reg, root: Path | None = None) -> Evidence:
                       f"hold on average), but the paper's {p['paper_effect']:.3g} lies inside the interval of "
                       f"{reg.paper_runs} run(s) of ours [{p['paper_interval'][0]:.3g}, {p['paper_interval'][1]:.3g}]: "
                       "its number is not shown wrong" for p in inside)
-            + "".join(f"; {m}" for m in notes + skipped))
+            + "".join(f"; {m}" for m in odd + notes + skipped))
     return Evidence(verdict, measured, reg.tolerance_text(), expl,
                     {"results": results, "parts": parts, "margin_source": reg.margin_source,
                      "deviation": reg.deviation or None})

@@ -3,6 +3,7 @@
 record."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -323,7 +324,9 @@ def test_analogy_claim_refuses_substitutes_without_analogy_structure(tmp_path, m
 
     def records(models):
         for s in range(5):
-            rows = [{"setting": "overall", "model": m, "metric": "acc", "value": v + 0.001 * s} for m, v in models.items()]
+            # (the seeds' differences vary: seeds that all give one difference are no sample of it)
+            rows = [{"setting": "overall", "model": m, "metric": "acc", "value": v + 0.001 * s * (1 + (m == cbow))}
+                    for m, v in models.items()]
             f = tmp_path / "bidir-analogies" / "full" / f"seed{s}.json"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(json.dumps({"experiment": "bidir-analogies", "config": "full", "seed": s, "converged": True,
@@ -683,3 +686,19 @@ def test_a_record_without_config_values_does_not_switch_the_check_off(tmp_path):
     f.write_text(json.dumps(rec))
     ev = judge(_reg("paper"), tmp_path)
     assert ev.verdict == "inconclusive" and ev.data["results"]["seeds_missing"] == {"A vs B / N=64 / accuracy": [1, 3]}
+
+
+def test_seeds_that_gave_one_value_are_no_sample(tmp_path):
+    """Five copies of one run under five seeds' names (what a runner that ignores the seed writes) had a zero-width
+    interval: an erratum against the paper's number (outside review).  Trained models whose seeds all agree to the
+    last digit decide nothing; nor do fixed models (registered as one evaluation) whose seeds differ."""
+    for s in range(5):
+        _write(tmp_path, s, {"A": 87.0, "B": 90.0})
+    ev = judge(_reg("paper", paper=3.0), tmp_path)
+    assert ev.verdict == "inconclusive" and "gave the same value -3" in ev.explanation
+    reg = dataclasses.replace(_reg("paper", paper=3.0), fixed_models=True)
+    ev = judge(reg, tmp_path)                       # one evaluation, the same on every seed: as registered
+    assert ev.verdict == "erratum" and "gave the same value" not in ev.explanation
+    _write(tmp_path, 2, {"A": 86.0, "B": 90.0})
+    ev = judge(reg, tmp_path)
+    assert ev.verdict == "inconclusive" and "evaluations differ between seeds" in ev.explanation
