@@ -402,3 +402,13 @@ def test_caption_says_when_rows_stand_on_different_runs():
     assert "stand on different runs" in headline.caption("kernel-time-warping", rows)
     same = [dict(r, n_seeds=5, n_not_converged=0, n_unknown=0, converged=True) for r in rows]
     assert "stand on different runs" not in headline.caption("kernel-time-warping", same)
+
+
+def test_a_row_with_seeds_beyond_the_registered_says_so():
+    """The headline pooled every seed beside the registered verdict: an eleventh seed far off showed "12.18 ± 19,
+    n = 11" beside "holds" (outside review).  The note says how many seeds are beyond the registered ones."""
+    from attnlab.headline import _notes
+
+    row = {"n_seeds": 11, "registered_seeds": 5, "converged": True, "n_not_converged": 0, "n_unknown": 0}
+    assert _notes(row) == "n includes 6 seed(s) beyond the 5 registered (the verdict reads the registered)"
+    assert _notes(dict(row, n_seeds=5)) == "" and _notes(dict(row, registered_seeds=None)) == ""
