@@ -27,6 +27,10 @@ CONVENTIONS (stable API)
   exact and invisible.
 - Everything is differentiable by autograd; thresholds found by bisection get their gradient from
   one final differentiable Newton step (implicit-function theorem), so d tau/d f is exact.
+- The kernel maps (and expected_basis) refuse in one line naming the argument, where they returned NaN: scores
+  (or a density) with a NaN or +inf (-inf is a zero weight), kernel_softmax's scores -inf on the whole grid, a q0
+  < 0 or not finite, a grid of fewer than 2 nodes, and a normalizer Z that is 0 or overflows its dtype (inf);
+  gaussian_density and truncated_parabola_density refuse a mu that is not finite.
 
 FUNCTIONS
     gaussian_rbf(t, centers, widths)                     Psi [N, G], psi_n = N(t; mu_n, sigma_n^2)
@@ -80,6 +84,13 @@ def _positive_tensor(x, name, like=None) -> torch.Tensor:
     x = _tensor(x, like)
     if not bool(torch.all(torch.isfinite(x) & (x > 0))):
         raise ValueError(f"{name} must be finite and > 0 everywhere")
+    return x
+
+
+def _finite_tensor(x, name, like=None) -> torch.Tensor:
+    x = _tensor(x, like)
+    if not bool(torch.all(torch.isfinite(x))):
+        raise ValueError(f"{name} must be finite everywhere (no NaN/inf)")
     return x
 
 
@@ -156,18 +167,33 @@ def _q0_on_grid(q0, t, like):
     q0 = _tensor(q0, like).to(like)
     if q0.shape[-1] != t.shape[0]:
         raise ValueError(f"q0 must have last dim {t.shape[0]} (the grid); got shape {tuple(q0.shape)}")
-    if bool(torch.any(q0 < 0)):
-        raise ValueError("q0 (base density on the grid) must be >= 0")
+    if not bool(torch.all((q0 >= 0) & (q0 < math.inf))):      # (a NaN q0 passed `q0 < 0` and gave a NaN density)
+        raise ValueError("q0 (base density on the grid) must be finite and >= 0 (no NaN)")
     return q0
 
 
 def _check_scores(f, t, name="f"):
+    """f a floating tensor [..., G] on the grid t (1-D, >= 2 nodes: an empty t gave an IndexError from max()), with
+    no NaN and no +inf (a NaN score gave an all-NaN density); -inf is a zero weight."""
+    if t.ndim != 1 or t.shape[0] < 2:          # (trapezoid_weights' message, before anything indexes the grid)
+        raise ValueError(f"t (grid) must be a 1-D tensor with >= 2 nodes; got shape {tuple(t.shape)}")
     if not isinstance(f, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor of shape [..., G]")
     if not f.is_floating_point():              # (weights cast to an integer dtype were truncated to 0)
         raise ValueError(f"{name} must be a floating-point tensor; got dtype {f.dtype}")
-    if f.shape[-1] != t.shape[0]:
+    if f.ndim == 0 or f.shape[-1] != t.shape[0]:
         raise ValueError(f"{name} must have last dim G={t.shape[0]} (the grid); got {tuple(f.shape)}")
+    if not bool(torch.all(f < math.inf)):      # one reduction for NaN and +inf
+        raise ValueError(f"{name} must hold no NaN or +inf (-inf is a zero weight)")
+
+
+def _check_normalizer(u, Z, empty: str, overflow: str):
+    """Z > 0 (else ValueError(empty)) and u, Z finite (else ValueError(overflow)): only Z <= 0 was checked, and Z = inf
+    (exp_{2-alpha} of scores 1e6 at alpha = 1.01) gave an all-NaN density, inf / inf."""
+    if bool(torch.any(Z <= 0)):
+        raise ValueError(empty)
+    if not (bool(torch.all(torch.isfinite(Z))) and bool(torch.all(torch.isfinite(u)))):
+        raise ValueError(overflow.format(dtype=u.dtype))
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,6 +219,15 @@ def ridge_value_coefficients(H, positions, centers, widths, lam: float = 0.01) -
     F = gaussian_rbf(pos, centers, widths).to(H)          # [N, L]
     if H.shape[-1] != F.shape[1]:
         raise ValueError(f"H's last dim ({H.shape[-1]}) must equal len(positions) ({F.shape[1]})")
+    if float(lam) == 0.0:
+        # F F^T alone is singular where F has rank < N (coincident positions, or fewer distinct positions than
+        # basis functions): torch.linalg.solve raised its own error, or returned numbers of size 1e2 from rounding
+        with torch.no_grad():
+            sv = torch.linalg.svdvals(F.detach())
+        N = F.shape[0]
+        if F.shape[1] < N or not bool(sv[-1] ** 2 > N * torch.finfo(F.dtype).eps * sv[0] ** 2):
+            raise ValueError(f"lam: the ridge system F F^T is singular at lam = 0 (coincident positions, or fewer "
+                             f"distinct positions than the N = {N} basis functions); give lam > 0")
     A = F @ F.T + float(lam) * torch.eye(F.shape[0], dtype=H.dtype, device=H.device)
     # B = H F^T A^{-1}  <=>  A B^T = F H^T  (A symmetric): solve instead of inverting
     G = torch.linalg.solve(A, F)                                  # A^{-1} F  [N, L]
@@ -229,7 +264,7 @@ def gaussian_density(t, mu, sigma2, domain=None) -> torch.Tensor:
     """N(t; mu, sigma2) on R, or renormalized to [a, b] (the Eq. 2 solution with S = [a, b]); on [a, b]
     computed in float64 log space (exact mass for mu far outside the domain), cast back to t's dtype."""
     t = _tensor(t)
-    mu = _tensor(mu, t)
+    mu = _finite_tensor(mu, "mu", t)            # (mu = NaN gave an all-NaN density)
     sigma2 = _positive_tensor(sigma2, "sigma2", t)
     dom = _domain(domain)
     if dom is None:
@@ -328,7 +363,7 @@ def truncated_parabola_density(t, mu, sigma2, domain=None) -> torch.Tensor:
     On [a, b] computed in float64 as (r - |t - mu|)(r + |t - mu|) (cast back): with mu far outside the
     domain r and |t - mu| nearly cancel."""
     t = _tensor(t)
-    mu = _tensor(mu, t)
+    mu = _finite_tensor(mu, "mu", t)            # (mu = NaN gave an all-NaN density)
     sigma2 = _positive_tensor(sigma2, "sigma2", t)
     dom = _domain(domain)
     if dom is None:
@@ -470,8 +505,13 @@ def kernel_softmax(f, t, log_q0=None):
     Returns (density [..., G], A [...]); computed with the max shift of App. E.1 (exact for alpha=1)."""
     t = _tensor(t)
     _check_scores(f, t)
-    g = f if log_q0 is None else f + _tensor(log_q0, f).to(f)
+    if log_q0 is not None:
+        log_q0 = _tensor(log_q0, f).to(f)
+        _check_scores(log_q0, t, "log_q0")
+    g = f if log_q0 is None else f + log_q0
     m = g.max(-1, keepdim=True).values.detach()
+    if not bool(torch.all(m > -math.inf)):     # (Z = 0: a NaN density)
+        raise ValueError("f (+ log_q0) is -inf on the whole grid: no density (Z = 0); give a finite score somewhere")
     e = torch.exp(g - m)
     Z = trapezoid(e, t)
     A = torch.log(Z) + m[..., 0]
@@ -486,9 +526,10 @@ def kernel_deformed(f_tilde, t, alpha: float, q0=None):
     _check_scores(f_tilde, t, "f_tilde")
     u = exp_2ma(f_tilde, alpha) * _q0_on_grid(q0, t, f_tilde)
     Z = trapezoid(u, t)
-    if bool(torch.any(Z <= 0)):
-        raise ValueError("f_tilde gives an empty support (Z = 0): need 1 + (alpha-1) f_tilde > 0 "
-                         "somewhere on the grid (Cor 5.5)")
+    _check_normalizer(u, Z, "f_tilde gives an empty support (Z = 0): need 1 + (alpha-1) f_tilde > 0 somewhere on the "
+                            "grid (Cor 5.5)",
+                      "f_tilde gives Z = inf: q0 exp_{{2-alpha}}(f_tilde) overflows {dtype} on the grid; give scores on "
+                      "a smaller scale (shifted down by their max: kernel_deformed_max_shift)")
     return u / Z[..., None], Z
 
 
@@ -507,9 +548,11 @@ def kernel_deformed_softplus(f_tilde, t, alpha: float, rho: float, q0=None):
     _check_scores(f_tilde, t, "f_tilde")
     u = exp_rho_beta(f_tilde, rho, 2.0 - alpha) * _q0_on_grid(q0, t, f_tilde)
     Z = trapezoid(u, t)
-    if bool(torch.any(Z <= 0)):       # (positive in exact arithmetic: the smoothed exponential underflowed)
-        raise ValueError("f_tilde gives Z = 0: exp_{rho, 2-alpha}(f_tilde) underflows to 0 on the whole grid in "
-                         f"{u.dtype}; give scores on a scale where it does not (e.g. shifted up)")
+    # (Z <= 0: positive in exact arithmetic, the smoothed exponential underflowed)
+    _check_normalizer(u, Z, "f_tilde gives Z = 0: exp_{rho, 2-alpha}(f_tilde) underflows to 0 on the whole grid in "
+                            f"{u.dtype}; give scores on a scale where it does not (e.g. shifted up)",
+                      "f_tilde gives Z = inf: q0 exp_{{rho, 2-alpha}}(f_tilde) overflows {dtype} on the grid (its floor "
+                      "(log 2 / rho)^(1/(alpha-1)) included); give a larger rho, or scores on a smaller scale")
     return u / Z[..., None], Z
 
 
@@ -562,11 +605,12 @@ def kernel_deformed_threshold(f, t, alpha: float, q0=None, iters: int = 200):
 
         def logs(tau):
             """(log mass, log of -d mass/d tau) at tau, without overflow: exp_{2-alpha}(x) = z^{1/(alpha-1)}
-            and its derivative z^{(2-alpha)/(alpha-1)}, z = 1 + (alpha-1) x, where z > 0."""
-            z = 1.0 + (a - 1.0) * (fd - tau[..., None])
-            pos = z > 0
-            lz = torch.log(torch.where(pos, z, torch.ones_like(z)))
-            none = torch.full_like(z, -math.inf)
+            and its derivative z^{(2-alpha)/(alpha-1)}, z = 1 + (alpha-1) x, where z > 0; log z = log1p((alpha-1) x)
+            (log of the rounded z put eps / (alpha - 1) into log mass: 3e-8 at alpha = 1 + 1e-12, past the 1e-9 test)."""
+            y = (a - 1.0) * (fd - tau[..., None])
+            pos = y > -1.0
+            lz = torch.log1p(torch.where(pos, y, torch.zeros_like(y)))
+            none = torch.full_like(y, -math.inf)
             lm = torch.logsumexp(torch.where(pos, lz / (a - 1.0) + log_qw, none), -1)
             ld = torch.logsumexp(torch.where(pos, lz * ((2.0 - a) / (a - 1.0)) + log_qw, none), -1)
             return lm, ld

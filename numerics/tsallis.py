@@ -36,7 +36,8 @@ def _density(p, name: str = "p") -> torch.Tensor:
 
 
 def _dQ(y, q0):
-    return y if q0 is None else y * torch.as_tensor(q0, dtype=y.dtype, device=y.device)
+    """y q0 (dQ = q0 dt); q0 refused as a density is (a negative q0 gave Omega = -2.67, a NaN one NaN)."""
+    return y if q0 is None else y * _density(q0, "q0").to(dtype=y.dtype, device=y.device)
 
 
 def tsallis_negentropy(p, t, alpha: float, q0=None) -> torch.Tensor:

@@ -92,7 +92,10 @@ def _record(tmp_path, name, text):
 
 
 def test_results_skip_corrupt_records_and_print_the_rest(capsys, tmp_path):
-    good = {"experiment": "efa-synthetic", "config": "quick", "seed": 0, "device": "cpu",
+    from attnlab.convergence import RULE
+
+    good = {"experiment": "efa-synthetic", "config": "quick", "seed": 0, "device": "cpu", "converged": True,
+            "convergence": {"status": "converged", "rule": RULE},        # (judged: no warning of its own)
             "metrics": [{"setting": "bidirectional", "model": "EFA", "metric": "test MSE", "value": 1.25}]}
     _record(tmp_path, "EFA-seed0.json", json.dumps(good))
     bad = [_record(tmp_path, "garbage-seed1.json", "{not json"),
