@@ -17,8 +17,9 @@ from attnlab.catalog import claim, holds_if
                  "x100 in alpha within [50, 200]), and the float64 Newton solver converges up to alpha = 1e13 "
                  "(h-hat within 1e-8 of the limit from alpha = 1e10).",
        method="float64",
-       vouches_for=("numerics.entropic_dual.solve", "numerics.entropic_dual.solve_dual_newton",
-                    "numerics.entropic_dual.project_onto_hull"))
+       # (solve runs the Newton iteration itself since 2026-12-08, taking h = b - nu from it, not through
+       # solve_dual_newton's lambda: the claim vouches for what it calls)
+       vouches_for=("numerics.entropic_dual.solve", "numerics.entropic_dual.project_onto_hull"))
 def _():
     import numpy as np
 
